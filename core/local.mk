@@ -1,0 +1,4 @@
+bin_PROGRAMS += samsa
+samsa_SOURCES = core/main.c
+samsa_CFLAGS = $(AM_CFLAGS) $(LIBEV_CFLAGS)
+samsa_LDADD = $(CORE_LIBS)
