@@ -1,1 +1,3 @@
-# core/proto
+core_libsamsacore_a_SOURCES += \
+	core/proto/kcodec.c core/proto/kcodec.h \
+	core/proto/kerr.c core/proto/kerr.h

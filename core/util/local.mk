@@ -2,4 +2,5 @@ core_libsamsacore_a_SOURCES += \
 	core/util/slog.c core/util/slog.h \
 	core/util/buf.c core/util/buf.h \
 	core/util/arena.c core/util/arena.h \
-	core/util/clock.c core/util/clock.h
+	core/util/clock.c core/util/clock.h \
+	core/util/sfile.c core/util/sfile.h
