@@ -2,6 +2,7 @@
 UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LIBS = $(CORE_LIBS) $(CMOCKA_LIBS)
 include tests/unit/util.mk
+include tests/unit/gen.mk
 include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
