@@ -6,3 +6,4 @@ include tests/unit/gen.mk
 include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
+include tests/fuzz/fuzz.mk

@@ -1,1 +1,2 @@
-# core/auth
+core_libsamsacore_a_SOURCES += \
+	core/auth/authz.c core/auth/authz.h

@@ -200,7 +200,7 @@ struct rb_header_iter {
 };
 
 void rb_header_iter_init(struct rb_header_iter *it, const struct rb_record *rec);
-/* 1: *key/*value set (value.len -1 = null); 0: done; -1: malformed
+/* 1: *key and *value set (value.len -1 = null); 0: done; -1: malformed
  * (it->err = KERR_INVALID_RECORD). Records from rb_record_next have been
  * checked already, so -1 only happens for hand-made rb_record values. */
 int rb_header_next(struct rb_header_iter *it, kstr_t *key, kbytes_t *value);
