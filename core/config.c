@@ -2494,9 +2494,13 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
             rc = CONFIG_ERR_INVALID_CONFIG;
             goto out;
         }
-        if (ch[k].op > CONFIG_OP_SUBTRACT) {
+        if ((unsigned)ch[k].op > CONFIG_OP_SUBTRACT) {
             fmt(err, errlen, "Unknown config operation %d for config key: %s", (int)ch[k].op,
                 d->name);
+            goto out;
+        }
+        if (ch[k].op != CONFIG_OP_DELETE && !ch[k].value) {
+            fmt(err, errlen, "Null value not supported for : %s", d->name);
             goto out;
         }
     }
@@ -2524,7 +2528,7 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
         }
         char *val;
         if (ch[k].op == CONFIG_OP_SET) {
-            val = xstrdup(ch[k].value ? ch[k].value : "");
+            val = xstrdup(ch[k].value);
         } else {
             /* Kafka appends to / subtracts from the effective value. */
             refresh(t);

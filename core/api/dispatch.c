@@ -16,6 +16,11 @@ const struct api_handler api_handlers[] = {
     {KAPI_PRODUCE, 0, 11, api_handle_produce},
     {KAPI_FETCH, 0, 17, api_handle_fetch},
     {KAPI_LIST_OFFSETS, 0, 10, api_handle_list_offsets},
+    {KAPI_METADATA, 0, 12, api_handle_metadata},
+    {KAPI_CREATE_TOPICS, 0, 7, api_handle_create_topics},
+    {KAPI_DELETE_TOPICS, 0, 6, api_handle_delete_topics},
+    {KAPI_CREATE_PARTITIONS, 0, 3, api_handle_create_partitions},
+    {KAPI_DESCRIBE_CLUSTER, 0, 1, api_handle_describe_cluster},
     {KAPI_API_VERSIONS, 0, 4, api_handle_api_versions},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);

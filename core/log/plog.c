@@ -149,8 +149,8 @@ static int list_segments(const char *dir, int64_t **bases, size_t *n)
     }
     size_t cap = 0;
     struct dirent *de;
-    errno = 0;
-    while ((de = readdir(d)) != NULL) {
+    /* readdir reports errors only through errno. */
+    for (errno = 0; (de = readdir(d)) != NULL; errno = 0) {
         int64_t base;
         if (!segment_parse_name(de->d_name, SEGMENT_LOG_SUFFIX, &base))
             continue;
@@ -169,7 +169,8 @@ static int list_segments(const char *dir, int64_t **bases, size_t *n)
         *n = 0;
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    qsort(*bases, *n, sizeof **bases, cmp_i64);
+    if (*n > 1)
+        qsort(*bases, *n, sizeof **bases, cmp_i64);
     return 0;
 }
 

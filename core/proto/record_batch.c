@@ -355,7 +355,7 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
         /* Kafka rewrites a compressed batch whose inner offsets are not
          * 0..n-1; samsa stores batches as produced, so it cannot. */
         if (rec.offset_delta != idx)
-            return verr(out, KERR_INVALID_RECORD, idx, "record %d has offset delta %d, expected %d",
+            return verr(out, KERR_INVALID_RECORD, -1, "record %d has offset delta %d, expected %d",
                         idx, rec.offset_delta, idx);
         /* A LogAppendTime batch's records all carry its maxTimestamp
          * (DefaultRecordBatch.RecordIterator). */
@@ -382,8 +382,10 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
             bad_ts_type = true;
         }
     }
+    /* Kafka throws these from the iterator as a batch-level error, with no
+     * RecordErrors entry, hence index -1. */
     if (r < 0)
-        return verr(out, it.err, it.index, "%s (record %d of %d)", it.reason, it.index, h->records_count);
+        return verr(out, it.err, -1, "%s (record %d of %d)", it.reason, it.index, h->records_count);
 
     if (first_ts_err >= 0) {
         if (bad_ts_type)
@@ -471,8 +473,9 @@ int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
                     "magic v%d message sets (Produce v%d) are not supported; use Produce v3+ with magic 2",
                     magic, produce_version);
     }
-    /* ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110). */
-    if (produce_version < 7 && size > RB_OFF_ATTRIBUTES + 1 &&
+    /* ProduceRequest.validateRecords: zstd needs Produce v7+ (KIP-110);
+     * like the rest of that method it only looks at v3+. */
+    if (produce_version >= 3 && produce_version < 7 && size > RB_OFF_ATTRIBUTES + 1 &&
         rb_attr_codec((int16_t)be16_read(p + RB_OFF_ATTRIBUTES)) == RB_CODEC_ZSTD)
         return verr(out, KERR_UNSUPPORTED_COMPRESSION_TYPE, -1,
                     "Produce requests with version %d are not allowed to use ZStandard compression",

@@ -180,8 +180,8 @@ struct rb_record_iter {
  * count: the header's recordsCount. As in Kafka, a count of 0 yields no
  * records whatever the bytes, a negative count fails on the first next(). */
 void rb_record_iter_init(struct rb_record_iter *it, const uint8_t *records, size_t len, int32_t count);
-/* The same over a whole uncompressed batch of len bytes. Returns
- * KERR_CORRUPT_MESSAGE for a bad header or len, and
+/* The same over a whole uncompressed batch of len bytes (the CRC is not
+ * checked here). Returns KERR_CORRUPT_MESSAGE for a bad header or len, and
  * KERR_UNSUPPORTED_COMPRESSION_TYPE when the batch is compressed (the
  * caller decompresses and uses rb_record_iter_init). */
 int rb_record_iter_init_batch(struct rb_record_iter *it, const uint8_t *batch, size_t len);
@@ -246,8 +246,10 @@ struct rb_validate_result {
     int codec;
     int timestamp_type;  /* of the batch as sent */
     size_t valid_bytes;  /* size of the batch(es), log overhead included */
-    int32_t error_record_index; /* record an error is about, -1 for the batch
-                                 * (Produce v8+ RecordErrors.BatchIndex) */
+    /* For a key or timestamp error, the first record it is about (Produce
+     * v8+ RecordErrors.BatchIndex, as Kafka's RecordValidationException);
+     * -1 for errors about the batch as a whole. */
+    int32_t error_record_index;
     char reason[192];    /* human-readable cause when the result is not 0 */
 };
 

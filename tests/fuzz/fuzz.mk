@@ -14,9 +14,22 @@ FUZZ_CORE_SRCS = \
 	core/proto/record_batch.c core/proto/crc32c.c \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
-FUZZ_TARGETS = tests/fuzz/record_batch_fuzz
+FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz
 
 fuzz: $(FUZZ_TARGETS)
+
+# The request decoder needs every generated codec: build them once into an
+# archive rather than per target.
+FUZZ_GEN_SRCS = $(wildcard $(top_srcdir)/core/proto/gen/*.c)
+tests/fuzz/libgen_fuzz.a: $(FUZZ_GEN_SRCS) $(wildcard $(top_srcdir)/core/proto/gen/*.h)
+	@mkdir -p tests/fuzz/gen-objs
+	@echo "  CC (fuzz) core/proto/gen/*.c"
+	@ls $(FUZZ_GEN_SRCS) | xargs -P $$(nproc) -I{} sh -c \
+	  '$(FUZZ_CC) $(FUZZ_CFLAGS:-fsanitize=fuzzer,%=-fsanitize=fuzzer-no-link,%) -c {} -o tests/fuzz/gen-objs/$$(basename {} .c).o'
+	rm -f $@ && ar rcs $@ tests/fuzz/gen-objs/*.o
+
+tests/fuzz/request_fuzz: $(top_srcdir)/tests/fuzz/request_fuzz.c tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) tests/fuzz/libgen_fuzz.a -lpthread
 
 tests/fuzz/%_fuzz: $(top_srcdir)/tests/fuzz/%_fuzz.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		$(wildcard $(top_srcdir)/core/proto/*.h $(top_srcdir)/core/util/*.h)
@@ -32,4 +45,4 @@ fuzz-run: fuzz
 	done
 
 .PHONY: fuzz fuzz-run
-CLEANFILES += $(FUZZ_TARGETS)
+CLEANFILES += $(FUZZ_TARGETS) tests/fuzz/libgen_fuzz.a

@@ -917,7 +917,7 @@ static void test_validate_records(void **state)
     put_rec(&recs, 1, 5, "b", "2");
     mk_batch(&b, &h, &recs);
     assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_RECORD);
-    assert_int_equal(r.error_record_index, 1);
+    assert_int_equal(r.error_record_index, -1); /* batch-level, as Kafka's iterator errors */
     buf_reset(&recs);
     put_rec(&recs, 0, 1, "a", "1");
     put_rec(&recs, 1, 0, "b", "2");
