@@ -6,4 +6,5 @@ include tests/unit/gen.mk
 include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
+include tests/unit/controller.mk
 include tests/fuzz/fuzz.mk

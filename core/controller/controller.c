@@ -278,10 +278,16 @@ static int place(const struct mimage *img, int32_t start, int32_t nparts, int32_
                        "are registered.",
                        (int)rf, (int)nids);
     }
-    /* rf <= nids, so the rf consecutive slots are distinct brokers. */
-    for (int32_t p = 0; p < nparts; p++)
+    /* Unfenced brokers first, rotated per partition so leaders spread;
+     * fenced ones only when the unfenced are too few (as Kafka's placer
+     * does). ids[nunfenced..nids) are the fenced ones. */
+    for (int32_t p = 0; p < nparts; p++) {
+        int32_t *o = &out[(size_t)p * (size_t)rf];
         for (int32_t r = 0; r < rf; r++)
-            out[(size_t)p * (size_t)rf + (size_t)r] = ids[((int64_t)start + p + r) % nids];
+            o[r] = r < nunfenced ? ids[((int64_t)start + p + r) % nunfenced]
+                                 : ids[nunfenced + (int32_t)(((int64_t)start + p + r - nunfenced) %
+                                                             (nids - nunfenced))];
+    }
     free(ids);
     return 0;
 }
@@ -1018,13 +1024,15 @@ static int bootstrap(struct controller *c, char *err, size_t errlen)
         r->end_points.a = register_broker_record_broker_endpoint_new_array(&rs.arena, (int32_t)(ne ? ne : 1));
         for (size_t i = 0; i < ne; i++) {
             const struct config_endpoint *e = &cfg->advertised[i];
+            if (e->is_controller)
+                continue; /* the quorum's listeners are not the broker's */
             register_broker_record_broker_endpoint_t *x = &r->end_points.a[r->end_points.n++];
             x->name = kstr_arena(&rs.arena, e->name);
             x->host = kstr_arena(&rs.arena, e->host[0] ? e->host : c->b->advertised_host);
             x->port = e->port;
             x->security_protocol = (int16_t)e->protocol;
         }
-        if (ne == 0 && c->b->advertised_port > 0) {
+        if (r->end_points.n == 0 && c->b->advertised_port > 0) {
             register_broker_record_broker_endpoint_t *x = &r->end_points.a[r->end_points.n++];
             x->name = KSTR_LIT("PLAINTEXT");
             x->host = kstr_arena(&rs.arena, c->b->advertised_host);

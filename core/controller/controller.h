@@ -103,8 +103,8 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
  * and the resulting overrides must pass topic_config_validate_all
  * (INVALID_CONFIG). BROKER: resource "" (cluster default) or this node's
  * id; values are not checked here (the caller validated them with
- * config_alter_broker) and the caller updates its samsa_config; topics'
- * effective configs are recomputed from b->cfg. */
+ * config_alter_broker and applies them to b->cfg first: the topics'
+ * effective configs are recomputed from b->cfg by this call). */
 int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t resource_name,
                              int32_t n, const kstr_t *keys, const kstr_t *values,
                              bool validate_only, char *msg, size_t msglen);

@@ -57,7 +57,9 @@ void buf_reset(struct buf *b) { b->len = 0; }
 
 uint8_t *buf_reserve(struct buf *b, size_t n)
 {
-    if (b->cap - b->len < n) {
+    /* Always own memory, so that the result is a valid pointer even for
+     * n == 0 on an empty buffer. */
+    if (b->cap - b->len < n || !b->data) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap - b->len < n)
             cap *= 2;

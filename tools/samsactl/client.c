@@ -840,7 +840,7 @@ int kc_metadata(struct kc_client *c, const char *const *topics, int ntopics, boo
     return 0;
 }
 
-static bool sleep_ms(int ms)
+bool kc_sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -882,7 +882,7 @@ int kc_topic_metadata(struct kc_client *c, const char *topic, bool allow_auto_cr
                 return kc_fail(c, code, "Topic '%s' does not exist", topic);
             return kc_fail(c, code, "Topic '%s': %s", topic, kc_default_message(code));
         }
-        if (!sleep_ms(backoff))
+        if (!kc_sleep_ms(backoff))
             return kc_fail(c, KC_INTERRUPTED, "interrupted");
         backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
     }

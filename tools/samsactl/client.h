@@ -169,6 +169,9 @@ int kc_leader_conn(struct kc_client *c, const char *topic, int32_t partition, st
  * to the bootstrap connection when the broker names none (-1). */
 int kc_controller_conn(struct kc_client *c, struct kc_conn **out);
 
+/* Sleeps ms milliseconds; false when interrupted by SIGINT/SIGTERM. */
+bool kc_sleep_ms(int ms);
+
 /* Errors a client recovers from by refreshing metadata and retrying. */
 bool kc_retriable(int code);
 
