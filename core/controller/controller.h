@@ -37,8 +37,10 @@ struct controller;
  * single-threaded). On first start it writes the metadata.version
  * feature level; whenever this node's registration (advertised
  * listeners, rack, log directory ids) differs from the log's, it writes a
- * RegisterBrokerRecord. b must outlive the controller. Returns NULL with
- * one line in err on failure. */
+ * RegisterBrokerRecord. When b->partitions is set, the registry is
+ * synced to the replayed image before returning. b must outlive the
+ * controller. Returns the controller, owned by the caller until
+ * controller_close, or NULL with one line in err on failure. */
 struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen);
 /* Flushes and closes; clean marks a clean shutdown. Readers still holding
  * an image keep it. */

@@ -114,7 +114,10 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
         self.log_path = os.path.join(WORK, self.name + ".log")
         self.port, self.cport = free_ports(2)
-        self.overrides = dict(overrides or {})
+        # Topics exist only when a test creates them: no Metadata auto-create
+        # (Kafka's default is on; tests that want it pass it explicitly).
+        self.overrides = {"auto.create.topics.enable": "false"}
+        self.overrides.update(overrides or {})
         self.proc = None
         self.starts = 0
         self.run_log_start = 0
@@ -128,6 +131,8 @@ class Server:
 
     def argv(self):
         a = [SAMSA_BIN,
+             "--override", "node.id=1",
+             "--override", "process.roles=broker,controller",
              "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, self.cport),
              "--override", "controller.quorum.voters=1@127.0.0.1:%d" % self.cport,
              "--override", "log.dirs=%s" % self.data]

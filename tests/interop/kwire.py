@@ -560,7 +560,10 @@ def fetch_v4(conn, topic, partition, offset, max_bytes=1 << 20, max_wait_ms=100)
 
 
 def fetch_v13(conn, topic_id, partition, offset, max_bytes=1 << 20, max_wait_ms=100, version=13):
-    w = W().i32(-1).i32(max_wait_ms).i32(1).i32(max_bytes).i8(0).i32(0).i32(-1)
+    w = W()
+    if version < 15:
+        w.i32(-1)  # replica id (a tagged ReplicaState from v15)
+    w.i32(max_wait_ms).i32(1).i32(max_bytes).i8(0).i32(0).i32(-1)
 
     def part(w, p):
         w.i32(p).i32(-1).i64(offset).i32(-1).i64(-1).i32(max_bytes).tags()

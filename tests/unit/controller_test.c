@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -956,6 +957,81 @@ static void test_second_broker_from_log(void **state)
     mimage_release(m);
 }
 
+/* Several log dirs: new partitions go to the dir with the fewest, and a
+ * restart finds them where they are. Leftovers are dealt with at start:
+ * an interrupted deletion is finished, a partition of a topic the
+ * metadata does not know is set aside as "-stray". */
+static void test_log_dirs_and_leftovers(void **state)
+{
+    struct fx *f = *state;
+    fx_close(f);
+    char d1[300], d2[300], both[700], err[256];
+    snprintf(d1, sizeof d1, "%s/d1", f->dir);
+    snprintf(d2, sizeof d2, "%s/d2", f->dir);
+    snprintf(both, sizeof both, "%s,%s", d1, d2);
+    assert_int_equal(config_set(f->cfg, "log.dirs", both, err, sizeof err), 0);
+    assert_int_equal(fs_mkdirs(d1, NULL), 0);
+    assert_int_equal(fs_mkdirs(d2, NULL), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/old-0.0123456789abcdef0123456789abcdef-delete", d2);
+    assert_int_equal(fs_mkdirs(path, NULL), 0);
+    kuuid_t ghost_id = {{9, 9, 9}};
+    struct plog *log;
+    struct plog_config pc = PLOG_CONFIG_INIT;
+    snprintf(path, sizeof path, "%s/ghost-0", d2);
+    assert_int_equal(plog_open(path, &ghost_id, &pc, &log), 0);
+    plog_close(log, true);
+    /* The metadata log lives in the first dir. */
+    snprintf(path, sizeof path, "%s", d1);
+    f->b.partitions = preg_create(&f->b);
+    f->c = controller_open(&f->b, path, err, sizeof err);
+    assert_non_null(f->c);
+
+    snprintf(path, sizeof path, "%s/old-0.0123456789abcdef0123456789abcdef-delete", d2);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/ghost-0", d2);
+    assert_int_not_equal(stat(path, &st), 0);
+    int strays = 0;
+    DIR *dir = opendir(d2);
+    assert_non_null(dir);
+    for (struct dirent *de; (de = readdir(dir));)
+        strays += strncmp(de->d_name, "ghost-0.", 8) == 0 && strstr(de->d_name, "-stray") != NULL;
+    closedir(dir);
+    assert_int_equal(strays, 1);
+
+    expect(create(f, "spread", 4, 1), 0, "", f);
+    int in1 = 0, in2 = 0;
+    for (int i = 0; i < 4; i++) {
+        char a[400], b[400];
+        snprintf(a, sizeof a, "%s/spread-%d", d1, i);
+        snprintf(b, sizeof b, "%s/spread-%d", d2, i);
+        in1 += stat(a, &st) == 0;
+        in2 += stat(b, &st) == 0;
+    }
+    assert_int_equal(in1, 2);
+    assert_int_equal(in2, 2);
+    /* spread-1 went to d2 (d1 had spread-0); after a restart it is found
+     * there, and nothing is created in d1 for it. */
+    snprintf(path, sizeof path, "%s/spread-1", d2);
+    assert_int_equal(stat(path, &st), 0);
+    controller_close(f->c, true);
+    preg_destroy(f->b.partitions, true);
+    f->b.partitions = preg_create(&f->b);
+    f->c = controller_open(&f->b, d1, err, sizeof err);
+    assert_non_null(f->c);
+    struct mimage *m = controller_image(f->c);
+    const struct mi_topic *t = mimage_topic(m, KSTR("spread"));
+    for (int i = 0; i < 4; i++) {
+        struct partition *pp = preg_get(f->b.partitions, &t->id, i);
+        assert_non_null(pp);
+        partition_put(pp);
+    }
+    mimage_release(m);
+    snprintf(path, sizeof path, "%s/spread-1", d1);
+    assert_int_not_equal(stat(path, &st), 0);
+}
+
 int main(void)
 {
     slog_set_level(SLOG_WARN);
@@ -975,6 +1051,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reregisters_on_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_broker_from_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_dirs_and_leftovers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

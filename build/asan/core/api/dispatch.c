@@ -1,0 +1,146 @@
+#include "api/dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "api/handlers.h"
+#include "api/request.h"
+#include "broker.h"
+#include "net/conn.h"
+#include "proto/kerr.h"
+#include "util/slog.h"
+
+/* The advertised table. Keep minimum versions that clients key features
+ * on (librdkafka: Produce v3 + Fetch v4 for message format v2, etc.). */
+const struct api_handler api_handlers[] = {
+    {KAPI_PRODUCE, 0, 11, api_handle_produce},
+    {KAPI_FETCH, 0, 17, api_handle_fetch},
+    {KAPI_LIST_OFFSETS, 0, 10, api_handle_list_offsets},
+    {KAPI_METADATA, 0, 12, api_handle_metadata},
+    {KAPI_CREATE_TOPICS, 0, 7, api_handle_create_topics},
+    {KAPI_DELETE_TOPICS, 0, 6, api_handle_delete_topics},
+    {KAPI_CREATE_PARTITIONS, 0, 3, api_handle_create_partitions},
+    {KAPI_DESCRIBE_CLUSTER, 0, 1, api_handle_describe_cluster},
+    {KAPI_API_VERSIONS, 0, 4, api_handle_api_versions},
+};
+const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
+
+const struct api_handler *api_handler_get(int16_t key)
+{
+    for (int i = 0; i < api_handlers_len; i++)
+        if (api_handlers[i].key == key)
+            return &api_handlers[i];
+    return NULL;
+}
+
+const char *req_peer(const struct request *req) { return req->conn->peer; }
+
+void req_close(struct request *req, const char *why)
+{
+    req->done = true;
+    req->no_response = true;
+    conn_close(req->conn, why);
+}
+
+static void begin_response(struct request *req, int header_version)
+{
+    struct kwriter *w = &req->out;
+    kw_i32(w, 0); /* size, patched at the end */
+    kw_i32(w, req->correlation_id);
+    if (header_version >= 1)
+        kw_uvarint(w, 0); /* no tagged fields */
+}
+
+static void end_response(struct request *req)
+{
+    struct kwriter *w = &req->out;
+    be32_write(w->b.data, (uint32_t)(kw_size(w) - 4));
+    req->done = true;
+    conn_request_done(req->conn);
+}
+
+void req_respond(struct request *req, const void *resp)
+{
+    begin_response(req, kapi_response_header_version(req->api, req->api_version));
+    req->api->resp_encode(&req->out, req->api_version, resp);
+    end_response(req);
+}
+
+void req_respond_none(struct request *req)
+{
+    req->done = true;
+    req->no_response = true;
+    conn_request_done(req->conn);
+}
+
+/* KIP-511: an ApiVersions request of a version samsa does not know gets
+ * a v0 response saying UNSUPPORTED_VERSION with the supported ranges, so
+ * the client can retry with a version both sides speak. */
+static void respond_api_versions_unsupported(struct request *req)
+{
+    api_versions_response_t resp;
+    api_versions_response_init(&resp);
+    resp.error_code = KERR_UNSUPPORTED_VERSION;
+    resp.api_keys.a = api_versions_response_api_version_new_array(&req->arena, api_handlers_len);
+    resp.api_keys.n = api_handlers_len;
+    for (int i = 0; i < api_handlers_len; i++) {
+        resp.api_keys.a[i].api_key = api_handlers[i].key;
+        resp.api_keys.a[i].min_version = api_handlers[i].min_version;
+        resp.api_keys.a[i].max_version = api_handlers[i].max_version;
+    }
+    begin_response(req, 0);
+    api_versions_response_encode(&req->out, 0, &resp);
+    end_response(req);
+}
+
+void api_dispatch(struct request *req)
+{
+    struct kreader r;
+    kr_init(&r, req->frame, req->frame_len, &req->arena);
+    req->api_key = kr_i16(&r);
+    req->api_version = kr_i16(&r);
+    req->correlation_id = kr_i32(&r);
+    char why[200];
+    req->api = kapi_get(req->api_key);
+    const struct api_handler *h = api_handler_get(req->api_key);
+    if (!req->api || !h) {
+        snprintf(why, sizeof why, "unknown or unsupported API key %d (version %d)", req->api_key,
+                 req->api_version);
+        req_close(req, why);
+        return;
+    }
+    int hv = kapi_request_header_version(req->api, req->api_version);
+    req->client_id = KSTR_NULL;
+    if (hv >= 1)
+        req->client_id = kr_string(&r, false);
+    if (hv >= 2) {
+        uint32_t ntags = kr_uvarint(&r);
+        for (uint32_t i = 0; i < ntags && !r.err; i++) {
+            (void)kr_uvarint(&r);
+            kr_skip(&r, kr_uvarint(&r));
+        }
+    }
+    if (r.err) {
+        snprintf(why, sizeof why, "malformed request header (API key %d)", req->api_key);
+        req_close(req, why);
+        return;
+    }
+    if (req->api_version < h->min_version || req->api_version > h->max_version) {
+        if (req->api_key == KAPI_API_VERSIONS) {
+            respond_api_versions_unsupported(req);
+            return;
+        }
+        snprintf(why, sizeof why, "unsupported version %d of %s (samsa serves %d-%d)", req->api_version,
+                 req->api->name, h->min_version, h->max_version);
+        req_close(req, why);
+        return;
+    }
+    req->body = arena_alloc(&req->arena, req->api->req_size);
+    if (req->api->req_decode(&r, req->api_version, req->body) < 0 || r.err) {
+        snprintf(why, sizeof why, "malformed %s request v%d (%zu bytes)", req->api->name, req->api_version,
+                 req->frame_len);
+        req_close(req, why);
+        return;
+    }
+    h->handle(req);
+}

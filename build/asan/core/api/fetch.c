@@ -1,0 +1,444 @@
+/* Fetch: consumers (and, later, follower replicas) read record data.
+ *
+ * Record bytes are never copied: each partition's answer is a file range
+ * of one segment, spliced into the response and sent with sendfile(2).
+ * A fetch that finds fewer than min_bytes parks on its worker until data
+ * arrives or max_wait_ms passes (Kafka's DelayedFetch). Fetch sessions
+ * (KIP-227) let incremental requests and responses carry only changes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/dispatch.h"
+#include "api/fetch_session.h"
+#include "api/handlers.h"
+#include "api/request.h"
+#include "auth/authz.h"
+#include "broker.h"
+#include "controller/controller.h"
+#include "log/plog.h"
+#include "net/worker.h"
+#include "proto/kerr.h"
+#include "replica/partition.h"
+#include "util/clock.h"
+#include "util/sfile.h"
+#include "util/slog.h"
+
+#define ISOLATION_READ_COMMITTED 1
+
+/* One partition of the fetch, in the order the response lists them. */
+struct fetch_part {
+    kstr_t topic;              /* request (v0-12) or image name */
+    kuuid_t topic_id;
+    int32_t partition;
+    int64_t fetch_offset;
+    int32_t max_bytes;
+    int32_t current_leader_epoch;
+    bool in_request;           /* named in this request (incremental) */
+    int64_t last_hw, last_lso, last_log_start; /* from the session */
+    bool answered;
+
+    struct partition *p;       /* ref, NULL when error is set */
+    int16_t error;             /* resolution error (unknown topic...) */
+
+    /* result of the latest read */
+    int16_t rerr;
+    int64_t hw, lso, log_start;
+    struct sfile *file;        /* ref, or NULL */
+    int64_t file_pos;
+    int32_t len;
+};
+
+struct fetch_op {
+    struct delayed d;          /* first: the worker hands us d */
+    struct request *req;
+    struct fetch_part *parts;
+    int32_t nparts;
+    int32_t session_id;        /* answered in the response */
+    bool incremental;
+    int32_t min_bytes, max_bytes;
+    int8_t isolation;
+    int16_t top_error;
+};
+
+static void release_reads(struct fetch_op *op)
+{
+    for (int32_t i = 0; i < op->nparts; i++) {
+        if (op->parts[i].file) {
+            sfile_unref(op->parts[i].file);
+            op->parts[i].file = NULL;
+        }
+        op->parts[i].len = 0;
+    }
+}
+
+static void release_parts(struct fetch_op *op)
+{
+    release_reads(op);
+    for (int32_t i = 0; i < op->nparts; i++) {
+        if (op->parts[i].p) {
+            partition_put(op->parts[i].p);
+            op->parts[i].p = NULL;
+        }
+    }
+}
+
+/* Reads every partition once. Returns the bytes found; *errors counts
+ * partitions answering with an error. */
+static int64_t read_all(struct fetch_op *op, int *errors)
+{
+    int64_t total = 0;
+    *errors = 0;
+    release_reads(op);
+    for (int32_t i = 0; i < op->nparts; i++) {
+        struct fetch_part *fp = &op->parts[i];
+        fp->rerr = fp->error;
+        fp->hw = fp->lso = fp->log_start = -1;
+        if (fp->error) {
+            (*errors)++;
+            continue;
+        }
+        struct partition *p = fp->p;
+        if (atomic_load(&p->deleted)) {
+            fp->rerr = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+            (*errors)++;
+            continue;
+        }
+        int32_t epoch = atomic_load(&p->leader_epoch);
+        if (fp->current_leader_epoch >= 0 && fp->current_leader_epoch != epoch) {
+            fp->rerr = fp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
+            (*errors)++;
+            continue;
+        }
+        fp->hw = atomic_load(&p->high_watermark);
+        fp->lso = fp->hw; /* no transactions yet: the last stable offset is the HW */
+        fp->log_start = plog_log_start_offset(p->log);
+        int64_t limit = op->isolation == ISOLATION_READ_COMMITTED ? fp->lso : fp->hw;
+        int64_t room = op->max_bytes - total;
+        int32_t want = fp->max_bytes;
+        if (room < want)
+            want = room > 0 ? (int32_t)room : 0;
+        /* KIP-74: the first partition with data may exceed the limits by
+         * one batch, so a batch bigger than max bytes never stalls. */
+        bool min_one = total == 0;
+        if (want <= 0 && !min_one)
+            continue;
+        struct plog_read_result rr;
+        memset(&rr, 0, sizeof rr);
+        int err = plog_read(p->log, fp->fetch_offset, want, min_one, limit, &rr);
+        if (err) {
+            fp->rerr = (int16_t)err;
+            (*errors)++;
+            continue;
+        }
+        if (rr.len > 0) {
+            fp->file = rr.file;
+            fp->file_pos = rr.file_pos;
+            fp->len = (int32_t)rr.len;
+            total += rr.len;
+        } else if (rr.file) {
+            sfile_unref(rr.file);
+        }
+    }
+    return total;
+}
+
+/* An incremental response lists a partition only when it has news. */
+static bool must_answer(const struct fetch_op *op, const struct fetch_part *fp)
+{
+    if (!op->incremental || !fp->answered)
+        return true;
+    return fp->rerr != 0 || fp->len > 0 || fp->hw != fp->last_hw || fp->lso != fp->last_lso ||
+           fp->log_start != fp->last_log_start;
+}
+
+static void respond(struct fetch_op *op)
+{
+    struct request *req = op->req;
+    struct arena *ar = &req->arena;
+    int16_t v = req->api_version;
+    fetch_response_t resp;
+    fetch_response_init(&resp);
+    resp.error_code = op->top_error;
+    resp.session_id = op->session_id;
+
+    /* group consecutive partitions of a topic */
+    int32_t ntopics = 0;
+    for (int32_t i = 0; i < op->nparts; i++) {
+        if (!must_answer(op, &op->parts[i]))
+            continue;
+        ntopics++;
+    }
+    resp.responses.a = fetch_response_fetchable_topic_response_new_array(ar, ntopics);
+    resp.responses.n = 0;
+    fetch_response_fetchable_topic_response_t *cur = NULL;
+    const struct fetch_part *prev = NULL;
+    for (int32_t i = 0; i < op->nparts; i++) {
+        struct fetch_part *fp = &op->parts[i];
+        if (!must_answer(op, fp))
+            continue;
+        bool same = prev && kuuid_eq(&prev->topic_id, &fp->topic_id) && kstr_eq(prev->topic, fp->topic);
+        if (!same) {
+            cur = &resp.responses.a[resp.responses.n++];
+            cur->topic = fp->topic;
+            cur->topic_id = fp->topic_id;
+            cur->partitions.a = fetch_response_partition_data_new_array(ar, op->nparts - i);
+            cur->partitions.n = 0;
+        }
+        prev = fp;
+        fetch_response_partition_data_t *pd = &cur->partitions.a[cur->partitions.n++];
+        pd->partition_index = fp->partition;
+        pd->error_code = fp->rerr;
+        pd->high_watermark = fp->hw;
+        pd->last_stable_offset = fp->lso;
+        pd->log_start_offset = fp->log_start;
+        /* Kafka sends null aborted transactions unless read_committed. */
+        pd->aborted_transactions.n = op->isolation == ISOLATION_READ_COMMITTED && !fp->rerr ? 0 : -1;
+        if (fp->len > 0)
+            pd->records = (krecords_t){NULL, fp->len, fp->file, fp->file_pos};
+        else
+            pd->records = (krecords_t){NULL, 0, NULL, 0};
+        if (fp->rerr == KERR_NOT_LEADER_OR_FOLLOWER || fp->rerr == KERR_FENCED_LEADER_EPOCH) {
+            pd->current_leader.leader_id = req->broker->node_id;
+            pd->current_leader.leader_epoch = fp->p ? atomic_load(&fp->p->leader_epoch) : -1;
+        }
+        fp->last_hw = fp->hw;
+        fp->last_lso = fp->lso;
+        fp->last_log_start = fp->log_start;
+        fp->answered = true;
+    }
+    (void)v;
+
+    /* Remember what the client now knows, for the next incremental. */
+    if (op->session_id > 0) {
+        struct fetch_session_cache *c = req->broker->fetch_sessions;
+        pthread_mutex_lock(&c->lock);
+        struct fetch_session *s = fetch_session_find(c, op->session_id);
+        if (s) {
+            for (int32_t i = 0; i < op->nparts; i++) {
+                struct fetch_part *fp = &op->parts[i];
+                struct fs_partition *sp = fetch_session_part(s, fp->topic, &fp->topic_id, fp->partition, false);
+                if (!sp)
+                    continue;
+                sp->last_hw = fp->last_hw;
+                sp->last_lso = fp->last_lso;
+                sp->last_log_start = fp->last_log_start;
+                sp->answered = fp->answered;
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    /* req_respond encodes now: the response takes its own file refs. */
+    req_respond(req, &resp);
+    release_parts(op);
+}
+
+static bool fetch_try_complete(struct delayed *d, bool expired)
+{
+    struct fetch_op *op = (struct fetch_op *)d;
+    int errors;
+    int64_t bytes = read_all(op, &errors);
+    if (!expired && errors == 0 && bytes < op->min_bytes) {
+        release_reads(op);
+        return false;
+    }
+    respond(op);
+    return true;
+}
+
+static void fetch_cancel(struct request *req)
+{
+    struct fetch_op *op = req->handler_state;
+    worker_unpark(&op->d);
+    release_parts(op);
+}
+
+/* Resolves names/ids against the image and takes partition refs. */
+static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img)
+{
+    bool by_id = req->api_version >= 13;
+    for (int32_t i = 0; i < op->nparts; i++) {
+        struct fetch_part *fp = &op->parts[i];
+        const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &fp->topic_id) : mimage_topic(img, fp->topic);
+        if (!t) {
+            fp->error = by_id ? KERR_UNKNOWN_TOPIC_ID : KERR_UNKNOWN_TOPIC_OR_PARTITION;
+            continue;
+        }
+        kstr_t name = {t->name, t->name_len};
+        if (!authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, name)) {
+            fp->error = KERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
+        if (by_id)
+            fp->topic = (kstr_t){arena_strndup(&req->arena, t->name, (size_t)t->name_len), t->name_len};
+        else
+            fp->topic_id = t->id;
+        const struct mi_partition *mp = mi_topic_partition(t, fp->partition);
+        if (!mp) {
+            fp->error = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+            continue;
+        }
+        if (mp->leader != req->broker->node_id) {
+            fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
+            continue;
+        }
+        fp->p = preg_get(req->broker->partitions, &t->id, fp->partition);
+        if (!fp->p)
+            fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
+    }
+}
+
+static void fill_from_request_part(struct fetch_part *fp, kstr_t topic, const kuuid_t *topic_id,
+                                   const fetch_request_fetch_partition_t *rp)
+{
+    memset(fp, 0, sizeof *fp);
+    fp->topic = topic;
+    fp->topic_id = *topic_id;
+    fp->partition = rp->partition;
+    fp->fetch_offset = rp->fetch_offset;
+    fp->max_bytes = rp->partition_max_bytes;
+    fp->current_leader_epoch = rp->current_leader_epoch;
+    fp->in_request = true;
+    fp->last_hw = fp->last_lso = fp->last_log_start = -1;
+}
+
+/* Builds op->parts from the request and, for sessions, the session.
+ * Returns a top-level error code (0 when fine). */
+static int16_t plan(struct request *req, struct fetch_op *op, const fetch_request_t *q)
+{
+    struct arena *ar = &req->arena;
+    bool by_id = req->api_version >= 13;
+    int32_t nreq = 0;
+    for (int32_t t = 0; t < q->topics.n; t++)
+        nreq += q->topics.a[t].partitions.n;
+
+    int32_t sid = req->api_version >= 7 ? q->session_id : 0;
+    int32_t sepoch = req->api_version >= 7 ? q->session_epoch : FETCH_SESSION_FINAL_EPOCH;
+    bool full = sepoch == FETCH_SESSION_INITIAL_EPOCH || sepoch == FETCH_SESSION_FINAL_EPOCH;
+    struct fetch_session_cache *c = req->broker->fetch_sessions;
+    int64_t now = clock_mono_ms();
+
+    if (full) {
+        op->parts = arena_alloc(ar, (size_t)(nreq > 0 ? nreq : 1) * sizeof *op->parts);
+        int32_t k = 0;
+        for (int32_t t = 0; t < q->topics.n; t++) {
+            const fetch_request_fetch_topic_t *ft = &q->topics.a[t];
+            for (int32_t i = 0; i < ft->partitions.n; i++)
+                fill_from_request_part(&op->parts[k++], by_id ? KSTR_LIT("") : ft->topic, &ft->topic_id,
+                                       &ft->partitions.a[i]);
+        }
+        op->nparts = k;
+        pthread_mutex_lock(&c->lock);
+        if (sid > 0) {
+            struct fetch_session *old = fetch_session_find(c, sid);
+            if (old)
+                fetch_session_remove(c, old);
+        }
+        if (sepoch == FETCH_SESSION_INITIAL_EPOCH && req->api_version >= 7) {
+            struct fetch_session *s = fetch_session_new(c, by_id, now);
+            if (s) {
+                op->session_id = s->id;
+                for (int32_t i = 0; i < op->nparts; i++) {
+                    struct fetch_part *fp = &op->parts[i];
+                    struct fs_partition *sp = fetch_session_part(s, fp->topic, &fp->topic_id, fp->partition, true);
+                    sp->fetch_offset = fp->fetch_offset;
+                    sp->max_bytes = fp->max_bytes;
+                    sp->current_leader_epoch = fp->current_leader_epoch;
+                }
+            }
+        }
+        pthread_mutex_unlock(&c->lock);
+        return 0;
+    }
+
+    /* incremental */
+    pthread_mutex_lock(&c->lock);
+    struct fetch_session *s = fetch_session_find(c, sid);
+    if (!s) {
+        pthread_mutex_unlock(&c->lock);
+        return KERR_FETCH_SESSION_ID_NOT_FOUND;
+    }
+    if (s->epoch != sepoch) {
+        pthread_mutex_unlock(&c->lock);
+        return KERR_INVALID_FETCH_SESSION_EPOCH;
+    }
+    if (s->uses_topic_ids != by_id) {
+        pthread_mutex_unlock(&c->lock);
+        return KERR_FETCH_SESSION_TOPIC_ID_ERROR;
+    }
+    for (int32_t t = 0; t < q->topics.n; t++) {
+        const fetch_request_fetch_topic_t *ft = &q->topics.a[t];
+        for (int32_t i = 0; i < ft->partitions.n; i++) {
+            const fetch_request_fetch_partition_t *rp = &ft->partitions.a[i];
+            struct fs_partition *sp = fetch_session_part(s, ft->topic, &ft->topic_id, rp->partition, true);
+            sp->fetch_offset = rp->fetch_offset;
+            sp->max_bytes = rp->partition_max_bytes;
+            sp->current_leader_epoch = rp->current_leader_epoch;
+        }
+    }
+    for (int32_t t = 0; t < q->forgotten_topics_data.n; t++) {
+        const fetch_request_forgotten_topic_t *ft = &q->forgotten_topics_data.a[t];
+        for (int32_t i = 0; i < ft->partitions.n; i++)
+            fetch_session_forget(s, ft->topic, &ft->topic_id, ft->partitions.a[i]);
+    }
+    s->epoch = fetch_session_next_epoch(s->epoch);
+    fetch_session_touch(c, s, now);
+    op->session_id = s->id;
+    op->incremental = true;
+    op->parts = arena_alloc(ar, (size_t)(s->nparts > 0 ? s->nparts : 1) * sizeof *op->parts);
+    op->nparts = s->nparts;
+    for (int32_t i = 0; i < s->nparts; i++) {
+        struct fs_partition *sp = &s->parts[i];
+        struct fetch_part *fp = &op->parts[i];
+        memset(fp, 0, sizeof *fp);
+        fp->topic = by_id ? KSTR_LIT("") : kstr_arena(ar, sp->topic);
+        fp->topic_id = sp->topic_id;
+        fp->partition = sp->partition;
+        fp->fetch_offset = sp->fetch_offset;
+        fp->max_bytes = sp->max_bytes;
+        fp->current_leader_epoch = sp->current_leader_epoch;
+        fp->last_hw = sp->last_hw;
+        fp->last_lso = sp->last_lso;
+        fp->last_log_start = sp->last_log_start;
+        fp->answered = sp->answered;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+void api_handle_fetch(struct request *req)
+{
+    const fetch_request_t *q = req->body;
+    struct fetch_op *op = arena_alloc(&req->arena, sizeof *op);
+    op->req = req;
+    op->min_bytes = q->min_bytes;
+    op->max_bytes = req->api_version >= 3 ? q->max_bytes : INT32_MAX;
+    if (op->max_bytes <= 0)
+        op->max_bytes = INT32_MAX;
+    op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
+
+    op->top_error = plan(req, op, q);
+    if (op->top_error) {
+        fetch_response_t resp;
+        fetch_response_init(&resp);
+        resp.error_code = op->top_error;
+        resp.session_id = 0;
+        req_respond(req, &resp);
+        return;
+    }
+    struct mimage *img = controller_image(req->broker->controller);
+    resolve(req, op, img);
+    mimage_release(img);
+
+    req->handler_state = op;
+    int errors;
+    int64_t bytes = read_all(op, &errors);
+    if (errors > 0 || bytes >= op->min_bytes || q->max_wait_ms <= 0 || op->nparts == 0) {
+        respond(op);
+        return;
+    }
+    release_reads(op);
+    req->cancel = fetch_cancel;
+    op->d.try_complete = fetch_try_complete;
+    worker_park(req->worker, &op->d, q->max_wait_ms);
+}

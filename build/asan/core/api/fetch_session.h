@@ -1,0 +1,68 @@
+/* Fetch sessions (KIP-227): the broker remembers which partitions a
+ * consumer fetches, so incremental fetch requests name only what changed
+ * and responses carry only partitions with news. Broker-wide, bounded,
+ * least-recently-used sessions are evicted. */
+#ifndef SAMSA_API_FETCH_SESSION_H
+#define SAMSA_API_FETCH_SESSION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/kcodec.h"
+
+#define FETCH_SESSION_INITIAL_EPOCH 0
+#define FETCH_SESSION_FINAL_EPOCH (-1)
+
+struct fs_partition {
+    char *topic;            /* owned; "" when the session uses topic ids */
+    kuuid_t topic_id;
+    int32_t partition;
+    int64_t fetch_offset;
+    int32_t max_bytes;
+    int32_t current_leader_epoch;
+    /* What the last response told the client, to decide whether an
+     * incremental response must include the partition. */
+    int64_t last_hw, last_lso, last_log_start;
+    bool answered;
+};
+
+struct fetch_session {
+    int32_t id;
+    int32_t epoch;          /* the epoch the next request must carry */
+    bool uses_topic_ids;
+    struct fs_partition *parts;
+    int32_t nparts, cap;
+    int64_t last_used_ms;
+    struct fetch_session *lru_prev, *lru_next;
+};
+
+struct fetch_session_cache {
+    pthread_mutex_t lock;   /* guards everything below and every session */
+    struct fetch_session **slots; /* open addressing by id */
+    int32_t nslots;
+    int32_t count, max;
+    int32_t next_id;
+    struct fetch_session lru; /* sentinel: most recent at lru.lru_next */
+};
+
+void fetch_session_cache_init(struct fetch_session_cache *c, int32_t max_sessions);
+void fetch_session_cache_destroy(struct fetch_session_cache *c);
+/* Caller holds c->lock for all of the below. */
+/* A new empty session, or NULL when the cache is full of sessions used
+ * in the last minute (the client then fetches without a session). */
+struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, int64_t now_ms);
+struct fetch_session *fetch_session_find(struct fetch_session_cache *c, int32_t id);
+void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s);
+void fetch_session_touch(struct fetch_session_cache *c, struct fetch_session *s, int64_t now_ms);
+/* Finds (by name or id, per the session) or adds a partition. */
+struct fs_partition *fetch_session_part(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
+                                        int32_t partition, bool add);
+void fetch_session_forget(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
+                          int32_t partition);
+static inline int32_t fetch_session_next_epoch(int32_t e)
+{
+    return e < 0 ? 0 : (e == INT32_MAX ? 1 : e + 1);
+}
+
+#endif

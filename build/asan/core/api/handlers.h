@@ -1,0 +1,17 @@
+/* Request handlers, one per API; each lives in the file of its family. */
+#ifndef SAMSA_API_HANDLERS_H
+#define SAMSA_API_HANDLERS_H
+
+struct request;
+
+void api_handle_api_versions(struct request *req);      /* apiversions.c */
+void api_handle_produce(struct request *req);           /* produce.c */
+void api_handle_fetch(struct request *req);             /* fetch.c */
+void api_handle_list_offsets(struct request *req);      /* listoffsets.c */
+void api_handle_metadata(struct request *req);          /* metadata.c */
+void api_handle_create_topics(struct request *req);     /* topics.c */
+void api_handle_delete_topics(struct request *req);     /* topics.c */
+void api_handle_create_partitions(struct request *req); /* topics.c */
+void api_handle_describe_cluster(struct request *req);  /* cluster.c */
+
+#endif

@@ -1,0 +1,158 @@
+/* Produce: validate each partition's batches as Kafka's broker does, then
+ * append them under the partition's lock with offsets assigned. The
+ * batches are written exactly as received, but for baseOffset and the
+ * partition leader epoch (outside the CRC) and, for LogAppendTime topics,
+ * the timestamps (with the CRC recomputed). */
+#include <stdio.h>
+#include <string.h>
+
+#include "api/dispatch.h"
+#include "api/handlers.h"
+#include "api/request.h"
+#include "auth/authz.h"
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "log/plog.h"
+#include "proto/kerr.h"
+#include "proto/record_batch.h"
+#include "replica/partition.h"
+#include "topic_config.h"
+#include "util/clock.h"
+#include "util/slog.h"
+
+static void set_record_error(struct request *req, produce_response_partition_produce_response_t *rp,
+                             const struct rb_validate_result *vr)
+{
+    if (req->api_version < 8)
+        return;
+    rp->error_message = kstr_arena(&req->arena, vr->reason);
+    if (vr->error_record_index >= 0) {
+        rp->record_errors.a = produce_response_batch_index_and_error_message_new_array(&req->arena, 1);
+        rp->record_errors.n = 1;
+        rp->record_errors.a[0].batch_index = vr->error_record_index;
+        rp->record_errors.a[0].batch_index_error_message = rp->error_message;
+    }
+}
+
+static int16_t produce_partition(struct request *req, const struct mimage *img, const struct mi_topic *t,
+                                 kstr_t topic, int16_t acks,
+                                 const produce_request_partition_produce_data_t *pd,
+                                 produce_response_partition_produce_response_t *rp)
+{
+    if (!authz_allowed(req, ACL_OP_WRITE, ACL_RES_TOPIC, topic))
+        return KERR_TOPIC_AUTHORIZATION_FAILED;
+    if (!t)
+        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+    const struct mi_partition *mp = mi_topic_partition(t, pd->index);
+    if (!mp)
+        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (mp->leader != req->broker->node_id)
+        return KERR_NOT_LEADER_OR_FOLLOWER;
+    const struct topic_config *tc = t->cfg;
+    if (acks == -1 && mp->nisr < tc->min_insync_replicas)
+        return KERR_NOT_ENOUGH_REPLICAS;
+    if (pd->records.len <= 0) {
+        /* Kafka appends nothing and answers success for an empty set. */
+        return pd->records.len < 0 ? KERR_INVALID_RECORD : 0;
+    }
+    if (pd->records.len > tc->segment_bytes) {
+        rp->error_message = KSTR_LIT("The request included message batch larger than the configured segment size on the server.");
+        return KERR_RECORD_LIST_TOO_LARGE;
+    }
+
+    struct rb_validate_opts opts = {
+        .max_message_bytes = tc->max_message_bytes,
+        .compacted = tc->cleanup_compact,
+        .timestamp_type = tc->message_timestamp_log_append ? RB_LOG_APPEND_TIME : RB_CREATE_TIME,
+        .timestamp_before_max_ms = tc->message_timestamp_before_max_ms,
+        .timestamp_after_max_ms = tc->message_timestamp_after_max_ms,
+        .now_ms = clock_wall_ms(),
+        .decompress = NULL, /* codecs are modules (plugin ABI work) */
+        .decompress_ctx = NULL,
+    };
+    struct rb_validate_result vr;
+    int err = rb_validate_produce(pd->records.p, (size_t)pd->records.len, req->api_version, &opts, &vr);
+    if (err) {
+        slog_info("produce from %s to %.*s-%d refused: %s (%s)", req_peer(req), topic.len, topic.p, pd->index,
+                  kerr_name((int16_t)err), vr.reason);
+        set_record_error(req, rp, &vr);
+        return (int16_t)err;
+    }
+    /* The frame is ours: stamping happens in place, no copy. */
+    uint8_t *batches = (uint8_t *)pd->records.p;
+    if (vr.max_timestamp_stale && !tc->message_timestamp_log_append)
+        rb_set_max_timestamp_and_type(batches, vr.valid_bytes, RB_CREATE_TIME, vr.max_timestamp);
+
+    struct partition *p = preg_get(req->broker->partitions, &t->id, pd->index);
+    if (!p)
+        return KERR_NOT_LEADER_OR_FOLLOWER;
+    struct plog_append_result res;
+    err = partition_append(p, batches, vr.valid_bytes, tc->message_timestamp_log_append, &res);
+    partition_put(p);
+    if (err)
+        return (int16_t)err;
+    rp->base_offset = res.base_offset;
+    rp->log_append_time_ms = res.log_append_time;
+    rp->log_start_offset = res.log_start_offset;
+    (void)img;
+    return 0;
+}
+
+void api_handle_produce(struct request *req)
+{
+    const produce_request_t *q = req->body;
+    produce_response_t resp;
+    produce_response_init(&resp);
+    struct arena *ar = &req->arena;
+    int16_t acks = q->acks;
+    bool bad_acks = acks != 0 && acks != 1 && acks != -1;
+    bool any_error = false;
+
+    if (req->api_version >= 3 && q->transactional_id.len >= 0) {
+        /* Transactions arrive with the transaction coordinator. */
+        bad_acks = false;
+    }
+    struct mimage *img = controller_image(req->broker->controller);
+    resp.responses.a = produce_response_topic_produce_response_new_array(ar, q->topic_data.n);
+    resp.responses.n = q->topic_data.n;
+    for (int32_t i = 0; i < q->topic_data.n; i++) {
+        const produce_request_topic_produce_data_t *td = &q->topic_data.a[i];
+        produce_response_topic_produce_response_t *rt = &resp.responses.a[i];
+        rt->name = td->name;
+        const struct mi_topic *t = mimage_topic(img, td->name);
+        rt->partition_responses.a =
+            produce_response_partition_produce_response_new_array(ar, td->partition_data.n);
+        rt->partition_responses.n = td->partition_data.n;
+        for (int32_t j = 0; j < td->partition_data.n; j++) {
+            const produce_request_partition_produce_data_t *pd = &td->partition_data.a[j];
+            produce_response_partition_produce_response_t *rp = &rt->partition_responses.a[j];
+            rp->index = pd->index;
+            rp->base_offset = -1;
+            int16_t err;
+            if (bad_acks)
+                err = KERR_INVALID_REQUIRED_ACKS;
+            else if (req->api_version >= 3 && q->transactional_id.len >= 0)
+                err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            else
+                err = produce_partition(req, img, t, td->name, acks, pd, rp);
+            rp->error_code = err;
+            if (err) {
+                any_error = true;
+                rp->log_append_time_ms = -1;
+                rp->log_start_offset = -1;
+            }
+        }
+    }
+    mimage_release(img);
+    if (acks == 0) {
+        /* No response to tell the client; Kafka closes the connection so
+         * that it refreshes its metadata and notices. */
+        if (any_error)
+            req_close(req, "produce with acks=0 failed");
+        else
+            req_respond_none(req);
+        return;
+    }
+    req_respond(req, &resp);
+}

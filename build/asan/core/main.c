@@ -1,0 +1,222 @@
+/* samsa: start-up, roles, signals, shutdown.
+ *
+ * With no arguments: one node, broker and controller, on 127.0.0.1:9092,
+ * data in ./data (formatted on first start). `samsa -c FILE` reads a
+ * properties file with Kafka's config names. Every startup error is one
+ * line on stderr and exit status 2. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "autoconfig.h"
+
+#include "api/fetch_session.h"
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "log/meta_properties.h"
+#include "net/net.h"
+#include "replica/partition.h"
+#include "util/slog.h"
+
+#define EXIT_STARTUP 2
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: samsa [-c FILE] [--override key=value]...\n"
+            "       samsa --version | --help\n"
+            "\n"
+            "With no arguments samsa runs one node (broker and controller) on\n"
+            "127.0.0.1:9092 with its data in ./data. -c reads a properties file\n"
+            "using Kafka's config names (see etc/samsa.conf).\n");
+}
+
+static void die(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "samsa: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    exit(EXIT_STARTUP);
+}
+
+/* mkdir -p; returns 0 or -1 with errno set. */
+static int mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (stat(tmp, &st) < 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    if (access(tmp, R_OK | W_OK | X_OK) < 0)
+        return -1;
+    return 0;
+}
+
+/* Creates the log dirs, formats unformatted ones (implicit `samsa format`
+ * of a single-node start) and checks that all agree. */
+static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
+{
+    char err[512];
+    if (cfg->n_log_dirs == 0)
+        die("%s%s", "config 'log.dirs': no log directory configured", "");
+    char cluster_id[META_PROPERTIES_CLUSTER_ID_MAX] = "";
+    bool *missing = calloc(cfg->n_log_dirs, sizeof(bool));
+    for (size_t i = 0; i < cfg->n_log_dirs; i++) {
+        const char *dir = cfg->log_dirs[i];
+        if (mkdirs(dir) < 0) {
+            snprintf(err, sizeof err, "config 'log.dirs': directory '%s' is not usable: %s", dir, strerror(errno));
+            die("%s%s", err, "");
+        }
+        struct meta_properties mp;
+        int rc = meta_properties_read(dir, &mp, err, sizeof err);
+        if (rc < 0)
+            die("%s%s", err, "");
+        if (rc == 1) {
+            missing[i] = true;
+            continue;
+        }
+        if (meta_properties_check(&mp, dir, cfg->node_id, cluster_id[0] ? cluster_id : NULL, err, sizeof err) < 0)
+            die("%s%s", err, "");
+        snprintf(cluster_id, sizeof cluster_id, "%s", mp.cluster_id);
+    }
+    for (size_t i = 0; i < cfg->n_log_dirs; i++) {
+        if (!missing[i])
+            continue;
+        struct meta_properties mp;
+        if (meta_properties_init(&mp, cfg->node_id, cluster_id[0] ? cluster_id : NULL, err, sizeof err) < 0 ||
+            meta_properties_write(cfg->log_dirs[i], &mp, err, sizeof err) < 0)
+            die("%s%s", err, "");
+        if (!cluster_id[0])
+            slog_info("formatted %s: cluster id %s, node id %d", cfg->log_dirs[i], mp.cluster_id, cfg->node_id);
+        snprintf(cluster_id, sizeof cluster_id, "%s", mp.cluster_id);
+    }
+    free(missing);
+    snprintf(b->cluster_id, sizeof b->cluster_id, "%s", cluster_id);
+}
+
+int main(int argc, char **argv)
+{
+    const char *conf_path = NULL;
+    struct samsa_config *cfg = config_new();
+    char err[1024];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-c") || !strcmp(a, "--config")) {
+            if (++i >= argc)
+                die("%s%s", "option -c needs a file name", "");
+            conf_path = argv[i];
+            if (config_load_file(cfg, conf_path, err, sizeof err) < 0)
+                die("%s%s", err, "");
+        } else if (!strcmp(a, "--override")) {
+            if (++i >= argc)
+                die("%s%s", "option --override needs key=value", "");
+            char *eq = strchr(argv[i], '=');
+            if (!eq)
+                die("--override '%s': expected key=value%s", argv[i], "");
+            *eq = 0;
+            if (config_set(cfg, argv[i], eq + 1, err, sizeof err) < 0)
+                die("%s%s", err, "");
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--version")) {
+            printf("samsa %s\n", PACKAGE_VERSION);
+            return 0;
+        } else {
+            usage(stderr);
+            die("unknown argument '%s'%s", a, "");
+        }
+    }
+    if (config_validate(cfg, err, sizeof err) < 0)
+        die("%s%s", err, "");
+    slog_set_level((enum slog_level)cfg->log_level);
+
+    struct broker b;
+    memset(&b, 0, sizeof b);
+    b.cfg = cfg;
+    b.node_id = cfg->node_id;
+    b.socket_request_max_bytes = cfg->socket_request_max_bytes;
+    if (cfg->broker_rack)
+        snprintf(b.rack, sizeof b.rack, "%s", cfg->broker_rack);
+    const struct config_endpoint *adv = NULL;
+    for (size_t i = 0; i < cfg->n_advertised; i++) {
+        if (!cfg->advertised[i].is_controller) {
+            adv = &cfg->advertised[i];
+            break;
+        }
+    }
+    if (!adv)
+        die("%s%s", "config 'listeners': no broker listener (only controller listeners)", "");
+    if (adv->host[0])
+        snprintf(b.advertised_host, sizeof b.advertised_host, "%s", adv->host);
+    else if (gethostname(b.advertised_host, sizeof b.advertised_host) < 0)
+        snprintf(b.advertised_host, sizeof b.advertised_host, "localhost");
+    b.advertised_port = adv->port;
+
+    prepare_log_dirs(cfg, &b);
+
+    struct fetch_session_cache sessions;
+    fetch_session_cache_init(&sessions, 1000);
+    b.fetch_sessions = &sessions;
+    b.partitions = preg_create(&b);
+
+    char metadir[PATH_MAX];
+    snprintf(metadir, sizeof metadir, "%s/__cluster_metadata-0", cfg->log_dirs[0]);
+    b.controller = controller_open(&b, metadir, err, sizeof err);
+    if (!b.controller)
+        die("%s%s", err, "");
+    struct mimage *img = controller_image(b.controller);
+    int rc = preg_sync(b.partitions, img, err, sizeof err);
+    mimage_release(img);
+    if (rc < 0)
+        die("%s%s", err, "");
+
+    b.net = net_create(&b, cfg->num_network_threads);
+    char listening[512] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const struct config_endpoint *l = &cfg->listeners[i];
+        if (l->is_controller)
+            continue; /* the metadata quorum serves these */
+        if (net_listen(b.net, l->name, l->host, l->port, err, sizeof err) < 0)
+            die("%s%s", err, "");
+        off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
+                                l->host[0] ? l->host : "0.0.0.0", l->port);
+    }
+    slog_info("samsa %s started: node %d, cluster %s, listening on %s, data in %s", PACKAGE_VERSION, b.node_id,
+              b.cluster_id, listening, cfg->log_dirs[0]);
+    net_run(b.net);
+
+    net_free(b.net);
+    b.net = NULL;
+    preg_destroy(b.partitions, true);
+    controller_close(b.controller, true);
+    fetch_session_cache_destroy(&sessions);
+    config_free(cfg);
+    slog_info("samsa stopped cleanly");
+    return 0;
+}

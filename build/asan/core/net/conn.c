@@ -1,0 +1,375 @@
+#include "net/conn.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "api/dispatch.h"
+#include "api/request.h"
+#include "broker.h"
+#include "net/worker.h"
+#include "util/clock.h"
+#include "util/sfile.h"
+#include "util/slog.h"
+
+/* Stop reading from a client that has this many requests unanswered, so a
+ * fast producer cannot queue unbounded memory; resume when it drains. */
+#define MAX_INFLIGHT 256
+#define READ_CHUNK 65536
+
+static uint64_t next_conn_id;
+
+static void on_read(struct ev_loop *loop, ev_io *io, int revents);
+static void on_write(struct ev_loop *loop, ev_io *io, int revents);
+static void conn_destroy(struct conn *c);
+
+static void peer_name(int fd, char *out, size_t outlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char host[64] = "?";
+    int port = 0;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+            port = ntohs(sin->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
+            port = ntohs(sin6->sin6_port);
+        }
+    }
+    snprintf(out, outlen, "%s:%d", host, port);
+}
+
+struct conn *conn_adopt(struct worker *w, int fd)
+{
+    struct conn *c = xcalloc(1, sizeof *c);
+    c->w = w;
+    c->fd = fd;
+    c->id = __atomic_add_fetch(&next_conn_id, 1, __ATOMIC_RELAXED);
+    buf_init(&c->in);
+    peer_name(fd, c->peer, sizeof c->peer);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ev_io_init(&c->rio, on_read, fd, EV_READ);
+    ev_io_init(&c->wio, on_write, fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    ev_io_start(w->loop, &c->rio);
+    c->reading = true;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    w->nconns++;
+    slog_debug("connection %llu from %s on worker %d", (unsigned long long)c->id, c->peer, w->id);
+    return c;
+}
+
+static void request_free(struct request *r)
+{
+    kw_free(&r->out);
+    arena_free(&r->arena);
+    free(r->frame);
+    free(r);
+}
+
+void conn_close(struct conn *c, const char *why)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (why)
+        slog_info("closing connection from %s: %s", c->peer, why);
+    ev_io_stop(c->w->loop, &c->rio);
+    ev_io_stop(c->w->loop, &c->wio);
+    shutdown(c->fd, SHUT_RDWR);
+    if (!c->busy)
+        conn_destroy(c);
+}
+
+static void conn_destroy(struct conn *c)
+{
+    struct worker *w = c->w;
+    struct request *r = c->head;
+    while (r) {
+        struct request *n = r->next;
+        if (!r->done && r->cancel)
+            r->cancel(r);
+        request_free(r);
+        r = n;
+    }
+    c->head = c->tail = NULL;
+    ev_clear_pending(w->loop, &c->rio);
+    ev_clear_pending(w->loop, &c->wio);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    w->nconns--;
+    close(c->fd);
+    free(c->frame);
+    buf_free(&c->in);
+    free(c);
+}
+
+void conn_close_all(struct worker *w)
+{
+    while (w->conns) {
+        struct conn *c = w->conns;
+        c->busy = 0;
+        if (!c->closing)
+            conn_close(c, NULL);
+        else
+            conn_destroy(c);
+    }
+}
+
+static void update_reading(struct conn *c)
+{
+    bool want = !c->closing && c->inflight < MAX_INFLIGHT;
+    if (want && !c->reading) {
+        ev_io_start(c->w->loop, &c->rio);
+        c->reading = true;
+    } else if (!want && c->reading) {
+        ev_io_stop(c->w->loop, &c->rio);
+        c->reading = false;
+    }
+}
+
+/* Writes as much of r's output as the socket takes. Returns 1 when all
+ * of it is written, 0 on EAGAIN, -1 on error (connection closed). */
+static int write_request(struct conn *c, struct request *r)
+{
+    struct kwriter *out = &r->out;
+    int64_t total = kw_size(out);
+    while (r->sent < total) {
+        /* Locate the piece holding byte r->sent of the logical stream:
+         * memory bytes with file ranges spliced in at their offsets. */
+        int64_t mem_before = 0, pos = 0;
+        int i;
+        for (i = 0; i < out->nsplices; i++) {
+            int64_t mem_len = (int64_t)out->splices[i].at - mem_before;
+            if (r->sent < pos + mem_len)
+                break;
+            pos += mem_len;
+            mem_before = (int64_t)out->splices[i].at;
+            if (r->sent < pos + out->splices[i].len)
+                break;
+            pos += out->splices[i].len;
+        }
+        ssize_t n;
+        int64_t mem_end = i < out->nsplices ? (int64_t)out->splices[i].at : (int64_t)out->b.len;
+        int64_t in_mem_off = mem_before + (r->sent - pos);
+        if (i < out->nsplices && r->sent >= pos + (mem_end - mem_before)) {
+            /* inside file splice i */
+            struct kw_splice *s = &out->splices[i];
+            int64_t into = r->sent - pos - (mem_end - mem_before);
+            off_t off = (off_t)(s->off + into);
+            size_t want = (size_t)(s->len - into);
+            n = sendfile(c->fd, s->file->fd, &off, want);
+            if (n == 0) {
+                /* The file is shorter than the range: truncated under us. */
+                conn_close(c, "record data vanished while sending a fetch response");
+                return -1;
+            }
+        } else {
+            size_t want = (size_t)(mem_end - in_mem_off);
+            int flags = MSG_NOSIGNAL | (i < out->nsplices ? MSG_MORE : 0);
+            n = send(c->fd, out->b.data + in_mem_off, want, flags);
+        }
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            if (errno == EINTR)
+                continue;
+            char why[128];
+            snprintf(why, sizeof why, "write failed: %s", strerror(errno));
+            conn_close(c, errno == EPIPE || errno == ECONNRESET ? NULL : why);
+            return -1;
+        }
+        r->sent += n;
+    }
+    return 1;
+}
+
+static void flush_done(struct conn *c)
+{
+    while (!c->closing && c->head && c->head->done) {
+        struct request *r = c->head;
+        if (!r->no_response) {
+            int rc = write_request(c, r);
+            if (rc < 0)
+                return;
+            if (rc == 0) {
+                ev_io_start(c->w->loop, &c->wio);
+                return;
+            }
+        }
+        c->head = r->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->inflight--;
+        request_free(r);
+    }
+    ev_io_stop(c->w->loop, &c->wio);
+    update_reading(c);
+}
+
+void conn_request_done(struct conn *c)
+{
+    /* Never write from inside a handler: the handler may still hold the
+     * request. Queue a write event instead; it runs after the current
+     * callback returns. While busy, the read path flushes on its way out. */
+    if (c->closing || c->busy)
+        return;
+    ev_feed_event(c->w->loop, &c->wio, EV_WRITE);
+}
+
+static void on_write(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct conn *c = io->data;
+    c->busy++;
+    flush_done(c);
+    c->busy--;
+    if (c->closing && !c->busy)
+        conn_destroy(c);
+}
+
+static void submit_frame(struct conn *c, uint8_t *frame, size_t len)
+{
+    struct request *r = xcalloc(1, sizeof *r);
+    r->conn = c;
+    r->worker = c->w;
+    r->broker = c->w->broker;
+    r->frame = frame;
+    r->frame_len = len;
+    r->received_us = clock_mono_us();
+    arena_init(&r->arena);
+    kw_init(&r->out);
+    if (c->tail)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->inflight++;
+    api_dispatch(r);
+}
+
+/* Frames as many requests as the input holds. Returns -1 if closed. */
+static int process_input(struct conn *c)
+{
+    int32_t max = c->w->broker->socket_request_max_bytes;
+    size_t pos = 0;
+    while (!c->closing) {
+        if (c->frame) {
+            size_t take = c->in.len - pos;
+            if (take > c->frame_len - c->frame_got)
+                take = c->frame_len - c->frame_got;
+            memcpy(c->frame + c->frame_got, c->in.data + pos, take);
+            c->frame_got += take;
+            pos += take;
+            if (c->frame_got < c->frame_len)
+                break;
+            uint8_t *f = c->frame;
+            size_t flen = c->frame_len;
+            c->frame = NULL;
+            submit_frame(c, f, flen);
+            continue;
+        }
+        if (c->in.len - pos < 4)
+            break;
+        int32_t size = (int32_t)be32_read(c->in.data + pos);
+        if (size < 0 || size > max) {
+            char why[160];
+            snprintf(why, sizeof why,
+                     "request size %d is larger than socket.request.max.bytes (%d) or negative", size,
+                     max);
+            conn_close(c, why);
+            return -1;
+        }
+        if (size < 8) {
+            conn_close(c, "request frame too short for a request header");
+            return -1;
+        }
+        pos += 4;
+        c->frame = xmalloc((size_t)size);
+        c->frame_len = (size_t)size;
+        c->frame_got = 0;
+    }
+    /* keep the unframed tail at the start of the buffer */
+    if (pos > 0) {
+        memmove(c->in.data, c->in.data + pos, c->in.len - pos);
+        c->in.len -= pos;
+    }
+    return c->closing ? -1 : 0;
+}
+
+static void on_read(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct conn *c = io->data;
+    c->busy++;
+    for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < MAX_INFLIGHT; rounds++) {
+        ssize_t n;
+        if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
+            /* big frame: read straight into it, no extra copy */
+            n = read(c->fd, c->frame + c->frame_got, c->frame_len - c->frame_got);
+            if (n > 0) {
+                c->frame_got += (size_t)n;
+                if (c->frame_got == c->frame_len) {
+                    uint8_t *f = c->frame;
+                    size_t flen = c->frame_len;
+                    c->frame = NULL;
+                    submit_frame(c, f, flen);
+                }
+                continue;
+            }
+        } else {
+            uint8_t *p = buf_reserve(&c->in, READ_CHUNK);
+            n = read(c->fd, p, READ_CHUNK);
+            if (n > 0) {
+                c->in.len += (size_t)n;
+                if (process_input(c) < 0)
+                    break;
+                if ((size_t)n < READ_CHUNK)
+                    break;
+                continue;
+            }
+        }
+        if (n == 0) {
+            if (c->frame || c->in.len)
+                conn_close(c, "client closed the connection in the middle of a request");
+            else
+                conn_close(c, NULL);
+            break;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            break;
+        if (errno == EINTR)
+            continue;
+        char why[128];
+        snprintf(why, sizeof why, "read failed: %s", strerror(errno));
+        conn_close(c, errno == ECONNRESET ? NULL : why);
+        break;
+    }
+    if (!c->closing)
+        flush_done(c);
+    c->busy--;
+    if (c->closing && !c->busy)
+        conn_destroy(c);
+}

@@ -1,0 +1,276 @@
+#include "net/net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "util/buf.h"
+#include "util/slog.h"
+
+void worker_check_parked(struct worker *w);
+
+#define MAX_LISTENERS 8
+
+struct listener {
+    char name[64];
+    int fd;
+    int port;
+    ev_io io;
+    struct net *net;
+};
+
+struct net {
+    struct broker *broker;
+    struct ev_loop *loop;          /* main thread: accept + signals */
+    ev_async stop_async;
+    ev_signal sigterm, sigint;
+    struct listener listeners[MAX_LISTENERS];
+    int nlisteners;
+    struct worker *workers;
+    int nworkers;
+    int next_worker;
+};
+
+struct net *net_create(struct broker *b, int nworkers)
+{
+    struct net *n = xcalloc(1, sizeof *n);
+    n->broker = b;
+    n->nworkers = nworkers > 0 ? nworkers : 1;
+    n->loop = ev_loop_new(EVFLAG_AUTO);
+    n->workers = xcalloc((size_t)n->nworkers, sizeof *n->workers);
+    return n;
+}
+
+int net_listen(struct net *n, const char *name, const char *host, int port, char *err, size_t errlen)
+{
+    if (n->nlisteners == MAX_LISTENERS) {
+        snprintf(err, errlen, "too many listeners (at most %d)", MAX_LISTENERS);
+        return -1;
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port);
+    int gai = getaddrinfo(host && *host ? host : NULL, portstr, &hints, &res);
+    if (gai != 0) {
+        snprintf(err, errlen, "listener %s: cannot resolve host '%s': %s", name, host, gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1;
+    int last_errno = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            last_errno = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        last_errno = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        snprintf(err, errlen, "listener %s: cannot listen on %s:%d: %s", name, host && *host ? host : "*",
+                 port, strerror(last_errno));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int bound = port;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+            bound = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    struct listener *l = &n->listeners[n->nlisteners++];
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->fd = fd;
+    l->port = bound;
+    l->net = n;
+    return 0;
+}
+
+int net_bound_port(const struct net *n, int idx)
+{
+    return idx < n->nlisteners ? n->listeners[idx].port : -1;
+}
+
+static void adopt_inbox(struct worker *w)
+{
+    pthread_mutex_lock(&w->inbox_lock);
+    int len = w->inbox_len;
+    int fds[64];
+    int take = len < 64 ? len : 64;
+    memcpy(fds, w->inbox, (size_t)take * sizeof(int));
+    memmove(w->inbox, w->inbox + take, (size_t)(len - take) * sizeof(int));
+    w->inbox_len -= take;
+    pthread_mutex_unlock(&w->inbox_lock);
+    for (int i = 0; i < take; i++)
+        conn_adopt(w, fds[i]);
+    if (take < len)
+        ev_async_send(w->loop, &w->wake);
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
+{
+    (void)revents;
+    struct worker *w = a->data;
+    if (atomic_load(&w->stop)) {
+        conn_close_all(w);
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    adopt_inbox(w);
+    if (atomic_exchange(&w->data_arrived, false))
+        worker_check_parked(w);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    ev_run(w->loop, 0);
+    return NULL;
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct listener *l = io->data;
+    struct net *n = l->net;
+    for (int i = 0; i < 64; i++) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                return;
+            if (errno == EMFILE || errno == ENFILE) {
+                slog_warn("listener %s: cannot accept: %s", l->name, strerror(errno));
+                return;
+            }
+            slog_warn("listener %s: accept failed: %s", l->name, strerror(errno));
+            return;
+        }
+        struct worker *w = &n->workers[n->next_worker];
+        n->next_worker = (n->next_worker + 1) % n->nworkers;
+        pthread_mutex_lock(&w->inbox_lock);
+        if (w->inbox_len == w->inbox_cap) {
+            w->inbox_cap = w->inbox_cap ? w->inbox_cap * 2 : 16;
+            w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof(int));
+        }
+        w->inbox[w->inbox_len++] = fd;
+        pthread_mutex_unlock(&w->inbox_lock);
+        ev_async_send(w->loop, &w->wake);
+    }
+}
+
+static void on_stop(struct ev_loop *loop, ev_async *a, int revents)
+{
+    (void)a;
+    (void)revents;
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *s, int revents)
+{
+    (void)revents;
+    slog_info("received %s, shutting down", s->signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    ev_break(loop, EVBREAK_ALL);
+}
+
+int net_run(struct net *n)
+{
+    signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < n->nworkers; i++) {
+        struct worker *w = &n->workers[i];
+        w->id = i;
+        w->net = n;
+        w->broker = n->broker;
+        w->loop = ev_loop_new(EVFLAG_AUTO);
+        w->parked.next = w->parked.prev = &w->parked;
+        pthread_mutex_init(&w->inbox_lock, NULL);
+        ev_async_init(&w->wake, on_wake);
+        w->wake.data = w;
+        ev_async_start(w->loop, &w->wake);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+            slog_error("cannot start worker thread %d", i);
+            return -1;
+        }
+    }
+    for (int i = 0; i < n->nlisteners; i++) {
+        struct listener *l = &n->listeners[i];
+        ev_io_init(&l->io, on_accept, l->fd, EV_READ);
+        l->io.data = l;
+        ev_io_start(n->loop, &l->io);
+    }
+    ev_async_init(&n->stop_async, on_stop);
+    ev_async_start(n->loop, &n->stop_async);
+    ev_signal_init(&n->sigterm, on_signal, SIGTERM);
+    ev_signal_init(&n->sigint, on_signal, SIGINT);
+    ev_signal_start(n->loop, &n->sigterm);
+    ev_signal_start(n->loop, &n->sigint);
+
+    ev_run(n->loop, 0);
+
+    for (int i = 0; i < n->nlisteners; i++) {
+        ev_io_stop(n->loop, &n->listeners[i].io);
+        close(n->listeners[i].fd);
+    }
+    for (int i = 0; i < n->nworkers; i++) {
+        atomic_store(&n->workers[i].stop, true);
+        ev_async_send(n->workers[i].loop, &n->workers[i].wake);
+    }
+    for (int i = 0; i < n->nworkers; i++)
+        pthread_join(n->workers[i].thread, NULL);
+    return 0;
+}
+
+void net_stop(struct net *n) { ev_async_send(n->loop, &n->stop_async); }
+
+void net_notify_data(struct net *n)
+{
+    for (int i = 0; i < n->nworkers; i++) {
+        struct worker *w = &n->workers[i];
+        if (atomic_load(&w->nparked) == 0)
+            continue; /* see worker_park for why no wakeup is lost */
+        if (!atomic_exchange(&w->data_arrived, true))
+            ev_async_send(w->loop, &w->wake);
+    }
+}
+
+void net_free(struct net *n)
+{
+    if (!n)
+        return;
+    for (int i = 0; i < n->nworkers; i++) {
+        struct worker *w = &n->workers[i];
+        if (w->loop)
+            ev_loop_destroy(w->loop);
+        pthread_mutex_destroy(&w->inbox_lock);
+        for (int j = 0; j < w->inbox_len; j++)
+            close(w->inbox[j]);
+        free(w->inbox);
+    }
+    free(n->workers);
+    ev_loop_destroy(n->loop);
+    free(n);
+}

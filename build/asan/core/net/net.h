@@ -1,0 +1,28 @@
+/* Networking: listeners on the main thread, N worker threads each running
+ * a libev loop that owns its connections (accepted sockets are handed out
+ * round-robin). Everything a connection does happens on its worker. */
+#ifndef SAMSA_NET_NET_H
+#define SAMSA_NET_NET_H
+
+#include <stddef.h>
+
+struct broker;
+struct net;
+
+/* Creates the network layer with nworkers worker threads (not started). */
+struct net *net_create(struct broker *b, int nworkers);
+/* Binds and listens now, so that a busy port fails startup with one line.
+ * Returns 0, or -1 with the reason in err. */
+int net_listen(struct net *n, const char *name, const char *host, int port, char *err, size_t errlen);
+/* Starts the workers and runs the main loop until SIGTERM/SIGINT or
+ * net_stop. Returns 0 after all workers have stopped. */
+int net_run(struct net *n);
+/* Asks net_run to return; callable from any thread. */
+void net_stop(struct net *n);
+void net_free(struct net *n);
+/* Any thread: some partition received data; parked fetches re-check. */
+void net_notify_data(struct net *n);
+/* The port a listener actually bound (useful with port 0); -1 if none. */
+int net_bound_port(const struct net *n, int idx);
+
+#endif

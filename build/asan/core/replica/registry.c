@@ -1,0 +1,445 @@
+/* The partition registry: which partitions this node hosts, keyed by
+ * (topic id, partition), each with its open log. preg_sync makes it match
+ * a metadata image; handlers find partitions with preg_get and hold a
+ * reference while they use one.
+ *
+ * Locking: map_lock (a rwlock) guards the map only and is held for a
+ * lookup or an insert, never during file I/O. sync_lock serialises
+ * preg_sync (opening and removing logs). del_lock guards the set of
+ * removed partitions whose log is still referenced, so a topic deleted and
+ * created again waits for the old directory to be renamed away. */
+#include "replica/partition.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "broker.h"
+#include "config.h"
+#include "controller/image.h"
+#include "log/fsutil.h"
+#include "log/partition_metadata.h"
+#include "log/plog.h"
+#include "proto/kerr.h"
+#include "topic_config.h"
+#include "util/buf.h"
+#include "util/slog.h"
+#include "util/uuid.h"
+
+#define METADATA_DIR_PREFIX "__cluster_metadata"
+/* How long a re-created partition waits for the log of its deleted
+ * predecessor (held by an in-flight request) to be released. */
+#define DELETE_WAIT_SECONDS 10
+
+/* Every struct partition is the head of one of these, so partition_put
+ * finds the registry's bookkeeping from the handler's pointer. */
+struct preg_part {
+    struct partition p;
+    struct partition_registry *reg;
+    char *path;      /* the partition directory */
+    size_t dir;      /* index of its log dir */
+    bool close_clean;
+};
+
+struct partition_registry {
+    struct broker *b;
+    pthread_rwlock_t map_lock;
+    struct hmap map;           /* 20-byte key -> struct preg_part* */
+    pthread_mutex_t sync_lock;
+    bool scanned;
+    struct hmap found;         /* "<topic>-<n>" -> (log dir index + 1), from the scan */
+    size_t ndirs;
+    char **dirs;
+    int64_t *counts;           /* partitions hosted per log dir (sync_lock) */
+    pthread_mutex_t del_lock;
+    pthread_cond_t del_cond;
+    struct hmap deleting;      /* path -> non-NULL while the removed log is referenced */
+};
+
+static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
+{
+    memcpy(key, id->b, 16);
+    key[16] = (uint8_t)((uint32_t)index >> 24);
+    key[17] = (uint8_t)((uint32_t)index >> 16);
+    key[18] = (uint8_t)((uint32_t)index >> 8);
+    key[19] = (uint8_t)index;
+}
+
+static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int failf(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+struct partition_registry *preg_create(struct broker *b)
+{
+    struct partition_registry *r = xcalloc(1, sizeof *r);
+    r->b = b;
+    pthread_rwlock_init(&r->map_lock, NULL);
+    pthread_mutex_init(&r->sync_lock, NULL);
+    pthread_mutex_init(&r->del_lock, NULL);
+    pthread_cond_init(&r->del_cond, NULL);
+    hmap_init(&r->map);
+    hmap_init(&r->found);
+    hmap_init(&r->deleting);
+    const struct samsa_config *cfg = b->cfg;
+    r->ndirs = cfg ? cfg->n_log_dirs : 0;
+    r->dirs = xcalloc(r->ndirs ? r->ndirs : 1, sizeof *r->dirs);
+    r->counts = xcalloc(r->ndirs ? r->ndirs : 1, sizeof *r->counts);
+    for (size_t i = 0; i < r->ndirs; i++)
+        r->dirs[i] = xstrdup(cfg->log_dirs[i]);
+    return r;
+}
+
+/* Releases the partition once nobody uses it: its log is closed, or, for
+ * a removed partition, deleted (readers' sfile references stay valid). */
+void partition_put(struct partition *p)
+{
+    if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    struct preg_part *pp = (struct preg_part *)p;
+    if (atomic_load(&p->deleted)) {
+        int rc = plog_delete(p->log);
+        if (rc != 0)
+            slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, pp->path,
+                       kerr_name((int16_t)rc));
+        else
+            slog_info("partition %s-%d: log deleted", p->topic, (int)p->index);
+        struct partition_registry *r = pp->reg;
+        pthread_mutex_lock(&r->del_lock);
+        hmap_del(&r->deleting, pp->path, strlen(pp->path));
+        pthread_cond_broadcast(&r->del_cond);
+        pthread_mutex_unlock(&r->del_lock);
+    } else {
+        plog_close(p->log, pp->close_clean);
+    }
+    free(p->topic);
+    free(pp->path);
+    free(pp);
+}
+
+struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id, int32_t index)
+{
+    uint8_t key[20];
+    make_key(key, topic_id, index);
+    pthread_rwlock_rdlock(&r->map_lock);
+    struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
+    if (pp && !atomic_load(&pp->p.deleted))
+        atomic_fetch_add(&pp->p.refs, 1);
+    else
+        pp = NULL;
+    pthread_rwlock_unlock(&r->map_lock);
+    return pp ? &pp->p : NULL;
+}
+
+static bool wait_deleted(struct partition_registry *r, const char *path)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += DELETE_WAIT_SECONDS;
+    pthread_mutex_lock(&r->del_lock);
+    int rc = 0;
+    while (hmap_get(&r->deleting, path, strlen(path)) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&r->del_cond, &r->del_lock, &deadline);
+    bool gone = !hmap_get(&r->deleting, path, strlen(path));
+    pthread_mutex_unlock(&r->del_lock);
+    return gone;
+}
+
+void preg_destroy(struct partition_registry *r, bool clean)
+{
+    if (!r)
+        return;
+    pthread_rwlock_wrlock(&r->map_lock);
+    size_t n = hmap_count(&r->map), k = 0;
+    struct preg_part **all = xcalloc(n ? n : 1, sizeof *all);
+    const void *key;
+    size_t kl;
+    void *v;
+    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);)
+        all[k++] = v;
+    hmap_free(&r->map);
+    pthread_rwlock_unlock(&r->map_lock);
+    for (size_t i = 0; i < k; i++) {
+        all[i]->close_clean = clean;
+        partition_put(&all[i]->p);
+    }
+    free(all);
+    /* Removed partitions still referenced report back to the registry
+     * when released; the network is down by now, so this is short. */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += DELETE_WAIT_SECONDS;
+    pthread_mutex_lock(&r->del_lock);
+    int rc = 0;
+    while (hmap_count(&r->deleting) > 0 && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&r->del_cond, &r->del_lock, &deadline);
+    if (hmap_count(&r->deleting) > 0)
+        slog_error("partition registry: %zu deleted partition(s) still in use at shutdown",
+                   hmap_count(&r->deleting));
+    pthread_mutex_unlock(&r->del_lock);
+    hmap_free(&r->deleting);
+    hmap_free(&r->found);
+    for (size_t i = 0; i < r->ndirs; i++)
+        free(r->dirs[i]);
+    free(r->dirs);
+    free(r->counts);
+    pthread_rwlock_destroy(&r->map_lock);
+    pthread_mutex_destroy(&r->sync_lock);
+    pthread_mutex_destroy(&r->del_lock);
+    pthread_cond_destroy(&r->del_cond);
+    free(r);
+}
+
+static bool hosted_here(const struct mi_partition *part, int32_t node)
+{
+    for (int32_t i = 0; i < part->nreplicas; i++)
+        if (part->replicas[i] == node)
+            return true;
+    return false;
+}
+
+/* "<topic>-<n>": the topic and the partition, or false. */
+static bool parse_partition_dir(const char *name, size_t *topic_len, int32_t *index)
+{
+    const char *dash = strrchr(name, '-');
+    if (!dash || dash == name || !dash[1])
+        return false;
+    int64_t v = 0;
+    for (const char *q = dash + 1; *q; q++) {
+        if (*q < '0' || *q > '9' || v > INT32_MAX / 10)
+            return false;
+        v = v * 10 + (*q - '0');
+    }
+    if (v > INT32_MAX)
+        return false;
+    *topic_len = (size_t)(dash - name);
+    *index = (int32_t)v;
+    return true;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Kafka's stray handling (3.7+): a directory of a topic incarnation the
+ * metadata no longer has is renamed "<topic>-<n>.<id>-stray" and kept
+ * for the operator, freeing the name for a new topic. */
+static void mark_stray(const char *dir, const char *name)
+{
+    uint8_t u[UUID_LEN];
+    char hex[33];
+    if (uuid_random(u) < 0)
+        memset(u, 0, sizeof u);
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", u[i]);
+    char from[4096], to[4096];
+    snprintf(from, sizeof from, "%s/%s", dir, name);
+    snprintf(to, sizeof to, "%s/%s.%s-stray", dir, name, hex);
+    if (rename(from, to) != 0) {
+        slog_error("log dir %s: cannot rename stray partition %s: %s", dir, name, strerror(errno));
+        return;
+    }
+    fs_sync_dir(dir);
+    slog_warn("log dir %s: %s belongs to a deleted topic; renamed to %s", dir, name, to);
+}
+
+/* First sync: learns where existing partitions live, finishes deletions
+ * interrupted by a crash and sets strays aside. */
+static void scan_dirs(struct partition_registry *r, const struct mimage *img)
+{
+    int32_t node = r->b->node_id;
+    for (size_t i = 0; i < r->ndirs; i++) {
+        DIR *d = opendir(r->dirs[i]);
+        if (!d) {
+            if (errno != ENOENT)
+                slog_error("log dir %s: %s", r->dirs[i], strerror(errno));
+            continue;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            const char *name = de->d_name;
+            if (name[0] == '.' || strncmp(name, METADATA_DIR_PREFIX, strlen(METADATA_DIR_PREFIX)) == 0 ||
+                has_suffix(name, "-stray"))
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", r->dirs[i], name);
+            struct stat st;
+            if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                continue;
+            if (has_suffix(name, "-delete")) {
+                /* plog_delete renames first; a crash left the rest. */
+                if (fs_remove_tree(path) == 0)
+                    slog_info("log dir %s: removed %s left by an interrupted deletion", r->dirs[i], name);
+                continue;
+            }
+            size_t tlen;
+            int32_t index;
+            if (!parse_partition_dir(name, &tlen, &index))
+                continue;
+            const struct mi_topic *t = mimage_topic(img, (kstr_t){name, (int32_t)tlen});
+            bool has_id = false;
+            kuuid_t id;
+            if (partition_metadata_read(path, &has_id, &id) != 0)
+                continue; /* unreadable: leave it for plog_open to report */
+            if (has_id && (!t || !kuuid_eq(&t->id, &id))) {
+                mark_stray(r->dirs[i], name);
+                continue;
+            }
+            if (hmap_get(&r->found, name, strlen(name))) {
+                slog_error("log dir %s: %s also exists in another log dir; using the first", r->dirs[i],
+                           name);
+                continue;
+            }
+            hmap_put(&r->found, name, strlen(name), (void *)(uintptr_t)(i + 1));
+            const struct mi_partition *part = t ? mi_topic_partition(t, index) : NULL;
+            if (part && hosted_here(part, node))
+                r->counts[i]++;
+        }
+        closedir(d);
+    }
+    r->scanned = true;
+}
+
+static int open_partition(struct partition_registry *r, const struct mi_topic *t,
+                          const struct mi_partition *part, struct preg_part **out, char *err,
+                          size_t errlen)
+{
+    if (r->ndirs == 0)
+        return failf(err, errlen, "no log.dirs to place %s-%d in", t->name, (int)part->index);
+    char base[512];
+    snprintf(base, sizeof base, "%s-%d", t->name, (int)part->index);
+    size_t dir;
+    void *where = hmap_del(&r->found, base, strlen(base));
+    bool counted = where != NULL;
+    if (where) {
+        dir = (size_t)(uintptr_t)where - 1;
+    } else {
+        /* Kafka's LogManager.nextLogDirs: the dir with the fewest. */
+        dir = 0;
+        for (size_t i = 1; i < r->ndirs; i++)
+            if (r->counts[i] < r->counts[dir])
+                dir = i;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", r->dirs[dir], base);
+    if (!wait_deleted(r, path))
+        return failf(err, errlen, "%s: the log of a deleted topic of the same name is still in use", path);
+
+    struct plog_config pc = PLOG_CONFIG_INIT;
+    if (t->cfg) {
+        pc.segment_bytes = t->cfg->segment_bytes;
+        pc.index_interval_bytes = t->cfg->index_interval_bytes;
+        pc.fsync_each_append = t->cfg->flush_messages == 1;
+    }
+    struct plog *log;
+    int rc = plog_open(path, &t->id, &pc, &log);
+    if (rc != 0)
+        return failf(err, errlen, "%s: cannot open the log: %s", path, kerr_name((int16_t)rc));
+    struct preg_part *pp = xcalloc(1, sizeof *pp);
+    pp->reg = r;
+    pp->path = xstrdup(path);
+    pp->dir = dir;
+    struct partition *p = &pp->p;
+    p->topic_id = t->id;
+    p->topic = xstrdup(t->name);
+    p->index = part->index;
+    p->log = log;
+    /* One replica: everything in the log is committed. */
+    atomic_init(&p->high_watermark, plog_log_end_offset(log));
+    atomic_init(&p->leader_epoch, part->leader_epoch);
+    atomic_init(&p->refs, 1); /* the registry's */
+    atomic_init(&p->deleted, false);
+    p->broker = r->b;
+    if (!counted)
+        r->counts[dir]++;
+    *out = pp;
+    return 0;
+}
+
+int preg_sync(struct partition_registry *r, const struct mimage *img, char *err, size_t errlen)
+{
+    int32_t node = r->b->node_id;
+    int rc = 0;
+    err[0] = 0;
+    pthread_mutex_lock(&r->sync_lock);
+    if (!r->scanned)
+        scan_dirs(r, img);
+
+    /* Removed: partitions the image no longer places here. */
+    pthread_rwlock_wrlock(&r->map_lock);
+    size_t n = hmap_count(&r->map), k = 0;
+    struct preg_part **gone = xcalloc(n ? n : 1, sizeof *gone);
+    const void *key;
+    size_t kl;
+    void *v;
+    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);) {
+        struct preg_part *pp = v;
+        const struct mi_topic *t = mimage_topic_by_id(img, &pp->p.topic_id);
+        const struct mi_partition *part = t ? mi_topic_partition(t, pp->p.index) : NULL;
+        if (!part || !hosted_here(part, node))
+            gone[k++] = pp;
+    }
+    for (size_t i = 0; i < k; i++) {
+        uint8_t mk[20];
+        make_key(mk, &gone[i]->p.topic_id, gone[i]->p.index);
+        hmap_del(&r->map, mk, sizeof mk);
+        atomic_store(&gone[i]->p.deleted, true);
+    }
+    pthread_rwlock_unlock(&r->map_lock);
+    for (size_t i = 0; i < k; i++) {
+        struct preg_part *pp = gone[i];
+        r->counts[pp->dir]--;
+        pthread_mutex_lock(&r->del_lock);
+        hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
+        pthread_mutex_unlock(&r->del_lock);
+        partition_put(&pp->p);
+    }
+    free(gone);
+
+    /* Added, or updated in place. */
+    for (int32_t ti = 0; ti < img->ntopics; ti++) {
+        const struct mi_topic *t = img->topics[ti];
+        for (int32_t pi = 0; pi < t->npartitions; pi++) {
+            const struct mi_partition *part = &t->partitions[pi];
+            if (!hosted_here(part, node))
+                continue;
+            uint8_t mk[20];
+            make_key(mk, &t->id, part->index);
+            pthread_rwlock_rdlock(&r->map_lock);
+            struct preg_part *have = hmap_get(&r->map, mk, sizeof mk);
+            if (have)
+                atomic_store(&have->p.leader_epoch, part->leader_epoch);
+            pthread_rwlock_unlock(&r->map_lock);
+            if (have)
+                continue;
+            struct preg_part *pp = NULL;
+            char why[512];
+            if (open_partition(r, t, part, &pp, why, sizeof why) != 0) {
+                /* Keep going: one bad directory must not hide the rest. */
+                if (rc == 0)
+                    snprintf(err, errlen, "%s", why);
+                slog_error("partition registry: %s", why);
+                rc = -1;
+                continue;
+            }
+            pthread_rwlock_wrlock(&r->map_lock);
+            hmap_put(&r->map, mk, sizeof mk, pp);
+            pthread_rwlock_unlock(&r->map_lock);
+        }
+    }
+    pthread_mutex_unlock(&r->sync_lock);
+    return rc;
+}

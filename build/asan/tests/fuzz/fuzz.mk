@@ -1,0 +1,48 @@
+# Fuzz targets (libFuzzer). Plain make rules rather than automake programs:
+# they need clang and its fuzzer runtime whatever CC configure chose.
+#   make fuzz                       build every target
+#   make fuzz-run [FUZZ_SECONDS=n]  run each for n seconds (default 30),
+#                                   keeping its corpus in <target>.corpus/
+# A target is tests/fuzz/<name>_fuzz.c; add it to FUZZ_TARGETS and, if it
+# needs more of the core, its sources to FUZZ_CORE_SRCS.
+FUZZ_CC = clang
+FUZZ_CFLAGS = -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+	-D_GNU_SOURCE -I $(top_srcdir)/core -I $(top_srcdir)/include -I $(top_builddir)
+FUZZ_SECONDS = 30
+FUZZ_CORE_SRCS = \
+	core/proto/record_batch.c core/proto/crc32c.c \
+	core/proto/kcodec.c core/proto/kerr.c \
+	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
+FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz
+
+fuzz: $(FUZZ_TARGETS)
+
+# The request decoder needs every generated codec: build them once into an
+# archive rather than per target.
+FUZZ_GEN_SRCS = $(wildcard $(top_srcdir)/core/proto/gen/*.c)
+tests/fuzz/libgen_fuzz.a: $(FUZZ_GEN_SRCS) $(wildcard $(top_srcdir)/core/proto/gen/*.h)
+	@mkdir -p tests/fuzz/gen-objs
+	@echo "  CC (fuzz) core/proto/gen/*.c"
+	@ls $(FUZZ_GEN_SRCS) | xargs -P $$(nproc) -I{} sh -c \
+	  '$(FUZZ_CC) $(FUZZ_CFLAGS:-fsanitize=fuzzer,%=-fsanitize=fuzzer-no-link,%) -c {} -o tests/fuzz/gen-objs/$$(basename {} .c).o'
+	rm -f $@ && ar rcs $@ tests/fuzz/gen-objs/*.o
+
+tests/fuzz/request_fuzz: $(top_srcdir)/tests/fuzz/request_fuzz.c tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) tests/fuzz/libgen_fuzz.a -lpthread
+
+tests/fuzz/%_fuzz: $(top_srcdir)/tests/fuzz/%_fuzz.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
+		$(wildcard $(top_srcdir)/core/proto/*.h $(top_srcdir)/core/util/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) -lpthread
+
+fuzz-run: fuzz
+	@for f in $(FUZZ_TARGETS); do \
+	  mkdir -p $$f.corpus && \
+	  echo "fuzzing $$f for $(FUZZ_SECONDS)s" && \
+	  ./$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$$f- $$f.corpus || exit 1; \
+	done
+
+.PHONY: fuzz fuzz-run
+CLEANFILES += $(FUZZ_TARGETS) tests/fuzz/libgen_fuzz.a

@@ -1,0 +1,10 @@
+# Unit tests (cmocka): each area registers its programs in its own fragment.
+UNIT_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+UNIT_LIBS = $(CORE_LIBS) $(CMOCKA_LIBS)
+include tests/unit/util.mk
+include tests/unit/gen.mk
+include tests/unit/proto.mk
+include tests/unit/config.mk
+include tests/unit/log.mk
+include tests/unit/controller.mk
+include tests/fuzz/fuzz.mk

@@ -1,0 +1,1122 @@
+/* Partition log: append/read round trips, segment rolls, recovery from torn
+ * tails, timestamp lookups, concurrency. Each test works in its own mkdtemp
+ * directory under /tmp and removes it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log/fsutil.h"
+#include "log/plog.h"
+#include "proto/kerr.h"
+#include "proto/record_batch.h"
+#include "util/buf.h"
+#include "util/sfile.h"
+#include "util/slog.h"
+#include "util/uuid.h"
+
+/* ---- fixtures and helpers ---- */
+
+struct fx {
+    char *root; /* the mkdtemp directory */
+    char *dir;  /* root/topic-0, the partition directory */
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    char tmpl[] = "/tmp/plog_test.XXXXXX";
+    if (!mkdtemp(tmpl))
+        return -1;
+    f->root = strdup(tmpl);
+    size_t n = strlen(tmpl) + 16;
+    f->dir = malloc(n);
+    snprintf(f->dir, n, "%s/topic-0", tmpl);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    fs_remove_tree(f->root);
+    free(f->root);
+    free(f->dir);
+    free(f);
+    return 0;
+}
+
+static struct plog_config cfg_with(int64_t segment_bytes, int32_t index_interval)
+{
+    struct plog_config c = PLOG_CONFIG_INIT;
+    c.segment_bytes = segment_bytes;
+    c.index_interval_bytes = index_interval;
+    return c;
+}
+
+static struct plog *open_log(const char *dir, const struct plog_config *c)
+{
+    struct plog *l = NULL;
+    assert_int_equal(plog_open(dir, NULL, c, &l), 0);
+    assert_non_null(l);
+    return l;
+}
+
+/* Appends one batch of n records to out. ts: per-record timestamps, or
+ * NULL for 1000 + i. tag goes into producerId and rec into baseSequence
+ * so a batch can be recognised after it went through the log. vsize pads
+ * each value. Returns the batch size. */
+static size_t add_batch(struct buf *out, int n, const int64_t *ts, int64_t tag, int32_t seq, int vsize)
+{
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    o.producer_id = tag;
+    o.producer_epoch = 0;
+    o.base_sequence = seq;
+    struct rb_builder b;
+    rb_builder_begin(&b, out, 0, ts ? ts[0] : 1000, &o);
+    for (int i = 0; i < n; i++) {
+        char v[512];
+        int len = snprintf(v, sizeof v, "tag=%" PRId64 " seq=%d rec=%d", tag, seq, i);
+        while (len < vsize && len < (int)sizeof v)
+            v[len++] = 'x';
+        kbytes_t key = {(const uint8_t *)"key", 3};
+        kbytes_t val = {(const uint8_t *)v, len};
+        assert_int_equal(rb_builder_add(&b, ts ? ts[i] : 1000 + i, key, val, NULL, 0), 0);
+    }
+    size_t bl;
+    assert_int_equal(rb_builder_finish(&b, &bl), 0);
+    return bl;
+}
+
+/* A log's contents as the test expects them: every stamped batch. */
+struct expect {
+    uint8_t *bytes[256];
+    size_t size[256];
+    int64_t base[256], last[256];
+    int n;
+};
+
+static void expect_free(struct expect *e)
+{
+    for (int i = 0; i < e->n; i++)
+        free(e->bytes[i]);
+    e->n = 0;
+}
+
+/* Builds a batch of nrec records, appends it alone and records what the
+ * log must now hold. */
+static void append_one(struct plog *l, struct expect *e, int nrec, const int64_t *ts, int vsize)
+{
+    struct buf b = BUF_INIT;
+    size_t size = add_batch(&b, nrec, ts, 1, e->n, vsize);
+    int64_t leo = plog_log_end_offset(l);
+    struct plog_append_result r;
+    assert_int_equal(plog_append(l, b.data, b.len, 7, -1, &r), 0);
+    assert_int_equal(r.base_offset, leo);
+    assert_int_equal(r.last_offset, leo + nrec - 1);
+    assert_int_equal(r.log_append_time, -1);
+    assert_int_equal(plog_log_end_offset(l), leo + nrec);
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(b.data, b.len, &h), 0);
+    assert_int_equal(h.base_offset, leo);
+    assert_int_equal(h.partition_leader_epoch, 7);
+    assert_true(rb_crc_ok(b.data, b.len));
+    assert_true(e->n < 256);
+    e->bytes[e->n] = buf_steal(&b, &e->size[e->n]);
+    assert_int_equal(e->size[e->n], size);
+    e->base[e->n] = leo;
+    e->last[e->n] = leo + nrec - 1;
+    e->n++;
+}
+
+static uint8_t *read_bytes(const struct plog_read_result *r)
+{
+    uint8_t *p = malloc((size_t)r->len + 1);
+    assert_int_equal(pread(r->file->fd, p, (size_t)r->len, r->file_pos), r->len);
+    return p;
+}
+
+static int64_t file_size(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return -1;
+    return st.st_size;
+}
+
+static char *seg_path(const char *dir, int64_t base)
+{
+    char *p = malloc(strlen(dir) + 32);
+    sprintf(p, "%s/%020" PRId64 ".log", dir, base);
+    return p;
+}
+
+/* The batch holding offset reads back byte-exactly, alone. */
+static void check_batch_at(struct plog *l, const struct expect *e, int k, int64_t offset)
+{
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, offset, (int32_t)e->size[k], true, -1, &r), 0);
+    assert_non_null(r.file);
+    assert_int_equal(r.len, e->size[k]);
+    assert_int_equal(r.first_base_offset, e->base[k]);
+    assert_int_equal(r.next_offset, e->last[k] + 1);
+    uint8_t *p = read_bytes(&r);
+    assert_memory_equal(p, e->bytes[k], e->size[k]);
+    assert_true(rb_crc_ok(p, e->size[k]));
+    free(p);
+    sfile_unref(r.file);
+}
+
+static void check_all(struct plog *l, const struct expect *e)
+{
+    for (int k = 0; k < e->n; k++)
+        for (int64_t o = e->base[k]; o <= e->last[k]; o++)
+            check_batch_at(l, e, k, o);
+}
+
+static size_t slurp(const char *path, uint8_t **out)
+{
+    int64_t n = file_size(path);
+    assert_true(n >= 0);
+    *out = malloc((size_t)n + 1);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, *out, (size_t)n, 0), n);
+    close(fd);
+    return (size_t)n;
+}
+
+static void spit(const char *path, const uint8_t *p, size_t n)
+{
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, p, n, 0), (ssize_t)n);
+    close(fd);
+}
+
+/* ---- tests ---- */
+
+static void test_append_read_roundtrip(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 100);
+    struct plog *l = open_log(f->dir, &c);
+    assert_int_equal(plog_log_end_offset(l), 0);
+    assert_int_equal(plog_log_start_offset(l), 0);
+    assert_int_equal(plog_size_bytes(l), 0);
+    assert_int_equal(file_size(f->dir) >= 0, 1);
+    char *p0 = seg_path(f->dir, 0);
+    assert_int_equal(file_size(p0), 0);
+
+    struct expect e = {0};
+    int64_t total = 0;
+    for (int k = 0; k < 12; k++) {
+        append_one(l, &e, 1 + k % 5, NULL, 20 + 13 * k);
+        total += (int64_t)e.size[k];
+    }
+    assert_int_equal(plog_size_bytes(l), total);
+    assert_int_equal(file_size(p0), total);
+    assert_int_equal(plog_log_end_offset(l), e.last[e.n - 1] + 1);
+    /* Contiguous offsets across appends of multi-record batches. */
+    for (int k = 1; k < e.n; k++)
+        assert_int_equal(e.base[k], e.last[k - 1] + 1);
+    /* Every offset, including those in the middle of a batch, returns its
+     * whole batch. */
+    check_all(l, &e);
+
+    /* The whole log in one read is the batches back to back. */
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, 0, INT32_MAX, false, -1, &r), 0);
+    assert_int_equal(r.len, total);
+    assert_int_equal(r.file_pos, 0);
+    uint8_t *all = read_bytes(&r);
+    size_t at = 0;
+    for (int k = 0; k < e.n; k++) {
+        assert_memory_equal(all + at, e.bytes[k], e.size[k]);
+        at += e.size[k];
+    }
+    free(all);
+    sfile_unref(r.file);
+
+    assert_int_equal(plog_flush(l), 0);
+    free(p0);
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+static void test_multi_batch_append(void **state)
+{
+    struct fx *f = *state;
+    struct plog *l = open_log(f->dir, NULL);
+    struct expect e = {0};
+    append_one(l, &e, 2, NULL, 10); /* offsets 0..1 */
+
+    struct buf b = BUF_INIT;
+    size_t s1 = add_batch(&b, 3, NULL, 2, 0, 10);
+    size_t s2 = add_batch(&b, 1, NULL, 2, 3, 10);
+    size_t s3 = add_batch(&b, 4, NULL, 2, 4, 10);
+    struct plog_append_result res;
+    assert_int_equal(plog_append(l, b.data, b.len, 3, -1, &res), 0);
+    assert_int_equal(res.base_offset, 2);
+    assert_int_equal(res.last_offset, 9);
+    assert_int_equal(res.log_start_offset, 0);
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(b.data, b.len, &h), 0);
+    assert_int_equal(h.base_offset, 2);
+    assert_int_equal(h.partition_leader_epoch, 3);
+    assert_int_equal(rb_parse_header(b.data + s1, b.len - s1, &h), 0);
+    assert_int_equal(h.base_offset, 5);
+    assert_int_equal(rb_parse_header(b.data + s1 + s2, b.len - s1 - s2, &h), 0);
+    assert_int_equal(h.base_offset, 6);
+    assert_int_equal(h.partition_leader_epoch, 3);
+    assert_int_equal(plog_log_end_offset(l), 10);
+
+    /* Offset 7 is inside the third batch: the whole batch comes back. */
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, 7, 1, true, -1, &r), 0);
+    assert_int_equal(r.first_base_offset, 6);
+    assert_int_equal(r.len, s3);
+    assert_int_equal(r.next_offset, 10);
+    uint8_t *p = read_bytes(&r);
+    assert_memory_equal(p, b.data + s1 + s2, s3);
+    free(p);
+    sfile_unref(r.file);
+
+    /* Garbage is refused before anything is stamped. */
+    uint8_t junk[80] = {0};
+    assert_int_equal(plog_append(l, junk, sizeof junk, 1, -1, NULL), KERR_CORRUPT_MESSAGE);
+    uint8_t copy[4096];
+    memcpy(copy, b.data, b.len);
+    assert_int_equal(plog_append(l, copy, b.len - 1, 1, -1, NULL), KERR_CORRUPT_MESSAGE);
+    assert_memory_equal(copy, b.data, b.len - 1);
+    assert_int_equal(plog_append(l, copy, 0, 1, -1, NULL), KERR_CORRUPT_MESSAGE);
+    assert_int_equal(plog_log_end_offset(l), 10);
+
+    buf_free(&b);
+    expect_free(&e);
+    plog_close(l, false);
+}
+
+static void test_max_bytes(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 0);
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 6; k++)
+        append_one(l, &e, 2, NULL, 100);
+    size_t s = e.size[0];
+    for (int k = 1; k < 6; k++)
+        assert_int_equal(e.size[k], s);
+
+    struct plog_read_result r;
+    /* Two and a half batches' worth: two whole ones. */
+    assert_int_equal(plog_read(l, 0, (int32_t)(2 * s + s / 2), false, -1, &r), 0);
+    assert_int_equal(r.len, 2 * s);
+    assert_int_equal(r.next_offset, 4);
+    sfile_unref(r.file);
+    /* Exactly three. */
+    assert_int_equal(plog_read(l, 3, (int32_t)(3 * s), false, -1, &r), 0);
+    assert_int_equal(r.first_base_offset, 2);
+    assert_int_equal(r.file_pos, (int64_t)s);
+    assert_int_equal(r.len, 3 * s);
+    sfile_unref(r.file);
+    /* Too small for one: the first batch anyway with min_one_batch ... */
+    assert_int_equal(plog_read(l, 4, 1, true, -1, &r), 0);
+    assert_int_equal(r.len, s);
+    assert_int_equal(r.first_base_offset, 4);
+    sfile_unref(r.file);
+    assert_int_equal(plog_read(l, 4, 0, true, -1, &r), 0);
+    assert_int_equal(r.len, s);
+    sfile_unref(r.file);
+    /* ... and nothing without it. */
+    assert_int_equal(plog_read(l, 4, (int32_t)s - 1, false, -1, &r), 0);
+    assert_int_equal(r.len, 0);
+    assert_null(r.file);
+    assert_int_equal(r.first_base_offset, -1);
+
+    expect_free(&e);
+    plog_close(l, false);
+}
+
+static void test_out_of_range_and_cap(void **state)
+{
+    struct fx *f = *state;
+    struct plog *l = open_log(f->dir, NULL);
+    struct plog_read_result r;
+    /* Empty log: offset 0 is the end, anything else is out of range. */
+    assert_int_equal(plog_read(l, 0, 1000, true, -1, &r), 0);
+    assert_int_equal(r.len, 0);
+    assert_null(r.file);
+    assert_int_equal(plog_read(l, 1, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(plog_read(l, -1, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+
+    struct expect e = {0};
+    for (int k = 0; k < 4; k++)
+        append_one(l, &e, 3, NULL, 10); /* 0-2 3-5 6-8 9-11 */
+    assert_int_equal(plog_read(l, 13, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(plog_read(l, INT64_MAX, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(plog_read(l, -5, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+    assert_int_equal(plog_read(l, 12, 1000, true, -1, &r), 0);
+    assert_int_equal(r.len, 0);
+    assert_null(r.file);
+    assert_int_equal(r.next_offset, 12);
+
+    /* A cap (high watermark) at a batch boundary. */
+    assert_int_equal(plog_read(l, 0, 1 << 20, false, 6, &r), 0);
+    assert_int_equal(r.len, e.size[0] + e.size[1]);
+    assert_int_equal(r.next_offset, 6);
+    sfile_unref(r.file);
+    /* Reading at the cap, or inside a batch that reaches it: nothing. */
+    assert_int_equal(plog_read(l, 6, 1 << 20, true, 6, &r), 0);
+    assert_int_equal(r.len, 0);
+    assert_int_equal(plog_read(l, 4, 1 << 20, true, 5, &r), 0);
+    assert_int_equal(r.len, 0);
+    /* A cap inside a batch stops before that batch. */
+    assert_int_equal(plog_read(l, 0, 1 << 20, true, 7, &r), 0);
+    assert_int_equal(r.len, e.size[0] + e.size[1]);
+    sfile_unref(r.file);
+    /* The cap never extends the end. */
+    assert_int_equal(plog_read(l, 0, 1 << 20, true, 1000, &r), 0);
+    assert_int_equal(r.next_offset, 12);
+    sfile_unref(r.file);
+
+    expect_free(&e);
+    plog_close(l, false);
+}
+
+static void test_segment_roll(void **state)
+{
+    struct fx *f = *state;
+    /* Measure a batch first: all batches here have the same size. */
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 64);
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 10; k++)
+        append_one(l, &e, 2, NULL, 50);
+    /* Three batches per segment: 0, 6, 12 and 18. */
+    assert_int_equal(plog_segment_count(l), 4);
+    int64_t bases[] = {0, 6, 12, 18};
+    for (int i = 0; i < 4; i++) {
+        char *p = seg_path(f->dir, bases[i]);
+        assert_int_equal(file_size(p), (int64_t)((i < 3 ? 3 : 1) * s));
+        free(p);
+    }
+    check_all(l, &e);
+
+    /* A large read stays within the segment it starts in. */
+    for (int k = 0; k < e.n; k++) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, e.base[k], INT32_MAX, false, -1, &r), 0);
+        int seg = k / 3;
+        int64_t seg_end = seg < 3 ? 3 * (int64_t)s : (int64_t)s;
+        assert_int_equal(r.file_pos, (k % 3) * (int64_t)s);
+        assert_int_equal(r.file_pos + r.len, seg_end);
+        assert_int_equal(r.next_offset, seg < 3 ? bases[seg + 1] : 20);
+        struct stat a, want;
+        char *p = seg_path(f->dir, bases[seg]);
+        assert_int_equal(fstat(r.file->fd, &a), 0);
+        assert_int_equal(stat(p, &want), 0);
+        assert_int_equal(a.st_ino, want.st_ino);
+        free(p);
+        sfile_unref(r.file);
+    }
+
+    /* Two batches that do not fit the active segment's room roll it and
+     * land together in the new one. */
+    struct buf two = BUF_INIT;
+    add_batch(&two, 2, NULL, 1, 100, 50);
+    add_batch(&two, 2, NULL, 1, 101, 50);
+    assert_int_equal(plog_append(l, two.data, two.len, 7, -1, NULL), 0);
+    assert_int_equal(plog_segment_count(l), 4); /* 18 holds one batch: room for two */
+    buf_reset(&two);
+    add_batch(&two, 2, NULL, 1, 103, 50);
+    add_batch(&two, 2, NULL, 1, 104, 50);
+    assert_int_equal(plog_append(l, two.data, two.len, 7, -1, NULL), 0);
+    assert_int_equal(plog_segment_count(l), 5);
+    char *p = seg_path(f->dir, 24);
+    assert_int_equal(file_size(p), (int64_t)(2 * s));
+    free(p);
+    buf_free(&two);
+
+    /* A batch larger than segment.bytes can never be stored. */
+    struct buf big = BUF_INIT;
+    add_batch(&big, 20, NULL, 1, 200, 400);
+    assert_true((int64_t)big.len > c.segment_bytes);
+    assert_int_equal(plog_append(l, big.data, big.len, 7, -1, NULL), KERR_RECORD_LIST_TOO_LARGE);
+    buf_free(&big);
+    assert_int_equal(plog_log_end_offset(l), 28);
+
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+static void test_reopen_clean(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 3, NULL, 1, 0, 40);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(4 * s), 1);
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 11; k++) {
+        int64_t ts[3] = {5000 + 10 * k, 5001 + 10 * k, 5002 + 10 * k};
+        append_one(l, &e, 3, ts, 40);
+    }
+    int64_t leo = plog_log_end_offset(l), size = plog_size_bytes(l);
+    int segs = plog_segment_count(l);
+    assert_int_equal(segs, 3);
+    plog_close(l, true);
+
+    char marker[512];
+    snprintf(marker, sizeof marker, "%s/%s", f->dir, PLOG_CLEAN_SHUTDOWN_FILE);
+    assert_int_equal(file_size(marker), 0);
+
+    l = open_log(f->dir, &c);
+    assert_int_equal(file_size(marker), -1); /* consumed: a crash now is unclean */
+    assert_int_equal(plog_log_end_offset(l), leo);
+    assert_int_equal(plog_size_bytes(l), size);
+    assert_int_equal(plog_segment_count(l), segs);
+    check_all(l, &e);
+    int64_t off, ts;
+    assert_int_equal(plog_offset_for_timestamp(l, 5051, &off, &ts), 0);
+    assert_int_equal(off, 16);
+    assert_int_equal(ts, 5051);
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(off, 32);
+    assert_int_equal(ts, 5102);
+
+    /* Appends continue where the log ended. */
+    append_one(l, &e, 2, NULL, 40);
+    assert_int_equal(e.base[e.n - 1], leo);
+    plog_close(l, false);
+
+    /* An unclean close: the CRC scan finds nothing to cut. */
+    l = open_log(f->dir, &c);
+    assert_int_equal(plog_log_end_offset(l), leo + 2);
+    check_all(l, &e);
+    expect_free(&e);
+    plog_close(l, false);
+}
+
+/* Writes a log of four batches, closes it uncleanly and returns the file
+ * bytes and where the last batch starts. */
+static void torn_setup(struct fx *f, struct expect *e, uint8_t **orig, size_t *len, size_t *last_start)
+{
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 50);
+    struct plog *l = open_log(f->dir, &c);
+    for (int k = 0; k < 4; k++)
+        append_one(l, e, 2 + k, NULL, 30);
+    plog_close(l, false);
+    char *p = seg_path(f->dir, 0);
+    *len = slurp(p, orig);
+    free(p);
+    *last_start = *len - e->size[3];
+}
+
+static void check_recovered(struct fx *f, struct expect *e, size_t last_start)
+{
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 50);
+    struct plog *l = open_log(f->dir, &c);
+    assert_int_equal(plog_log_end_offset(l), e->base[3]);
+    assert_int_equal(plog_size_bytes(l), (int64_t)last_start);
+    char *p = seg_path(f->dir, 0);
+    assert_int_equal(file_size(p), (int64_t)last_start);
+    free(p);
+    for (int k = 0; k < 3; k++)
+        check_batch_at(l, e, k, e->last[k]);
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, e->base[3], 1000, true, -1, &r), 0);
+    assert_int_equal(r.len, 0);
+    assert_int_equal(plog_read(l, e->base[3] + 1, 1000, true, -1, &r), KERR_OFFSET_OUT_OF_RANGE);
+    plog_close(l, false);
+}
+
+static void test_torn_tail_truncate(void **state)
+{
+    struct fx *f = *state;
+    struct expect e = {0};
+    uint8_t *orig;
+    size_t len, last_start;
+    torn_setup(f, &e, &orig, &len, &last_start);
+    char *p = seg_path(f->dir, 0);
+
+    enum slog_level lvl = slog_get_level();
+    slog_set_level(SLOG_ERROR); /* one WARN per case otherwise */
+    for (size_t cut = last_start; cut < len; cut++) {
+        spit(p, orig, cut);
+        assert_int_equal(truncate(p, (off_t)cut), 0);
+        check_recovered(f, &e, last_start);
+    }
+    /* Zeros after the last batch (a preallocated or torn page). */
+    spit(p, orig, last_start);
+    int fd = open(p, O_WRONLY);
+    uint8_t zeros[4096] = {0};
+    assert_int_equal(pwrite(fd, zeros, sizeof zeros, (off_t)last_start), (ssize_t)sizeof zeros);
+    close(fd);
+    check_recovered(f, &e, last_start);
+    slog_set_level(lvl);
+
+    /* After recovery the log takes appends at the recovered end. */
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 50);
+    struct plog *l = open_log(f->dir, &c);
+    e.n = 3;
+    free(e.bytes[3]);
+    append_one(l, &e, 2, NULL, 30);
+    assert_int_equal(e.base[3], e.last[2] + 1);
+    check_all(l, &e);
+    plog_close(l, false);
+
+    free(p);
+    free(orig);
+    expect_free(&e);
+}
+
+static void test_torn_tail_corrupt(void **state)
+{
+    struct fx *f = *state;
+    struct expect e = {0};
+    uint8_t *orig;
+    size_t len, last_start;
+    torn_setup(f, &e, &orig, &len, &last_start);
+    char *p = seg_path(f->dir, 0);
+    uint8_t *bad = malloc(len);
+
+    enum slog_level lvl = slog_get_level();
+    slog_set_level(SLOG_ERROR);
+    /* Every byte from the CRC field to the end of the last batch. */
+    for (size_t i = last_start + RB_OFF_CRC; i < len; i++) {
+        memcpy(bad, orig, len);
+        bad[i] ^= 0x40;
+        spit(p, bad, len);
+        check_recovered(f, &e, last_start);
+    }
+    /* A bad magic or length byte, which the CRC does not cover. */
+    size_t hdr[] = {RB_OFF_MAGIC, RB_OFF_BATCH_LENGTH, RB_OFF_BATCH_LENGTH + 3};
+    for (size_t i = 0; i < sizeof hdr / sizeof hdr[0]; i++) {
+        memcpy(bad, orig, len);
+        bad[last_start + hdr[i]] ^= 0x01;
+        spit(p, bad, len);
+        check_recovered(f, &e, last_start);
+    }
+    /* A base offset going backwards. */
+    memcpy(bad, orig, len);
+    be64_write(bad + last_start, (uint64_t)e.base[2]);
+    spit(p, bad, len);
+    check_recovered(f, &e, last_start);
+    slog_set_level(lvl);
+
+    /* After a clean shutdown the CRC scan is skipped (as Kafka trusts a
+     * cleanly closed log): a flipped payload byte goes unnoticed. */
+    memcpy(bad, orig, len);
+    bad[len - 1] ^= 0x40;
+    spit(p, bad, len);
+    char marker[512];
+    snprintf(marker, sizeof marker, "%s/%s", f->dir, PLOG_CLEAN_SHUTDOWN_FILE);
+    int fd = open(marker, O_WRONLY | O_CREAT, 0644);
+    close(fd);
+    struct plog *l = open_log(f->dir, NULL);
+    assert_int_equal(plog_log_end_offset(l), e.last[3] + 1);
+    plog_close(l, false);
+
+    free(bad);
+    free(p);
+    free(orig);
+    expect_free(&e);
+}
+
+static void test_torn_earlier_segment(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 30);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(2 * s), 1);
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 6; k++)
+        append_one(l, &e, 2, NULL, 30);
+    assert_int_equal(plog_segment_count(l), 3); /* 0, 4, 8 */
+    plog_close(l, true);
+
+    /* The first segment loses half its last batch (a disk fault): what
+     * followed it cannot stay in the log. */
+    char *p0 = seg_path(f->dir, 0), *p4 = seg_path(f->dir, 4), *p8 = seg_path(f->dir, 8);
+    assert_int_equal(truncate(p0, (off_t)(s + s / 2)), 0);
+    enum slog_level lvl = slog_get_level();
+    slog_set_level(SLOG_ERROR);
+    l = open_log(f->dir, &c);
+    slog_set_level(lvl);
+    assert_int_equal(plog_segment_count(l), 1);
+    assert_int_equal(plog_log_end_offset(l), 2);
+    assert_int_equal(file_size(p0), (int64_t)s);
+    assert_int_equal(file_size(p4), -1);
+    assert_int_equal(file_size(p8), -1);
+    e.n = 1;
+    for (int k = 1; k < 6; k++)
+        free(e.bytes[k]);
+    append_one(l, &e, 2, NULL, 30);
+    assert_int_equal(e.base[1], 2);
+    check_all(l, &e);
+    plog_close(l, false);
+    free(p0);
+    free(p4);
+    free(p8);
+    expect_free(&e);
+}
+
+/* Identity "compression": the log never decompresses, it only needs the
+ * codec bits set. */
+static int fake_codec(void *ctx, int codec, const uint8_t *in, size_t in_len, struct buf *out)
+{
+    (void)ctx;
+    (void)codec;
+    buf_append(out, in, in_len);
+    return 0;
+}
+
+static void timestamps_scenario(struct plog *l)
+{
+    int64_t a[] = {100, 105, 103}, bts[] = {200, 150}, cts[] = {120, 130};
+    struct buf b = BUF_INIT;
+    add_batch(&b, 3, a, 1, 0, 30);
+    assert_int_equal(plog_append(l, b.data, b.len, 1, -1, NULL), 0); /* 0..2 */
+    buf_reset(&b);
+    add_batch(&b, 2, bts, 1, 1, 30);
+    assert_int_equal(plog_append(l, b.data, b.len, 1, -1, NULL), 0); /* 3..4 */
+    buf_reset(&b);
+    add_batch(&b, 2, cts, 1, 2, 30);
+    assert_int_equal(plog_append(l, b.data, b.len, 1, -1, NULL), 0); /* 5..6 */
+    buf_free(&b);
+}
+
+static void check_timestamps(struct plog *l)
+{
+    struct {
+        int64_t ts, off, got_ts;
+    } cases[] = {
+        {0, 0, 100}, {100, 0, 100}, {101, 1, 105}, {104, 1, 105}, {105, 1, 105},
+        {106, 3, 200}, {125, 3, 200}, {150, 3, 200}, {200, 3, 200}, {201, -1, -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t off, ts;
+        assert_int_equal(plog_offset_for_timestamp(l, cases[i].ts, &off, &ts), 0);
+        assert_int_equal(off, cases[i].off);
+        assert_int_equal(ts, cases[i].got_ts);
+    }
+    int64_t off, ts;
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(off, 3);
+    assert_int_equal(ts, 200);
+}
+
+static void test_timestamps(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 0);
+    struct plog *l = open_log(f->dir, &c);
+    int64_t off, ts;
+    assert_int_equal(plog_offset_for_timestamp(l, 0, &off, &ts), 0);
+    assert_int_equal(off, -1);
+    assert_int_equal(ts, -1);
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(off, -1);
+    assert_int_equal(ts, -1);
+
+    timestamps_scenario(l);
+    check_timestamps(l);
+
+    /* LogAppendTime: the batch is rewritten, every record counts as the
+     * append time. */
+    int64_t dts[] = {50, 60};
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, dts, 1, 3, 30);
+    struct plog_append_result res;
+    assert_int_equal(plog_append(l, b.data, b.len, 1, 1000, &res), 0);
+    assert_int_equal(res.base_offset, 7);
+    assert_int_equal(res.log_append_time, 1000);
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(b.data, s, &h), 0);
+    assert_int_equal(rb_timestamp_type(&h), RB_LOG_APPEND_TIME);
+    assert_int_equal(h.max_timestamp, 1000);
+    assert_true(rb_crc_ok(b.data, s));
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, 8, 1, true, -1, &r), 0);
+    uint8_t *p = read_bytes(&r);
+    assert_memory_equal(p, b.data, s);
+    free(p);
+    sfile_unref(r.file);
+    assert_int_equal(plog_offset_for_timestamp(l, 201, &off, &ts), 0);
+    assert_int_equal(off, 7);
+    assert_int_equal(ts, 1000);
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(off, 7);
+    assert_int_equal(ts, 1000);
+
+    /* Compressed: batch granularity (base offset, maxTimestamp). */
+    buf_reset(&b);
+    int64_t ets[] = {1500, 2000, 1800};
+    struct rb_builder bld;
+    rb_builder_begin(&bld, &b, 0, ets[0], NULL);
+    for (int i = 0; i < 3; i++) {
+        kbytes_t v = {(const uint8_t *)"value", 5};
+        assert_int_equal(rb_builder_add(&bld, ets[i], KBYTES_NULL, v, NULL, 0), 0);
+    }
+    assert_int_equal(rb_builder_finish_compressed(&bld, RB_CODEC_GZIP, fake_codec, NULL, &s), 0);
+    assert_int_equal(plog_append(l, b.data, b.len, 1, -1, &res), 0);
+    assert_int_equal(res.base_offset, 9);
+    assert_int_equal(plog_offset_for_timestamp(l, 1700, &off, &ts), 0);
+    assert_int_equal(off, 9);
+    assert_int_equal(ts, 2000);
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(off, 9);
+    assert_int_equal(ts, 2000);
+    buf_free(&b);
+    plog_close(l, false);
+}
+
+static void test_timestamps_across_segments(void **state)
+{
+    struct fx *f = *state;
+    /* One batch per segment (segment.bytes = the largest batch), index
+     * entries for every batch. */
+    int64_t a[] = {100, 105, 103};
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 3, a, 1, 0, 30);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)s, 0);
+    struct plog *l = open_log(f->dir, &c);
+    timestamps_scenario(l);
+    assert_int_equal(plog_segment_count(l), 3);
+    check_timestamps(l);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    check_timestamps(l);
+    plog_close(l, false);
+    l = open_log(f->dir, &c); /* unclean: CRC scan of the last segment */
+    check_timestamps(l);
+    plog_close(l, false);
+}
+
+/* ---- concurrency ---- */
+
+#define WRITERS 2
+#define BATCHES_PER_WRITER 1500
+
+struct conc {
+    struct plog *l;
+    atomic_int writers_done;
+    int64_t reads;
+    atomic_int failures;
+};
+
+struct writer_arg {
+    struct conc *c;
+    int id;
+};
+
+static void *writer_main(void *p)
+{
+    struct writer_arg *a = p;
+    struct buf b = BUF_INIT;
+    for (int i = 0; i < BATCHES_PER_WRITER; i++) {
+        buf_reset(&b);
+        add_batch(&b, 1 + (i + a->id) % 3, NULL, a->id, i, 8 + i % 50);
+        struct plog_append_result r;
+        if (plog_append(a->c->l, b.data, b.len, 5, -1, &r) != 0 || r.last_offset - r.base_offset != (i + a->id) % 3)
+            a->c->failures++;
+    }
+    buf_free(&b);
+    atomic_fetch_add(&a->c->writers_done, 1);
+    return NULL;
+}
+
+/* Checks that [file_pos, file_pos + len) holds whole batches with
+ * contiguous offsets starting at the batch holding offset. */
+static bool range_ok(const struct plog_read_result *r, int64_t offset)
+{
+    uint8_t *p = malloc((size_t)r->len);
+    bool ok = pread(r->file->fd, p, (size_t)r->len, r->file_pos) == r->len;
+    int64_t expect_base = r->first_base_offset;
+    ok = ok && r->first_base_offset <= offset && offset < r->next_offset;
+    for (size_t at = 0; ok && at < (size_t)r->len;) {
+        struct rb_header h;
+        ok = rb_parse_header(p + at, (size_t)r->len - at, &h) == 0 && h.base_offset == expect_base &&
+             (size_t)rb_batch_size(&h) <= (size_t)r->len - at && rb_crc_ok(p + at, (size_t)rb_batch_size(&h)) &&
+             h.partition_leader_epoch == 5;
+        if (ok) {
+            expect_base = rb_last_offset(&h) + 1;
+            at += (size_t)rb_batch_size(&h);
+        }
+    }
+    ok = ok && expect_base == r->next_offset;
+    free(p);
+    return ok;
+}
+
+static void *reader_main(void *p)
+{
+    struct conc *c = p;
+    unsigned seed = 12345;
+    while (atomic_load(&c->writers_done) < WRITERS) {
+        int64_t leo = plog_log_end_offset(c->l);
+        if (leo == 0)
+            continue;
+        int64_t off = (int64_t)(rand_r(&seed) % (unsigned)leo);
+        struct plog_read_result r;
+        if (plog_read(c->l, off, 2048, true, -1, &r) != 0 || r.len <= 0 || !range_ok(&r, off))
+            c->failures++;
+        sfile_unref(r.file);
+        /* The end never moves backwards and reading at it is empty. */
+        int64_t leo2 = plog_log_end_offset(c->l);
+        if (leo2 < leo)
+            c->failures++;
+        c->reads++;
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config cfg = cfg_with(16 * 1024, 256);
+    struct conc c = {.l = open_log(f->dir, &cfg)};
+    atomic_init(&c.writers_done, 0);
+    atomic_init(&c.failures, 0);
+    pthread_t w[WRITERS], rd;
+    struct writer_arg args[WRITERS];
+    assert_int_equal(pthread_create(&rd, NULL, reader_main, &c), 0);
+    for (int i = 0; i < WRITERS; i++) {
+        args[i] = (struct writer_arg){&c, i + 1};
+        assert_int_equal(pthread_create(&w[i], NULL, writer_main, &args[i]), 0);
+    }
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(w[i], NULL);
+    pthread_join(rd, NULL);
+    assert_int_equal(atomic_load(&c.failures), 0);
+    assert_true(c.reads > 0);
+    assert_true(plog_segment_count(c.l) > 2);
+
+    /* Every batch exactly once, offsets contiguous, each writer's batches
+     * in the order it appended them. */
+    int64_t leo = plog_log_end_offset(c.l);
+    int next_seq[WRITERS + 1] = {0};
+    int64_t off = 0;
+    while (off < leo) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(c.l, off, 1 << 20, true, -1, &r), 0);
+        assert_true(r.len > 0);
+        assert_int_equal(r.first_base_offset, off);
+        uint8_t *p = read_bytes(&r);
+        for (size_t at = 0; at < (size_t)r.len;) {
+            struct rb_header h;
+            assert_int_equal(rb_parse_header(p + at, (size_t)r.len - at, &h), 0);
+            assert_int_equal(h.base_offset, off);
+            assert_true(h.producer_id >= 1 && h.producer_id <= WRITERS);
+            assert_int_equal(h.base_sequence, next_seq[h.producer_id]);
+            next_seq[h.producer_id]++;
+            off = rb_last_offset(&h) + 1;
+            at += (size_t)rb_batch_size(&h);
+        }
+        free(p);
+        sfile_unref(r.file);
+    }
+    for (int i = 1; i <= WRITERS; i++)
+        assert_int_equal(next_seq[i], BATCHES_PER_WRITER);
+    plog_close(c.l, true);
+}
+
+/* ---- errors, metadata, delete ---- */
+
+static void test_write_error_is_cut(void **state)
+{
+    struct fx *f = *state;
+    struct plog *l = open_log(f->dir, NULL);
+    struct expect e = {0};
+    append_one(l, &e, 3, NULL, 100);
+    char *p = seg_path(f->dir, 0);
+    int64_t before = file_size(p);
+
+    /* RLIMIT_FSIZE makes the kernel write part of the batch and then fail
+     * with EFBIG, just like a disk filling up mid-write. */
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(before + 40);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    struct buf b = BUF_INIT;
+    add_batch(&b, 3, NULL, 1, 1, 100);
+    enum slog_level lvl = slog_get_level();
+    slog_set_level((enum slog_level)(SLOG_ERROR + 1));
+    int rc = plog_append(l, b.data, b.len, 7, -1, NULL);
+    slog_set_level(lvl);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(rc, KERR_KAFKA_STORAGE_ERROR);
+    assert_int_equal(file_size(p), before);
+    assert_int_equal(plog_log_end_offset(l), 3);
+    assert_int_equal(plog_size_bytes(l), before);
+
+    /* The log stays usable. */
+    buf_free(&b);
+    append_one(l, &e, 2, NULL, 100);
+    assert_int_equal(e.base[1], 3);
+    check_all(l, &e);
+    plog_close(l, false);
+    free(p);
+    expect_free(&e);
+}
+
+static void test_partition_metadata(void **state)
+{
+    struct fx *f = *state;
+    kuuid_t id, other;
+    assert_int_equal(uuid_random(id.b), 0);
+    assert_int_equal(uuid_random(other.b), 0);
+    struct plog *l = NULL;
+    assert_int_equal(plog_open(f->dir, &id, NULL, &l), 0);
+    assert_true(kuuid_eq(plog_topic_id(l), &id));
+    plog_close(l, true);
+
+    char path[700], want[128], idstr[UUID_STR_LEN + 1];
+    snprintf(path, sizeof path, "%s/partition.metadata", f->dir);
+    uuid_to_string(id.b, idstr);
+    snprintf(want, sizeof want, "version: 0\ntopic_id: %s\n", idstr);
+    uint8_t *got;
+    size_t n = slurp(path, &got);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(got, want, n);
+    free(got);
+
+    enum slog_level lvl = slog_get_level();
+    slog_set_level((enum slog_level)(SLOG_ERROR + 1));
+    assert_int_equal(plog_open(f->dir, &other, NULL, &l), KERR_INCONSISTENT_TOPIC_ID);
+    assert_null(l);
+    slog_set_level(lvl);
+    /* No id given: the stored one is used. */
+    assert_int_equal(plog_open(f->dir, NULL, NULL, &l), 0);
+    assert_true(kuuid_eq(plog_topic_id(l), &id));
+    plog_close(l, false);
+    kuuid_t zero = {{0}};
+    assert_int_equal(plog_open(f->dir, &zero, NULL, &l), 0);
+    assert_true(kuuid_eq(plog_topic_id(l), &id));
+    plog_close(l, false);
+
+    /* A fresh log without an id has no file. */
+    char dir2[600];
+    snprintf(dir2, sizeof dir2, "%s/noid-0", f->root);
+    assert_int_equal(plog_open(dir2, NULL, NULL, &l), 0);
+    assert_null(plog_topic_id(l));
+    snprintf(path, sizeof path, "%s/partition.metadata", dir2);
+    assert_int_equal(file_size(path), -1);
+    plog_close(l, false);
+}
+
+static void test_open_errors(void **state)
+{
+    struct fx *f = *state;
+    char file[512], below[600];
+    snprintf(file, sizeof file, "%s/plainfile", f->root);
+    int fd = open(file, O_WRONLY | O_CREAT, 0644);
+    close(fd);
+    snprintf(below, sizeof below, "%s/sub-0", file);
+    struct plog *l = NULL;
+    enum slog_level lvl = slog_get_level();
+    slog_set_level((enum slog_level)(SLOG_ERROR + 1));
+    assert_int_equal(plog_open(file, NULL, NULL, &l), KERR_KAFKA_STORAGE_ERROR);
+    assert_null(l);
+    assert_int_equal(plog_open(below, NULL, NULL, &l), KERR_KAFKA_STORAGE_ERROR);
+    struct plog_config c = cfg_with(0, 4096);
+    assert_int_equal(plog_open(f->dir, NULL, &c, &l), KERR_INVALID_CONFIG);
+    c = cfg_with((int64_t)INT32_MAX + 1, 4096);
+    assert_int_equal(plog_open(f->dir, NULL, &c, &l), KERR_INVALID_CONFIG);
+    slog_set_level(lvl);
+    assert_null(l);
+}
+
+static void test_fsync_each_append(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(4096, 100);
+    c.fsync_each_append = true;
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 30; k++)
+        append_one(l, &e, 2, NULL, 60);
+    check_all(l, &e);
+    assert_int_equal(plog_flush(l), 0);
+    plog_close(l, true);
+    expect_free(&e);
+}
+
+static void test_delete(void **state)
+{
+    struct fx *f = *state;
+    struct plog *l = open_log(f->dir, NULL);
+    struct expect e = {0};
+    append_one(l, &e, 3, NULL, 50);
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, 0, 1 << 20, true, -1, &r), 0);
+    assert_int_equal(plog_delete(l), 0);
+    assert_int_equal(file_size(f->dir), -1);
+    /* Nothing is left in the log dir, not even the "-delete" directory. */
+    int n = 0;
+    DIR *d = opendir(f->root);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(d);
+    assert_int_equal(n, 0);
+    /* The reader's reference still reads the batch. */
+    uint8_t *p = read_bytes(&r);
+    assert_memory_equal(p, e.bytes[0], e.size[0]);
+    free(p);
+    sfile_unref(r.file);
+    expect_free(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_append_read_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_batch_append, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segment_roll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reopen_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_truncate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_earlier_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timestamps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timestamps_across_segments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_error_is_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partition_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fsync_each_append, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

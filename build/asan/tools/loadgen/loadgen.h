@@ -1,0 +1,54 @@
+/* samsa-loadgen: shared options and helpers of the produce and consume
+ * phases. */
+#ifndef SAMSA_LOADGEN_H
+#define SAMSA_LOADGEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+#define LG_MAX_X 64
+
+struct lg_opts {
+    const char *brokers;
+    const char *topic;
+    int64_t records;        /* produce: how many; consume: 0 = up to the HW */
+    bool records_given;
+    size_t size;            /* payload bytes per record */
+    bool size_given;
+    bool random_payload;
+    const char *acks;
+    int partitions;         /* > 0: create the topic with this many if missing */
+    int replication;
+    int linger_ms;          /* < 0: librdkafka's default */
+    long batch_size;        /* < 0: librdkafka's default */
+    long batch_num;         /* < 0: librdkafka's default */
+    int max_inflight;       /* < 0: librdkafka's default */
+    const char *compression;
+    bool idempotence;
+    int stall_s;            /* no progress for this long is a failure */
+    bool json;
+    int verbose;
+    int nx;
+    const char *xkeys[LG_MAX_X];
+    const char *xvals[LG_MAX_X];
+};
+
+/* Monotonic clock in microseconds. */
+uint64_t lg_now_us(void);
+
+/* Set one librdkafka property or exit with its error. */
+void lg_conf_set(rd_kafka_conf_t *conf, const char *key, const char *val);
+/* The settings every client shares: brokers, logging, -X overrides. */
+rd_kafka_conf_t *lg_base_conf(const struct lg_opts *o);
+
+/* Wait until the topic is in the metadata with a leader for every
+ * partition; returns its partition count, or -1 after timeout_ms. */
+int lg_wait_topic(rd_kafka_t *rk, const char *topic, int timeout_ms);
+
+int lg_produce(const struct lg_opts *o);
+int lg_consume(const struct lg_opts *o);
+
+#endif

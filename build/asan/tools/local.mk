@@ -1,0 +1,13 @@
+# tools: samsactl, the operator's command-line tool. It links the codecs
+# and record-batch code from core/libsamsacore.a, never a copy of them.
+bin_PROGRAMS += samsactl
+samsactl_SOURCES = \
+	tools/samsactl/main.c \
+	tools/samsactl/opts.c tools/samsactl/opts.h \
+	tools/samsactl/client.c tools/samsactl/client.h \
+	tools/samsactl/linereader.c tools/samsactl/linereader.h \
+	tools/samsactl/partitioner.c tools/samsactl/partitioner.h \
+	tools/samsactl/topics.c tools/samsactl/topics.h \
+	tools/samsactl/produce.c tools/samsactl/produce.h \
+	tools/samsactl/consume.c tools/samsactl/consume.h
+samsactl_LDADD = $(CORE_LIBS)

@@ -1,0 +1,26 @@
+/* Partition choice for samsactl's producer, identical to the Java
+ * client's: a keyed record goes to toPositive(murmur2(key)) % partitions
+ * (org.apache.kafka.common.utils.Utils.murmur2 and toPositive, as in
+ * BuiltInPartitioner.partitionForKey), so samsactl and any Java, kafkajs
+ * (JavaCompatiblePartitioner) or librdkafka (murmur2_random) producer put
+ * the same key in the same partition. Unkeyed records go round-robin. */
+#ifndef SAMSACTL_PARTITIONER_H
+#define SAMSACTL_PARTITIONER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kafka's murmur2 (seed 0x9747b28c), as the signed int Java returns. */
+int32_t kafka_murmur2(const void *data, size_t len);
+/* Java's Utils.toPositive: clears the sign bit (not abs()). */
+static inline int32_t kafka_to_positive(int32_t v) { return v & 0x7fffffff; }
+/* Partition for a key of len bytes among n > 0 partitions. */
+int32_t partition_for_key(const void *key, size_t len, int32_t n);
+
+struct round_robin {
+    uint32_t next;
+};
+/* Next partition among n > 0, in order 0, 1, ..., n-1, 0, ... */
+int32_t round_robin_next(struct round_robin *rr, int32_t n);
+
+#endif

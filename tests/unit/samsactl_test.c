@@ -1,0 +1,611 @@
+/* samsactl without a server: Kafka's murmur2 against the Java client's
+ * values, partition choice, command-line parsing into the option structs,
+ * the console producer's line splitting, the console consumer's record
+ * layout, bootstrap lists and line input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client.h"
+#include "consume.h"
+#include "linereader.h"
+#include "opts.h"
+#include "partitioner.h"
+#include "produce.h"
+#include "proto/kerr.h"
+#include "proto/record_batch.h"
+#include "topics.h"
+
+/* ---- murmur2 ---- */
+
+struct hash_case {
+    const char *key;
+    int32_t hash;
+};
+
+static void test_murmur2_kafka_utils_test(void **state)
+{
+    (void)state;
+    /* org.apache.kafka.common.utils.UtilsTest.testMurmur2 */
+    static const struct hash_case cases[] = {
+        {"21", -973932308},
+        {"foobar", -790332482},
+        {"a-little-bit-long-string", -985981536},
+        {"a-little-bit-longer-string", -1486304829},
+        {"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971},
+        {"abc", 479470107},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(kafka_murmur2(cases[i].key, strlen(cases[i].key)), cases[i].hash);
+}
+
+static void test_murmur2_java_generated(void **state)
+{
+    (void)state;
+    /* Generated with the Java client's Utils.murmur2 (kafkajs keeps the
+     * table for its JavaCompatiblePartitioner), and the empty key. */
+    static const struct hash_case cases[] = {
+        {"0", 971027396},          {"1", -1993445489},        {"128", -326012175},
+        {"2187", -1508407203},     {"16384", -325739742},     {"78125", -1654490814},
+        {"279936", 1462227128},    {"823543", -2014198330},   {"2097152", 607668903},
+        {"4782969", -1182699775},  {"10000000", -1830336757}, {"19487171", -1603849305},
+        {"35831808", -857013643},  {"62748517", -1167431028}, {"105413504", -381294639},
+        {"170859375", -1658323481}, {"100:48069", 1009543857}, {"", 275646681},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(kafka_murmur2(cases[i].key, strlen(cases[i].key)), cases[i].hash);
+    /* librdkafka's rdmurmur2.c unit test (its murmur2 partitioner must
+     * agree with Java), with its unaligned suffixes. */
+    static const struct hash_case rdkafka[] = {
+        {"kafka", (int32_t)0xd067cf64},
+        {"giberish123456789", (int32_t)0x8f552b0c},
+        {"1234", (int32_t)0x9fc97b14},
+        {"234", (int32_t)0xe7c009ca},
+        {"34", (int32_t)0x873930da},
+        {"4", (int32_t)0x5a4b5ca1},
+        {"PreAmbleWillBeRemoved,ThePrePartThatIs", (int32_t)0x78424f1c},
+        {"reAmbleWillBeRemoved,ThePrePartThatIs", (int32_t)0x4a62b377},
+        {"eAmbleWillBeRemoved,ThePrePartThatIs", (int32_t)0xe0e4e09e},
+        {"AmbleWillBeRemoved,ThePrePartThatIs", (int32_t)0x62b8b43f},
+        {"", (int32_t)0x106e08d9},
+    };
+    for (size_t i = 0; i < sizeof rdkafka / sizeof rdkafka[0]; i++)
+        assert_int_equal(kafka_murmur2(rdkafka[i].key, strlen(rdkafka[i].key)), rdkafka[i].hash);
+    /* An older version of that test listed the positive form. */
+    assert_int_equal(kafka_to_positive(kafka_murmur2("amqp", 4)), 767747138);
+}
+
+static void test_partition_choice(void **state)
+{
+    (void)state;
+    /* toPositive(-790332482) = 1357151166 */
+    assert_int_equal(kafka_to_positive(-790332482), 1357151166);
+    assert_int_equal(partition_for_key("foobar", 6, 10), 6);
+    assert_int_equal(partition_for_key("foobar", 6, 50), 16);
+    /* toPositive clears the sign bit; it is not abs(). */
+    assert_int_equal(kafka_to_positive(INT32_MIN), 0);
+    assert_int_equal(kafka_to_positive(-1), INT32_MAX);
+    /* "21": -973932308 & 0x7fffffff = 1173551340 */
+    assert_int_equal(partition_for_key("21", 2, 7), 1173551340 % 7);
+    for (int n = 1; n < 100; n++) {
+        int32_t p = partition_for_key("some key", 8, n);
+        assert_true(p >= 0 && p < n);
+    }
+    struct round_robin rr = {0};
+    int32_t seq[7];
+    for (int i = 0; i < 7; i++)
+        seq[i] = round_robin_next(&rr, 3);
+    int32_t want[7] = {0, 1, 2, 0, 1, 2, 0};
+    assert_memory_equal(seq, want, sizeof want);
+}
+
+/* ---- command lines ---- */
+
+#define ARGV(...) ((char *[]){__VA_ARGS__})
+#define ARGC(...) ((int)(sizeof((char *[]){__VA_ARGS__}) / sizeof(char *)))
+#define PARSE(fn, o, g, ...) fn(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), o, g, err, sizeof err)
+
+static void test_produce_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct produce_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t1", "--partition=3", "--acks", "all",
+                           "--batch-size", "100", "--linger-ms", "5", "--property", "parse.key=true",
+                           "--property", "key.separator=\\t::", "--property", "null.marker=NULL",
+                           "--bootstrap-server", "h:1"),
+                     ARGS_OK);
+    assert_string_equal(o.topic, "t1");
+    assert_int_equal(o.partition, 3);
+    assert_int_equal(o.acks, -1);
+    assert_int_equal(o.batch_size, 100);
+    assert_int_equal(o.linger_ms, 5);
+    assert_true(o.parse_key);
+    assert_false(o.parse_headers);
+    assert_string_equal(o.key_separator, "\t::");
+    assert_string_equal(o.null_marker, "NULL");
+    assert_string_equal(g.bootstrap, "h:1");
+    produce_opts_free(&o);
+
+    /* Defaults, as Kafka's console producer and LineMessageReader. */
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t"), ARGS_OK);
+    assert_int_equal(o.partition, -1);
+    assert_int_equal(o.acks, -1);
+    assert_int_equal(o.batch_size, 16384);
+    assert_string_equal(o.key_separator, "\t");
+    assert_string_equal(o.headers_delimiter, "\t");
+    assert_string_equal(o.headers_separator, ",");
+    assert_string_equal(o.headers_key_separator, ":");
+    assert_null(o.null_marker);
+    produce_opts_free(&o);
+
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--acks", "1"), ARGS_ERROR);
+    assert_string_equal(err, "--topic is required");
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--acks", "2"), ARGS_ERROR);
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--partition", "-1"), ARGS_ERROR);
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--bogus"), ARGS_ERROR);
+    assert_string_equal(err, "unknown option '--bogus'");
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic"), ARGS_ERROR);
+    assert_string_equal(err, "option '--topic' requires a value");
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "stray"), ARGS_ERROR);
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--property", "headers.separator=:"),
+                     ARGS_ERROR);
+    assert_string_equal(err, "headers.separator and headers.key.separator may not be equal");
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--property", "null.marker=\\t"),
+                     ARGS_ERROR);
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--help"), ARGS_HELP);
+    produce_opts_free(&o);
+}
+
+static void test_consume_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct consume_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--partition", "2", "--offset", "42",
+                           "--max-messages", "10", "--timeout-ms", "1500", "--isolation-level", "read_committed",
+                           "--property", "print.key=true", "--property", "print.offset=TRUE ",
+                           "--property", "print.value=false", "--property", "key.separator=|"),
+                     ARGS_OK);
+    assert_string_equal(o.topic, "t");
+    assert_int_equal(o.partition, 2);
+    assert_int_equal(o.offset_kind, OFFSET_ABSOLUTE);
+    assert_int_equal(o.offset, 42);
+    assert_int_equal(o.max_messages, 10);
+    assert_int_equal(o.timeout_ms, 1500);
+    assert_int_equal(o.isolation_level, 1);
+    assert_true(o.fmt.print_key);
+    assert_true(o.fmt.print_offset);
+    assert_false(o.fmt.print_value);
+    assert_false(o.fmt.print_timestamp);
+    assert_string_equal(o.fmt.key_separator, "|");
+    consume_opts_free(&o);
+
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--from-beginning"), ARGS_OK);
+    assert_int_equal(o.offset_kind, OFFSET_EARLIEST);
+    assert_int_equal(o.partition, -1);
+    assert_int_equal(o.max_messages, -1);
+    assert_int_equal(o.timeout_ms, -1);
+    assert_int_equal(o.isolation_level, 0);
+    assert_true(o.fmt.print_value);
+    consume_opts_free(&o);
+
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t"), ARGS_OK);
+    assert_int_equal(o.offset_kind, OFFSET_DEFAULT);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--offset", "earliest"), ARGS_OK);
+    assert_int_equal(o.offset_kind, OFFSET_EARLIEST);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--offset", "latest"), ARGS_OK);
+    assert_int_equal(o.offset_kind, OFFSET_LATEST);
+    consume_opts_free(&o);
+
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--offset", "-3"), ARGS_ERROR);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--offset", "1", "--from-beginning"),
+                     ARGS_ERROR);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--isolation-level", "x"), ARGS_ERROR);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--topic", "t", "--max-messages", "0"), ARGS_ERROR);
+    consume_opts_free(&o);
+    assert_int_equal(PARSE(consume_parse_args, &o, &g, "--from-beginning=yes", "--topic", "t"), ARGS_ERROR);
+    assert_string_equal(err, "option '--from-beginning' takes no value");
+    consume_opts_free(&o);
+}
+
+static void test_topics_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct topics_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(topics_parse_args, &o, &g, "create", "--topic", "t", "--partitions", "3",
+                           "--replication-factor", "2", "--config", "cleanup.policy=compact", "--config",
+                           " retention.ms = 1000 ", "--if-not-exists", "--validate-only"),
+                     ARGS_OK);
+    assert_int_equal(o.action, TOPICS_CREATE);
+    assert_string_equal(o.topic, "t");
+    assert_int_equal(o.partitions, 3);
+    assert_int_equal(o.replication_factor, 2);
+    assert_int_equal(o.nconfigs, 2);
+    assert_string_equal(o.configs[0].key, "cleanup.policy");
+    assert_string_equal(o.configs[0].value, "compact");
+    assert_string_equal(o.configs[1].key, "retention.ms");
+    assert_string_equal(o.configs[1].value, "1000");
+    assert_true(o.if_not_exists);
+    assert_true(o.validate_only);
+    topics_opts_free(&o);
+
+    /* Kafka's spelling of the action. */
+    assert_int_equal(PARSE(topics_parse_args, &o, &g, "--describe", "--topic", "t", "--bootstrap-server", "x:1"),
+                     ARGS_OK);
+    assert_int_equal(o.action, TOPICS_DESCRIBE);
+    topics_opts_free(&o);
+    assert_int_equal(PARSE(topics_parse_args, &o, &g, "list", "--exclude-internal"), ARGS_OK);
+    assert_int_equal(o.action, TOPICS_LIST);
+    assert_true(o.exclude_internal);
+    topics_opts_free(&o);
+    assert_int_equal(PARSE(topics_parse_args, &o, &g, "alter", "--topic", "t", "--config", "a=b", "--delete-config",
+                           "c"),
+                     ARGS_OK);
+    assert_int_equal(o.ndelete_configs, 1);
+    assert_string_equal(o.delete_configs[0], "c");
+    topics_opts_free(&o);
+
+    assert_int_equal(PARSE(topics_parse_args, &o, &g, "create", "--topic", "t", "--replica-assignment", "0:1, 1:2",
+                           "--config", "x=y"),
+                     ARGS_OK);
+    assert_int_equal(o.nassignment, 2);
+    assert_int_equal(o.assignment[0].n, 2);
+    assert_int_equal(o.assignment[0].ids[0], 0);
+    assert_int_equal(o.assignment[0].ids[1], 1);
+    assert_int_equal(o.assignment[1].ids[0], 1);
+    assert_int_equal(o.assignment[1].ids[1], 2);
+    topics_opts_free(&o);
+
+    static const char *const bad[][8] = {
+        {"create", "--partitions", "1"},                                  /* no topic */
+        {"create", "--topic", "t", "--partitions", "0"},                  /* must be > 0 */
+        {"create", "--topic", "t", "--replication-factor", "40000"},
+        {"create", "--topic", "t", "--config", "x"},                      /* not key=val */
+        {"create", "--topic", "t", "--config", "x=y=z"},
+        {"create", "--topic", "t", "--config", "x="},
+        {"create", "--topic", "t", "--replica-assignment", "0:1", "--partitions", "1"},
+        {"create", "--topic", "t", "--replica-assignment", "0:0"},        /* duplicate */
+        {"create", "--topic", "t", "--replica-assignment", "0:1,2"},      /* uneven */
+        {"create", "--topic", "t", "--replica-assignment", "0:x"},
+        {"create", "--topic", "bad name"},
+        {"create", "--topic", "t", "--if-exists"},
+        {"alter", "--topic", "t"},                                        /* nothing to alter */
+        {"list", "--partitions", "2"},
+        {"delete"},
+        {"frobnicate"},
+        {"--list", "--delete", "--topic", "t"},
+        {"describe", "--topic", "(unclosed"},
+        {"--topic", "t"},                                                 /* no action */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int n = 0;
+        while (n < 8 && bad[i][n])
+            n++;
+        int rc = topics_parse_args(n, (char **)bad[i], &o, &g, err, sizeof err);
+        if (rc != ARGS_ERROR)
+            fail_msg("case %zu parsed", i);
+        assert_true(strlen(err) > 0);
+        topics_opts_free(&o);
+    }
+}
+
+static void test_topic_selection(void **state)
+{
+    (void)state;
+    assert_false(topic_is_pattern("my.topic_name-1"));
+    assert_true(topic_is_pattern("my.*"));
+    assert_true(topic_matches(NULL, "x"));
+    assert_true(topic_matches("a.b", "a.b"));
+    assert_false(topic_matches("a.b", "axb")); /* an exact name, not a regex */
+    assert_true(topic_matches("a.*", "a.b"));
+    assert_true(topic_matches("a.*", "a"));
+    assert_false(topic_matches("a.*", "ba")); /* anchored, as Java's matches() */
+    assert_true(topic_matches("foo|bar", "bar"));
+}
+
+static void test_bootstrap_list(void **state)
+{
+    (void)state;
+    char err[256];
+    struct kc_address *a;
+    int n = kc_parse_bootstrap("127.0.0.1:9092, broker-2:19092,[::1]:9093", &a, err, sizeof err);
+    assert_int_equal(n, 3);
+    assert_string_equal(a[0].host, "127.0.0.1");
+    assert_int_equal(a[0].port, 9092);
+    assert_string_equal(a[1].host, "broker-2");
+    assert_int_equal(a[1].port, 19092);
+    assert_string_equal(a[2].host, "::1");
+    assert_int_equal(a[2].port, 9093);
+    kc_addresses_free(a, n);
+    static const char *const bad[] = {"", "host", "host:", ":9092", "host:0", "host:70000", "h:1,", "[::1]9092",
+                                      "h:12x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(kc_parse_bootstrap(bad[i], &a, err, sizeof err), -1);
+}
+
+/* ---- console producer lines ---- */
+
+static struct produce_opts line_opts(void)
+{
+    struct produce_opts o;
+    char err[128];
+    struct global_opts g = {0};
+    char *argv[] = {"--topic", "t"};
+    assert_int_equal(produce_parse_args(2, argv, &o, &g, err, sizeof err), ARGS_OK);
+    return o;
+}
+
+#define ASSERT_BYTES(b, s) \
+    do { \
+        assert_int_equal((b).len, (int32_t)strlen(s)); \
+        assert_memory_equal((b).p, s, strlen(s)); \
+    } while (0)
+
+static void test_line_parsing(void **state)
+{
+    (void)state;
+    char err[512];
+    struct produce_line l = {0};
+    struct produce_opts o = line_opts();
+
+    /* Plain: the whole line is the value, no key. */
+    const char *s = "hello\tworld";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.key.len, -1);
+    ASSERT_BYTES(l.value, "hello\tworld");
+    assert_int_equal(l.nheaders, 0);
+    s = "";
+    assert_int_equal(produce_parse_line(&o, s, 0, 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.value.len, 0);
+
+    o.parse_key = true;
+    s = "k1\tv1\tmore";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 1, &l, err, sizeof err), 0);
+    ASSERT_BYTES(l.key, "k1");
+    ASSERT_BYTES(l.value, "v1\tmore");
+    s = "novalue";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 7, &l, err, sizeof err), -1);
+    assert_string_equal(err, "No key separator found on line number 7: 'novalue'");
+    o.ignore_error = true;
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 7, &l, err, sizeof err), 0);
+    assert_int_equal(l.key.len, -1);
+    ASSERT_BYTES(l.value, "novalue");
+    o.ignore_error = false;
+
+    /* Headers, then key, then value; the null marker. */
+    o.parse_headers = true;
+    o.null_marker = "NULL";
+    s = "h1:v1,h2:NULL,h3:\tNULL\tvalue";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.nheaders, 3);
+    assert_int_equal(l.headers[0].key.len, 2);
+    assert_memory_equal(l.headers[0].key.p, "h1", 2);
+    ASSERT_BYTES(l.headers[0].value, "v1");
+    assert_int_equal(l.headers[1].value.len, -1);
+    assert_memory_equal(l.headers[2].key.p, "h3", 2);
+    assert_int_equal(l.headers[2].value.len, 0);
+    assert_int_equal(l.key.len, -1);
+    ASSERT_BYTES(l.value, "value");
+
+    /* Trailing empty pieces vanish, as with Java's String.split. */
+    s = "a:1,,\tk\tv";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.nheaders, 1);
+    /* Headers equal to the null marker: none at all. */
+    s = "NULL\tk\tNULL";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 1, &l, err, sizeof err), 0);
+    assert_int_equal(l.nheaders, 0);
+    ASSERT_BYTES(l.key, "k");
+    assert_int_equal(l.value.len, -1);
+
+    s = "h1\tk\tv";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 3, &l, err, sizeof err), -1);
+    assert_string_equal(err, "No header key separator found in pair 'h1' on line number 3");
+    s = "NULL:x\tk\tv";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 3, &l, err, sizeof err), -1);
+    assert_string_equal(err, "Header keys should not be equal to the null marker 'NULL' as they can't be null");
+    s = "no delimiter";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 4, &l, err, sizeof err), -1);
+    assert_string_equal(err, "No headers delimiter found on line number 4: 'no delimiter'");
+    o.ignore_error = true;
+    s = "h1\tk\tv";
+    assert_int_equal(produce_parse_line(&o, s, strlen(s), 3, &l, err, sizeof err), 0);
+    assert_int_equal(l.nheaders, 1);
+    assert_int_equal(l.headers[0].value.len, -1);
+
+    produce_line_free(&l);
+    produce_opts_free(&o);
+}
+
+/* ---- console consumer layout ---- */
+
+static void format_one(const struct fmt_opts *f, int ts_type, const char *expect)
+{
+    struct buf b = BUF_INIT, out = BUF_INIT;
+    struct rb_builder bld;
+    rb_builder_begin(&bld, &b, 0, 1700000000000LL, NULL);
+    struct rb_header_kv h[2] = {
+        {KSTR_LIT("h1"), {(const uint8_t *)"v1", 2}},
+        {KSTR_LIT("h2"), KBYTES_NULL},
+    };
+    assert_int_equal(rb_builder_add(&bld, 1700000000000LL, (kbytes_t){(const uint8_t *)"key", 3},
+                                    (kbytes_t){(const uint8_t *)"value", 5}, h, 2),
+                     0);
+    size_t len;
+    assert_int_equal(rb_builder_finish(&bld, &len), 0);
+    struct rb_record_iter it;
+    struct rb_record rec;
+    assert_int_equal(rb_record_iter_init_batch(&it, b.data, len), 0);
+    assert_int_equal(rb_record_next(&it, &rec), 1);
+    struct fmt_record r = {0, 5, ts_type, 1700000000000LL, &rec};
+    format_record(&out, f, &r);
+    assert_int_equal(out.len, strlen(expect));
+    assert_memory_equal(out.data, expect, out.len);
+    buf_free(&b);
+    buf_free(&out);
+}
+
+static void test_format_record(void **state)
+{
+    (void)state;
+    struct fmt_opts f;
+    fmt_opts_default(&f);
+    format_one(&f, RB_CREATE_TIME, "value\n");
+
+    f.print_timestamp = f.print_partition = f.print_offset = f.print_key = true;
+    format_one(&f, RB_CREATE_TIME, "CreateTime:1700000000000\tPartition:0\tOffset:5\tkey\tvalue\n");
+    format_one(&f, RB_LOG_APPEND_TIME, "LogAppendTime:1700000000000\tPartition:0\tOffset:5\tkey\tvalue\n");
+
+    f.print_headers = true;
+    format_one(&f, RB_CREATE_TIME, "CreateTime:1700000000000\tPartition:0\tOffset:5\th1:v1,h2:null\tkey\tvalue\n");
+
+    /* The last column ends with the line separator, whichever it is. */
+    f.print_value = false;
+    f.key_separator = " | ";
+    f.null_literal = "<nil>";
+    f.headers_separator = ";";
+    format_one(&f, RB_CREATE_TIME, "CreateTime:1700000000000 | Partition:0 | Offset:5 | h1:v1;h2:<nil> | key\n");
+    fmt_opts_default(&f);
+    f.print_value = false;
+    format_one(&f, RB_CREATE_TIME, "");
+    f.print_offset = true;
+    format_one(&f, RB_CREATE_TIME, "Offset:5\n");
+}
+
+static void test_format_null_key_no_headers(void **state)
+{
+    (void)state;
+    struct buf b = BUF_INIT, out = BUF_INIT;
+    struct rb_builder bld;
+    rb_builder_begin(&bld, &b, 0, 1, NULL);
+    assert_int_equal(rb_builder_add(&bld, 1, KBYTES_NULL, KBYTES_NULL, NULL, 0), 0);
+    size_t len;
+    assert_int_equal(rb_builder_finish(&bld, &len), 0);
+    struct rb_record_iter it;
+    struct rb_record rec;
+    assert_int_equal(rb_record_iter_init_batch(&it, b.data, len), 0);
+    assert_int_equal(rb_record_next(&it, &rec), 1);
+    struct fmt_opts f;
+    fmt_opts_default(&f);
+    f.print_headers = f.print_key = true;
+    struct fmt_record r = {3, 0, RB_CREATE_TIME, 1, &rec};
+    format_record(&out, &f, &r);
+    const char *expect = "NO_HEADERS\tnull\tnull\n";
+    assert_int_equal(out.len, strlen(expect));
+    assert_memory_equal(out.data, expect, out.len);
+    buf_free(&b);
+    buf_free(&out);
+}
+
+/* ---- line input ---- */
+
+static void test_linereader(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    const char in[] = "a\nbb\r\nccc\rd\n\nlast";
+    assert_int_equal(write(fds[1], in, sizeof in - 1), (ssize_t)(sizeof in - 1));
+    struct linereader lr;
+    lr_init(&lr, fds[0]);
+    const char *line;
+    size_t len;
+    static const char *const want[] = {"a", "bb", "ccc", "d", ""};
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(lr_next(&lr, 1000, &line, &len), LR_LINE);
+        assert_int_equal(len, strlen(want[i]));
+        assert_memory_equal(line, want[i], len);
+    }
+    /* "last" has no terminator yet: no line until EOF says it is whole. */
+    assert_int_equal(lr_next(&lr, 10, &line, &len), LR_TIMEOUT);
+    close(fds[1]);
+    assert_int_equal(lr_next(&lr, 1000, &line, &len), LR_LINE);
+    assert_int_equal(len, 4);
+    assert_memory_equal(line, "last", 4);
+    assert_int_equal(lr_next(&lr, 1000, &line, &len), LR_EOF);
+    lr_free(&lr);
+    close(fds[0]);
+}
+
+static void test_linereader_long_line(void **state)
+{
+    (void)state;
+    /* A line far beyond any pipe or read chunk: 8 MiB through a file. */
+    char path[] = "/tmp/samsactl_test_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    size_t big = 8u << 20;
+    char *data = malloc(big + 1);
+    memset(data, 'x', big);
+    data[big] = '\n';
+    assert_int_equal(write(fd, data, big + 1), (ssize_t)(big + 1));
+    assert_int_equal(write(fd, "y", 1), 1);
+    lseek(fd, 0, SEEK_SET);
+    struct linereader lr;
+    lr_init(&lr, fd);
+    const char *line;
+    size_t len;
+    assert_int_equal(lr_next(&lr, -1, &line, &len), LR_LINE);
+    assert_int_equal(len, big);
+    assert_memory_equal(line, data, big);
+    assert_int_equal(lr_next(&lr, -1, &line, &len), LR_LINE);
+    assert_int_equal(len, 1);
+    assert_int_equal(lr_next(&lr, -1, &line, &len), LR_EOF);
+    lr_free(&lr);
+    free(data);
+    close(fd);
+}
+
+static void test_error_text(void **state)
+{
+    (void)state;
+    assert_string_equal(kerr_name(KERR_TOPIC_ALREADY_EXISTS), "TOPIC_ALREADY_EXISTS");
+    assert_true(strlen(kc_default_message(KERR_UNKNOWN_TOPIC_OR_PARTITION)) > 0);
+    assert_string_equal(kc_default_message(KERR_NONE), "");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_murmur2_kafka_utils_test),
+        cmocka_unit_test(test_murmur2_java_generated),
+        cmocka_unit_test(test_partition_choice),
+        cmocka_unit_test(test_produce_args),
+        cmocka_unit_test(test_consume_args),
+        cmocka_unit_test(test_topics_args),
+        cmocka_unit_test(test_topic_selection),
+        cmocka_unit_test(test_bootstrap_list),
+        cmocka_unit_test(test_line_parsing),
+        cmocka_unit_test(test_format_record),
+        cmocka_unit_test(test_format_null_key_no_headers),
+        cmocka_unit_test(test_linereader),
+        cmocka_unit_test(test_linereader_long_line),
+        cmocka_unit_test(test_error_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,15 @@
+# samsa-loadgen: librdkafka-based load generator, and `make bench`, which
+# runs it against a fresh server next to a floor measured in the same run.
+if HAVE_RDKAFKA
+bin_PROGRAMS += tools/loadgen/samsa-loadgen
+tools_loadgen_samsa_loadgen_SOURCES = tools/loadgen/main.c tools/loadgen/produce.c \
+	tools/loadgen/consume.c tools/loadgen/hist.c tools/loadgen/hist.h tools/loadgen/loadgen.h
+tools_loadgen_samsa_loadgen_CFLAGS = $(AM_CFLAGS) $(RDKAFKA_CFLAGS)
+tools_loadgen_samsa_loadgen_LDADD = $(RDKAFKA_LIBS)
+endif
+
+EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c
+
+.PHONY: bench
+bench:
+	BENCH_BUILDDIR=$(abs_top_builddir) $(top_srcdir)/tools/bench/run.sh

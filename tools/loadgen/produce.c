@@ -1,0 +1,271 @@
+/* produce phase: send N records as fast as librdkafka will take them and
+ * time each from the produce call to its delivery report. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "loadgen.h"
+
+struct pstate {
+    struct hist lat;        /* microseconds, produce call -> delivery report */
+    uint64_t delivered;
+    uint64_t failed;
+    uint64_t last_dr_us;
+    char first_err[256];
+};
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    struct pstate *st = opaque;
+    uint64_t now = lg_now_us();
+    st->last_dr_us = now;
+    if (m->err) {
+        if (st->failed++ == 0)
+            snprintf(st->first_err, sizeof st->first_err, "%s [%s-%" PRId32 "]",
+                     rd_kafka_err2str(m->err), rd_kafka_topic_name(m->rkt), m->partition);
+        return;
+    }
+    st->delivered++;
+    uint64_t sent = (uint64_t)(uintptr_t)m->_private;
+    hist_record(&st->lat, now >= sent ? now - sent : 0);
+}
+
+static int create_topic(rd_kafka_t *rk, const struct lg_opts *o)
+{
+    char err[512];
+    rd_kafka_NewTopic_t *nt =
+        rd_kafka_NewTopic_new(o->topic, o->partitions, o->replication, err, sizeof err);
+    if (!nt) {
+        fprintf(stderr, "samsa-loadgen: topic %s: %s\n", o->topic, err);
+        return -1;
+    }
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_AdminOptions_t *ao = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
+    rd_kafka_AdminOptions_set_operation_timeout(ao, 10000, err, sizeof err);
+    rd_kafka_CreateTopics(rk, &nt, 1, ao, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 20000);
+    int rc = -1;
+    if (!ev) {
+        fprintf(stderr, "samsa-loadgen: CreateTopics %s: no answer in 20 s\n", o->topic);
+    } else if (rd_kafka_event_error(ev)) {
+        fprintf(stderr, "samsa-loadgen: CreateTopics %s: %s\n", o->topic,
+                rd_kafka_event_error_string(ev));
+    } else {
+        size_t n = 0;
+        const rd_kafka_topic_result_t **tr =
+            rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+        rd_kafka_resp_err_t e = n == 1 ? rd_kafka_topic_result_error(tr[0])
+                                       : RD_KAFKA_RESP_ERR__BAD_MSG;
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+            rc = 0;
+        else
+            fprintf(stderr, "samsa-loadgen: CreateTopics %s: %s\n", o->topic,
+                    n == 1 && rd_kafka_topic_result_error_string(tr[0])
+                        ? rd_kafka_topic_result_error_string(tr[0])
+                        : rd_kafka_err2str(e));
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_AdminOptions_destroy(ao);
+    rd_kafka_NewTopic_destroy(nt);
+    rd_kafka_queue_destroy(q);
+    return rc;
+}
+
+/* Random payloads come from one pool at varying offsets: distinct enough
+ * that nothing downstream can shortcut identical records, without paying a
+ * random-number generator per byte while the client and server share two
+ * cores. */
+#define POOL_SLACK 65536u
+
+static char *make_pool(const struct lg_opts *o)
+{
+    size_t n = o->size + (o->random_payload ? POOL_SLACK : 0) + 1;
+    char *p = malloc(n);
+    if (!p) {
+        fprintf(stderr, "samsa-loadgen: out of memory for a %zu-byte payload pool\n", n);
+        exit(1);
+    }
+    if (o->random_payload) {
+        uint64_t x = 0x9e3779b97f4a7c15ull ^ lg_now_us();
+        for (size_t i = 0; i < n; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            p[i] = (char)(x >> 32);
+        }
+    } else {
+        memset(p, 'x', n);
+    }
+    return p;
+}
+
+static void print_result(const struct lg_opts *o, const struct pstate *st, double secs)
+{
+    const struct hist *h = &st->lat;
+    double bytes = (double)st->delivered * (double)o->size;
+    double rps = secs > 0 ? (double)st->delivered / secs : 0;
+    double mbs = secs > 0 ? bytes / secs / 1e6 : 0;
+    uint64_t p50 = hist_quantile(h, 0.50), p90 = hist_quantile(h, 0.90),
+             p99 = hist_quantile(h, 0.99), p999 = hist_quantile(h, 0.999), mx = h->max;
+    printf("produce: %" PRIu64 " records x %zu B acks=%s to %s in %.3f s: %.0f rec/s, %.2f MB/s; "
+           "latency ms p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f; errors %" PRIu64 "\n",
+           st->delivered, o->size, o->acks, o->topic, secs, rps, mbs, (double)p50 / 1e3, (double)p90 / 1e3,
+           (double)p99 / 1e3, (double)p999 / 1e3, (double)mx / 1e3, st->failed);
+    if (o->json)
+        printf("{\"phase\":\"produce\",\"topic\":\"%s\",\"records\":%" PRIu64 ",\"record_bytes\":%zu,"
+               "\"bytes\":%.0f,\"acks\":\"%s\",\"seconds\":%.6f,\"records_per_s\":%.1f,"
+               "\"mb_per_s\":%.3f,\"latency_us\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
+               ",\"p99\":%" PRIu64 ",\"p99_9\":%" PRIu64 ",\"max\":%" PRIu64
+               ",\"mean\":%.1f},\"errors\":%" PRIu64 "}\n",
+               o->topic, st->delivered, o->size, bytes, o->acks, secs, rps, mbs, p50, p90, p99,
+               p999, mx, hist_mean(h), st->failed);
+    fflush(stdout);
+}
+
+int lg_produce(const struct lg_opts *o)
+{
+    struct pstate *st = calloc(1, sizeof *st);
+    if (!st)
+        return 1;
+    hist_init(&st->lat);
+
+    rd_kafka_conf_t *conf = lg_base_conf(o);
+    char buf[32];
+    lg_conf_set(conf, "acks", o->acks);
+    lg_conf_set(conf, "compression.codec", o->compression);
+    if (o->linger_ms >= 0) {
+        snprintf(buf, sizeof buf, "%d", o->linger_ms);
+        lg_conf_set(conf, "linger.ms", buf);
+    }
+    if (o->batch_size > 0) {
+        snprintf(buf, sizeof buf, "%ld", o->batch_size);
+        lg_conf_set(conf, "batch.size", buf);
+    }
+    if (o->batch_num > 0) {
+        snprintf(buf, sizeof buf, "%ld", o->batch_num);
+        lg_conf_set(conf, "batch.num.messages", buf);
+    }
+    if (o->max_inflight > 0) {
+        snprintf(buf, sizeof buf, "%d", o->max_inflight);
+        lg_conf_set(conf, "max.in.flight.requests.per.connection", buf);
+    }
+    if (o->idempotence)
+        lg_conf_set(conf, "enable.idempotence", "true");
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, st);
+
+    char err[512];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    if (!rk) {
+        fprintf(stderr, "samsa-loadgen: %s\n", err);
+        return 2;
+    }
+    if (o->partitions > 0 && create_topic(rk, o) < 0) {
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    if (lg_wait_topic(rk, o->topic, 30000) < 0) {
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, o->topic, NULL);
+    char *pool = make_pool(o);
+
+    uint64_t n = (uint64_t)o->records;
+    uint64_t t0 = lg_now_us();
+    uint64_t last_progress = t0, last_seen = 0, last_report = t0;
+    st->last_dr_us = t0;
+    int stalled = 0;
+
+    for (uint64_t i = 0; i < n && !stalled; i++) {
+        /* a multiplicative hash spreads consecutive records over the pool */
+        const char *val = pool + (o->random_payload ? ((i * 2654435761u) % POOL_SLACK) : 0);
+        for (;;) {
+            uint64_t now = lg_now_us();
+            rd_kafka_resp_err_t e = rd_kafka_producev(
+                rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_VALUE((void *)val, o->size),
+                RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
+            if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                break;
+            if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+                fprintf(stderr, "samsa-loadgen: produce: %s\n", rd_kafka_err2str(e));
+                stalled = 2;
+                break;
+            }
+            /* the local queue is full: only delivery reports make room */
+            rd_kafka_poll(rk, 1);
+            if (st->delivered + st->failed != last_seen) {
+                last_seen = st->delivered + st->failed;
+                last_progress = lg_now_us();
+            } else if (lg_now_us() - last_progress > (uint64_t)o->stall_s * 1000000u) {
+                stalled = 1;
+                break;
+            }
+        }
+        if ((i & 1023) == 0) {
+            rd_kafka_poll(rk, 0);
+            if (o->verbose && lg_now_us() - last_report >= 1000000u) {
+                last_report = lg_now_us();
+                fprintf(stderr, "produce: %" PRIu64 " sent, %" PRIu64 " delivered, %" PRIu64
+                                " failed, %d queued\n",
+                        i, st->delivered, st->failed, rd_kafka_outq_len(rk));
+            }
+        }
+    }
+    /* drain: every record must get its report before the clock stops */
+    last_progress = lg_now_us();
+    last_seen = st->delivered + st->failed;
+    while (!stalled && rd_kafka_outq_len(rk) > 0) {
+        rd_kafka_poll(rk, 50);
+        uint64_t now = lg_now_us();
+        if (st->delivered + st->failed != last_seen) {
+            last_seen = st->delivered + st->failed;
+            last_progress = now;
+        } else if (now - last_progress > (uint64_t)o->stall_s * 1000000u) {
+            stalled = 1;
+        }
+        if (o->verbose && now - last_report >= 1000000u) {
+            last_report = now;
+            fprintf(stderr, "produce: draining, %" PRIu64 " delivered, %" PRIu64
+                            " failed, %d queued\n",
+                    st->delivered, st->failed, rd_kafka_outq_len(rk));
+        }
+    }
+    double secs = (double)(st->last_dr_us - t0) / 1e6;
+    print_result(o, st, secs);
+
+    int rc = 0;
+    if (stalled == 1) {
+        fprintf(stderr, "samsa-loadgen: produce stalled: no delivery report for %d s with %d "
+                        "records/requests outstanding (%" PRIu64 " delivered, %" PRIu64 " failed)\n",
+                o->stall_s, rd_kafka_outq_len(rk), st->delivered, st->failed);
+        rc = 3;
+    } else if (stalled) {
+        rc = 1;
+    }
+    if (st->failed) {
+        fprintf(stderr, "samsa-loadgen: %" PRIu64 " records failed; first: %s\n", st->failed,
+                st->first_err);
+        rc = rc ? rc : 1;
+    } else if (!stalled && st->delivered != n) {
+        fprintf(stderr, "samsa-loadgen: %" PRIu64 " of %" PRIu64 " records delivered\n",
+                st->delivered, n);
+        rc = 1;
+    }
+    if (rc == 3) {
+        /* a broker that stopped answering would hold destroy for up to
+         * message.timeout.ms; the numbers are out, so leave now */
+        rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        fflush(NULL);
+        _Exit(rc);
+    }
+    rd_kafka_topic_destroy(rkt);
+    rd_kafka_destroy(rk);
+    free(pool);
+    free(st);
+    return rc;
+}
