@@ -780,7 +780,8 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     if (d->all_configs_dirty)
         for (int32_t i = 0; i < m->ntopics; i++)
             m->topics[i] = draft_own(d, m->topics[i]);
-    qsort(m->topics, (size_t)m->ntopics, sizeof *m->topics, topic_cmp);
+    if (m->ntopics > 1)
+        qsort(m->topics, (size_t)m->ntopics, sizeof *m->topics, topic_cmp);
     for (int32_t i = 0; i < m->ntopics; i++) {
         struct mi_topic *t = m->topics[i];
         if (t->draft && (t->cfg_dirty || d->all_configs_dirty || !t->cfg))

@@ -38,6 +38,9 @@ struct lg_opts {
 
 /* Monotonic clock in microseconds. */
 uint64_t lg_now_us(void);
+/* CPU seconds (user + system) of this process, librdkafka's threads
+ * included: on a small machine the client competes with the server. */
+double lg_cpu_s(void);
 
 /* Set one librdkafka property or exit with its error. */
 void lg_conf_set(rd_kafka_conf_t *conf, const char *key, const char *val);

@@ -103,7 +103,8 @@ static char *make_pool(const struct lg_opts *o)
     return p;
 }
 
-static void print_result(const struct lg_opts *o, const struct pstate *st, double secs)
+static void print_result(const struct lg_opts *o, const struct pstate *st, double secs,
+                         double cpu)
 {
     const struct hist *h = &st->lat;
     double bytes = (double)st->delivered * (double)o->size;
@@ -120,9 +121,9 @@ static void print_result(const struct lg_opts *o, const struct pstate *st, doubl
                "\"bytes\":%.0f,\"acks\":\"%s\",\"seconds\":%.6f,\"records_per_s\":%.1f,"
                "\"mb_per_s\":%.3f,\"latency_us\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
                ",\"p99\":%" PRIu64 ",\"p99_9\":%" PRIu64 ",\"max\":%" PRIu64
-               ",\"mean\":%.1f},\"errors\":%" PRIu64 "}\n",
+               ",\"mean\":%.1f},\"errors\":%" PRIu64 ",\"client_cpu_s\":%.3f}\n",
                o->topic, st->delivered, o->size, bytes, o->acks, secs, rps, mbs, p50, p90, p99,
-               p999, mx, hist_mean(h), st->failed);
+               p999, mx, hist_mean(h), st->failed, cpu);
     fflush(stdout);
 }
 
@@ -177,6 +178,7 @@ int lg_produce(const struct lg_opts *o)
 
     uint64_t n = (uint64_t)o->records;
     uint64_t t0 = lg_now_us();
+    double cpu0 = lg_cpu_s();
     uint64_t last_progress = t0, last_seen = 0, last_report = t0;
     st->last_dr_us = t0;
     int stalled = 0;
@@ -236,7 +238,7 @@ int lg_produce(const struct lg_opts *o)
         }
     }
     double secs = (double)(st->last_dr_us - t0) / 1e6;
-    print_result(o, st, secs);
+    print_result(o, st, secs, lg_cpu_s() - cpu0);
 
     int rc = 0;
     if (stalled == 1) {

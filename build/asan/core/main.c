@@ -134,11 +134,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--override")) {
             if (++i >= argc)
                 die("%s%s", "option --override needs key=value", "");
-            char *eq = strchr(argv[i], '=');
+            const char *eq = strchr(argv[i], '=');
             if (!eq)
                 die("--override '%s': expected key=value%s", argv[i], "");
-            *eq = 0;
-            if (config_set(cfg, argv[i], eq + 1, err, sizeof err) < 0)
+            /* a copy: argv stays intact, as ps and pkill show it */
+            char key[256];
+            snprintf(key, sizeof key, "%.*s", (int)(eq - argv[i]), argv[i]);
+            if (config_set(cfg, key, eq + 1, err, sizeof err) < 0)
                 die("%s%s", err, "");
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);

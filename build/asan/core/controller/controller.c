@@ -599,7 +599,8 @@ static int create_topic_locked(struct controller *c, const struct topic_spec *sp
     recs_add(&rs, KMETA_TOPIC_RECORD, 0, tr);
     /* ConfigRecords go after the TopicRecord and before the partitions,
      * as Kafka writes them. */
-    qsort(kv.kv, kv.n, sizeof *kv.kv, kv_cmp);
+    if (kv.n > 1)
+        qsort(kv.kv, kv.n, sizeof *kv.kv, kv_cmp);
     for (size_t i = 0; i < kv.n; i++) {
         config_record_t *cr = arena_alloc(&rs.arena, sizeof *cr);
         config_record_init(cr);
