@@ -1,10 +1,11 @@
 /* The node's shared state, handed to every request handler. Fields are
  * set at startup and never change afterwards, except through their own
- * synchronisation (the metadata image is swapped atomically, partitions
- * are refcounted). */
+ * synchronisation (the config and the metadata image are swapped
+ * atomically, partitions are refcounted). */
 #ifndef SAMSA_BROKER_H
 #define SAMSA_BROKER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct samsa_config;
@@ -14,7 +15,18 @@ struct net;
 struct fetch_session_cache;
 
 struct broker {
-    struct samsa_config *cfg;
+    /* The broker config in effect. A published config is never modified:
+     * a dynamic change (AlterConfigs / IncrementalAlterConfigs on a BROKER
+     * resource) builds a copy, and the controller swaps this pointer
+     * atomically (controller_alter_broker_configs) once the change is in
+     * the metadata log, then rebuilds the effective topic configs of the
+     * image from it. Readers just load it (each read of the _Atomic field
+     * is an atomic load); load it once into a local where several fields
+     * must agree. Replaced configs stay allocated until controller_close,
+     * so a pointer loaded here never dangles while the server runs. At
+     * controller_close the newest contents move back into the config the
+     * controller was opened with, which its creator frees. */
+    struct samsa_config *_Atomic cfg;
     int32_t node_id;
     char cluster_id[32];
     /* Where clients reach this broker (the first advertised listener). */

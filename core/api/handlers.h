@@ -13,5 +13,8 @@ void api_handle_create_topics(struct request *req);     /* topics.c */
 void api_handle_delete_topics(struct request *req);     /* topics.c */
 void api_handle_create_partitions(struct request *req); /* topics.c */
 void api_handle_describe_cluster(struct request *req);  /* cluster.c */
+void api_handle_describe_configs(struct request *req);   /* configs.c */
+void api_handle_alter_configs(struct request *req);      /* configs.c */
+void api_handle_incremental_alter_configs(struct request *req); /* configs.c */
 
 #endif

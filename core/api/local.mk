@@ -5,3 +5,11 @@ core_libsamsacore_a_SOURCES += \
 core_libsamsacore_a_SOURCES += \
 	core/api/fetch_session.c core/api/fetch_session.h \
 	core/api/fetch.c core/api/produce.c core/api/listoffsets.c
+# DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+core_libsamsacore_a_SOURCES += core/api/configs.c
+# unit test of the broker-config path of configs.c (through the controller)
+check_PROGRAMS += tests/unit/configs_api_test
+TESTS += tests/unit/configs_api_test
+tests_unit_configs_api_test_SOURCES = tests/unit/configs_api_test.c
+tests_unit_configs_api_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_configs_api_test_LDADD = $(UNIT_LIBS)

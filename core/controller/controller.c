@@ -52,6 +52,14 @@ struct controller {
     struct mimage *cur;       /* only replaced under op_lock too */
     struct plog *log;
     char *dir;
+    /* Broker configs this controller published into b->cfg (dynamic
+     * broker config changes), oldest first; owned here. Workers may still
+     * read a replaced one, so none is freed before controller_close (they
+     * are small and changes are rare). orig_cfg is b->cfg at open, owned
+     * by the caller. Both only change under op_lock. */
+    struct samsa_config **cfgs;
+    size_t ncfgs;
+    struct samsa_config *orig_cfg;
 };
 
 /* ------------------------------------------------------------------ */
@@ -116,10 +124,36 @@ static void sync_partitions(struct controller *c)
         slog_error("partition registry: %s (retried at the next metadata change)", err);
 }
 
+/* Publishes cfg as b->cfg (a dynamic broker config change); the
+ * controller owns it from now on. Caller holds op_lock. */
+static void publish_cfg(struct controller *c, struct samsa_config *cfg)
+{
+    struct samsa_config *old = atomic_load_explicit(&c->b->cfg, memory_order_relaxed);
+    c->cfgs = xrealloc(c->cfgs, (c->ncfgs + 1) * sizeof *c->cfgs);
+    c->cfgs[c->ncfgs++] = cfg;
+    atomic_store_explicit(&c->b->cfg, cfg, memory_order_release);
+    /* samsa.log.level is a cluster-wide dynamic key: it takes effect now. */
+    if (cfg->log_level != old->log_level)
+        slog_set_level((enum slog_level)cfg->log_level);
+}
+
+static int commit_cfg(struct controller *c, const struct recs *rs, struct samsa_config *new_cfg, char *msg,
+                      size_t msglen);
+
 /* Appends the records as one batch, fsync'ed, and publishes the image
  * they make. The draft applies the very bytes that go to the log, so a
  * replay after restart rebuilds the same image. Caller holds op_lock. */
 static int commit(struct controller *c, const struct recs *rs, char *msg, size_t msglen)
+{
+    return commit_cfg(c, rs, NULL, msg, msglen);
+}
+
+/* commit, for a change of the broker config too: new_cfg (when not NULL)
+ * is the config the records make; the image's effective topic configs are
+ * computed from it, and on success it is published as b->cfg (owned by
+ * the controller) just before the image. On failure the caller keeps it. */
+static int commit_cfg(struct controller *c, const struct recs *rs, struct samsa_config *new_cfg, char *msg,
+                      size_t msglen)
 {
     int64_t now = clock_wall_ms();
     int64_t base = plog_log_end_offset(c->log);
@@ -147,7 +181,7 @@ static int commit(struct controller *c, const struct recs *rs, char *msg, size_t
     }
     uint8_t *batch = out.data + out.len - len;
     char err[512];
-    struct mi_draft *d = mi_draft_begin(c->cur, c->b->cfg, c->b->node_id);
+    struct mi_draft *d = mi_draft_begin(c->cur, new_cfg ? new_cfg : c->b->cfg, c->b->node_id);
     if (mi_draft_apply_batch(d, batch, len, err, sizeof err) < 0) {
         mi_draft_abort(d);
         buf_free(&out);
@@ -165,7 +199,10 @@ static int commit(struct controller *c, const struct recs *rs, char *msg, size_t
     if (res.base_offset != base)
         slog_warn("metadata: batch landed at offset %lld, expected %lld", (long long)res.base_offset,
                   (long long)base);
-    publish(c, mi_draft_finish(d));
+    struct mimage *img = mi_draft_finish(d);
+    if (new_cfg)
+        publish_cfg(c, new_cfg);
+    publish(c, img);
     sync_partitions(c);
     return 0;
 }
@@ -874,6 +911,109 @@ int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t 
     return rc;
 }
 
+/* The value key has at one dynamic layer of cfg (NULL: none), read back
+ * through DescribeConfigs' synonyms, which list every layer's value. */
+static const char *layer_value(const struct samsa_config *cfg, const char *key, bool cluster_default,
+                               struct config_entry *e)
+{
+    if (!config_describe_key(cfg, key, cluster_default, e))
+        return NULL;
+    enum config_source want =
+        cluster_default ? CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER : CONFIG_SOURCE_DYNAMIC_BROKER;
+    for (size_t i = 0; i < e->n_synonyms; i++)
+        if (e->synonyms[i].source == want && strcmp(e->synonyms[i].name, key) == 0)
+            return e->synonyms[i].value;
+    return NULL;
+}
+
+static bool alter_names_key(const struct config_alter *ch, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(ch[i].name, key) == 0)
+            return true;
+    return false;
+}
+
+static int alter_broker_locked(struct controller *c, bool cluster_default, bool replace,
+                               const struct config_alter *ch, size_t n, bool validate_only, char *msg,
+                               size_t msglen)
+{
+    /* Never touch the published config: workers read it concurrently. */
+    struct samsa_config *next = config_dup(c->b->cfg);
+    const struct mimage *img = c->cur;
+    const struct mi_config *layer = cluster_default ? img->broker_default_configs : img->broker_configs;
+    int32_t nlayer = cluster_default ? img->nbroker_default_configs : img->nbroker_configs;
+    char why[256];
+    /* Legacy AlterConfigs: keys of the layer the request leaves out go,
+     * unchecked, as Kafka's legacyAlterConfigResource drops them without
+     * validating them (a stored key may no longer be dynamic). */
+    if (replace)
+        for (int32_t i = 0; i < nlayer; i++)
+            if (!alter_names_key(ch, n, layer[i].key))
+                (void)config_set_dynamic(next, cluster_default, layer[i].key, NULL, why, sizeof why);
+    int rc = config_alter_broker(next, cluster_default, ch, n, validate_only, msg, msglen);
+    if (rc != 0 || validate_only) {
+        config_free(next);
+        return rc;
+    }
+
+    struct recs rs;
+    recs_init(&rs);
+    char node[16] = "";
+    if (!cluster_default)
+        snprintf(node, sizeof node, "%d", (int)c->b->node_id);
+    kstr_t resource = kstr_arena(&rs.arena, node);
+    struct config_entry *e = arena_alloc(&rs.arena, sizeof *e);
+    size_t nrec = n + (replace ? (size_t)nlayer : 0);
+    for (size_t i = 0; i < nrec; i++) {
+        const char *key, *value;
+        if (i < n) {
+            key = ch[i].name;
+            /* The stored form is the value as the config now holds it
+             * (normalised; APPEND/SUBTRACT resolved). Kafka writes a record
+             * for every key of a broker change, changed or not
+             * (ConfigurationControlManager, KAFKA-14136). */
+            value = ch[i].op == CONFIG_OP_DELETE ? NULL : layer_value(next, key, cluster_default, e);
+            if (ch[i].op != CONFIG_OP_DELETE && !value)
+                value = ch[i].value; /* sensitive: not reported, stored as given */
+        } else {
+            key = layer[i - n].key;
+            if (alter_names_key(ch, n, key))
+                continue;
+            value = NULL;
+        }
+        config_record_t *cr = arena_alloc(&rs.arena, sizeof *cr);
+        config_record_init(cr);
+        cr->resource_type = CONTROLLER_RESOURCE_BROKER;
+        cr->resource_name = resource;
+        cr->name = kstr_arena(&rs.arena, key);
+        cr->value = value ? kstr_arena(&rs.arena, value) : KSTR_NULL;
+        recs_add(&rs, KMETA_CONFIG_RECORD, 0, cr);
+    }
+    rc = rs.n > 0 ? commit_cfg(c, &rs, next, msg, msglen) : 0;
+    if (rs.n == 0 || rc != 0)
+        config_free(next); /* nothing published */
+    recs_free(&rs);
+    return rc;
+}
+
+int controller_alter_broker_configs(struct controller *c, bool cluster_default, bool replace,
+                                    const struct config_alter *changes, size_t n, bool validate_only,
+                                    char *msg, size_t msglen)
+{
+    msg[0] = 0;
+    pthread_mutex_lock(&c->op_lock);
+    int rc = alter_broker_locked(c, cluster_default, replace, changes, n, validate_only, msg, msglen);
+    pthread_mutex_unlock(&c->op_lock);
+    return rc;
+}
+
+int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)
+{
+    msg[0] = 0;
+    return validate_topic_name(name, msg, msglen);
+}
+
 /* ------------------------------------------------------------------ */
 /* Open, replay, bootstrap                                             */
 
@@ -1089,6 +1229,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
 {
     struct controller *c = xcalloc(1, sizeof *c);
     c->b = b;
+    c->orig_cfg = b->cfg;
     pthread_mutex_init(&c->op_lock, NULL);
     pthread_mutex_init(&c->img_lock, NULL);
     if (ends_with_metadata_dir(dir)) {
@@ -1118,6 +1259,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     }
     /* Dynamic broker configs first, so the effective topic configs the
      * image computes at finish see them. */
+    int log_level = b->cfg->log_level;
     for (int k = 0; k < 2; k++) {
         int32_t n;
         const struct mi_config *cfgs = mi_draft_broker_configs(d, k == 0, &n);
@@ -1128,6 +1270,9 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
                           cfgs[i].value, why);
         }
     }
+    /* A dynamic samsa.log.level outranks the static one main applied. */
+    if (b->cfg->log_level != log_level)
+        slog_set_level((enum slog_level)b->cfg->log_level);
     c->cur = mi_draft_finish(d);
     if (bootstrap(c, err, errlen) < 0)
         goto fail;
@@ -1150,6 +1295,19 @@ void controller_close(struct controller *c, bool clean)
 {
     if (!c)
         return;
+    /* Nothing reads b->cfg any more: the newest config's contents move
+     * into the caller's own config object (which it frees), so its
+     * pointer stays valid and current, and the copies die here. */
+    if (c->ncfgs > 0) {
+        struct samsa_config *last = c->cfgs[c->ncfgs - 1];
+        struct samsa_config tmp = *c->orig_cfg;
+        *c->orig_cfg = *last;
+        *last = tmp;
+        atomic_store(&c->b->cfg, c->orig_cfg);
+        for (size_t i = 0; i < c->ncfgs; i++)
+            config_free(c->cfgs[i]);
+    }
+    free(c->cfgs);
     plog_close(c->log, clean);
     mimage_release(c->cur);
     free(c->dir);

@@ -21,6 +21,7 @@
 #include "proto/kcodec.h"
 
 struct broker;
+struct config_alter;
 struct controller;
 
 /* The metadata.version samsa writes on first start (Kafka's IBP_3_9_IV0:
@@ -43,7 +44,10 @@ struct controller;
  * controller_close, or NULL with one line in err on failure. */
 struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen);
 /* Flushes and closes; clean marks a clean shutdown. Readers still holding
- * an image keep it. */
+ * an image keep it. Broker configs published by dynamic changes are freed;
+ * the newest one's contents move into the config b->cfg pointed to at
+ * controller_open (still the caller's to free), and b->cfg points to it
+ * again. Nothing may read b->cfg concurrently any more. */
 void controller_close(struct controller *c, bool clean);
 
 /* The current image, with a reference the caller must release. */
@@ -104,11 +108,30 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
  * removes keys[i]. TOPIC: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION)
  * and the resulting overrides must pass topic_config_validate_all
  * (INVALID_CONFIG). BROKER: resource "" (cluster default) or this node's
- * id; values are not checked here (the caller validated them with
- * config_alter_broker and applies them to b->cfg first: the topics'
- * effective configs are recomputed from b->cfg by this call). */
+ * id; values are not checked and b->cfg is not changed here (the topics'
+ * effective configs are recomputed from b->cfg as it is): use
+ * controller_alter_broker_configs, which does both, for broker changes. */
 int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t resource_name,
                              int32_t n, const kstr_t *keys, const kstr_t *values,
                              bool validate_only, char *msg, size_t msglen);
+
+/* A dynamic broker config change (AlterConfigs / IncrementalAlterConfigs
+ * on a BROKER resource whose name the caller checked: "" for the cluster
+ * default, else this node's id), all or nothing under the controller's
+ * lock: applies the changes to a copy of b->cfg with config_alter_broker
+ * (its rules, error codes and messages), writes one ConfigRecord per key
+ * (the value the layer now holds, null when removed), publishes the copy
+ * as b->cfg by an atomic swap and rebuilds the image, so every topic's
+ * effective config follows a changed broker default. replace gives the
+ * legacy AlterConfigs semantics: keys of that layer not named in changes
+ * are removed. validate_only checks without changing anything. Returns 0
+ * or the Kafka error code with its message in msg. */
+int controller_alter_broker_configs(struct controller *c, bool cluster_default, bool replace,
+                                    const struct config_alter *changes, size_t n, bool validate_only,
+                                    char *msg, size_t msglen);
+
+/* Kafka's Topic.validate: 0, or INVALID_TOPIC_EXCEPTION with Kafka's
+ * message ("Topic name is invalid: ...") in msg. */
+int controller_check_topic_name(kstr_t name, char *msg, size_t msglen);
 
 #endif

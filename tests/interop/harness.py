@@ -684,13 +684,13 @@ def parse_kcat(out):
         check(out[pos:pos + 1] == b"|", "kcat output: expected | after value at %d", pos)
         pos += 1
         end = out.index(b"\x1e", pos)
-        htext = out[pos:end].decode()
+        htext = out[pos:end]
         pos = end + 1
         headers = []
         if htext:
-            for kv in htext.split(","):
-                k, _, v = kv.partition("=")
-                headers.append((k, v.encode()))
+            for kv in htext.split(b","):
+                k, _, v = kv.partition(b"=")
+                headers.append((k.decode("utf-8", "replace"), v))
         recs.append({"partition": part, "offset": off, "timestamp": ts, "key": key, "value": value,
                      "headers": headers})
     return recs

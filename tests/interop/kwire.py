@@ -263,6 +263,17 @@ class Closed(Exception):
     """The broker closed the connection."""
 
 
+def frame(api_key, version, body, header_version=1, corr=1, client_id="samsa-interop"):
+    """A whole request frame: size, request header v0/v1/v2, body."""
+    h = W().i16(api_key).i16(version).i32(corr)
+    if header_version >= 1:
+        h.string(client_id)
+    if header_version >= 2:
+        h.tags()
+    payload = h.bytes() + body
+    return struct.pack(">i", len(payload)) + payload
+
+
 class Conn:
     """One blocking TCP connection to a broker."""
 
@@ -286,13 +297,8 @@ class Conn:
         if corr is None:
             self.corr += 1
             corr = self.corr
-        h = W().i16(api_key).i16(version).i32(corr)
-        if header_version >= 1:
-            h.string(self.client_id if client_id is None else client_id)
-        if header_version >= 2:
-            h.tags()
-        payload = h.bytes() + body
-        return struct.pack(">i", len(payload)) + payload, corr
+        return frame(api_key, version, body, header_version, corr,
+                     self.client_id if client_id is None else client_id), corr
 
     def send(self, api_key, version, body, header_version=1, **kw):
         data, corr = self.frame(api_key, version, body, header_version, **kw)

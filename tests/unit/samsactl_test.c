@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -21,6 +24,7 @@
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "topics.h"
+#include "util/uuid.h"
 
 /* ---- murmur2 ---- */
 
@@ -521,6 +525,330 @@ static void test_format_null_key_no_headers(void **state)
     buf_free(&out);
 }
 
+/* ---- console consumer over fetched batches ---- */
+
+static void add_batch(struct buf *b, int64_t base, int64_t pid, const char *const *values, int n)
+{
+    struct rb_batch_opts opts = RB_BATCH_OPTS_INIT;
+    if (pid >= 0) {
+        opts.producer_id = pid;
+        opts.producer_epoch = 0;
+        opts.base_sequence = 0;
+        opts.transactional = true;
+    }
+    struct rb_builder bld;
+    rb_builder_begin(&bld, b, base, 1000, &opts);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(rb_builder_add(&bld, 1000 + i, KBYTES_NULL,
+                                        (kbytes_t){(const uint8_t *)values[i], (int32_t)strlen(values[i])}, NULL, 0),
+                         0);
+    assert_int_equal(rb_builder_finish(&bld, NULL), 0);
+}
+
+/* Offsets 0-2 plain, 3-4 transaction of producer 7 then its ABORT at 5,
+ * 6 plain, 7 transaction of producer 8 then its COMMIT at 8. */
+static void build_log(struct buf *b)
+{
+    add_batch(b, 0, -1, (const char *const[]){"a0", "a1", "a2"}, 3);
+    add_batch(b, 3, 7, (const char *const[]){"t3", "t4"}, 2);
+    assert_int_equal(rb_build_txn_marker(b, 5, 1000, 7, 0, -1, RB_CONTROL_ABORT, 0, NULL), 0);
+    add_batch(b, 6, -1, (const char *const[]){"c6"}, 1);
+    add_batch(b, 7, 8, (const char *const[]){"u7"}, 1);
+    assert_int_equal(rb_build_txn_marker(b, 8, 1000, 8, 0, -1, RB_CONTROL_COMMIT, 0, NULL), 0);
+}
+
+static struct consume_opts consume_test_opts(const char *isolation, const char *max)
+{
+    struct consume_opts o;
+    char err[128];
+    struct global_opts g = {0};
+    char *argv[] = {"--topic", "t", "--isolation-level", (char *)isolation, "--max-messages", (char *)max};
+    assert_int_equal(consume_parse_args(max ? 6 : 4, argv, &o, &g, err, sizeof err), ARGS_OK);
+    return o;
+}
+
+static void expect_out(struct buf *out, const char *s)
+{
+    assert_int_equal(out->len, strlen(s));
+    assert_memory_equal(out->data, s, out->len);
+    buf_reset(out);
+}
+
+static void test_consume_records(void **state)
+{
+    (void)state;
+    struct buf log = BUF_INIT, out = BUF_INIT;
+    build_log(&log);
+    fetch_response_aborted_transaction_t aborted[1] = {{7, 3}};
+
+    struct consume_opts o = consume_test_opts("read_uncommitted", NULL);
+    struct records_ctx x = {.o = &o, .topic = "t", .partition = 0, .pos = 1, .max_bytes = 100, .out = &out};
+    assert_int_equal(consume_records(&x, log.data, log.len, aborted, 1), 0);
+    expect_out(&out, "a1\na2\nt3\nt4\nc6\nu7\n");
+    assert_int_equal(x.pos, 9);
+    assert_int_equal(x.count, 6);
+    assert_false(x.done);
+    consume_opts_free(&o);
+
+    o = consume_test_opts("read_committed", NULL);
+    x = (struct records_ctx){.o = &o, .topic = "t", .partition = 0, .pos = 0, .max_bytes = 100, .out = &out};
+    assert_int_equal(consume_records(&x, log.data, log.len, aborted, 1), 0);
+    expect_out(&out, "a0\na1\na2\nc6\nu7\n");
+    assert_int_equal(x.pos, 9);
+    /* Without the AbortedTransactions entry nothing is dropped. */
+    x.pos = 0;
+    assert_int_equal(consume_records(&x, log.data, log.len, NULL, 0), 0);
+    expect_out(&out, "a0\na1\na2\nt3\nt4\nc6\nu7\n");
+    consume_opts_free(&o);
+
+    /* --max-messages stops inside a batch. */
+    o = consume_test_opts("read_uncommitted", "2");
+    x = (struct records_ctx){.o = &o, .topic = "t", .partition = 0, .pos = 0, .max_bytes = 100, .out = &out};
+    assert_int_equal(consume_records(&x, log.data, log.len, NULL, 0), 0);
+    expect_out(&out, "a0\na1\n");
+    assert_true(x.done);
+    assert_int_equal(x.pos, 2);
+    consume_opts_free(&o);
+
+    /* A partial trailing batch is left for the next fetch; a lone partial
+     * batch doubles the partition's byte limit. */
+    o = consume_test_opts("read_uncommitted", NULL);
+    x = (struct records_ctx){.o = &o, .topic = "t", .partition = 0, .pos = 0, .max_bytes = 100, .out = &out};
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(log.data, log.len, &h), 0);
+    size_t first = (size_t)rb_batch_size(&h);
+    assert_int_equal(consume_records(&x, log.data, first + 20, NULL, 0), 0);
+    expect_out(&out, "a0\na1\na2\n");
+    assert_int_equal(x.pos, 3);
+    assert_int_equal(x.max_bytes, 100);
+    x.pos = 0;
+    assert_int_equal(consume_records(&x, log.data, first - 1, NULL, 0), 0);
+    expect_out(&out, "");
+    assert_int_equal(x.max_bytes, 200);
+
+    /* A compressed batch is refused by name. */
+    struct buf gz = BUF_INIT;
+    add_batch(&gz, 0, -1, (const char *const[]){"z"}, 1);
+    gz.data[RB_OFF_ATTRIBUTES + 1] |= RB_CODEC_GZIP;
+    assert_int_equal(rb_recompute_crc(gz.data, gz.len), 0);
+    x.pos = 0;
+    assert_int_equal(consume_records(&x, gz.data, gz.len, NULL, 0), KERR_UNSUPPORTED_COMPRESSION_TYPE);
+    assert_non_null(strstr(x.err, "gzip"));
+    expect_out(&out, "");
+
+    /* A flipped bit fails the CRC. */
+    gz.data[gz.len - 1] ^= 1;
+    assert_int_equal(consume_records(&x, gz.data, gz.len, NULL, 0), KERR_CORRUPT_MESSAGE);
+    /* Garbage is no batch. */
+    uint8_t junk[70];
+    memset(junk, 0xff, sizeof junk);
+    assert_int_equal(consume_records(&x, junk, sizeof junk, NULL, 0), KERR_CORRUPT_MESSAGE);
+    buf_free(&gz);
+    consume_opts_free(&o);
+    buf_free(&log);
+    buf_free(&out);
+}
+
+/* ---- against a fake broker ---- */
+
+/* A one-thread broker that answers ApiVersions (refusing v3+ in the v0
+ * layout, as KIP-511 prescribes for an unknown version), Metadata and
+ * DescribeConfigs with the generated encoders. */
+struct fake_broker {
+    int lfd;
+    int port;
+    pthread_t thread;
+    int api_versions_calls;
+};
+
+static const kuuid_t fake_topic_id = {{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}};
+
+static bool read_full(int fd, void *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return false;
+        p = (char *)p + r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+static void fake_answer(struct fake_broker *fb, int fd, const uint8_t *frame, size_t len)
+{
+    struct arena ar = ARENA_INIT;
+    int16_t key = (int16_t)be16_read(frame), v = (int16_t)be16_read(frame + 2);
+    const struct kapi *api = kapi_get(key);
+    struct kreader r;
+    kr_init(&r, frame, len, &ar);
+    request_header_t h;
+    request_header_decode(&r, (int16_t)kapi_request_header_version(api, v), &h);
+    struct kwriter w;
+    kw_init(&w);
+    kw_i32(&w, 0);
+    response_header_t rh = {h.correlation_id};
+    response_header_encode(&w, (int16_t)kapi_response_header_version(api, v), &rh);
+    if (key == KAPI_API_VERSIONS) {
+        fb->api_versions_calls++;
+        api_versions_response_t m;
+        api_versions_response_init(&m);
+        static const int16_t keys[][3] = {{KAPI_API_VERSIONS, 0, 2}, {KAPI_METADATA, 0, 12},
+                                          {KAPI_DESCRIBE_CONFIGS, 0, 4}};
+        m.api_keys.a = api_versions_response_api_version_new_array(&ar, 3);
+        m.api_keys.n = v > 2 ? 1 : 3;
+        for (int i = 0; i < 3; i++)
+            m.api_keys.a[i] = (api_versions_response_api_version_t){keys[i][0], keys[i][1], keys[i][2]};
+        m.error_code = v > 2 ? KERR_UNSUPPORTED_VERSION : 0;
+        api_versions_response_encode(&w, v > 2 ? 0 : v, &m);
+    } else if (key == KAPI_METADATA) {
+        metadata_response_t m;
+        metadata_response_init(&m);
+        m.brokers.a = metadata_response_metadata_response_broker_new_array(&ar, 1);
+        m.brokers.n = 1;
+        m.brokers.a[0].node_id = 1;
+        m.brokers.a[0].host = KSTR_LIT("127.0.0.1");
+        m.brokers.a[0].port = fb->port;
+        m.controller_id = 1;
+        m.cluster_id = KSTR_LIT("fake");
+        m.topics.a = metadata_response_metadata_response_topic_new_array(&ar, 1);
+        m.topics.n = 1;
+        metadata_response_metadata_response_topic_t *t = &m.topics.a[0];
+        t->name = KSTR_LIT("t");
+        t->topic_id = fake_topic_id;
+        t->partitions.a = metadata_response_metadata_response_partition_new_array(&ar, 2);
+        t->partitions.n = 2;
+        static int32_t one[1] = {1}, two[2] = {1, 2};
+        for (int i = 0; i < 2; i++) {
+            /* Listed out of order: describe sorts them. */
+            t->partitions.a[i].partition_index = 1 - i;
+            t->partitions.a[i].leader_id = i ? 1 : -1;
+            t->partitions.a[i].replica_nodes.a = two;
+            t->partitions.a[i].replica_nodes.n = 2;
+            t->partitions.a[i].isr_nodes.a = one;
+            t->partitions.a[i].isr_nodes.n = 1;
+        }
+        metadata_response_encode(&w, v, &m);
+    } else if (key == KAPI_DESCRIBE_CONFIGS) {
+        describe_configs_response_t m;
+        describe_configs_response_init(&m);
+        m.results.a = describe_configs_response_describe_configs_result_new_array(&ar, 1);
+        m.results.n = 1;
+        m.results.a[0].resource_type = 2;
+        m.results.a[0].resource_name = KSTR_LIT("t");
+        m.results.a[0].configs.a = describe_configs_response_describe_configs_resource_result_new_array(&ar, 3);
+        m.results.a[0].configs.n = 3;
+        describe_configs_response_describe_configs_resource_result_t *c = m.results.a[0].configs.a;
+        c[0].name = KSTR_LIT("cleanup.policy");
+        c[0].value = KSTR_LIT("compact");
+        c[0].config_source = 1;
+        c[1].name = KSTR_LIT("retention.ms");
+        c[1].value = KSTR_LIT("604800000");
+        c[1].config_source = 5; /* default: not shown */
+        c[1].is_default = true;
+        c[2].name = KSTR_LIT("segment.bytes");
+        c[2].value = KSTR_LIT("1048576");
+        c[2].config_source = 4;
+        describe_configs_response_encode(&w, v, &m);
+    }
+    be32_write(w.b.data, (uint32_t)(w.b.len - 4));
+    assert_int_equal(write(fd, w.b.data, w.b.len), (ssize_t)w.b.len);
+    kw_free(&w);
+    arena_free(&ar);
+}
+
+static void *fake_main(void *arg)
+{
+    struct fake_broker *fb = arg;
+    int fd;
+    while ((fd = accept(fb->lfd, NULL, NULL)) >= 0) {
+        uint8_t sz[4];
+        while (read_full(fd, sz, 4)) {
+            uint32_t n = be32_read(sz);
+            uint8_t *frame = malloc(n);
+            if (!read_full(fd, frame, n)) {
+                free(frame);
+                break;
+            }
+            fake_answer(fb, fd, frame, n);
+            free(frame);
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static void fake_start(struct fake_broker *fb)
+{
+    memset(fb, 0, sizeof *fb);
+    fb->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fb->lfd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fb->lfd, 4), 0);
+    socklen_t sl = sizeof sa;
+    getsockname(fb->lfd, (struct sockaddr *)&sa, &sl);
+    fb->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&fb->thread, NULL, fake_main, fb), 0);
+}
+
+static void fake_stop(struct fake_broker *fb)
+{
+    shutdown(fb->lfd, SHUT_RDWR);
+    close(fb->lfd);
+    pthread_join(fb->thread, NULL);
+}
+
+/* Runs a command with stdout captured into out (NUL-terminated). */
+static int run_captured(int (*cmd)(int, char **, const struct global_opts *), int argc, char **argv,
+                        const struct global_opts *g, char *out, size_t cap)
+{
+    char path[] = "/tmp/samsactl_out_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    int rc = cmd(argc, argv, g);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, out, cap - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    return rc;
+}
+
+static void test_describe_against_fake_broker(void **state)
+{
+    (void)state;
+    struct fake_broker fb;
+    fake_start(&fb);
+    char bootstrap[64];
+    snprintf(bootstrap, sizeof bootstrap, "127.0.0.1:%d", fb.port);
+    struct global_opts g = {bootstrap, NULL};
+    char out[2048];
+    char *argv[] = {"describe", "--topic", "t"};
+    assert_int_equal(run_captured(cmd_topics, 3, argv, &g, out, sizeof out), EXIT_OK);
+    /* v4 refused, then v2: two ApiVersions on the one connection. */
+    assert_int_equal(fb.api_versions_calls, 2);
+    char id[UUID_STR_LEN + 1], expect[1024];
+    uuid_to_string(fake_topic_id.b, id);
+    snprintf(expect, sizeof expect,
+             "Topic: t\tTopicId: %s\tPartitionCount: 2\tReplicationFactor: 2\t"
+             "Configs: cleanup.policy=compact,segment.bytes=1048576\n"
+             "\tTopic: t\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1\n"
+             "\tTopic: t\tPartition: 1\tLeader: none\tReplicas: 1,2\tIsr: 1\n",
+             id);
+    assert_string_equal(out, expect);
+
+    char *list[] = {"list"};
+    assert_int_equal(run_captured(cmd_topics, 1, list, &g, out, sizeof out), EXIT_OK);
+    assert_string_equal(out, "t\n");
+    fake_stop(&fb);
+}
+
 /* ---- line input ---- */
 
 static void test_linereader(void **state)
@@ -603,6 +931,8 @@ int main(void)
         cmocka_unit_test(test_line_parsing),
         cmocka_unit_test(test_format_record),
         cmocka_unit_test(test_format_null_key_no_headers),
+        cmocka_unit_test(test_consume_records),
+        cmocka_unit_test(test_describe_against_fake_broker),
         cmocka_unit_test(test_linereader),
         cmocka_unit_test(test_linereader_long_line),
         cmocka_unit_test(test_error_text),

@@ -13,7 +13,8 @@
  *
  * Prints one line of key=value pairs; "server" is the side standing in for
  * the broker. With REPS > 1 the best time and the least CPU over the runs
- * are reported: a floor is what the machine can do, not an average. */
+ * are reported. run.sh runs each floor once, right after the samsa phase it
+ * stands for, so both meet the same page-cache and memory conditions. */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>

@@ -8,11 +8,15 @@
 #   (b) produce BENCH_RECORDS x 1 KiB, acks=1
 #   (c) consume all of (b)
 #
+# Each of (a)-(c) runs BENCH_RUNS times on fresh topics, each followed by its
+# floor, and the summary shows medians (single runs on a small shared VM vary
+# by 2x and more) with the spread below them.
+#
 # Environment:
 #   BENCH_RECORDS=1000000     records in (a) and (b)
+#   BENCH_RUNS=3              rounds of (a)-(c)
 #   BENCH_PARTITIONS=1        partitions of each topic
 #   BENCH_ACKS=1              acks of (a) and (b)
-#   BENCH_FLOOR_REPS=3        floors keep the best of this many runs
 #   BENCH_PRODUCE_ARGS=...    extra samsa-loadgen produce options (-X k=v ...)
 #   BENCH_NO_BUILD=1          use the binaries as they are
 #   BENCH_BUILDDIR=dir        where samsa and samsa-loadgen are built
@@ -27,9 +31,9 @@ set -u -o pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BENCH_BUILDDIR:-$SRC}
 RECORDS=${BENCH_RECORDS:-1000000}
+RUNS=${BENCH_RUNS:-3}
 PARTITIONS=${BENCH_PARTITIONS:-1}
 ACKS=${BENCH_ACKS:-1}
-REPS=${BENCH_FLOOR_REPS:-3}
 PRODUCE_ARGS=${BENCH_PRODUCE_ARGS:-}
 SAMSA=$BUILD/samsa
 LOADGEN=$BUILD/tools/loadgen/samsa-loadgen
@@ -39,6 +43,7 @@ HZ=$(getconf CLK_TCK)
 die() { echo "bench: $*" >&2; exit 1; }
 
 case $RECORDS in '' | *[!0-9]* | 0) die "BENCH_RECORDS must be a positive integer" ;; esac
+case $RUNS in '' | *[!0-9]* | 0) die "BENCH_RUNS must be a positive integer" ;; esac
 
 # ---- build ----------------------------------------------------------------
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
@@ -77,12 +82,13 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -o "$FLOOR" "$SRC/tools/bench/floor.
 
 # ---- helpers ----------------------------------------------------------------
 calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+v() { eval "echo \${$1:-}"; }   # value of a variable named at run time, or ""
 
 # utime+stime of the server in clock ticks; the comm field may hold spaces,
 # so fields are counted after its closing parenthesis
 server_ticks() {
     local stat
-    stat=$(cat "/proc/$SPID/stat" 2>/dev/null) || { echo -1; return; }
+    stat=$(cat "/proc/$SPID/stat" 2>/dev/null) || { echo 0; return; }
     stat=${stat##*) }
     awk '{ print $12 + $13 }' <<<"$stat"
 }
@@ -124,131 +130,178 @@ echo "bench: samsa pid $SPID on 127.0.0.1:$PORT, data in $DATA"
 BROKER=127.0.0.1:$PORT
 
 # ---- phases -----------------------------------------------------------------
-# phase NAME -- loadgen args: runs one loadgen phase around server CPU
-# samples; leaves P_<NAME>_* variables for the summary
+# phase ID loadgen-args...: one loadgen run between two samples of the
+# server's CPU; leaves $TMP/ID.json and P_ID_{rc,cpu,hwm}
 phase() {
-    local name=$1; shift
+    local id=$1; shift
     # start every measured step with no dirty pages from the previous one,
     # so writeback of old data is not billed to the next phase
     sync
     local t0 t1 rc
     t0=$(server_ticks)
-    "$LOADGEN" "$@" --json --stall-timeout 30 >"$TMP/$name.out" 2>"$TMP/$name.err"
+    "$LOADGEN" "$@" --json --stall-timeout 30 >"$TMP/$id.out" 2>"$TMP/$id.err"
     rc=$?
     t1=$(server_ticks)
-    grep -v '^{' "$TMP/$name.out"
-    grep '^{' "$TMP/$name.out" >"$TMP/$name.json"
-    if [ -s "$TMP/$name.err" ]; then
-        sed 's/^/  loadgen: /' "$TMP/$name.err" | head -n 20
+    grep -v '^{' "$TMP/$id.out"
+    grep '^{' "$TMP/$id.out" >"$TMP/$id.json"
+    [ "$rc" = 0 ] || rm -f "$TMP/$id.json"   # a failed run is no sample
+    if [ -s "$TMP/$id.err" ]; then
+        sed 's/^/  loadgen: /' "$TMP/$id.err" | head -n 20
     fi
-    eval "P_${name}_rc=$rc"
-    eval "P_${name}_cpu=$(calc %.2f "($t1 - $t0) / $HZ")"
-    eval "P_${name}_hwm=$(server_hwm_kb)"
+    eval "P_${id}_rc=$rc"
+    eval "P_${id}_cpu=$(calc %.2f "($t1 - $t0) / $HZ")"
+    eval "P_${id}_hwm=$(server_hwm_kb)"
     if [ "$rc" != 0 ]; then
         FAILED=1
-        echo "bench: phase $name FAILED (samsa-loadgen exit $rc)"
+        echo "bench: phase $id FAILED (samsa-loadgen exit $rc)"
     fi
     if ! alive; then
         FAILED=1
-        echo "bench: samsa is gone after phase $name"
+        echo "bench: samsa is gone after phase $id"
         server_log_tail
         return 1
     fi
     return 0
 }
 
-TA=bench-100b
-TB=bench-1k
-echo "bench: (a) produce $RECORDS x 100 B acks=$ACKS"
-# shellcheck disable=SC2086
-phase a produce -b "$BROKER" -t "$TA" -p "$PARTITIONS" -n "$RECORDS" -s 100 -a "$ACKS" $PRODUCE_ARGS
-up=$?
-if [ $up = 0 ]; then
-    echo "bench: (b) produce $RECORDS x 1024 B acks=$ACKS"
-    # shellcheck disable=SC2086
-    phase b produce -b "$BROKER" -t "$TB" -p "$PARTITIONS" -n "$RECORDS" -s 1024 -a "$ACKS" $PRODUCE_ARGS
-    up=$?
-fi
-if [ $up = 0 ]; then
-    echo "bench: (c) consume all of $TB"
-    phase c consume -b "$BROKER" -t "$TB" -n "$RECORDS" -s 1024
-    up=$?
-fi
-
-# ---- floors -----------------------------------------------------------------
-LA=$(log_bytes "$TA")
-LB=$(log_bytes "$TB")
-floor_run() {
-    local name=$1; shift
+# floor ID floor-args...: leaves F_ID_{secs,cpu}
+floor() {
+    local id=$1; shift
     sync
-    "$FLOOR" "$@" >"$TMP/$name.floor" || { FAILED=1; echo "bench: floor $name failed"; return 1; }
-    eval "F_${name}_secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' "$TMP/$name.floor")"
-    eval "F_${name}_cpu=$(sed -n 's/.*server_cpu=\([0-9.]*\).*/\1/p' "$TMP/$name.floor")"
-    eval "F_${name}_bytes=$(sed -n 's/.*bytes=\([0-9]*\).*/\1/p' "$TMP/$name.floor")"
+    if "$FLOOR" "$@" >"$TMP/$id.floor"; then
+        echo "  floor $id: $(cat "$TMP/$id.floor")"
+        eval "F_${id}_secs=$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' "$TMP/$id.floor")"
+        eval "F_${id}_cpu=$(sed -n 's/.* server_cpu=\([0-9.]*\).*/\1/p' "$TMP/$id.floor")"
+    else
+        FAILED=1
+        echo "bench: floor $id failed"
+    fi
 }
-echo "bench: floors (best of $REPS)"
-[ "$LA" -gt 0 ] && floor_run a copy "$LA" "$TMP/floor-a.dat" "$REPS" && rm -f "$TMP/floor-a.dat"
-if [ "$LB" -gt 0 ]; then
-    floor_run b copy "$LB" "$TMP/floor-b.dat" "$REPS" &&
-        floor_run c sendfile "$TMP/floor-b.dat" "$REPS"
-    rm -f "$TMP/floor-b.dat"
-fi
+
+# Each floor runs right after the samsa phase it stands for and, like
+# samsa, leaves its file in place until the end: on a VM whose memory the
+# host backs lazily, growing the page cache into never-touched guest pages
+# costs ~10x the CPU of reusing freed ones, so a floor that rewrote one file
+# would be measured on cheaper memory than samsa.
+for r in $(seq "$RUNS"); do
+    echo "bench: round $r of $RUNS"
+    # shellcheck disable=SC2086
+    phase "a$r" produce -b "$BROKER" -t "bench-100b-$r" -p "$PARTITIONS" -n "$RECORDS" -s 100 \
+        -a "$ACKS" $PRODUCE_ARGS || break
+    la=$(log_bytes "bench-100b-$r")
+    [ "$la" -gt 0 ] && floor "a$r" copy "$la" "$TMP/floor-a$r.dat"
+    # shellcheck disable=SC2086
+    phase "b$r" produce -b "$BROKER" -t "bench-1k-$r" -p "$PARTITIONS" -n "$RECORDS" -s 1024 \
+        -a "$ACKS" $PRODUCE_ARGS || break
+    lb=$(log_bytes "bench-1k-$r")
+    [ "$lb" -gt 0 ] && floor "b$r" copy "$lb" "$TMP/floor-b$r.dat"
+    phase "c$r" consume -b "$BROKER" -t "bench-1k-$r" -n "$RECORDS" -s 1024 || break
+    [ -f "$TMP/floor-b$r.dat" ] && floor "c$r" sendfile "$TMP/floor-b$r.dat"
+    [ "$r" = 1 ] && { LA=$la; LB=$lb; }
+done
+rm -f "$TMP"/floor-*.dat
 
 # ---- summary ----------------------------------------------------------------
+# Per phase letter, the run with the median time gives the throughput and
+# latency columns; server CPU and the floors are medians of their own
+# samples, since they need not come from the same run.
+median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
+range() { sort -n | awk -v f="$1" '{ a[NR] = $1 } END { if (NR) printf f ".." f, a[1], a[NR] }'; }
+ok_runs() { for r in $(seq "$RUNS"); do [ -s "$TMP/$1$r.json" ] && echo "$r"; done; }
+for x in a b c; do
+    eval "M_${x}_run=$(for r in $(ok_runs $x); do echo "$(jget seconds "$TMP/$x$r.json") $r"; done |
+        sort -n | awk '{ a[NR] = $2 } END { if (NR) print a[int((NR + 1) / 2)] }')"
+    eval "M_${x}_n=$(ok_runs $x | wc -l)"
+    eval "M_${x}_cpu=$(for r in $(ok_runs $x); do v "P_$x${r}_cpu"; done | median)"
+    eval "M_${x}_fail=$(for r in $(seq "$RUNS"); do
+        rc=$(v "P_$x${r}_rc"); [ -n "$rc" ] && [ "$rc" != 0 ] && echo "$r:rc=$rc"
+    done | paste -sd, -)"
+    eval "FM_${x}_secs=$(for r in $(seq "$RUNS"); do v "F_$x${r}_secs"; done | grep . | median)"
+    eval "FM_${x}_cpu=$(for r in $(seq "$RUNS"); do v "F_$x${r}_cpu"; done | grep . | median)"
+done
+
 HWM_KB=$(server_hwm_kb)
+# A virtio balloon with free page reporting (feature bit 5) hands freed
+# guest memory back to the host, so page-cache growth pays a host fault per
+# page: worth knowing when reading produce CPU/GB.
+BALLOON=
+for d in /sys/bus/virtio/devices/*; do
+    [ "$(cat "$d/device" 2>/dev/null)" = 0x0005 ] || continue
+    f=$(cat "$d/features" 2>/dev/null)
+    [ "${f:5:1}" = 1 ] && BALLOON=", virtio-balloon free page reporting on"
+done
 COMMIT=$(git -C "$SRC" describe --always --dirty 2>/dev/null || echo unknown)
 CPU_MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+PA=$((RECORDS * 100))
+PB=$((RECORDS * 1024))
+LA=${LA:-0}
+LB=${LB:-0}
 
-v() { eval "echo \${$1:-}"; }   # value of a variable named at run time, or ""
-
-row_phase() {   # name label payload_bytes
-    local n=$1 label=$2 pb=$3 j=$TMP/$1.json
-    if [ ! -s "$j" ]; then
-        printf '%-30s %s\n' "$label" "not run"
+row_phase() {   # letter label payload_bytes
+    local x=$1 label=$2 pb=$3 r j
+    r=$(v "M_${x}_run")
+    if [ -z "$r" ]; then
+        if [ -n "$(v "M_${x}_fail")" ]; then
+            printf '%-30s FAILED in every run (%s)\n' "$label" "$(v "M_${x}_fail")"
+        else
+            printf '%-30s not run\n' "$label"
+        fi
         return
     fi
-    local recs secs rps mbs cpu cgb hwm lat status
-    recs=$(jget records "$j"); secs=$(jget seconds "$j")
-    rps=$(jget records_per_s "$j"); mbs=$(jget mb_per_s "$j")
-    cpu=$(v "P_${n}_cpu"); hwm=$(v "P_${n}_hwm")
-    cgb=$(calc %.2f "$cpu / ($pb / 1e9)")
+    j=$TMP/$x$r.json
+    local cpu lat status
+    cpu=$(v "M_${x}_cpu")
     if [ "$(jget phase "$j")" = produce ]; then
         lat=$(calc "%.1f/%.1f/%.1f/%.1f/%.1f" "$(jget p50 "$j")/1e3, $(jget p90 "$j")/1e3, $(jget p99 "$j")/1e3, $(jget p99_9 "$j")/1e3, $(jget max "$j")/1e3")
     else
         lat=-
     fi
-    status=ok; [ "$(v "P_${n}_rc")" = 0 ] || status="FAILED(rc=$(v "P_${n}_rc"))"
-    printf '%-30s %9s %8.2f %9.0f %8.1f  %-30s %7.2f %8.2f %7.0f  %s\n' \
-        "$label" "$recs" "$secs" "$rps" "$mbs" "$lat" "$cpu" "$cgb" "$((hwm / 1024))" "$status"
+    status=ok
+    [ -z "$(v "M_${x}_fail")" ] || status="FAILED runs $(v "M_${x}_fail")"
+    printf '%-30s %8s %6.2f %8.0f %7.1f  %-30s %7.2f %8.2f %6.0f %7.2f  %s\n' \
+        "$label" "$(jget records "$j")" "$(jget seconds "$j")" "$(jget records_per_s "$j")" \
+        "$(jget mb_per_s "$j")" "$lat" "$cpu" "$(calc %.2f "$cpu / ($pb / 1e9)")" \
+        "$(($(v "P_$x${r}_hwm") / 1024))" "$(jget client_cpu_s "$j")" "$status"
 }
-row_floor() {   # name label payload_bytes (of the phase it stands for)
-    local n=$1 label=$2 pb=$3 secs cpu
-    secs=$(v "F_${n}_secs"); cpu=$(v "F_${n}_cpu")
-    if [ -z "$secs" ]; then printf '%-30s %s\n' "$label" "not run"; return; fi
-    printf '%-30s %9s %8.2f %9s %8.1f  %-30s %7.2f %8.2f %7s\n' "$label" - "$secs" - \
-        "$(calc %.1f "$pb / $secs / 1e6")" - "$cpu" "$(calc %.2f "$cpu / ($pb / 1e9)")" -
+row_floor() {   # letter label payload_bytes (of the phase it stands for)
+    local x=$1 label=$2 pb=$3 secs cpu
+    secs=$(v "FM_${x}_secs"); cpu=$(v "FM_${x}_cpu")
+    if [ -z "$secs" ]; then printf '%-30s not run\n' "$label"; return; fi
+    printf '%-30s %8s %6.2f %8s %7.1f  %-30s %7.2f %8.2f %6s %7s\n' "$label" - "$secs" - \
+        "$(calc %.1f "$pb / $secs / 1e6")" - "$cpu" "$(calc %.2f "$cpu / ($pb / 1e9)")" - -
 }
-ratio() {   # label phase floor payload_bytes what(produce|consume)
-    local p=$2 f=$3 j=$TMP/$2.json
-    [ -s "$j" ] && [ -n "$(v "F_${f}_secs")" ] || { printf '  %-28s n/a\n' "$1"; return; }
-    local secs cpu fsecs fcpu
-    secs=$(jget seconds "$j"); cpu=$(v "P_${p}_cpu")
-    fsecs=$(v "F_${f}_secs"); fcpu=$(v "F_${f}_cpu")
-    printf '  %-28s throughput %s of the floor, server CPU/GB %sx the floor\n' "$1" \
+ratio() {   # label letter
+    local x=$2 r secs cpu fsecs fcpu
+    r=$(v "M_${x}_run"); fsecs=$(v "FM_${x}_secs"); fcpu=$(v "FM_${x}_cpu")
+    if [ -z "$r" ] || [ -z "$fsecs" ]; then printf '  %-20s n/a\n' "$1"; return; fi
+    secs=$(jget seconds "$TMP/$x$r.json"); cpu=$(v "M_${x}_cpu")
+    printf '  %-20s throughput %s of the floor, server CPU/GB %sx the floor\n' "$1" \
         "$(calc %.2fx "$fsecs / $secs")" "$(calc %.1f "$cpu / ($fcpu > 0 ? $fcpu : 0.001)")"
 }
+spread() {   # label letter payload_bytes
+    local x=$2 pb=$3 r mbs cgb fmbs fcgb
+    [ "$(v "M_${x}_n")" -gt 0 ] || return
+    mbs=$(for r in $(ok_runs "$x"); do jget mb_per_s "$TMP/$x$r.json"; done | range %.1f)
+    cgb=$(for r in $(ok_runs "$x"); do calc '%.3f\n' "$(v "P_$x${r}_cpu") / ($pb / 1e9)"; done | range %.2f)
+    fmbs=$(for r in $(seq "$RUNS"); do
+        s=$(v "F_$x${r}_secs"); [ -n "$s" ] && calc '%.3f\n' "$pb / $s / 1e6"; done | range %.1f)
+    fcgb=$(for r in $(seq "$RUNS"); do
+        c=$(v "F_$x${r}_cpu"); [ -n "$c" ] && calc '%.3f\n' "$c / ($pb / 1e9)"; done | range %.2f)
+    printf '  %-20s samsa MB/s %s, CPU s/GB %s; floor MB/s %s, CPU s/GB %s (%s runs)\n' \
+        "$1" "$mbs" "$cgb" "${fmbs:--}" "${fcgb:--}" "$(v "M_${x}_n")"
+}
 
-PA=$((RECORDS * 100))
-PB=$((RECORDS * 1024))
 {
     echo "samsa bench, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    echo "machine: $(nproc) CPUs, $CPU_MODEL, kernel $(uname -r)"
+    echo "machine: $(nproc) CPUs, $CPU_MODEL, kernel $(uname -r), $(awk '/^MemTotal:/ { printf "%.0f GB RAM", $2 / 1048576 }' /proc/meminfo)$BALLOON"
+    echo "load:    $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15-min load average at the end; other work on the machine skews timings)"
     echo "commit:  $COMMIT"
     echo "setup:   1 node (broker+controller) on loopback, $PARTITIONS partition(s)/topic, acks=$ACKS," \
-        "librdkafka $(pkg-config --modversion rdkafka 2>/dev/null || echo '?') defaults${PRODUCE_ARGS:+ + $PRODUCE_ARGS}"
+        "librdkafka $(pkg-config --modversion rdkafka 2>/dev/null || echo '?') defaults${PRODUCE_ARGS:+ + $PRODUCE_ARGS};" \
+        "median of $RUNS run(s)"
     echo
-    printf '%-30s %9s %8s %9s %8s  %-30s %7s %8s %7s\n' phase records secs rec/s MB/s \
-        "latency ms p50/p90/p99/p99.9/max" "srv CPU" "CPU s/GB" "RSS MB"
+    printf '%-30s %8s %6s %8s %7s  %-30s %7s %8s %6s %7s\n' phase records secs rec/s MB/s \
+        "latency ms p50/p90/p99/p99.9/max" "srv CPU" "CPU s/GB" "RSS MB" "cli CPU"
     row_phase a "(a) produce 100 B" "$PA"
     row_phase b "(b) produce 1 KiB" "$PB"
     row_phase c "(c) consume (b)" "$PB"
@@ -256,19 +309,29 @@ PB=$((RECORDS * 1024))
     row_floor b "floor: copy to file, (b) bytes" "$PB"
     row_floor c "floor: sendfile, (c) bytes" "$PB"
     echo
-    echo "ratios (samsa against the floor for the same job):"
-    ratio "(a) produce 100 B" a a
-    ratio "(b) produce 1 KiB" b b
-    ratio "(c) consume" c c
+    echo "ratios (medians, samsa against the floor for the same job):"
+    ratio "(a) produce 100 B" a
+    ratio "(b) produce 1 KiB" b
+    ratio "(c) consume" c
+    echo
+    echo "spread over the runs (min..max):"
+    spread "(a) produce 100 B" a "$PA"
+    spread "(b) produce 1 KiB" b "$PB"
+    spread "(c) consume" c "$PB"
     echo
     echo "MB = 10^6 B and GB = 10^9 B of payload. The floors move the bytes samsa stored"
     echo "for that phase ($(calc %.1f "$LA/1e6") MB for (a), $(calc %.1f "$LB/1e6") MB for (b) and (c): payload plus"
     echo "record-batch framing) and are shown per GB of the phase's payload, so each ratio"
-    echo "is the ratio of the columns. srv CPU = samsa utime+stime during the phase; its"
-    echo "RSS MB is VmHWM after the phase (peak at the end: $((HWM_KB / 1024)) MB). Latency is produce"
-    echo "call to delivery report with the client's queue kept full, so it is mostly"
-    echo "queueing. On $(nproc) CPUs the client competes with the server: loadgen CPU s"
-    echo "was $(for n in a b c; do [ -s "$TMP/$n.json" ] && printf '%s %s  ' "($n)" "$(jget client_cpu_s "$TMP/$n.json")"; done)"
+    echo "is the ratio of the columns. srv CPU = samsa utime+stime during the phase; RSS MB"
+    echo "is its VmHWM after the phase (peak at the end: $((HWM_KB / 1024)) MB); cli CPU = samsa-loadgen's"
+    echo "own CPU seconds: on $(nproc) CPUs the client competes with the server, and a"
+    echo "phase whose cli CPU nears secs x $(nproc) is bound by the client. Latency is produce"
+    echo "call to delivery report with the client's queue kept full, so it is mostly queueing."
+    [ -z "$BALLOON" ] || {
+        echo "With free page reporting, new page cache costs CPU for host faults (seen here as"
+        echo "1-4 s/GB of system time, varying with what the host holds), in samsa and in the"
+        echo "copy floor alike: each floor runs right after its samsa phase to share them."
+    }
     [ $FAILED = 0 ] || echo "SOME PHASES FAILED: see the output above."
 } >"$TMP/summary.txt"
 

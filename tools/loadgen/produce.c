@@ -194,7 +194,11 @@ int lg_produce(const struct lg_opts *o)
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
                 break;
             if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-                fprintf(stderr, "samsa-loadgen: produce: %s\n", rd_kafka_err2str(e));
+                char why[512] = "";
+                if (e == RD_KAFKA_RESP_ERR__FATAL)
+                    rd_kafka_fatal_error(rk, why, sizeof why);
+                fprintf(stderr, "samsa-loadgen: produce: %s%s%s\n", rd_kafka_err2str(e),
+                        why[0] ? ": " : "", why);
                 stalled = 2;
                 break;
             }

@@ -519,7 +519,130 @@ static bool is_abort_marker(const uint8_t *batch, size_t len)
     return rb_parse_control_record(&rec, &type, &epoch) == 0 && type == RB_CONTROL_ABORT;
 }
 
-/* Prints the records of one partition's data. */
+int consume_records(struct records_ctx *x, const uint8_t *p, size_t n,
+                    const fetch_response_aborted_transaction_t *aborted_txns, int32_t naborted)
+{
+    const struct consume_opts *o = x->o;
+    struct aborted ab = {0};
+    fetch_response_aborted_transaction_t *txns = NULL;
+    int ntxns = 0, next_txn = 0;
+    bool committed = o->isolation_level == 1;
+    x->err[0] = '\0';
+    if (committed && naborted > 0 && aborted_txns) {
+        ntxns = naborted;
+        txns = xmalloc((size_t)ntxns * sizeof *txns);
+        memcpy(txns, aborted_txns, (size_t)ntxns * sizeof *txns);
+        qsort(txns, (size_t)ntxns, sizeof *txns, cmp_aborted);
+    }
+    bool any = false;
+    int rc = 0;
+    while (n > 0 && !x->done) {
+        size_t size = 0;
+        int fr = rb_frame(p, n, &size);
+        if (fr == RB_FRAME_TRUNCATED) {
+            /* A partial batch ends most answers (the broker cuts at the
+             * byte limit); only when nothing whole came must the limit
+             * grow, or the partition would never move. */
+            if (!any && x->max_bytes < INT32_MAX / 2)
+                x->max_bytes *= 2;
+            break;
+        }
+        struct rb_header h;
+        if (fr != 0 || rb_parse_header(p, size, &h) != 0) {
+            if (fr == 0 && size >= 17 && p[RB_OFF_MAGIC] < RB_MAGIC_V2) {
+                rc = KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT;
+                snprintf(x->err, sizeof x->err, "%s-%d holds message format v%d at offset %lld; samsactl reads only v2",
+                         x->topic, x->partition, p[RB_OFF_MAGIC], (long long)be64_read(p));
+            } else {
+                rc = KERR_CORRUPT_MESSAGE;
+                snprintf(x->err, sizeof x->err, "corrupt record batch in %s-%d near offset %lld", x->topic,
+                         x->partition, (long long)x->pos);
+            }
+            break;
+        }
+        if (!rb_crc_ok(p, size)) {
+            rc = KERR_CORRUPT_MESSAGE;
+            snprintf(x->err, sizeof x->err, "record batch at offset %lld of %s-%d fails its CRC",
+                     (long long)h.base_offset, x->topic, x->partition);
+            break;
+        }
+        any = true;
+        const uint8_t *batch = p;
+        p += size;
+        n -= size;
+        int64_t last = rb_last_offset(&h);
+        if (last < x->pos)
+            continue;
+        /* read_committed as the Java consumer's CompletedFetch: aborted
+         * transactions that started at or before this batch's last offset
+         * make their producer's transactional batches invisible until that
+         * producer's ABORT marker. */
+        if (committed && rb_has_producer_id(&h)) {
+            while (next_txn < ntxns && txns[next_txn].first_offset <= last)
+                aborted_add(&ab, txns[next_txn++].producer_id);
+            if (rb_is_control(&h)) {
+                if (is_abort_marker(batch, size))
+                    aborted_remove(&ab, h.producer_id);
+            } else if (rb_is_transactional(&h) && aborted_has(&ab, h.producer_id)) {
+                x->pos = last + 1;
+                continue;
+            }
+        }
+        if (rb_is_control(&h)) {
+            x->pos = last + 1;
+            continue;
+        }
+        if (rb_codec(&h) != RB_CODEC_NONE) {
+            rc = KERR_UNSUPPORTED_COMPRESSION_TYPE;
+            snprintf(x->err, sizeof x->err,
+                     "record batch at offset %lld of %s-%d is compressed with %s, which samsactl cannot decompress yet",
+                     (long long)h.base_offset, x->topic, x->partition, codec_name(rb_codec(&h)));
+            break;
+        }
+        struct rb_record_iter it;
+        if (rb_record_iter_init_batch(&it, batch, size) != 0) {
+            rc = KERR_CORRUPT_MESSAGE;
+            snprintf(x->err, sizeof x->err, "record batch at offset %lld of %s-%d is malformed",
+                     (long long)h.base_offset, x->topic, x->partition);
+            break;
+        }
+        struct rb_record rec;
+        int r;
+        while ((r = rb_record_next(&it, &rec)) == 1) {
+            int64_t off = h.base_offset + rec.offset_delta;
+            if (off < x->pos)
+                continue;
+            struct fmt_record fr_ = {
+                .partition = x->partition,
+                .offset = off,
+                .timestamp_type = rb_timestamp_type(&h),
+                .timestamp = rb_timestamp_type(&h) == RB_LOG_APPEND_TIME ? h.max_timestamp
+                                                                         : h.base_timestamp + rec.timestamp_delta,
+                .rec = &rec,
+            };
+            format_record(x->out, &o->fmt, &fr_);
+            x->count++;
+            x->pos = off + 1;
+            if (o->max_messages >= 0 && x->count >= o->max_messages) {
+                x->done = true;
+                break;
+            }
+        }
+        if (r < 0) {
+            rc = it.err ? it.err : KERR_CORRUPT_MESSAGE;
+            snprintf(x->err, sizeof x->err, "record %d of the batch at offset %lld of %s-%d: %s", it.index,
+                     (long long)h.base_offset, x->topic, x->partition, it.reason ? it.reason : "malformed");
+            break;
+        }
+        if (!x->done)
+            x->pos = last + 1;
+    }
+    free(txns);
+    free(ab.ids);
+    return rc;
+}
+
+/* Handles one partition's part of a Fetch answer. */
 static int process_partition(struct consumer *cs, struct cpart *cp, const fetch_response_partition_data_t *pd)
 {
     struct kc_client *c = cs->c;
@@ -542,118 +665,25 @@ static int process_partition(struct consumer *cs, struct cpart *cp, const fetch_
     }
     if (pd->records.len <= 0 || !pd->records.p)
         return 0;
-
-    struct aborted ab = {0};
-    fetch_response_aborted_transaction_t *txns = NULL;
-    int ntxns = 0, next_txn = 0;
-    bool committed = cs->o->isolation_level == 1;
-    if (committed && pd->aborted_transactions.n > 0) {
-        ntxns = pd->aborted_transactions.n;
-        txns = xmalloc((size_t)ntxns * sizeof *txns);
-        memcpy(txns, pd->aborted_transactions.a, (size_t)ntxns * sizeof *txns);
-        qsort(txns, (size_t)ntxns, sizeof *txns, cmp_aborted);
-    }
-
-    const uint8_t *p = pd->records.p;
-    size_t n = (size_t)pd->records.len;
-    bool any = false;
-    int rc = 0;
-    while (n > 0 && !cs->done) {
-        size_t size = 0;
-        int fr = rb_frame(p, n, &size);
-        if (fr == RB_FRAME_TRUNCATED) {
-            /* A partial batch ends most answers (the broker cuts at the
-             * byte limit); only when nothing whole came must the limit
-             * grow, as the Java consumer does through KIP-74 semantics. */
-            if (!any && cp->max_bytes < INT32_MAX / 2)
-                cp->max_bytes *= 2;
-            break;
-        }
-        struct rb_header h;
-        if (fr != 0 || rb_parse_header(p, size, &h) != 0) {
-            if (fr == 0 && size >= 17 && p[RB_OFF_MAGIC] < RB_MAGIC_V2) {
-                rc = kc_fail(c, KERR_UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                             "%s-%d holds message format v%d at offset %lld; samsactl reads only v2", topic, cp->id,
-                             p[RB_OFF_MAGIC], (long long)be64_read(p));
-            } else {
-                rc = kc_fail(c, KERR_CORRUPT_MESSAGE, "corrupt record batch in %s-%d near offset %lld", topic, cp->id,
-                             (long long)cp->pos);
-            }
-            break;
-        }
-        if (!rb_crc_ok(p, size)) {
-            rc = kc_fail(c, KERR_CORRUPT_MESSAGE, "record batch at offset %lld of %s-%d fails its CRC",
-                         (long long)h.base_offset, topic, cp->id);
-            break;
-        }
-        any = true;
-        const uint8_t *batch = p;
-        p += size;
-        n -= size;
-        int64_t last = rb_last_offset(&h);
-        if (last < cp->pos)
-            continue;
-        if (committed && rb_has_producer_id(&h)) {
-            while (next_txn < ntxns && txns[next_txn].first_offset <= last)
-                aborted_add(&ab, txns[next_txn++].producer_id);
-            if (rb_is_control(&h)) {
-                if (is_abort_marker(batch, size))
-                    aborted_remove(&ab, h.producer_id);
-            } else if (rb_is_transactional(&h) && aborted_has(&ab, h.producer_id)) {
-                cp->pos = last + 1;
-                continue;
-            }
-        }
-        if (rb_is_control(&h)) {
-            cp->pos = last + 1;
-            continue;
-        }
-        if (rb_codec(&h) != RB_CODEC_NONE) {
-            rc = kc_fail(c, KERR_UNSUPPORTED_COMPRESSION_TYPE,
-                         "record batch at offset %lld of %s-%d is compressed with %s, which samsactl cannot "
-                         "decompress yet",
-                         (long long)h.base_offset, topic, cp->id, codec_name(rb_codec(&h)));
-            break;
-        }
-        struct rb_record_iter it;
-        if (rb_record_iter_init_batch(&it, batch, size) != 0) {
-            rc = kc_fail(c, KERR_CORRUPT_MESSAGE, "record batch at offset %lld of %s-%d is malformed",
-                         (long long)h.base_offset, topic, cp->id);
-            break;
-        }
-        struct rb_record rec;
-        int r;
-        while ((r = rb_record_next(&it, &rec)) == 1) {
-            int64_t off = h.base_offset + rec.offset_delta;
-            if (off < cp->pos)
-                continue;
-            struct fmt_record fr_ = {
-                .partition = cp->id,
-                .offset = off,
-                .timestamp_type = rb_timestamp_type(&h),
-                .timestamp = rb_timestamp_type(&h) == RB_LOG_APPEND_TIME ? h.max_timestamp
-                                                                         : h.base_timestamp + rec.timestamp_delta,
-                .rec = &rec,
-            };
-            format_record(&cs->out, &cs->o->fmt, &fr_);
-            cs->count++;
-            cp->pos = off + 1;
-            if (cs->o->max_messages >= 0 && cs->count >= cs->o->max_messages) {
-                cs->done = true;
-                break;
-            }
-        }
-        if (r < 0) {
-            rc = kc_fail(c, it.err ? it.err : KERR_CORRUPT_MESSAGE, "record %d of the batch at offset %lld of %s-%d: %s",
-                         it.index, (long long)h.base_offset, topic, cp->id, it.reason ? it.reason : "malformed");
-            break;
-        }
-        if (!cs->done)
-            cp->pos = last + 1;
-    }
-    free(txns);
-    free(ab.ids);
-    return rc;
+    struct records_ctx x = {
+        .o = cs->o,
+        .topic = topic,
+        .partition = cp->id,
+        .pos = cp->pos,
+        .max_bytes = cp->max_bytes,
+        .count = cs->count,
+        .out = &cs->out,
+    };
+    int rc = consume_records(&x, pd->records.p, (size_t)pd->records.len, pd->aborted_transactions.a,
+                             pd->aborted_transactions.n);
+    cp->pos = x.pos;
+    cp->max_bytes = x.max_bytes;
+    cs->count = x.count;
+    if (x.done)
+        cs->done = true;
+    if (rc)
+        return kc_fail(c, rc, "%s", x.err);
+    return 0;
 }
 
 static int handle_fetch(struct consumer *cs, const struct kc_response *r)
@@ -741,7 +771,7 @@ static int run(struct consumer *cs)
         cs->parts = xcalloc(1, sizeof *cs->parts);
         cs->parts[0].id = o->partition;
     } else {
-        cs->nparts = t->partitions.n;
+        cs->nparts = t->partitions.n > 0 ? t->partitions.n : 0;
         cs->parts = xcalloc((size_t)(cs->nparts > 0 ? cs->nparts : 1), sizeof *cs->parts);
         for (int i = 0; i < cs->nparts; i++)
             cs->parts[i].id = t->partitions.a[i].partition_index;
@@ -899,10 +929,11 @@ int cmd_consume(int argc, char **argv, const struct global_opts *g0)
     int status = EXIT_OK;
     if (rc == KC_INTERRUPTED)
         rc = 0; /* Ctrl-C is how a console consumer normally ends */
-    if (!cs.output_closed)
-        fprintf(stderr, "Processed a total of %lld messages\n", (long long)cs.count);
     if (rc)
         status = kc_report(&c);
+    /* Printed in every case, after any error, as ConsoleConsumer does. */
+    if (!cs.output_closed)
+        fprintf(stderr, "Processed a total of %lld messages\n", (long long)cs.count);
     buf_free(&cs.out);
     free(cs.parts);
     kc_client_free(&c);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "opts.h"
+#include "proto/gen/fetch_response.h"
 #include "proto/record_batch.h"
 #include "util/arena.h"
 #include "util/buf.h"
@@ -62,6 +63,31 @@ struct consume_opts {
 int consume_parse_args(int argc, char **argv, struct consume_opts *o, struct global_opts *g, char *err,
                        size_t errlen);
 void consume_opts_free(struct consume_opts *o);
+
+/* One partition's progress through the Records of Fetch answers. */
+struct records_ctx {
+    const struct consume_opts *o; /* formatting, isolation, max_messages */
+    const char *topic;
+    int32_t partition;
+    int64_t pos;       /* in/out: next offset to print */
+    int32_t max_bytes; /* in/out: doubled when not even one batch fits */
+    int64_t count;     /* in/out: records printed so far */
+    bool done;         /* out: max_messages reached */
+    struct buf *out;   /* formatted records are appended here */
+    char err[300];     /* why, when the result is not 0 */
+};
+
+/* Appends the records of n bytes of batches at p (a Fetch answer's
+ * Records for x->partition) from x->pos on. Control batches are skipped;
+ * with read_committed, so are the batches of the aborted transactions
+ * listed in aborted_txns (the answer's AbortedTransactions). A trailing
+ * partial batch is ignored. Returns 0, or a Kafka error code with x->err
+ * filled: CORRUPT_MESSAGE (bad frame or CRC), INVALID_RECORD,
+ * UNSUPPORTED_FOR_MESSAGE_FORMAT (magic 0/1) or
+ * UNSUPPORTED_COMPRESSION_TYPE (a compressed batch, naming its codec);
+ * x->pos is then at the failing batch. */
+int consume_records(struct records_ctx *x, const uint8_t *p, size_t n,
+                    const fetch_response_aborted_transaction_t *aborted_txns, int32_t naborted);
 
 void consume_usage(FILE *f);
 int cmd_consume(int argc, char **argv, const struct global_opts *g);

@@ -637,10 +637,11 @@ static int print_topic(struct kc_client *c, const kc_topic_t *t, const char *nam
             return kc_fail(c, res->error_code, "Topic '%s': %s", name, kc_default_message(res->error_code));
         }
     }
-    const kc_partition_t **parts = xmalloc((size_t)(t->partitions.n > 0 ? t->partitions.n : 1) * sizeof *parts);
-    for (int32_t i = 0; i < t->partitions.n; i++)
+    int32_t nparts = t->partitions.n > 0 ? t->partitions.n : 0;
+    const kc_partition_t **parts = xmalloc((size_t)(nparts > 0 ? nparts : 1) * sizeof *parts);
+    for (int32_t i = 0; i < nparts; i++)
         parts[i] = &t->partitions.a[i];
-    qsort(parts, (size_t)t->partitions.n, sizeof *parts, cmp_partition);
+    qsort(parts, (size_t)nparts, sizeof *parts, cmp_partition);
 
     printf("Topic: %s", name);
     if (!kuuid_is_zero(&t->topic_id)) {
@@ -648,8 +649,8 @@ static int print_topic(struct kc_client *c, const kc_topic_t *t, const char *nam
         uuid_to_string(t->topic_id.b, id);
         printf("\tTopicId: %s", id);
     }
-    printf("\tPartitionCount: %d", t->partitions.n);
-    printf("\tReplicationFactor: %d", t->partitions.n > 0 ? parts[0]->replica_nodes.n : 0);
+    printf("\tPartitionCount: %d", nparts);
+    printf("\tReplicationFactor: %d", nparts > 0 && parts[0]->replica_nodes.n > 0 ? parts[0]->replica_nodes.n : 0);
     if (res) {
         printf("\tConfigs: ");
         int k = 0;
@@ -668,7 +669,7 @@ static int print_topic(struct kc_client *c, const kc_topic_t *t, const char *nam
         }
     }
     printf("\n");
-    for (int32_t i = 0; i < t->partitions.n; i++) {
+    for (int32_t i = 0; i < nparts; i++) {
         const kc_partition_t *p = parts[i];
         printf("\tTopic: %s\tPartition: %d\tLeader: ", name, p->partition_index);
         if (p->leader_id >= 0)

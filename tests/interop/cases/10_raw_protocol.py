@@ -146,8 +146,7 @@ def corrupt_message_bad_crc():
 @S.case
 def invalid_record_count_mismatch():
     recs = [(b"a", b"1", [], TS0), (b"b", b"2", [], TS0)]
-    p = _refused(kwire.build_batch(recs, base_timestamp=TS0, count=3), 87, "count 3 for 2 records")
-    check(p["error_message"] is None or isinstance(p["error_message"], str), "error_message type")
+    _refused(kwire.build_batch(recs, base_timestamp=TS0, count=3), 87, "count 3 for 2 records")
     _refused(kwire.build_batch(recs, base_timestamp=TS0, count=1), 87, "count 1 for 2 records")
 
 

@@ -6,8 +6,9 @@
 //   node admin_platformatic.mjs BOOTSTRAP NUM_PARTITIONS_DEFAULT
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { platformatic, platformaticOptions, runCases, expectError, errorTypes, done, bound } from './lib.mjs'
+import { loadPlatformatic, platformaticOptions, runCases, expectError, errorTypes, done, bound } from './lib.mjs'
 
+const platformatic = await loadPlatformatic()
 const bootstrap = process.argv[2]
 const defaultPartitions = Number(process.argv[3] || 1)
 const [host, port] = [bootstrap.split(':')[0], Number(bootstrap.split(':')[1])]

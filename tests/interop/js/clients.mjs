@@ -15,10 +15,11 @@
 //   plat-fetch          {topic, partition, offset, count, maxBytes}
 //                        Consumer.fetch: a plain Fetch, no group.
 //   plat-offsets        {topic, timestamp?}
-import { b64, unb64, bound, kafkajs, platformatic, readStdinJson, withTimeout, errorTypes, describeError, kafkajsClient, platformaticOptions, jsonReplacer } from './lib.mjs'
+import { b64, unb64, bound, kafkajs, loadPlatformatic, readStdinJson, withTimeout, errorTypes, describeError, kafkajsClient, platformaticOptions, jsonReplacer } from './lib.mjs'
 
 const [op, bootstrap, argsJson] = process.argv.slice(2)
 const args = argsJson ? JSON.parse(argsJson) : {}
+const platformatic = op.startsWith('plat-') ? await loadPlatformatic() : null
 
 function out (obj) {
   process.stdout.write(JSON.stringify(obj, jsonReplacer) + '\n')
@@ -232,8 +233,14 @@ if (!fn) {
 }
 try {
   await withTimeout(fn(), bound(args.limitMs ? args.limitMs + 10000 : 40000), op)
-  setTimeout(() => process.exit(0), 50).unref()
+  exitAfterFlush(0)
 } catch (e) {
   out({ ok: false, error: describeError(e), types: errorTypes(e) })
-  setTimeout(() => process.exit(1), 50).unref()
+  exitAfterFlush(1)
+}
+
+// Exit without waiting for client teardown, but only once stdout (a pipe,
+// written asynchronously) has taken the whole result.
+function exitAfterFlush (code) {
+  process.stdout.write('', () => process.exit(code))
 }

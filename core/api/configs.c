@@ -1,0 +1,862 @@
+/* DescribeConfigs (v0-4), AlterConfigs (v0-2) and IncrementalAlterConfigs
+ * (v0-1) on TOPIC and BROKER resources, answered as a combined KRaft node
+ * of Kafka does: DescribeConfigs by the broker (Kafka's ConfigHelper);
+ * the two alter APIs first preprocessed by the broker (ConfigAdminManager:
+ * duplicates, null values, broker resources validated), then by the
+ * controller (ControllerApis: authorization; ConfigurationControlManager
+ * and ControllerConfigurationValidator: topic names, topic configs,
+ * existence), which persists ConfigRecords.
+ *
+ * Broker configs are changed only through controller_alter_broker_configs,
+ * which applies the change to a copy of the config and swaps b->cfg (see
+ * broker.h); handlers load b->cfg once per request.
+ *
+ * BROKER_LOGGER, GROUP and CLIENT_METRICS resources are not supported:
+ * they get INVALID_REQUEST with the message Kafka gives a resource type
+ * its handler does not take. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handlers.h"
+#include "api/request.h"
+#include "auth/authz.h"
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "proto/gen/alter_configs_request.h"
+#include "proto/gen/alter_configs_response.h"
+#include "proto/gen/describe_configs_request.h"
+#include "proto/gen/describe_configs_response.h"
+#include "proto/gen/incremental_alter_configs_request.h"
+#include "proto/gen/incremental_alter_configs_response.h"
+#include "proto/kerr.h"
+#include "topic_config.h"
+#include "util/hmap.h"
+
+#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
+
+/* Kafka's ConfigResource.Type ids. */
+enum {
+    RES_UNKNOWN = 0,
+    RES_TOPIC = 2,
+    RES_BROKER = 4,
+    RES_BROKER_LOGGER = 8,
+    RES_CLIENT_METRICS = 16,
+    RES_GROUP = 32,
+};
+
+/* Kafka's default messages (Errors.message()), which ApiError(Errors)
+ * and getErrorResponse put in responses. */
+#define MSG_TOPIC_AUTHORIZATION_FAILED "Topic authorization failed."
+#define MSG_CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed."
+#define MSG_GROUP_AUTHORIZATION_FAILED "Group authorization failed."
+#define MSG_INVALID_REQUEST                                                                        \
+    "This most likely occurs because of a request being malformed by the client library or the " \
+    "message was sent to an incompatible broker. See the broker logs for more details."
+
+/* ConfigResource.Type's enum names, as Kafka's messages print them. */
+static const char *resource_type_name(int8_t type)
+{
+    switch (type) {
+    case RES_TOPIC: return "TOPIC";
+    case RES_BROKER: return "BROKER";
+    case RES_BROKER_LOGGER: return "BROKER_LOGGER";
+    case RES_CLIENT_METRICS: return "CLIENT_METRICS";
+    case RES_GROUP: return "GROUP";
+    default: return "UNKNOWN";
+    }
+}
+
+static kstr_t ks(struct arena *a, const char *s) { return s ? kstr_arena(a, s) : KSTR_NULL; }
+
+static kstr_t kfmt(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static kstr_t kfmt(struct arena *a, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return kstr_arena(a, buf);
+}
+
+/* Java's Integer.parseInt (Scala's String.toInt): optional sign, ASCII
+ * digits, within int32. */
+static bool parse_java_int(kstr_t s, int32_t *out)
+{
+    int32_t i = 0;
+    bool neg = false;
+    if (s.len <= 0)
+        return false;
+    if (s.p[0] == '-' || s.p[0] == '+') {
+        neg = s.p[0] == '-';
+        i = 1;
+        if (s.len == 1)
+            return false;
+    }
+    int64_t v = 0;
+    for (; i < s.len; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return false;
+        v = v * 10 + (s.p[i] - '0');
+        if (v > (int64_t)INT32_MAX + 1)
+            return false;
+    }
+    if (neg)
+        v = -v;
+    if (v > INT32_MAX || v < INT32_MIN)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+#define PKSTR(s) (int)((s).len > 0 ? (s).len : 0), ((s).p ? (s).p : "")
+
+/* ------------------------------------------------------------------ */
+/* DescribeConfigs                                                     */
+
+typedef describe_configs_response_describe_configs_result_t dc_result_t;
+typedef describe_configs_response_describe_configs_resource_result_t dc_entry_t;
+typedef describe_configs_request_describe_configs_resource_t dc_resource_t;
+
+struct dc_ctx {
+    struct request *req;
+    const struct samsa_config *cfg;
+    const struct mimage *img;
+    bool synonyms, docs;
+    struct config_entry *e; /* scratch, in the arena: too big for comfort on the stack */
+    bool all;               /* of the resource being answered: every config */
+    struct hmap names;      /* ... else the names asked for */
+};
+
+/* Kafka lists every config when ConfigurationKeys is null or empty, else
+ * the named ones it has (unknown names are left out silently, repeated
+ * ones listed once). */
+static void wanted_init(struct dc_ctx *x, const dc_resource_t *res)
+{
+    hmap_free(&x->names);
+    hmap_init(&x->names);
+    x->all = res->configuration_keys.n <= 0;
+    for (int32_t i = 0; i < res->configuration_keys.n; i++) {
+        kstr_t k = res->configuration_keys.a[i];
+        if (k.len > 0)
+            hmap_put(&x->names, k.p, (size_t)k.len, (void *)1);
+    }
+}
+
+static bool wanted(const struct dc_ctx *x, const char *name)
+{
+    return x->all || (name[0] && hmap_get(&x->names, name, strlen(name)));
+}
+
+static void add_entry(struct dc_ctx *x, dc_result_t *r, const struct config_entry *e)
+{
+    struct arena *a = &x->req->arena;
+    dc_entry_t *o = &r->configs.a[r->configs.n++];
+    o->name = ks(a, e->name);
+    o->value = e->sensitive ? KSTR_NULL : ks(a, e->value);
+    o->read_only = e->read_only;
+    /* v0 only. Kafka's own server leaves it false; older ones (and what v0
+     * clients infer the source from) meant "not set anywhere". */
+    o->is_default = e->source == CONFIG_SOURCE_DEFAULT;
+    o->config_source = (int8_t)e->source;
+    o->is_sensitive = e->sensitive;
+    o->config_type = (int8_t)e->type;
+    o->documentation = x->docs ? ks(a, e->doc) : KSTR_NULL;
+    o->synonyms.n = 0;
+    if (x->synonyms && e->n_synonyms > 0) {
+        o->synonyms.a = describe_configs_response_describe_configs_synonym_new_array(a, (int32_t)e->n_synonyms);
+        for (size_t i = 0; i < e->n_synonyms; i++) {
+            describe_configs_response_describe_configs_synonym_t *s = &o->synonyms.a[o->synonyms.n++];
+            s->name = ks(a, e->synonyms[i].name);
+            s->value = e->sensitive ? KSTR_NULL : ks(a, e->synonyms[i].value);
+            s->source = (int8_t)e->synonyms[i].source;
+        }
+    }
+}
+
+static void dc_error(struct dc_ctx *x, dc_result_t *r, int16_t code, kstr_t msg)
+{
+    (void)x;
+    r->error_code = code;
+    r->error_message = msg;
+    r->configs.n = 0;
+}
+
+static void describe_topic(struct dc_ctx *x, const dc_resource_t *res, dc_result_t *r)
+{
+    struct arena *a = &x->req->arena;
+    char msg[512];
+    int rc = controller_check_topic_name(res->resource_name, msg, sizeof msg);
+    if (rc != 0) {
+        dc_error(x, r, (int16_t)rc, kstr_arena(a, msg));
+        return;
+    }
+    const struct mi_topic *t = mimage_topic(x->img, res->resource_name);
+    if (!t) {
+        /* ConfigHelper answers the code alone, no message. */
+        dc_error(x, r, KERR_UNKNOWN_TOPIC_OR_PARTITION, KSTR_NULL);
+        return;
+    }
+    struct topic_config_kv *kv = arena_alloc(a, (size_t)(t->nconfigs > 0 ? t->nconfigs : 1) * sizeof *kv);
+    for (int32_t i = 0; i < t->nconfigs; i++)
+        kv[i] = (struct topic_config_kv){t->configs[i].key, t->configs[i].value};
+    r->configs.a = describe_configs_response_describe_configs_resource_result_new_array(
+        a, (int32_t)topic_config_defs_count);
+    for (size_t i = 0; i < topic_config_defs_count; i++) {
+        if (!wanted(x, topic_config_defs[i].def.name))
+            continue;
+        topic_config_describe(x->cfg, kv, (size_t)(t->nconfigs > 0 ? t->nconfigs : 0), i, x->e);
+        add_entry(x, r, x->e);
+    }
+}
+
+static void describe_broker(struct dc_ctx *x, const dc_resource_t *res, dc_result_t *r)
+{
+    struct arena *a = &x->req->arena;
+    int32_t node = x->req->broker->node_id, id;
+    bool cluster_default = res->resource_name.len <= 0;
+    if (!cluster_default) {
+        if (!parse_java_int(res->resource_name, &id)) {
+            dc_error(x, r, KERR_INVALID_REQUEST,
+                     kfmt(a, "Broker id must be an integer, but it is: %.*s", PKSTR(res->resource_name)));
+            return;
+        }
+        if (id != node) {
+            dc_error(x, r, KERR_INVALID_REQUEST,
+                     kfmt(a, "Unexpected broker id, expected %d or empty string, but received %.*s", (int)node,
+                          PKSTR(res->resource_name)));
+            return;
+        }
+    }
+    size_t n = config_describe_count(x->cfg);
+    r->configs.a = describe_configs_response_describe_configs_resource_result_new_array(a, (int32_t)n);
+    for (size_t i = 0; i < n; i++) {
+        const char *name, *value;
+        if (i < config_defs_count)
+            name = config_defs[i].name;
+        else
+            config_extra_get(x->cfg, i - config_defs_count, &name, &value);
+        if (wanted(x, name) && config_describe(x->cfg, i, cluster_default, x->e))
+            add_entry(x, r, x->e);
+    }
+}
+
+/* ConfigHelper's BROKER_LOGGER checks of the name; then, as samsa has no
+ * runtime loggers to list, the answer for a type it does not handle. */
+static void describe_broker_logger(struct dc_ctx *x, const dc_resource_t *res, dc_result_t *r)
+{
+    struct arena *a = &x->req->arena;
+    int32_t node = x->req->broker->node_id, id;
+    if (res->resource_name.len <= 0)
+        dc_error(x, r, KERR_INVALID_REQUEST, KSTR_LIT("Broker id must not be empty"));
+    else if (!parse_java_int(res->resource_name, &id))
+        dc_error(x, r, KERR_INVALID_REQUEST,
+                 kfmt(a, "Broker id must be an integer, but it is: %.*s", PKSTR(res->resource_name)));
+    else if (id != node)
+        dc_error(x, r, KERR_INVALID_REQUEST,
+                 kfmt(a, "Unexpected broker id, expected %d but received %.*s", (int)node,
+                      PKSTR(res->resource_name)));
+    else
+        dc_error(x, r, KERR_INVALID_REQUEST, KSTR_LIT("Unsupported resource type: BROKER_LOGGER"));
+}
+
+/* ConfigHelper.handleDescribeConfigsRequest's authorization: the cluster
+ * for broker-wide resources, else the resource itself. */
+static bool describe_allowed(struct request *req, const dc_resource_t *res, int16_t *denied)
+{
+    switch (res->resource_type) {
+    case RES_TOPIC:
+        *denied = KERR_TOPIC_AUTHORIZATION_FAILED;
+        return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_TOPIC, res->resource_name);
+    case RES_GROUP:
+        *denied = KERR_GROUP_AUTHORIZATION_FAILED;
+        return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_GROUP, res->resource_name);
+    default: /* BROKER, BROKER_LOGGER, CLIENT_METRICS */
+        *denied = KERR_CLUSTER_AUTHORIZATION_FAILED;
+        return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME);
+    }
+}
+
+static const char *denied_message(int16_t code)
+{
+    switch (code) {
+    case KERR_TOPIC_AUTHORIZATION_FAILED: return MSG_TOPIC_AUTHORIZATION_FAILED;
+    case KERR_GROUP_AUTHORIZATION_FAILED: return MSG_GROUP_AUTHORIZATION_FAILED;
+    default: return MSG_CLUSTER_AUTHORIZATION_FAILED;
+    }
+}
+
+static bool known_resource_type(int8_t t)
+{
+    return t == RES_TOPIC || t == RES_BROKER || t == RES_BROKER_LOGGER || t == RES_CLIENT_METRICS || t == RES_GROUP;
+}
+
+void api_handle_describe_configs(struct request *req)
+{
+    const describe_configs_request_t *q = req->body;
+    struct arena *a = &req->arena;
+    describe_configs_response_t resp;
+    describe_configs_response_init(&resp);
+    int32_t n = q->resources.n > 0 ? q->resources.n : 0;
+    resp.results.a = describe_configs_response_describe_configs_result_new_array(a, n);
+
+    /* An unknown type makes Kafka's authorization step throw, which fails
+     * the whole request: every resource gets INVALID_REQUEST. */
+    for (int32_t i = 0; i < n; i++) {
+        if (known_resource_type(q->resources.a[i].resource_type))
+            continue;
+        for (int32_t j = 0; j < n; j++) {
+            dc_result_t *r = &resp.results.a[resp.results.n++];
+            r->resource_type = q->resources.a[j].resource_type;
+            r->resource_name = q->resources.a[j].resource_name;
+            r->error_code = KERR_INVALID_REQUEST;
+            r->error_message = KSTR_LIT(MSG_INVALID_REQUEST);
+        }
+        req_respond(req, &resp);
+        return;
+    }
+
+    struct dc_ctx x = {
+        .req = req,
+        .cfg = req->broker->cfg, /* one config for the whole answer */
+        .img = NULL,
+        .synonyms = req->api_version >= 1 && q->include_synonyms,
+        .docs = req->api_version >= 3 && q->include_documentation,
+        .e = arena_alloc(a, sizeof(struct config_entry)),
+    };
+    struct mimage *img = controller_image(req->broker->controller);
+    x.img = img;
+    hmap_init(&x.names);
+
+    /* Kafka answers the authorized resources first, then the others. */
+    int16_t *denied = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *denied);
+    bool *ok = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *ok);
+    for (int32_t i = 0; i < n; i++)
+        ok[i] = describe_allowed(req, &q->resources.a[i], &denied[i]);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < n; i++) {
+            const dc_resource_t *res = &q->resources.a[i];
+            if (ok[i] != (pass == 0))
+                continue;
+            dc_result_t *r = &resp.results.a[resp.results.n++];
+            r->resource_type = res->resource_type;
+            r->resource_name = res->resource_name;
+            r->error_code = KERR_NONE;
+            r->error_message = KSTR_NULL;
+            r->configs.n = 0;
+            if (!ok[i]) {
+                dc_error(&x, r, denied[i], KSTR(denied_message(denied[i])));
+                continue;
+            }
+            wanted_init(&x, res);
+            switch (res->resource_type) {
+            case RES_TOPIC: describe_topic(&x, res, r); break;
+            case RES_BROKER: describe_broker(&x, res, r); break;
+            case RES_BROKER_LOGGER: describe_broker_logger(&x, res, r); break;
+            default:
+                dc_error(&x, r, KERR_INVALID_REQUEST,
+                         kfmt(a, "Unsupported resource type: %s", resource_type_name(res->resource_type)));
+                break;
+            }
+        }
+    }
+    req_respond(req, &resp);
+    hmap_free(&x.names);
+    mimage_release(img);
+}
+
+/* ------------------------------------------------------------------ */
+/* AlterConfigs and IncrementalAlterConfigs                            */
+
+/* One resource of either request, and its answer. */
+struct alt_res {
+    int8_t type;
+    kstr_t name;
+    int32_t n;
+    const kstr_t *keys;
+    const kstr_t *values;
+    const int8_t *ops; /* NULL: legacy AlterConfigs (replace everything) */
+    bool answered;
+    int16_t code;
+    kstr_t msg;
+};
+
+static void answer(struct alt_res *r, int16_t code, kstr_t msg)
+{
+    r->answered = true;
+    r->code = code;
+    r->msg = code ? msg : KSTR_NULL;
+}
+
+static void answer_c(struct request *req, struct alt_res *r, int16_t code, const char *msg)
+{
+    answer(r, code, msg && msg[0] ? kstr_arena(&req->arena, msg) : KSTR_NULL);
+}
+
+static int8_t op_of(const struct alt_res *r, int32_t i) { return r->ops ? r->ops[i] : CONFIG_OP_SET; }
+
+static bool op_known(int8_t op) { return op >= CONFIG_OP_SET && op <= CONFIG_OP_SUBTRACT; }
+
+/* --- topic resources (the controller's part) --- */
+
+/* A topic's overrides as they will be: pairs in insertion order, a
+ * removed one keeping its slot with a NULL value, and an index by key
+ * (a request may name many keys). */
+struct kvset {
+    struct topic_config_kv *kv;
+    size_t n, cap;
+    struct hmap idx; /* key -> slot + 1 */
+};
+
+static void kvset_init(struct kvset *s, struct arena *a, size_t cap)
+{
+    s->kv = arena_alloc(a, (cap ? cap : 1) * sizeof *s->kv);
+    s->n = 0;
+    s->cap = cap ? cap : 1;
+    hmap_init(&s->idx);
+}
+
+static const char *kvset_get(const struct kvset *s, const char *key)
+{
+    uintptr_t i = (uintptr_t)hmap_get(&s->idx, key, strlen(key) + 1);
+    return i ? s->kv[i - 1].value : NULL;
+}
+
+/* Sets key to value, or removes it (value NULL). Strings are the caller's. */
+static void kvset_put(struct kvset *s, const char *key, const char *value)
+{
+    uintptr_t i = (uintptr_t)hmap_get(&s->idx, key, strlen(key) + 1);
+    if (i) {
+        s->kv[i - 1].value = value;
+        return;
+    }
+    if (!value || s->n == s->cap)
+        return; /* nothing to remove; cap is sized by the caller */
+    s->kv[s->n++] = (struct topic_config_kv){key, value};
+    hmap_put(&s->idx, key, strlen(key) + 1, (void *)(uintptr_t)s->n);
+}
+
+/* The pairs present, as topic_config_validate_all takes them. */
+static size_t kvset_pairs(const struct kvset *s, struct arena *a, struct topic_config_kv **out)
+{
+    struct topic_config_kv *kv = arena_alloc(a, (s->n ? s->n : 1) * sizeof *kv);
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->kv[i].value)
+            kv[n++] = s->kv[i];
+    *out = kv;
+    return n;
+}
+
+/* Java's String.split(","): pieces, trailing empty ones dropped (all of
+ * them for a string of commas), the whole string when there is no comma. */
+static size_t java_split(struct arena *a, const char *s, char ***out)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    char **v = arena_alloc(a, cap * sizeof *v);
+    size_t n = 0;
+    const char *start = s;
+    for (const char *p = s;; p++) {
+        if (*p == ',' || !*p) {
+            v[n++] = arena_strndup(a, start, (size_t)(p - start));
+            if (!*p)
+                break;
+            start = p + 1;
+        }
+    }
+    if (cap > 1)
+        while (n > 0 && !v[n - 1][0])
+            n--;
+    *out = v;
+    return n;
+}
+
+/* ConfigurationControlManager's APPEND / SUBTRACT on a topic list config:
+ * the current override, else the topic default, split on ',' without
+ * empty parts; APPEND adds values not present, SUBTRACT removes the first
+ * occurrence of each; joined by ','. */
+static const char *topic_list_op(struct arena *a, const char *current, int8_t op, const char *value)
+{
+    char **cur, **vals;
+    size_t ncur = current ? java_split(a, current, &cur) : 0;
+    size_t nval = java_split(a, value, &vals);
+    char **list = arena_alloc(a, (ncur + nval + 1) * sizeof *list);
+    size_t n = 0;
+    for (size_t i = 0; i < ncur; i++)
+        if (cur[i][0])
+            list[n++] = cur[i];
+    for (size_t k = 0; k < nval; k++) {
+        size_t i;
+        for (i = 0; i < n; i++)
+            if (strcmp(list[i], vals[k]) == 0)
+                break;
+        if (op == CONFIG_OP_APPEND && i == n)
+            list[n++] = vals[k];
+        else if (op == CONFIG_OP_SUBTRACT && i < n) {
+            memmove(&list[i], &list[i + 1], (n - i - 1) * sizeof *list);
+            n--;
+        }
+    }
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(list[i]) + 1;
+    char *out = arena_alloc(a, len), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *p++ = ',';
+        size_t l = strlen(list[i]);
+        memcpy(p, list[i], l);
+        p += l;
+    }
+    *p = 0;
+    return out;
+}
+
+static void alter_topic(struct request *req, const struct samsa_config *cfg, struct alt_res *r,
+                        bool validate_only)
+{
+    struct arena *a = &req->arena;
+    char msg[1024];
+    /* ControllerConfigurationValidator.validateTopicName. */
+    if (r->name.len <= 0) {
+        answer(r, KERR_INVALID_REQUEST, KSTR_LIT("Default topic resources are not allowed."));
+        return;
+    }
+    int rc = controller_check_topic_name(r->name, msg, sizeof msg);
+    if (rc != 0) {
+        answer_c(req, r, (int16_t)rc, msg);
+        return;
+    }
+    /* The current overrides (cur), copied: the image is not kept. */
+    struct mimage *img = controller_image(req->broker->controller);
+    const struct mi_topic *t = mimage_topic(img, r->name);
+    size_t ncur = t ? (size_t)t->nconfigs : 0;
+    bool exists = t != NULL;
+    struct kvset cur, next;
+    kvset_init(&cur, a, ncur);
+    kvset_init(&next, a, ncur + (size_t)r->n);
+    for (size_t i = 0; i < ncur; i++) {
+        const char *k = arena_strndup(a, t->configs[i].key, strlen(t->configs[i].key));
+        const char *v = arena_strndup(a, t->configs[i].value, strlen(t->configs[i].value));
+        kvset_put(&cur, k, v);
+        if (r->ops) /* the legacy API starts from nothing */
+            kvset_put(&next, k, v);
+    }
+    mimage_release(img);
+
+    /* ConfigurationControlManager: each key's new value. */
+    for (int32_t i = 0; i < r->n; i++) {
+        const char *key = kstr_dup(a, r->keys[i]);
+        int8_t op = op_of(r, i);
+        const char *value = r->values[i].len >= 0 ? kstr_dup(a, r->values[i]) : NULL;
+        if (!op_known(op)) {
+            /* Kafka's controller fails the whole request on this (a null
+             * OpType); refusing the one resource is kinder. */
+            answer(r, KERR_INVALID_REQUEST, kfmt(a, "Unknown operations type %d", (int)op));
+            goto out;
+        }
+        if (op == CONFIG_OP_DELETE) {
+            kvset_put(&next, key, NULL);
+        } else if (op == CONFIG_OP_SET) {
+            kvset_put(&next, key, value);
+        } else {
+            const struct topic_config_def *d = topic_config_def_find(key);
+            if (!d || d->def.type != CONFIG_TYPE_LIST) {
+                answer(r, KERR_INVALID_CONFIG,
+                       kfmt(a, "Can't %s to key %s because its type is not LIST.",
+                            op == CONFIG_OP_APPEND ? "APPEND" : "SUBTRACT", key));
+                goto out;
+            }
+            const char *base = kvset_get(&cur, key);
+            kvset_put(&next, key, topic_list_op(a, base ? base : d->def.dflt, op, value));
+        }
+    }
+    /* Records only for keys whose value changes (the legacy API also
+     * removes every override it does not name). */
+    kstr_t *keys = arena_alloc(a, (cur.n + next.n + 1) * sizeof *keys);
+    kstr_t *vals = arena_alloc(a, (cur.n + next.n + 1) * sizeof *vals);
+    int32_t nch = 0;
+    for (size_t i = 0; i < next.n; i++) {
+        const char *now = next.kv[i].value, *old = kvset_get(&cur, next.kv[i].key);
+        if (now && (!old || strcmp(old, now) != 0)) {
+            keys[nch] = KSTR(next.kv[i].key);
+            vals[nch++] = KSTR(now);
+        }
+    }
+    for (size_t i = 0; i < cur.n; i++)
+        if (!kvset_get(&next, cur.kv[i].key)) {
+            keys[nch] = KSTR(cur.kv[i].key);
+            vals[nch++] = KSTR_NULL;
+        }
+
+    /* validateAlterConfig: the configs first, then whether the topic is
+     * there (so a bad config on a missing topic is INVALID_CONFIG). */
+    struct topic_config_kv *kv;
+    size_t nkv = kvset_pairs(&next, a, &kv);
+    if (topic_config_validate_all(cfg, kv, nkv, msg, sizeof msg) != 0) {
+        answer_c(req, r, KERR_INVALID_CONFIG, msg);
+        goto out;
+    }
+    if (!exists) {
+        answer(r, KERR_UNKNOWN_TOPIC_OR_PARTITION, kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
+        goto out;
+    }
+    if (validate_only) {
+        answer(r, KERR_NONE, KSTR_NULL);
+        goto out;
+    }
+    rc = controller_alter_configs(req->broker->controller, CONTROLLER_RESOURCE_TOPIC, r->name, nch, keys, vals,
+                                  false, msg, sizeof msg);
+    if (rc == KERR_UNKNOWN_TOPIC_OR_PARTITION && !msg[0]) /* deleted meanwhile */
+        answer(r, (int16_t)rc, kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
+    else
+        answer_c(req, r, (int16_t)rc, msg);
+out:
+    hmap_free(&cur.idx);
+    hmap_free(&next.idx);
+}
+
+/* --- broker resources --- */
+
+/* The changes of a BROKER resource as config_alter_broker takes them. */
+static struct config_alter *broker_changes(struct request *req, const struct alt_res *r)
+{
+    struct config_alter *ch = arena_alloc(&req->arena, (size_t)(r->n + 1) * sizeof *ch);
+    for (int32_t i = 0; i < r->n; i++) {
+        ch[i].name = kstr_dup(&req->arena, r->keys[i]);
+        ch[i].op = (enum config_op)op_of(r, i);
+        ch[i].value = r->values[i].len >= 0 ? kstr_dup(&req->arena, r->values[i]) : NULL;
+    }
+    return ch;
+}
+
+/* ConfigAdminManager.preprocess for a BROKER resource: the name must be
+ * "" or this node's id, the operations known, and the change valid
+ * (checked against the current config, nothing applied). */
+static bool preprocess_broker(struct request *req, struct alt_res *r)
+{
+    struct arena *a = &req->arena;
+    int32_t node = req->broker->node_id, id;
+    if (r->name.len > 0) {
+        if (!parse_java_int(r->name, &id)) {
+            answer(r, KERR_INVALID_REQUEST, kfmt(a, "Node id must be an integer, but it is: %.*s", PKSTR(r->name)));
+            return false;
+        }
+        if (id != node) {
+            answer(r, KERR_INVALID_REQUEST,
+                   kfmt(a, "Unexpected broker id, expected %d, but received %.*s", (int)node, PKSTR(r->name)));
+            return false;
+        }
+    }
+    for (int32_t i = 0; i < r->n; i++)
+        if (!op_known(op_of(r, i))) {
+            answer(r, KERR_INVALID_REQUEST, kfmt(a, "Unknown operations type %d", (int)op_of(r, i)));
+            return false;
+        }
+    char msg[1024];
+    int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
+                                             broker_changes(req, r), (size_t)r->n, true, msg, sizeof msg);
+    if (rc != 0) {
+        answer_c(req, r, (int16_t)rc, msg);
+        return false;
+    }
+    return true;
+}
+
+static void alter_broker(struct request *req, struct alt_res *r, bool validate_only)
+{
+    if (validate_only) { /* checked in full by preprocess_broker */
+        answer(r, KERR_NONE, KSTR_NULL);
+        return;
+    }
+    char msg[1024];
+    int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
+                                             broker_changes(req, r), (size_t)r->n, false, msg, sizeof msg);
+    answer_c(req, r, (int16_t)rc, msg);
+}
+
+/* --- both APIs --- */
+
+static char *resource_key(struct arena *a, const struct alt_res *r, size_t *klen)
+{
+    size_t n = (size_t)(r->name.len > 0 ? r->name.len : 0);
+    char *k = arena_alloc(a, n + 1);
+    k[0] = (char)r->type;
+    if (n)
+        memcpy(k + 1, r->name.p, n);
+    *klen = n + 1;
+    return k;
+}
+
+static bool has_duplicate_keys(struct arena *a, const struct alt_res *r)
+{
+    struct hmap seen;
+    hmap_init(&seen);
+    bool dup = false;
+    for (int32_t i = 0; i < r->n && !dup; i++) {
+        /* A leading byte keeps "" a valid key and null apart from it. */
+        size_t n = (size_t)(r->keys[i].len > 0 ? r->keys[i].len : 0);
+        char *k = arena_alloc(a, n + 1);
+        k[0] = r->keys[i].len < 0 ? 'n' : 's';
+        if (n)
+            memcpy(k + 1, r->keys[i].p, n);
+        dup = hmap_put(&seen, k, n + 1, (void *)1) != NULL;
+    }
+    hmap_free(&seen);
+    return dup;
+}
+
+/* Both alter APIs: ConfigAdminManager.preprocess, then ControllerApis
+ * (authorization) and the controller. Every resource ends answered. */
+static void alter_resources(struct request *req, struct alt_res *res, int32_t n, bool validate_only)
+{
+    struct arena *a = &req->arena;
+
+    /* Each resource at most once: all copies of a repeated one fail. */
+    struct hmap seen;
+    hmap_init(&seen);
+    for (int32_t i = 0; i < n; i++) {
+        size_t kl;
+        char *k = resource_key(a, &res[i], &kl);
+        hmap_put(&seen, k, kl, (void *)((intptr_t)hmap_get(&seen, k, kl) + 1));
+    }
+    for (int32_t i = 0; i < n; i++) {
+        size_t kl;
+        char *k = resource_key(a, &res[i], &kl);
+        if ((intptr_t)hmap_get(&seen, k, kl) > 1)
+            answer(&res[i], KERR_INVALID_REQUEST, KSTR_LIT("Each resource must appear at most once."));
+    }
+    hmap_free(&seen);
+
+    for (int32_t i = 0; i < n; i++) {
+        struct alt_res *r = &res[i];
+        if (r->answered)
+            continue;
+        if (has_duplicate_keys(a, r)) {
+            answer(r, KERR_INVALID_REQUEST, KSTR_LIT("Error due to duplicate config keys"));
+            continue;
+        }
+        /* "Null value not supported for : a, b" (sic: Kafka's wording). */
+        size_t nl = 0;
+        for (int32_t j = 0; j < r->n; j++)
+            if (r->values[j].len < 0 && op_of(r, j) != CONFIG_OP_DELETE)
+                nl += (size_t)(r->keys[j].len > 0 ? r->keys[j].len : 0) + 2;
+        if (nl) {
+            char *m = arena_alloc(a, nl + 64), *p = m;
+            p += sprintf(p, "Null value not supported for : ");
+            bool first = true;
+            for (int32_t j = 0; j < r->n; j++)
+                if (r->values[j].len < 0 && op_of(r, j) != CONFIG_OP_DELETE) {
+                    p += sprintf(p, "%s%.*s", first ? "" : ", ", PKSTR(r->keys[j]));
+                    first = false;
+                }
+            answer(r, KERR_INVALID_REQUEST, KSTR(m));
+            continue;
+        }
+        if (r->type == RES_BROKER)
+            (void)preprocess_broker(req, r);
+        else if (r->type != RES_TOPIC)
+            answer(r, KERR_INVALID_REQUEST, kfmt(a, "Unknown resource type %d", (int)r->type));
+    }
+
+    /* The controller's part: authorization, then the change. */
+    for (int32_t i = 0; i < n; i++) {
+        struct alt_res *r = &res[i];
+        if (r->answered)
+            continue;
+        if (r->type == RES_TOPIC) {
+            if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_TOPIC, r->name))
+                answer(r, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
+            else
+                alter_topic(req, req->broker->cfg, r, validate_only); /* as changed by earlier resources */
+        } else {
+            if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME))
+                answer(r, KERR_CLUSTER_AUTHORIZATION_FAILED, KSTR_LIT(MSG_CLUSTER_AUTHORIZATION_FAILED));
+            else
+                alter_broker(req, r, validate_only);
+        }
+    }
+}
+
+void api_handle_alter_configs(struct request *req)
+{
+    const alter_configs_request_t *q = req->body;
+    struct arena *a = &req->arena;
+    int32_t n = q->resources.n > 0 ? q->resources.n : 0;
+    struct alt_res *res = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *res);
+    for (int32_t i = 0; i < n; i++) {
+        const alter_configs_request_alter_configs_resource_t *x = &q->resources.a[i];
+        struct alt_res *r = &res[i];
+        r->type = x->resource_type;
+        r->name = x->resource_name;
+        r->n = x->configs.n > 0 ? x->configs.n : 0;
+        kstr_t *keys = arena_alloc(a, (size_t)(r->n + 1) * sizeof *keys);
+        kstr_t *vals = arena_alloc(a, (size_t)(r->n + 1) * sizeof *vals);
+        for (int32_t j = 0; j < r->n; j++) {
+            keys[j] = x->configs.a[j].name;
+            vals[j] = x->configs.a[j].value;
+        }
+        r->keys = keys;
+        r->values = vals;
+        r->ops = NULL;
+    }
+    alter_resources(req, res, n, q->validate_only);
+
+    alter_configs_response_t resp;
+    alter_configs_response_init(&resp);
+    resp.responses.a = alter_configs_response_alter_configs_resource_response_new_array(a, n);
+    resp.responses.n = n;
+    for (int32_t i = 0; i < n; i++) {
+        alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
+        o->error_code = res[i].code;
+        o->error_message = res[i].msg;
+        o->resource_type = res[i].type;
+        o->resource_name = res[i].name;
+    }
+    req_respond(req, &resp);
+}
+
+void api_handle_incremental_alter_configs(struct request *req)
+{
+    const incremental_alter_configs_request_t *q = req->body;
+    struct arena *a = &req->arena;
+    int32_t n = q->resources.n > 0 ? q->resources.n : 0;
+    struct alt_res *res = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *res);
+    for (int32_t i = 0; i < n; i++) {
+        const incremental_alter_configs_request_alter_configs_resource_t *x = &q->resources.a[i];
+        struct alt_res *r = &res[i];
+        r->type = x->resource_type;
+        r->name = x->resource_name;
+        r->n = x->configs.n > 0 ? x->configs.n : 0;
+        kstr_t *keys = arena_alloc(a, (size_t)(r->n + 1) * sizeof *keys);
+        kstr_t *vals = arena_alloc(a, (size_t)(r->n + 1) * sizeof *vals);
+        int8_t *ops = arena_alloc(a, (size_t)(r->n + 1) * sizeof *ops);
+        for (int32_t j = 0; j < r->n; j++) {
+            keys[j] = x->configs.a[j].name;
+            vals[j] = x->configs.a[j].value;
+            ops[j] = x->configs.a[j].config_operation;
+        }
+        r->keys = keys;
+        r->values = vals;
+        r->ops = ops;
+    }
+    alter_resources(req, res, n, q->validate_only);
+
+    incremental_alter_configs_response_t resp;
+    incremental_alter_configs_response_init(&resp);
+    resp.responses.a = incremental_alter_configs_response_alter_configs_resource_response_new_array(a, n);
+    resp.responses.n = n;
+    for (int32_t i = 0; i < n; i++) {
+        incremental_alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
+        o->error_code = res[i].code;
+        o->error_message = res[i].msg;
+        o->resource_type = res[i].type;
+        o->resource_name = res[i].name;
+    }
+    req_respond(req, &resp);
+}
