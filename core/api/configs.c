@@ -167,7 +167,8 @@ static void add_entry(struct dc_ctx *x, dc_result_t *r, const struct config_entr
     o->documentation = x->docs ? ks(a, e->doc) : KSTR_NULL;
     o->synonyms.n = 0;
     if (x->synonyms && e->n_synonyms > 0) {
-        o->synonyms.a = describe_configs_response_describe_configs_synonym_new_array(a, (int32_t)e->n_synonyms);
+        o->synonyms.a =
+            describe_configs_response_describe_configs_synonym_new_array(a, (int32_t)e->n_synonyms);
         for (size_t i = 0; i < e->n_synonyms; i++) {
             describe_configs_response_describe_configs_synonym_t *s = &o->synonyms.a[o->synonyms.n++];
             s->name = ks(a, e->synonyms[i].name);
@@ -226,8 +227,8 @@ static void describe_broker(struct dc_ctx *x, const dc_resource_t *res, dc_resul
         }
         if (id != node) {
             dc_error(x, r, KERR_INVALID_REQUEST,
-                     kfmt(a, "Unexpected broker id, expected %d or empty string, but received %.*s", (int)node,
-                          PKSTR(res->resource_name)));
+                     kfmt(a, "Unexpected broker id, expected %d or empty string, but received %.*s",
+                          (int)node, PKSTR(res->resource_name)));
             return;
         }
     }
@@ -291,7 +292,8 @@ static const char *denied_message(int16_t code)
 
 static bool known_resource_type(int8_t t)
 {
-    return t == RES_TOPIC || t == RES_BROKER || t == RES_BROKER_LOGGER || t == RES_CLIENT_METRICS || t == RES_GROUP;
+    return t == RES_TOPIC || t == RES_BROKER || t == RES_BROKER_LOGGER || t == RES_CLIENT_METRICS ||
+           t == RES_GROUP;
 }
 
 void api_handle_describe_configs(struct request *req)
@@ -603,15 +605,16 @@ static void alter_topic(struct request *req, const struct samsa_config *cfg, str
         goto out;
     }
     if (!exists) {
-        answer(r, KERR_UNKNOWN_TOPIC_OR_PARTITION, kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
+        answer(r, KERR_UNKNOWN_TOPIC_OR_PARTITION,
+               kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
         goto out;
     }
     if (validate_only) {
         answer(r, KERR_NONE, KSTR_NULL);
         goto out;
     }
-    rc = controller_alter_configs(req->broker->controller, CONTROLLER_RESOURCE_TOPIC, r->name, nch, keys, vals,
-                                  false, msg, sizeof msg);
+    rc = controller_alter_configs(req->broker->controller, CONTROLLER_RESOURCE_TOPIC, r->name, nch, keys,
+                                  vals, false, msg, sizeof msg);
     if (rc == KERR_UNKNOWN_TOPIC_OR_PARTITION && !msg[0]) /* deleted meanwhile */
         answer(r, (int16_t)rc, kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
     else
@@ -644,12 +647,14 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
     int32_t node = req->broker->node_id, id;
     if (r->name.len > 0) {
         if (!parse_java_int(r->name, &id)) {
-            answer(r, KERR_INVALID_REQUEST, kfmt(a, "Node id must be an integer, but it is: %.*s", PKSTR(r->name)));
+            answer(r, KERR_INVALID_REQUEST,
+                   kfmt(a, "Node id must be an integer, but it is: %.*s", PKSTR(r->name)));
             return false;
         }
         if (id != node) {
             answer(r, KERR_INVALID_REQUEST,
-                   kfmt(a, "Unexpected broker id, expected %d, but received %.*s", (int)node, PKSTR(r->name)));
+                   kfmt(a, "Unexpected broker id, expected %d, but received %.*s", (int)node,
+                        PKSTR(r->name)));
             return false;
         }
     }

@@ -21,6 +21,7 @@
 #include "proto/kerr.h"
 #include "topic_config.h"
 #include "util/hmap.h"
+#include "util/slog.h"
 
 #define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 
@@ -32,6 +33,22 @@
 
 /* An error message for the response: null when the controller gave none
  * (Kafka's ApiError.fromThrowable drops default messages). */
+
+/* Copies a client-supplied name for a log line: printable ASCII as is,
+ * anything else as \xNN, truncated to fit. */
+static void escape_name(kstr_t n, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (int32_t i = 0; i < n.len && o + 5 < outlen; i++) {
+        unsigned char c = (unsigned char)n.p[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+            out[o++] = (char)c;
+        else
+            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
+    }
+    out[o] = 0;
+}
+
 static kstr_t msg_or_null(struct request *req, const char *msg)
 {
     return msg[0] ? kstr_arena(&req->arena, msg) : KSTR_NULL;
@@ -223,6 +240,19 @@ void api_handle_create_topics(struct request *req)
         }
     }
     hmap_free(&seen.m);
+    /* One line per refused topic, as Kafka's controller logs its
+     * CreateTopics results: a client's bad input is visible to the
+     * operator. Names are escaped (they may hold any byte). */
+    for (int32_t i = 0; i < resp.topics.n; i++) {
+        const create_topics_response_creatable_topic_result_t *r = &resp.topics.a[i];
+        if (!r->error_code || r->error_code == KERR_TOPIC_ALREADY_EXISTS)
+            continue;
+        char name[128];
+        escape_name(r->name, name, sizeof name);
+        slog_info("CreateTopics from %s: topic '%s' refused: %s%s%.*s", req_peer(req), name,
+                  kerr_name(r->error_code), r->error_message.len > 0 ? ": " : "",
+                  r->error_message.len > 0 ? r->error_message.len : 0, r->error_message.p);
+    }
     req_respond(req, &resp);
 }
 

@@ -172,9 +172,11 @@ static void test_refused_and_validate_only_change_nothing(void **state)
     assert_ptr_equal(f->b.cfg, before);
     assert_int_equal(topic_retention(f, "t"), 604800000);
 
-    assert_int_equal(alter1(f, true, false, CONFIG_OP_SET, "num.partitions", "3", false), KERR_INVALID_REQUEST);
+    assert_int_equal(alter1(f, true, false, CONFIG_OP_SET, "num.partitions", "3", false),
+                     KERR_INVALID_REQUEST);
     assert_string_equal(f->msg, "Cannot update these configs dynamically: Set(num.partitions)");
-    assert_int_equal(alter1(f, false, false, CONFIG_OP_APPEND, "log.retention.ms", "1", false), KERR_INVALID_CONFIG);
+    assert_int_equal(alter1(f, false, false, CONFIG_OP_APPEND, "log.retention.ms", "1", false),
+                     KERR_INVALID_CONFIG);
     assert_string_equal(f->msg, "Config value append is not allowed for config key: log.retention.ms");
     assert_int_equal(alter1(f, false, false, CONFIG_OP_SET, "message.max.bytes", "-1", false),
                      KERR_INVALID_REQUEST);
@@ -189,7 +191,8 @@ static void test_legacy_replaces_the_layer(void **state)
     struct fx *f = *state;
     struct config_alter two[] = {{"log.retention.ms", CONFIG_OP_SET, "60000"},
                                  {"message.max.bytes", CONFIG_OP_SET, "2000"}};
-    assert_int_equal(controller_alter_broker_configs(f->c, true, false, two, 2, false, f->msg, sizeof f->msg), 0);
+    assert_int_equal(controller_alter_broker_configs(f->c, true, false, two, 2, false, f->msg, sizeof f->msg),
+                     0);
     assert_int_equal(alter1(f, true, true, CONFIG_OP_SET, "log.cleaner.threads", "2", false), 0);
     char buf[64];
     assert_null(layer(f, true, "log.retention.ms", buf, sizeof buf));
@@ -198,7 +201,8 @@ static void test_legacy_replaces_the_layer(void **state)
     assert_int_equal(f->b.cfg->message_max_bytes, 1048588);
     assert_int_equal(f->b.cfg->log_cleaner_threads, 2);
     /* an empty legacy change clears it */
-    assert_int_equal(controller_alter_broker_configs(f->c, true, true, NULL, 0, false, f->msg, sizeof f->msg), 0);
+    assert_int_equal(controller_alter_broker_configs(f->c, true, true, NULL, 0, false, f->msg, sizeof f->msg),
+                     0);
     assert_null(layer(f, true, "log.cleaner.threads", buf, sizeof buf));
     assert_int_equal(f->b.cfg->log_cleaner_threads, 1);
 }
