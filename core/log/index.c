@@ -169,9 +169,9 @@ void oidx_truncate_to(struct offset_index *x, int64_t offset)
         x->f.n--;
 }
 
-size_t oidx_valid_prefix(const struct offset_index *x, int64_t log_size)
+size_t oidx_valid_prefix(const struct offset_index *x, size_t n, int64_t log_size)
 {
-    size_t cap = idxf_capacity(&x->f);
+    size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
     int64_t prev_rel = -1, prev_pos = -1;
     size_t i = 0;
     for (; i < cap; i++) {
@@ -232,9 +232,9 @@ void tidx_truncate_to(struct time_index *x, int64_t offset)
         x->f.n--;
 }
 
-size_t tidx_valid_prefix(const struct time_index *x, int64_t next_offset)
+size_t tidx_valid_prefix(const struct time_index *x, size_t n, int64_t next_offset)
 {
-    size_t cap = idxf_capacity(&x->f);
+    size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
     int64_t prev_ts = INT64_MIN, prev_off = INT64_MIN;
     size_t i = 0;
     for (; i < cap; i++) {

@@ -92,11 +92,11 @@ struct offset_position oidx_lookup(const struct offset_index *x, int64_t target)
 struct offset_position oidx_lookup_position(const struct offset_index *x, int64_t pos);
 /* Drops entries with offset >= offset (truncation). */
 void oidx_truncate_to(struct offset_index *x, int64_t offset);
-/* How many leading entries of the file (all capacity slots, as after an
- * unclean shutdown) form a valid index for a log of log_size bytes:
- * offsets and positions strictly increasing, positions below log_size.
- * A preallocated tail of zeros ends the run. */
-size_t oidx_valid_prefix(const struct offset_index *x, int64_t log_size);
+/* How many of the first n slots of the file (n may exceed the entries in
+ * use: a file's whole capacity is checked at open) form a valid index
+ * for a log of log_size bytes: offsets and positions strictly
+ * increasing, positions below log_size. A tail of zeros ends the run. */
+size_t oidx_valid_prefix(const struct offset_index *x, size_t n, int64_t log_size);
 
 /* ---- time index ---- */
 
@@ -119,8 +119,9 @@ void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset);
 struct timestamp_offset tidx_lookup(const struct time_index *x, int64_t target);
 /* Drops entries with offset >= offset (truncation). */
 void tidx_truncate_to(struct time_index *x, int64_t offset);
-/* Leading entries with timestamps and offsets strictly increasing and
- * offsets below next_offset (the segment's end). */
-size_t tidx_valid_prefix(const struct time_index *x, int64_t next_offset);
+/* How many of the first n slots hold entries with timestamps strictly
+ * increasing, offsets not decreasing and below next_offset (the
+ * segment's end). */
+size_t tidx_valid_prefix(const struct time_index *x, size_t n, int64_t next_offset);
 
 #endif

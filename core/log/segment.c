@@ -303,7 +303,7 @@ static const char *state_from_indexes(struct segment *s, int64_t file_size, int6
         return why;
     if (s->oidx.f.n && first)
         return "the last offset index entry points past the end of the log";
-    if (tidx_valid_prefix(&s->tidx, s->next_offset) != s->tidx.f.n)
+    if (tidx_valid_prefix(&s->tidx, s->tidx.f.n, s->next_offset) != s->tidx.f.n)
         return "time index entries out of order or past the log";
     if (s->tidx.f.n && s->max_timestamp < tlast.timestamp)
         return "time index ahead of the log";
@@ -329,7 +329,7 @@ static const char *trust_indexes(struct segment *s, int64_t file_size, int64_t n
     if (s->oidx.f.map_len % OIDX_ENTRY_SIZE || s->tidx.f.map_len % TIDX_ENTRY_SIZE)
         return "index file length not a multiple of its entry size";
     size_t no = idxf_capacity(&s->oidx.f), nt = idxf_capacity(&s->tidx.f);
-    if (oidx_valid_prefix(&s->oidx, file_size) != no)
+    if (oidx_valid_prefix(&s->oidx, no, file_size) != no)
         return "offset index entries out of order or past the log";
     s->oidx.f.n = no;
     s->tidx.f.n = nt;

@@ -1,0 +1,134 @@
+"""Fetch sessions (KIP-227) as the Java consumer drives them, on raw Fetch
+v7 frames: a full fetch opens a session, incremental fetches carry only
+changes both ways, epochs are checked, forgotten partitions drop out, and
+epoch -1 closes the session. None of the Debian/npm clients here uses
+sessions, so the protocol is exercised by hand."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Server, Suite, check, eq, bound, ck_create_topic  # noqa: E402
+import kwire  # noqa: E402
+
+S = Suite("fetch_sessions")
+srv = None
+TOPIC = "sess-t"
+INVALID_FETCH_SESSION_EPOCH = 71
+FETCH_SESSION_ID_NOT_FOUND = 70
+
+
+def setup():
+    global srv
+    srv = Server()
+    ck_create_topic(srv.bootstrap, TOPIC, partitions=2)
+
+
+def conn():
+    return kwire.Conn(srv.port, timeout=bound(10))
+
+
+def produce(c, partition, n, tag):
+    recs = [(b"k", b"%s-%d" % (tag, i), []) for i in range(n)]
+    res = kwire.produce(c, TOPIC, partition, kwire.build_batch(recs))
+    eq(res["error_code"], 0, "produce to partition %d" % partition)
+
+
+def fetch_v7(c, session_id, epoch, parts, forgotten=()):
+    """parts: [(partition, offset)]; forgotten: [partition]. Returns
+    (error_code, session_id, {partition: (error, hw, values)})."""
+    w = kwire.W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
+    topics = [TOPIC] if parts else []
+    w.array(topics, lambda w, t: w.string(t).array(
+        parts, lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
+    ftopics = [TOPIC] if forgotten else []
+    w.array(ftopics, lambda w, t: w.string(t).array(list(forgotten), lambda w, p: w.i32(p)))
+    r = c.request(kwire.FETCH, 7, w.bytes())
+    r.i32()  # throttle
+    err = r.i16()
+    sid = r.i32()
+
+    def part(r):
+        p = r.i32()
+        e = r.i16()
+        hw = r.i64()
+        r.i64()  # lso
+        r.i64()  # log start
+        r.array(lambda r: (r.i64(), r.i64()))
+        data = r.bytes_() or b""
+        values = [rec["value"] for rec in kwire.parse_batches(data)]
+        return p, (e, hw, values)
+
+    out = {}
+    for name, ps in r.array(lambda r: (r.string(), r.array(part))) or []:
+        eq(name, TOPIC, "topic in the answer")
+        out.update(dict(ps))
+    return err, sid, out
+
+
+@S.case
+def session_lifecycle():
+    c = conn()
+    try:
+        produce(c, 0, 3, b"a")
+        produce(c, 1, 2, b"b")
+        # Full fetch with epoch 0 opens a session and answers everything.
+        err, sid, parts = fetch_v7(c, 0, 0, [(0, 0), (1, 0)])
+        eq(err, 0, "full fetch error")
+        check(sid > 0, "a new session id (got %d)" % sid)
+        eq(sorted(parts), [0, 1], "full fetch answers both partitions")
+        eq(parts[0], (0, 3, [b"a-0", b"a-1", b"a-2"]), "partition 0 in the full fetch")
+        eq(parts[1], (0, 2, [b"b-0", b"b-1"]), "partition 1 in the full fetch")
+
+        # Incremental, epoch 1: the client moves its offsets; nothing new,
+        # nothing changed: an empty answer.
+        err, sid1, parts = fetch_v7(c, sid, 1, [(0, 3), (1, 2)])
+        eq((err, sid1), (0, sid), "incremental fetch keeps the session")
+        eq(parts, {}, "no partition has news")
+
+        # New data on partition 1 only: the answer lists only it, although
+        # the request names no partition at all.
+        produce(c, 1, 1, b"c")
+        err, _, parts = fetch_v7(c, sid, 2, [])
+        eq(err, 0, "incremental fetch error")
+        eq(parts, {1: (0, 3, [b"c-0"])}, "only partition 1, with the new record")
+
+        # A wrong epoch is refused and changes nothing.
+        err, esid, parts = fetch_v7(c, sid, 7, [])
+        eq(err, INVALID_FETCH_SESSION_EPOCH, "wrong epoch (INVALID_FETCH_SESSION_EPOCH)")
+        eq(parts, {}, "no partitions with a top-level error")
+        # An unknown session is refused.
+        err, _, _ = fetch_v7(c, 987654, 1, [])
+        eq(err, FETCH_SESSION_ID_NOT_FOUND, "unknown session (FETCH_SESSION_ID_NOT_FOUND)")
+
+        # Epoch 3 (the refused request did not advance it): forget
+        # partition 0 and move partition 1 past the new record.
+        err, _, parts = fetch_v7(c, sid, 3, [(1, 3)], forgotten=[0])
+        eq((err, parts), (0, {}), "forgetting partition 0")
+        produce(c, 0, 1, b"d")
+        err, _, parts = fetch_v7(c, sid, 4, [])
+        eq((err, parts), (0, {}), "a forgotten partition's news is not sent")
+
+        # Epoch -1 closes the session: a sessionless full fetch.
+        err, sid_closed, parts = fetch_v7(c, sid, -1, [(0, 3)])
+        eq((err, sid_closed), (0, 0), "closing answers without a session")
+        eq(parts, {0: (0, 4, [b"d-0"])}, "the closing fetch is a full one")
+        err, _, _ = fetch_v7(c, sid, 5, [])
+        eq(err, FETCH_SESSION_ID_NOT_FOUND, "the closed session is gone")
+    finally:
+        c.close()
+
+
+@S.case
+def sessionless_full_fetch():
+    c = conn()
+    try:
+        err, sid, parts = fetch_v7(c, 0, -1, [(0, 0)])
+        eq((err, sid), (0, 0), "epoch -1 without a session: no session is created")
+        eq(parts[0][0], 0, "partition 0 answered")
+        check(len(parts[0][2]) >= 3, "records from offset 0")
+    finally:
+        c.close()
+
+
+if __name__ == "__main__":
+    S.run(setup)
