@@ -20,6 +20,7 @@
 #include "controller/controller.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
+#include "plugin/registry.h"
 #include "replica/partition.h"
 #include "util/slog.h"
 
@@ -29,11 +30,15 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: samsa [-c FILE] [--override key=value]...\n"
+            "       samsa [-c FILE] [--override key=value]... --list-plugins\n"
             "       samsa --version | --help\n"
             "\n"
             "With no arguments samsa runs one node (broker and controller) on\n"
             "127.0.0.1:9092 with its data in ./data. -c reads a properties file\n"
-            "using Kafka's config names (see etc/samsa.conf).\n");
+            "using Kafka's config names (see etc/samsa.conf).\n"
+            "--list-plugins loads the plugins the config asks for (plugins=,\n"
+            "plugin.dir=; by default every module of this build), prints name,\n"
+            "version, ABI and capabilities, and exits.\n");
 }
 
 static void die(const char *fmt, const char *a, const char *b)
@@ -121,6 +126,7 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
 int main(int argc, char **argv)
 {
     const char *conf_path = NULL;
+    bool list_plugins = false;
     struct samsa_config *cfg = config_new();
     char err[1024];
     for (int i = 1; i < argc; i++) {
@@ -145,21 +151,35 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
+        } else if (!strcmp(a, "--list-plugins")) {
+            list_plugins = true;
         } else if (!strcmp(a, "--version")) {
             printf("samsa %s\n", PACKAGE_VERSION);
             return 0;
         } else {
-            usage(stderr);
-            die("unknown argument '%s'%s", a, "");
+            die("unknown argument '%s' (see samsa --help)%s", a, "");
         }
     }
     if (config_validate(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
     slog_set_level((enum slog_level)cfg->log_level);
 
+    /* Plugins before anything else is touched: a configured plugin that
+     * cannot be loaded stops startup with its one refusal line. */
+    struct plugin_registry *plugins = plugin_registry_new(cfg);
+    if (plugin_registry_load_config(plugins, cfg, err, sizeof err) < 0)
+        die("%s%s", err, "");
+    if (list_plugins) {
+        plugin_registry_print(plugins, stdout);
+        plugin_registry_free(plugins);
+        config_free(cfg);
+        return 0;
+    }
+
     struct broker b;
     memset(&b, 0, sizeof b);
     b.cfg = cfg;
+    b.plugins = plugins;
     b.node_id = cfg->node_id;
     b.socket_request_max_bytes = cfg->socket_request_max_bytes;
     if (cfg->broker_rack)
@@ -179,6 +199,20 @@ int main(int argc, char **argv)
         snprintf(b.advertised_host, sizeof b.advertised_host, "localhost");
     b.advertised_port = adv->port;
 
+    /* Bind first: a busy port is the most common startup error and
+     * should be reported before anything touches the data directory. */
+    b.net = net_create(&b, cfg->num_network_threads);
+    char listening[512] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const struct config_endpoint *l = &cfg->listeners[i];
+        if (l->is_controller)
+            continue; /* the metadata quorum serves these */
+        if (net_listen(b.net, l->name, l->host, l->port, err, sizeof err) < 0)
+            die("%s%s", err, "");
+        off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
+                                l->host[0] ? l->host : "0.0.0.0", l->port);
+    }
     prepare_log_dirs(cfg, &b);
 
     struct fetch_session_cache sessions;
@@ -197,18 +231,6 @@ int main(int argc, char **argv)
     if (rc < 0)
         die("%s%s", err, "");
 
-    b.net = net_create(&b, cfg->num_network_threads);
-    char listening[512] = "";
-    size_t off = 0;
-    for (size_t i = 0; i < cfg->n_listeners; i++) {
-        const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->is_controller)
-            continue; /* the metadata quorum serves these */
-        if (net_listen(b.net, l->name, l->host, l->port, err, sizeof err) < 0)
-            die("%s%s", err, "");
-        off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
-                                l->host[0] ? l->host : "0.0.0.0", l->port);
-    }
     slog_info("samsa %s started: node %d, cluster %s, listening on %s, data in %s", PACKAGE_VERSION, b.node_id,
               b.cluster_id, listening, cfg->log_dirs[0]);
     net_run(b.net);
@@ -218,6 +240,7 @@ int main(int argc, char **argv)
     preg_destroy(b.partitions, true);
     controller_close(b.controller, true);
     fetch_session_cache_destroy(&sessions);
+    plugin_registry_free(plugins);
     config_free(cfg);
     slog_info("samsa stopped cleanly");
     return 0;
