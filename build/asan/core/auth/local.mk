@@ -1,2 +1,0 @@
-core_libsamsacore_a_SOURCES += \
-	core/auth/authz.c core/auth/authz.h

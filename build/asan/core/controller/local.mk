@@ -1,8 +1,0 @@
-# core/controller: metadata log, images, admin operations
-core_libsamsacore_a_SOURCES += \
-	core/controller/controller.c core/controller/controller.h \
-	core/controller/image.c core/controller/image.h core/controller/image_build.h
-# The topic admin, Metadata and DescribeCluster handlers (core/api), listed
-# here by their author so that core/api/local.mk stays the lead's.
-core_libsamsacore_a_SOURCES += \
-	core/api/metadata.c core/api/topics.c core/api/cluster.c

@@ -1,8 +1,0 @@
-# core/log
-core_libsamsacore_a_SOURCES += \
-	core/log/index.c core/log/index.h \
-	core/log/batch_cursor.c core/log/batch_cursor.h \
-	core/log/fsutil.c core/log/fsutil.h \
-	core/log/partition_metadata.c core/log/partition_metadata.h \
-	core/log/segment.c core/log/segment.h \
-	core/log/plog.c core/log/plog.h

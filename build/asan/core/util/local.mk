@@ -1,8 +1,0 @@
-core_libsamsacore_a_SOURCES += \
-	core/util/slog.c core/util/slog.h \
-	core/util/buf.c core/util/buf.h \
-	core/util/arena.c core/util/arena.h \
-	core/util/clock.c core/util/clock.h \
-	core/util/sfile.c core/util/sfile.h \
-	core/util/hmap.c core/util/hmap.h \
-	core/util/uuid.c core/util/uuid.h

@@ -1,6 +1,0 @@
-# unit tests: controller (metadata log, images, partition registry)
-check_PROGRAMS += tests/unit/controller_test
-TESTS += tests/unit/controller_test
-tests_unit_controller_test_SOURCES = tests/unit/controller_test.c
-tests_unit_controller_test_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_controller_test_LDADD = $(UNIT_LIBS)

@@ -1,6 +1,0 @@
-# unit tests: log
-check_PROGRAMS += tests/unit/plog_test
-TESTS += tests/unit/plog_test
-tests_unit_plog_test_SOURCES = tests/unit/plog_test.c
-tests_unit_plog_test_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_plog_test_LDADD = $(UNIT_LIBS)

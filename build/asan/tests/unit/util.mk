@@ -1,1 +1,0 @@
-# unit tests: util
