@@ -1,0 +1,513 @@
+#include "net/kclient.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proto/gen/kapi.h"
+#include "proto/kerr.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/slog.h"
+
+enum kc_state { KC_IDLE, KC_CONNECTING, KC_HANDSHAKE, KC_READY };
+
+struct kc_req {
+    struct kc_req *next;
+    int32_t corr;
+    int16_t key, version;
+    kclient_cb cb;           /* NULL for the ApiVersions handshake */
+    void *ctx;
+    uint8_t *bytes;          /* the whole frame, size prefix included */
+    size_t len, sent;
+    int64_t deadline_ms;
+};
+
+struct kc_queue {
+    struct kc_req *head, *tail;
+    int n;
+};
+
+struct kclient {
+    struct ev_loop *loop;
+    char *host;
+    int port;
+    char *client_id;
+    char peer[300];
+    int32_t request_timeout_ms, connect_timeout_ms;
+    int32_t backoff_ms, backoff_max_ms, backoff_cur_ms;
+    int64_t next_connect_ms;
+
+    enum kc_state state;
+    int fd;
+    ev_io rio, wio;
+    ev_timer timer;
+    int32_t next_corr;
+    bool freeing;
+
+    struct kc_queue unsent;   /* encoded, not yet (fully) written */
+    struct kc_queue inflight; /* written, awaiting the response */
+    struct kc_req *handshake; /* the ApiVersions request, while in HANDSHAKE */
+    struct buf in;
+
+    /* peer's ranges, indexed by API key; max < 0 = not served */
+    int16_t peer_min[KAPI_MAX_KEY + 1];
+    int16_t peer_max[KAPI_MAX_KEY + 1];
+};
+
+static void on_io(struct ev_loop *loop, ev_io *w, int revents);
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
+static void start_connect(struct kclient *c);
+static void flush_out(struct kclient *c);
+
+static void q_push(struct kc_queue *q, struct kc_req *r)
+{
+    r->next = NULL;
+    if (q->tail)
+        q->tail->next = r;
+    else
+        q->head = r;
+    q->tail = r;
+    q->n++;
+}
+
+static struct kc_req *q_pop(struct kc_queue *q)
+{
+    struct kc_req *r = q->head;
+    if (!r)
+        return NULL;
+    q->head = r->next;
+    if (!q->head)
+        q->tail = NULL;
+    q->n--;
+    return r;
+}
+
+static void req_free(struct kc_req *r)
+{
+    free(r->bytes);
+    free(r);
+}
+
+static void complete(struct kc_req *r, int err, void *resp, struct arena *ar)
+{
+    if (r->cb)
+        r->cb(r->ctx, err, r->version, resp, ar);
+    req_free(r);
+}
+
+struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *o)
+{
+    struct kclient *c = xcalloc(1, sizeof *c);
+    c->loop = loop;
+    c->host = xstrdup(o->host ? o->host : "127.0.0.1");
+    c->port = o->port;
+    c->client_id = xstrdup(o->client_id ? o->client_id : "samsa");
+    c->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000;
+    c->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
+    c->backoff_ms = o->reconnect_backoff_ms > 0 ? o->reconnect_backoff_ms : 50;
+    c->backoff_max_ms = 1000;
+    c->backoff_cur_ms = c->backoff_ms;
+    c->fd = -1;
+    c->next_corr = 1;
+    snprintf(c->peer, sizeof c->peer, "%s:%d", c->host, c->port);
+    buf_init(&c->in);
+    for (int i = 0; i <= KAPI_MAX_KEY; i++)
+        c->peer_max[i] = -1;
+    ev_init(&c->timer, on_timer);
+    c->timer.data = c;
+    return c;
+}
+
+const char *kclient_peer(const struct kclient *c) { return c->peer; }
+bool kclient_ready(const struct kclient *c) { return c->state == KC_READY; }
+int kclient_pending(const struct kclient *c) { return c->unsent.n + c->inflight.n; }
+
+int16_t kclient_version(const struct kclient *c, int16_t key, int16_t max)
+{
+    const struct kapi *a = kapi_get(key);
+    if (!a || c->state != KC_READY || c->peer_max[key] < 0)
+        return -1;
+    int16_t hi = c->peer_max[key] < a->max_version ? c->peer_max[key] : a->max_version;
+    if (max < hi)
+        hi = max;
+    int16_t lo = c->peer_min[key] > a->min_version ? c->peer_min[key] : a->min_version;
+    return hi >= lo ? hi : -1;
+}
+
+/* Closes the socket; in-flight requests fail (those whose deadline
+ * passed with REQUEST_TIMED_OUT). Queued ones fail too when fail_unsent:
+ * callers (Raft, fetchers) have their own retry policies and want to
+ * know at once that the peer is unreachable. */
+static void disconnect(struct kclient *c, int err, bool fail_unsent)
+{
+    if (c->fd >= 0) {
+        ev_io_stop(c->loop, &c->rio);
+        ev_io_stop(c->loop, &c->wio);
+        close(c->fd);
+        c->fd = -1;
+    }
+    c->state = KC_IDLE;
+    buf_reset(&c->in);
+    int64_t now = clock_mono_ms();
+    if (c->handshake) {
+        req_free(c->handshake);
+        c->handshake = NULL;
+    }
+    c->next_connect_ms = now + c->backoff_cur_ms;
+    c->backoff_cur_ms = c->backoff_cur_ms * 2 > c->backoff_max_ms ? c->backoff_max_ms : c->backoff_cur_ms * 2;
+    /* Detach before running callbacks: a callback may queue a retry,
+     * which must wait for the next connection, not fail here again. */
+    struct kc_queue failing = c->inflight;
+    memset(&c->inflight, 0, sizeof c->inflight);
+    struct kc_queue unsent = {0};
+    if (fail_unsent) {
+        unsent = c->unsent;
+        memset(&c->unsent, 0, sizeof c->unsent);
+    } else if (c->unsent.head) {
+        c->unsent.head->sent = 0; /* a partial write restarts on the next connection */
+    }
+    struct kc_req *r;
+    while ((r = q_pop(&failing)))
+        complete(r, now >= r->deadline_ms ? KERR_REQUEST_TIMED_OUT : err, NULL, NULL);
+    while ((r = q_pop(&unsent)))
+        complete(r, err, NULL, NULL);
+}
+
+void kclient_free(struct kclient *c)
+{
+    if (!c)
+        return;
+    c->freeing = true;
+    ev_timer_stop(c->loop, &c->timer);
+    disconnect(c, KERR_NETWORK_EXCEPTION, true);
+    buf_free(&c->in);
+    free(c->host);
+    free(c->client_id);
+    free(c);
+}
+
+/* Encodes a frame: size, request header (v1 or v2), body. */
+static struct kc_req *encode(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb,
+                             void *ctx)
+{
+    const struct kapi *a = kapi_get(key);
+    struct kwriter w;
+    kw_init(&w);
+    kw_i32(&w, 0);
+    kw_i16(&w, key);
+    kw_i16(&w, version);
+    struct kc_req *r = xcalloc(1, sizeof *r);
+    r->corr = c->next_corr;
+    c->next_corr = c->next_corr == INT32_MAX ? 1 : c->next_corr + 1;
+    kw_i32(&w, r->corr);
+    int hv = kapi_request_header_version(a, version);
+    if (hv >= 1)
+        kw_string(&w, KSTR(c->client_id), false);
+    if (hv >= 2)
+        kw_uvarint(&w, 0);
+    a->req_encode(&w, version, body);
+    be32_write(w.b.data, (uint32_t)(w.b.len - 4));
+    r->key = key;
+    r->version = version;
+    r->cb = cb;
+    r->ctx = ctx;
+    r->bytes = buf_steal(&w.b, &r->len);
+    kw_free(&w);
+    return r;
+}
+
+static void arm_timer(struct kclient *c)
+{
+    int64_t next = INT64_MAX;
+    if (c->inflight.head)
+        next = c->inflight.head->deadline_ms;
+    if (c->unsent.head && c->unsent.head->deadline_ms < next)
+        next = c->unsent.head->deadline_ms;
+    if (c->handshake && c->handshake->deadline_ms < next)
+        next = c->handshake->deadline_ms;
+    if (c->state == KC_IDLE && c->unsent.head && c->next_connect_ms < next)
+        next = c->next_connect_ms;
+    ev_timer_stop(c->loop, &c->timer);
+    if (next == INT64_MAX)
+        return;
+    int64_t now = clock_mono_ms();
+    double after = next > now ? (double)(next - now) / 1000.0 : 0.001;
+    ev_timer_set(&c->timer, after, 0.);
+    ev_timer_start(c->loop, &c->timer);
+}
+
+int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb, void *ctx)
+{
+    if (c->freeing || !kapi_get(key))
+        return -1;
+    struct kc_req *r = encode(c, key, version, body, cb, ctx);
+    r->deadline_ms = clock_mono_ms() + c->request_timeout_ms;
+    q_push(&c->unsent, r);
+    if (c->state == KC_IDLE && clock_mono_ms() >= c->next_connect_ms)
+        start_connect(c);
+    else if (c->state == KC_READY)
+        flush_out(c);
+    arm_timer(c);
+    return 0;
+}
+
+static void send_handshake(struct kclient *c)
+{
+    api_versions_request_t q;
+    api_versions_request_init(&q);
+    q.client_software_name = KSTR_LIT("samsa");
+    q.client_software_version = KSTR_LIT("0");
+    c->handshake = encode(c, KAPI_API_VERSIONS, 3, &q, NULL, NULL);
+    c->handshake->deadline_ms = clock_mono_ms() + c->connect_timeout_ms;
+    c->state = KC_HANDSHAKE;
+    ev_io_start(c->loop, &c->wio);
+}
+
+static void start_connect(struct kclient *c)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", c->port);
+    /* Peers are configured by address; names resolve quickly from
+     * /etc/hosts. A slow resolver would block the loop: a later change can
+     * move this to a thread if that matters. */
+    if (getaddrinfo(c->host, portstr, &hints, &res) != 0 || !res) {
+        slog_warn("kclient %s: cannot resolve host", c->peer);
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+        return;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        freeaddrinfo(res);
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (rc < 0 && errno != EINPROGRESS) {
+        close(fd);
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+        return;
+    }
+    c->fd = fd;
+    c->state = KC_CONNECTING;
+    ev_io_init(&c->rio, on_io, fd, EV_READ);
+    ev_io_init(&c->wio, on_io, fd, EV_WRITE);
+    c->rio.data = c->wio.data = c;
+    ev_io_start(c->loop, &c->wio);
+    /* the connect deadline rides on the handshake's */
+    c->handshake = NULL;
+}
+
+/* Writes what the socket takes: the handshake, then (when ready) the
+ * queued requests, moving each to in-flight once fully written. */
+static void flush_out(struct kclient *c)
+{
+    for (;;) {
+        struct kc_req *r;
+        if (c->state == KC_HANDSHAKE)
+            r = c->handshake && c->handshake->sent < c->handshake->len ? c->handshake : NULL;
+        else if (c->state == KC_READY)
+            r = c->unsent.head;
+        else
+            return;
+        if (!r) {
+            ev_io_stop(c->loop, &c->wio);
+            return;
+        }
+        if (c->state == KC_READY && r->sent == 0 && kclient_version(c, r->key, r->version) != r->version) {
+            /* the peer does not serve this version: refuse it locally */
+            q_pop(&c->unsent);
+            complete(r, KERR_UNSUPPORTED_VERSION, NULL, NULL);
+            continue;
+        }
+        ssize_t n = send(c->fd, r->bytes + r->sent, r->len - r->sent, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                ev_io_start(c->loop, &c->wio);
+                return;
+            }
+            if (errno == EINTR)
+                continue;
+            slog_debug("kclient %s: write failed: %s", c->peer, strerror(errno));
+            disconnect(c, KERR_NETWORK_EXCEPTION, true);
+            return;
+        }
+        r->sent += (size_t)n;
+        if (r->sent < r->len)
+            continue;
+        if (r != c->handshake)
+            q_push(&c->inflight, q_pop(&c->unsent));
+    }
+}
+
+static int handle_handshake(struct kclient *c, const uint8_t *p, size_t len)
+{
+    struct arena ar = ARENA_INIT;
+    struct kreader r;
+    kr_init(&r, p, len, &ar);
+    (void)kr_i32(&r); /* correlation id: the only request in flight */
+    api_versions_response_t resp;
+    int rc = api_versions_response_decode(&r, 3, &resp);
+    if (rc == 0 && resp.error_code == KERR_UNSUPPORTED_VERSION) {
+        /* KIP-511 fallback: the body is in v0 format */
+        kr_init(&r, p + 4, len - 4, &ar);
+        rc = api_versions_response_decode(&r, 0, &resp);
+    } else if (rc == 0 && resp.error_code) {
+        rc = -1;
+    }
+    if (rc == 0) {
+        for (int32_t i = 0; i < resp.api_keys.n; i++) {
+            int16_t k = resp.api_keys.a[i].api_key;
+            if (k < 0 || k > KAPI_MAX_KEY)
+                continue;
+            c->peer_min[k] = resp.api_keys.a[i].min_version;
+            c->peer_max[k] = resp.api_keys.a[i].max_version;
+        }
+    }
+    arena_free(&ar);
+    req_free(c->handshake);
+    c->handshake = NULL;
+    if (rc != 0)
+        return -1;
+    c->state = KC_READY;
+    c->backoff_cur_ms = c->backoff_ms;
+    return 0;
+}
+
+static int handle_response(struct kclient *c, const uint8_t *p, size_t len)
+{
+    if (c->state == KC_HANDSHAKE)
+        return handle_handshake(c, p, len);
+    struct kc_req *r = c->inflight.head;
+    if (!r || len < 4 || (int32_t)be32_read(p) != r->corr) {
+        slog_warn("kclient %s: response out of order or unexpected", c->peer);
+        return -1;
+    }
+    q_pop(&c->inflight);
+    const struct kapi *a = kapi_get(r->key);
+    struct arena ar = ARENA_INIT;
+    struct kreader rd;
+    kr_init(&rd, p + 4, len - 4, &ar);
+    if (kapi_response_header_version(a, r->version) >= 1) {
+        uint32_t ntags = kr_uvarint(&rd);
+        for (uint32_t i = 0; i < ntags && !rd.err; i++) {
+            (void)kr_uvarint(&rd);
+            kr_skip(&rd, kr_uvarint(&rd));
+        }
+    }
+    void *resp = arena_alloc(&ar, a->resp_size);
+    int rc = rd.err ? -1 : a->resp_decode(&rd, r->version, resp);
+    if (rc != 0 || rd.err) {
+        slog_warn("kclient %s: malformed %s response v%d", c->peer, a->name, r->version);
+        complete(r, KERR_NETWORK_EXCEPTION, NULL, NULL);
+        arena_free(&ar);
+        return -1;
+    }
+    complete(r, 0, resp, &ar);
+    arena_free(&ar);
+    return 0;
+}
+
+static void read_in(struct kclient *c)
+{
+    for (;;) {
+        uint8_t *p = buf_reserve(&c->in, 65536);
+        ssize_t n = read(c->fd, p, 65536);
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            size_t pos = 0;
+            while (c->in.len - pos >= 4) {
+                int32_t size = (int32_t)be32_read(c->in.data + pos);
+                if (size < 4) {
+                    disconnect(c, KERR_NETWORK_EXCEPTION, true);
+                    return;
+                }
+                if (c->in.len - pos - 4 < (size_t)size)
+                    break;
+                if (handle_response(c, c->in.data + pos + 4, (size_t)size) < 0) {
+                    disconnect(c, KERR_NETWORK_EXCEPTION, true);
+                    return;
+                }
+                if (c->fd < 0 || c->freeing)
+                    return; /* a callback freed or reset us */
+                pos += 4 + (size_t)size;
+            }
+            memmove(c->in.data, c->in.data + pos, c->in.len - pos);
+            c->in.len -= pos;
+            continue;
+        }
+        if (n == 0) {
+            disconnect(c, KERR_NETWORK_EXCEPTION, true);
+            return;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return;
+        if (errno == EINTR)
+            continue;
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+        return;
+    }
+}
+
+static void on_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+    (void)loop;
+    struct kclient *c = w->data;
+    if (c->state == KC_CONNECTING && (revents & EV_WRITE)) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        if (err) {
+            slog_debug("kclient %s: connect failed: %s", c->peer, strerror(err));
+            disconnect(c, KERR_NETWORK_EXCEPTION, true);
+            arm_timer(c);
+            return;
+        }
+        ev_io_start(c->loop, &c->rio);
+        send_handshake(c);
+    }
+    if (c->fd >= 0 && (revents & EV_READ))
+        read_in(c);
+    if (c->fd >= 0 && c->state != KC_CONNECTING)
+        flush_out(c);
+    if (!c->freeing)
+        arm_timer(c);
+}
+
+static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct kclient *c = t->data;
+    int64_t now = clock_mono_ms();
+    if ((c->inflight.head && now >= c->inflight.head->deadline_ms) ||
+        (c->handshake && now >= c->handshake->deadline_ms) ||
+        (c->state == KC_CONNECTING && c->unsent.head && now >= c->unsent.head->deadline_ms)) {
+        /* Kafka's protocol cannot skip one answer on a connection: a
+         * request that timed out costs the connection. */
+        slog_debug("kclient %s: request timed out; reconnecting", c->peer);
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+    }
+    /* unsent requests past their deadline fail without a connection */
+    while (c->unsent.head && now >= c->unsent.head->deadline_ms && c->unsent.head->sent == 0) {
+        struct kc_req *r = q_pop(&c->unsent);
+        complete(r, KERR_REQUEST_TIMED_OUT, NULL, NULL);
+    }
+    if (c->state == KC_IDLE && c->unsent.head && now >= c->next_connect_ms)
+        start_connect(c);
+    arm_timer(c);
+}

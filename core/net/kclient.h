@@ -1,0 +1,65 @@
+/* An outbound Kafka-protocol connection from this node to a peer (another
+ * controller, a leader to fetch from, the active controller): requests
+ * are encoded with the generated codecs, pipelined with correlation ids,
+ * and answered through callbacks on the owning libev loop.
+ *
+ * The first exchange on each connection is ApiVersions, so a request can
+ * be sent at the highest version both sides speak (kclient_version).
+ * Requests queue while the connection is being (re)established. A lost
+ * connection fails every request in flight with NETWORK_EXCEPTION; the
+ * next request reconnects, after a backoff.
+ *
+ * Threads: a kclient belongs to one loop and must be used only from that
+ * loop's thread. */
+#ifndef SAMSA_NET_KCLIENT_H
+#define SAMSA_NET_KCLIENT_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/arena.h"
+
+struct kclient;
+
+struct kclient_opts {
+    const char *host;            /* copied */
+    int port;
+    const char *client_id;       /* copied; "samsa" when NULL */
+    int32_t request_timeout_ms;  /* per request; default 30000 */
+    int32_t connect_timeout_ms;  /* default 10000 */
+    int32_t reconnect_backoff_ms; /* default 50, doubling to 1000 */
+};
+
+/* Called exactly once per request. err is 0 or a Kafka error code:
+ * NETWORK_EXCEPTION (connection lost or refused, or the response did not
+ * decode), REQUEST_TIMED_OUT, UNSUPPORTED_VERSION (the peer does not serve
+ * the API at that version). On 0, resp is the decoded response struct of
+ * the request's API at `version`, allocated in ar; both live only during
+ * the call (copy what you keep). A callback may send more requests on
+ * the same client but must not free it (defer that to the loop). */
+typedef void (*kclient_cb)(void *ctx, int err, int16_t version, void *resp, struct arena *ar);
+
+/* Returns a new client (not yet connected). Never NULL. */
+struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *opts);
+/* Fails every pending request with NETWORK_EXCEPTION (callbacks run
+ * before this returns), closes the connection and frees c. */
+void kclient_free(struct kclient *c);
+
+/* Queues a request: body is the API's request struct, encoded at version
+ * right away (the caller may free it on return). Connects if needed.
+ * Returns 0, or -1 when the client is being freed. */
+int kclient_send(struct kclient *c, int16_t api_key, int16_t version, const void *body, kclient_cb cb,
+                 void *ctx);
+
+/* The highest version of api_key that both this build and the peer serve,
+ * capped at max; -1 while not yet known (not connected) or when the peer
+ * does not serve the API. */
+int16_t kclient_version(const struct kclient *c, int16_t api_key, int16_t max);
+/* True once the connection is up and ApiVersions has been answered. */
+bool kclient_ready(const struct kclient *c);
+/* Requests sent or queued and not yet answered. */
+int kclient_pending(const struct kclient *c);
+const char *kclient_peer(const struct kclient *c);
+
+#endif
