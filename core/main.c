@@ -20,7 +20,6 @@
 #include "controller/controller.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
-#include "plugin/registry.h"
 #include "replica/partition.h"
 #include "util/slog.h"
 
@@ -30,15 +29,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: samsa [-c FILE] [--override key=value]...\n"
-            "       samsa [-c FILE] [--override key=value]... --list-plugins\n"
             "       samsa --version | --help\n"
             "\n"
             "With no arguments samsa runs one node (broker and controller) on\n"
             "127.0.0.1:9092 with its data in ./data. -c reads a properties file\n"
-            "using Kafka's config names (see etc/samsa.conf).\n"
-            "--list-plugins loads the plugins the config asks for (plugins=,\n"
-            "plugin.dir=; by default every module of this build), prints name,\n"
-            "version, ABI and capabilities, and exits.\n");
+            "using Kafka's config names (see etc/samsa.conf).\n");
 }
 
 static void die(const char *fmt, const char *a, const char *b)
@@ -126,7 +121,6 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
 int main(int argc, char **argv)
 {
     const char *conf_path = NULL;
-    bool list_plugins = false;
     struct samsa_config *cfg = config_new();
     char err[1024];
     for (int i = 1; i < argc; i++) {
@@ -151,8 +145,6 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--list-plugins")) {
-            list_plugins = true;
         } else if (!strcmp(a, "--version")) {
             printf("samsa %s\n", PACKAGE_VERSION);
             return 0;
@@ -164,22 +156,9 @@ int main(int argc, char **argv)
         die("%s%s", err, "");
     slog_set_level((enum slog_level)cfg->log_level);
 
-    /* Plugins before anything else is touched: a configured plugin that
-     * cannot be loaded stops startup with its one refusal line. */
-    struct plugin_registry *plugins = plugin_registry_new(cfg);
-    if (plugin_registry_load_config(plugins, cfg, err, sizeof err) < 0)
-        die("%s%s", err, "");
-    if (list_plugins) {
-        plugin_registry_print(plugins, stdout);
-        plugin_registry_free(plugins);
-        config_free(cfg);
-        return 0;
-    }
-
     struct broker b;
     memset(&b, 0, sizeof b);
     b.cfg = cfg;
-    b.plugins = plugins;
     b.node_id = cfg->node_id;
     b.socket_request_max_bytes = cfg->socket_request_max_bytes;
     if (cfg->broker_rack)
@@ -240,7 +219,6 @@ int main(int argc, char **argv)
     preg_destroy(b.partitions, true);
     controller_close(b.controller, true);
     fetch_session_cache_destroy(&sessions);
-    plugin_registry_free(plugins);
     config_free(cfg);
     slog_info("samsa stopped cleanly");
     return 0;
