@@ -8,5 +8,6 @@ include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
 include tests/unit/controller.mk
+include tests/unit/raft.mk
 include tests/unit/samsactl.mk
 include tests/fuzz/fuzz.mk
