@@ -13,6 +13,8 @@ struct controller;
 struct partition_registry;
 struct net;
 struct fetch_session_cache;
+struct plugin_registry;
+struct logmgr;
 
 struct broker {
     /* The broker config in effect. A published config is never modified:
@@ -36,8 +38,14 @@ struct broker {
     int32_t socket_request_max_bytes;
     struct controller *controller;
     struct partition_registry *partitions;
+    /* The partition logs' manager (log/logmgr.h): recovery, flusher,
+     * retention, cleaner. Set at startup before partitions are opened. */
+    struct logmgr *logs;
     struct net *net;
     struct fetch_session_cache *fetch_sessions;
+    /* Loaded plugins and their capabilities (codecs, ...): filled at
+     * startup before the workers run, read-only afterwards. */
+    struct plugin_registry *plugins;
 };
 
 #endif

@@ -10,4 +10,5 @@ include tests/unit/log.mk
 include tests/unit/controller.mk
 include tests/unit/raft.mk
 include tests/unit/samsactl.mk
+include tests/unit/plugin.mk
 include tests/fuzz/fuzz.mk

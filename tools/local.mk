@@ -9,5 +9,6 @@ samsactl_SOURCES = \
 	tools/samsactl/partitioner.c tools/samsactl/partitioner.h \
 	tools/samsactl/topics.c tools/samsactl/topics.h \
 	tools/samsactl/produce.c tools/samsactl/produce.h \
-	tools/samsactl/consume.c tools/samsactl/consume.h
+	tools/samsactl/consume.c tools/samsactl/consume.h \
+	tools/samsactl/dumplog.c tools/samsactl/dumplog.h
 samsactl_LDADD = $(CORE_LIBS)

@@ -284,7 +284,7 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
         }
         fp->p = preg_get(req->broker->partitions, &t->id, fp->partition);
         if (!fp->p)
-            fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
+            fp->error = preg_unavailable_error(req->broker->partitions, &t->id, fp->partition);
     }
 }
 

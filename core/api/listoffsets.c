@@ -29,7 +29,7 @@ static int16_t lookup(struct request *req, const struct mi_topic *t, int8_t isol
         return KERR_NOT_LEADER_OR_FOLLOWER;
     struct partition *p = preg_get(req->broker->partitions, &t->id, rp->partition_index);
     if (!p)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
+        return preg_unavailable_error(req->broker->partitions, &t->id, rp->partition_index);
     int16_t err = 0;
     int32_t epoch = atomic_load(&p->leader_epoch);
     if (req->api_version >= 4 && rp->current_leader_epoch >= 0 && rp->current_leader_epoch != epoch) {

@@ -13,3 +13,5 @@ TESTS += tests/unit/configs_api_test
 tests_unit_configs_api_test_SOURCES = tests/unit/configs_api_test.c
 tests_unit_configs_api_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_configs_api_test_LDADD = $(UNIT_LIBS)
+# DeleteRecords (the log start offset; core/log does the work)
+core_libsamsacore_a_SOURCES += core/api/deleterecords.c

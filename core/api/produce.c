@@ -14,6 +14,8 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "log/plog.h"
+#include "net/worker.h"
+#include "plugin/codec.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"
@@ -35,10 +37,90 @@ static void set_record_error(struct request *req, produce_response_partition_pro
     }
 }
 
+/* Durable acks (flush.messages=1): the records are appended at once, but
+ * the answer waits until the log manager's flusher has fsynced them
+ * (partition_ack_wait). The request parks on its worker like a delayed
+ * Fetch; the flusher wakes the workers (net_notify_data) after each
+ * fsync and the parked request checks again. The worker never blocks on
+ * an fsync, and one fsync acknowledges every append before it (group
+ * commit). Past the request's timeout the partition answers
+ * REQUEST_TIMED_OUT, as Kafka's DelayedProduce. */
+struct ack_pending {
+    struct partition *p; /* reference, NULL once answered */
+    int64_t last_offset;
+    produce_response_partition_produce_response_t *rp;
+};
+
+struct ack_wait {
+    struct delayed d; /* first: the worker hands us d */
+    struct request *req;
+    produce_response_t *resp; /* in req->arena */
+    struct ack_pending *pending;
+    int32_t n, cap;
+};
+
+static void ack_fail(produce_response_partition_produce_response_t *rp, int16_t err)
+{
+    rp->error_code = err;
+    rp->base_offset = -1;
+    rp->log_append_time_ms = -1;
+    rp->log_start_offset = -1;
+}
+
+static bool ack_try_complete(struct delayed *d, bool expired)
+{
+    struct ack_wait *aw = (struct ack_wait *)d;
+    for (int32_t i = 0; i < aw->n; i++) {
+        struct ack_pending *a = &aw->pending[i];
+        if (!a->p)
+            continue;
+        int st = partition_ack_wait(a->p, a->last_offset);
+        if (st == PARTITION_ACK_WAIT && !expired)
+            return false;
+        if (st != PARTITION_ACK_READY)
+            ack_fail(a->rp, st == PARTITION_ACK_WAIT ? KERR_REQUEST_TIMED_OUT : (int16_t)st);
+        partition_put(a->p);
+        a->p = NULL;
+    }
+    req_respond(aw->req, aw->resp);
+    return true;
+}
+
+static void ack_cancel(struct request *req)
+{
+    struct ack_wait *aw = req->handler_state;
+    worker_unpark(&aw->d);
+    for (int32_t i = 0; i < aw->n; i++)
+        if (aw->pending[i].p) {
+            partition_put(aw->pending[i].p);
+            aw->pending[i].p = NULL;
+        }
+}
+
+/* Keeps p's reference for the wait. */
+static void ack_add(struct request *req, struct ack_wait **awp, struct partition *p, int64_t last_offset,
+                    produce_response_partition_produce_response_t *rp)
+{
+    struct ack_wait *aw = *awp;
+    if (!aw) {
+        aw = *awp = arena_alloc(&req->arena, sizeof *aw);
+        aw->req = req;
+    }
+    if (aw->n == aw->cap) {
+        int32_t cap = aw->cap ? aw->cap * 2 : 8;
+        struct ack_pending *v = arena_alloc(&req->arena, (size_t)cap * sizeof *v);
+        if (aw->n)
+            memcpy(v, aw->pending, (size_t)aw->n * sizeof *v);
+        aw->pending = v;
+        aw->cap = cap;
+    }
+    aw->pending[aw->n++] = (struct ack_pending){p, last_offset, rp};
+}
+
 static int16_t produce_partition(struct request *req, const struct mimage *img, const struct mi_topic *t,
                                  kstr_t topic, int16_t acks,
                                  const produce_request_partition_produce_data_t *pd,
-                                 produce_response_partition_produce_response_t *rp)
+                                 produce_response_partition_produce_response_t *rp, struct ack_wait **aw)
 {
     if (!authz_allowed(req, ACL_OP_WRITE, ACL_RES_TOPIC, topic))
         return KERR_TOPIC_AUTHORIZATION_FAILED;
@@ -61,6 +143,10 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         return KERR_RECORD_LIST_TOO_LARGE;
     }
 
+    /* Compressed batches are decompressed by a codec plugin to be
+     * validated, and rebuilt when the topic's compression.type differs. */
+    struct produce_codec pc;
+    produce_codec_init(&pc, req->broker->plugins, tc, pd->records.p, (size_t)pd->records.len);
     struct rb_validate_opts opts = {
         .max_message_bytes = tc->max_message_bytes,
         .compacted = tc->cleanup_compact,
@@ -68,30 +154,49 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         .timestamp_before_max_ms = tc->message_timestamp_before_max_ms,
         .timestamp_after_max_ms = tc->message_timestamp_after_max_ms,
         .now_ms = clock_wall_ms(),
-        .decompress = NULL, /* codecs are modules (plugin ABI work) */
-        .decompress_ctx = NULL,
+        .decompress = produce_codec_decompress,
+        .decompress_ctx = &pc,
     };
     struct rb_validate_result vr;
     int err = rb_validate_produce(pd->records.p, (size_t)pd->records.len, req->api_version, &opts, &vr);
+    /* The frame is ours: stamping happens in place, no copy. */
+    uint8_t *batches = (uint8_t *)pd->records.p;
+    size_t batches_len = vr.valid_bytes;
+    if (!err) {
+        err = produce_codec_apply(&pc, &batches, &batches_len, &vr, vr.reason, sizeof vr.reason);
+        if (err)
+            vr.error_record_index = -1;
+    }
     if (err) {
         slog_info("produce from %s to %.*s-%d refused: %s (%s)", req_peer(req), topic.len, topic.p, pd->index,
                   kerr_name((int16_t)err), vr.reason);
         set_record_error(req, rp, &vr);
+        produce_codec_free(&pc);
         return (int16_t)err;
     }
-    /* The frame is ours: stamping happens in place, no copy. */
-    uint8_t *batches = (uint8_t *)pd->records.p;
-    if (vr.max_timestamp_stale && !tc->message_timestamp_log_append)
-        rb_set_max_timestamp_and_type(batches, vr.valid_bytes, RB_CREATE_TIME, vr.max_timestamp);
+    /* A rebuilt batch already carries the right maxTimestamp. */
+    if (!produce_codec_rebuilt(&pc) && vr.max_timestamp_stale && !tc->message_timestamp_log_append)
+        rb_set_max_timestamp_and_type(batches, batches_len, RB_CREATE_TIME, vr.max_timestamp);
 
     struct partition *p = preg_get(req->broker->partitions, &t->id, pd->index);
-    if (!p)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
+    if (!p) {
+        produce_codec_free(&pc);
+        return preg_unavailable_error(req->broker->partitions, &t->id, pd->index);
+    }
     struct plog_append_result res;
-    err = partition_append(p, batches, vr.valid_bytes, tc->message_timestamp_log_append, &res);
-    partition_put(p);
+    err = partition_append(p, batches, batches_len, tc->message_timestamp_log_append, &res);
+    produce_codec_free(&pc);
+    /* acks=0 never hears back; otherwise a durable-ack partition may
+     * make the answer wait for the flusher (see ack_wait). */
+    int st = err || acks == 0 ? PARTITION_ACK_READY : partition_ack_wait(p, res.last_offset);
+    if (st == PARTITION_ACK_WAIT)
+        ack_add(req, aw, p, res.last_offset, rp);
+    else
+        partition_put(p);
     if (err)
         return (int16_t)err;
+    if (st > 0)
+        return (int16_t)st;
     rp->base_offset = res.base_offset;
     rp->log_append_time_ms = res.log_append_time;
     rp->log_start_offset = res.log_start_offset;
@@ -108,6 +213,7 @@ void api_handle_produce(struct request *req)
     int16_t acks = q->acks;
     bool bad_acks = acks != 0 && acks != 1 && acks != -1;
     bool any_error = false;
+    struct ack_wait *aw = NULL;
 
     if (req->api_version >= 3 && q->transactional_id.len >= 0) {
         /* Transactions arrive with the transaction coordinator. */
@@ -135,7 +241,7 @@ void api_handle_produce(struct request *req)
             else if (req->api_version >= 3 && q->transactional_id.len >= 0)
                 err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
             else
-                err = produce_partition(req, img, t, td->name, acks, pd, rp);
+                err = produce_partition(req, img, t, td->name, acks, pd, rp, &aw);
             rp->error_code = err;
             if (err) {
                 any_error = true;
@@ -152,6 +258,15 @@ void api_handle_produce(struct request *req)
             req_close(req, "produce with acks=0 failed");
         else
             req_respond_none(req);
+        return;
+    }
+    if (aw) {
+        aw->resp = arena_alloc(&req->arena, sizeof *aw->resp);
+        *aw->resp = resp; /* its arrays are in the arena already */
+        req->handler_state = aw;
+        req->cancel = ack_cancel;
+        aw->d.try_complete = ack_try_complete;
+        worker_park(req->worker, &aw->d, q->timeout_ms);
         return;
     }
     req_respond(req, &resp);

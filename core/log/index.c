@@ -1,34 +1,135 @@
 #include "log/index.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/buf.h"
+#include "util/sfile.h"
 
-void oidx_init(struct offset_index *x, int64_t base_offset)
+/* ---- the file ---- */
+
+static int map_file(struct idx_file *x, size_t len)
 {
-    x->base_offset = base_offset;
-    x->e = NULL;
-    x->n = x->cap = 0;
+    if (len == 0) {
+        x->map = NULL;
+        x->map_len = 0;
+        return 0;
+    }
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, x->file->fd, 0);
+    if (m == MAP_FAILED)
+        return errno;
+    x->map = m;
+    x->map_len = len;
+    return 0;
 }
 
-void oidx_free(struct offset_index *x)
+static void unmap_file(struct idx_file *x)
 {
-    free(x->e);
-    x->e = NULL;
-    x->n = x->cap = 0;
+    if (x->map)
+        munmap(x->map, x->map_len);
+    x->map = NULL;
+    x->map_len = 0;
 }
 
-void oidx_reset(struct offset_index *x) { x->n = 0; }
+int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate)
+{
+    memset(x, 0, sizeof *x);
+    x->entry_size = entry_size;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
+    if (fd < 0)
+        return errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    x->file = sfile_wrap(fd);
+    int e = map_file(x, (size_t)st.st_size);
+    if (e) {
+        sfile_unref(x->file);
+        x->file = NULL;
+        return e;
+    }
+    x->path = xstrdup(path);
+    return 0;
+}
+
+void idxf_close(struct idx_file *x)
+{
+    unmap_file(x);
+    if (x->file)
+        sfile_unref(x->file);
+    x->file = NULL;
+    free(x->path);
+    x->path = NULL;
+    x->n = 0;
+}
+
+int idxf_resize(struct idx_file *x, size_t bytes)
+{
+    bytes -= bytes % x->entry_size;
+    if (bytes < x->n * x->entry_size)
+        bytes = x->n * x->entry_size;
+    if (bytes == x->map_len)
+        return 0;
+    /* Unmap before shrinking: touching a mapped page past the end of the
+     * file would be SIGBUS. */
+    unmap_file(x);
+    while (ftruncate(x->file->fd, (off_t)bytes) != 0) {
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        struct stat st;
+        /* Put the old mapping back so x stays usable. */
+        if (fstat(x->file->fd, &st) == 0)
+            map_file(x, (size_t)st.st_size - (size_t)st.st_size % x->entry_size);
+        return e;
+    }
+    return map_file(x, bytes);
+}
+
+int idxf_sync(struct idx_file *x)
+{
+    while (fdatasync(x->file->fd) != 0) {
+        if (errno != EINTR)
+            return errno;
+    }
+    return 0;
+}
+
+int idxf_rename(struct idx_file *x, char *new_path)
+{
+    if (rename(x->path, new_path) != 0)
+        return errno;
+    free(x->path);
+    x->path = new_path;
+    return 0;
+}
+
+/* ---- offset index ---- */
+
+static inline int32_t rd32(const uint8_t *p) { return (int32_t)be32_read(p); }
+static inline int64_t rd64(const uint8_t *p) { return (int64_t)be64_read(p); }
+
+struct offset_position oidx_entry(const struct offset_index *x, size_t i)
+{
+    const uint8_t *p = x->f.map + i * OIDX_ENTRY_SIZE;
+    return (struct offset_position){x->base_offset + rd32(p), rd32(p + 4)};
+}
 
 void oidx_append(struct offset_index *x, int64_t offset, int64_t position)
 {
-    if (x->n == x->cap) {
-        x->cap = x->cap ? x->cap * 2 : 64;
-        x->e = xrealloc(x->e, x->cap * sizeof *x->e);
-    }
-    x->e[x->n].rel_offset = (int32_t)(offset - x->base_offset);
-    x->e[x->n].position = (int32_t)position;
-    x->n++;
+    uint8_t *p = x->f.map + x->f.n * OIDX_ENTRY_SIZE;
+    be32_write(p, (uint32_t)(int32_t)(offset - x->base_offset));
+    be32_write(p + 4, (uint32_t)(int32_t)position);
+    x->f.n++;
 }
 
 struct offset_position oidx_lookup(const struct offset_index *x, int64_t target)
@@ -37,65 +138,112 @@ struct offset_position oidx_lookup(const struct offset_index *x, int64_t target)
     if (target < x->base_offset)
         return r;
     int64_t rel = target - x->base_offset;
-    /* Binary search for the last entry with rel_offset <= rel. */
-    size_t lo = 0, hi = x->n;
+    /* The last entry with rel_offset <= rel. */
+    size_t lo = 0, hi = x->f.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x->e[mid].rel_offset <= rel)
+        if (rd32(x->f.map + mid * OIDX_ENTRY_SIZE) <= rel)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo > 0) {
-        r.offset = x->base_offset + x->e[lo - 1].rel_offset;
-        r.position = x->e[lo - 1].position;
+    return lo > 0 ? oidx_entry(x, lo - 1) : r;
+}
+
+struct offset_position oidx_lookup_position(const struct offset_index *x, int64_t pos)
+{
+    struct offset_position r = {x->base_offset, 0};
+    size_t lo = 0, hi = x->f.n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rd32(x->f.map + mid * OIDX_ENTRY_SIZE + 4) <= pos)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return r;
+    return lo > 0 ? oidx_entry(x, lo - 1) : r;
 }
 
-void tidx_init(struct time_index *x, int64_t base_offset)
+void oidx_truncate_to(struct offset_index *x, int64_t offset)
 {
-    x->base_offset = base_offset;
-    x->e = NULL;
-    x->n = x->cap = 0;
+    while (x->f.n > 0 && oidx_entry(x, x->f.n - 1).offset >= offset)
+        x->f.n--;
 }
 
-void tidx_free(struct time_index *x)
+size_t oidx_valid_prefix(const struct offset_index *x, size_t n, int64_t log_size)
 {
-    free(x->e);
-    x->e = NULL;
-    x->n = x->cap = 0;
+    size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
+    int64_t prev_rel = -1, prev_pos = -1;
+    size_t i = 0;
+    for (; i < cap; i++) {
+        const uint8_t *p = x->f.map + i * OIDX_ENTRY_SIZE;
+        int64_t rel = rd32(p), pos = rd32(p + 4);
+        if (rel <= prev_rel || pos <= prev_pos || pos >= log_size)
+            break;
+        prev_rel = rel;
+        prev_pos = pos;
+    }
+    return i;
 }
 
-void tidx_reset(struct time_index *x) { x->n = 0; }
+/* ---- time index ---- */
+
+struct timestamp_offset tidx_entry(const struct time_index *x, size_t i)
+{
+    const uint8_t *p = x->f.map + i * TIDX_ENTRY_SIZE;
+    return (struct timestamp_offset){rd64(p), x->base_offset + rd32(p + 8)};
+}
+
+struct timestamp_offset tidx_last(const struct time_index *x)
+{
+    if (x->f.n == 0)
+        return (struct timestamp_offset){-1, x->base_offset};
+    return tidx_entry(x, x->f.n - 1);
+}
 
 void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset)
 {
-    if (x->n > 0 && timestamp <= x->e[x->n - 1].timestamp)
+    if (x->f.n > 0 && timestamp <= tidx_entry(x, x->f.n - 1).timestamp)
         return;
-    if (x->n == x->cap) {
-        x->cap = x->cap ? x->cap * 2 : 64;
-        x->e = xrealloc(x->e, x->cap * sizeof *x->e);
-    }
-    x->e[x->n].timestamp = timestamp;
-    x->e[x->n].rel_offset = (int32_t)(offset - x->base_offset);
-    x->n++;
+    if (idxf_full(&x->f))
+        return;
+    uint8_t *p = x->f.map + x->f.n * TIDX_ENTRY_SIZE;
+    be64_write(p, (uint64_t)timestamp);
+    be32_write(p + 8, (uint32_t)(int32_t)(offset - x->base_offset));
+    x->f.n++;
 }
 
 struct timestamp_offset tidx_lookup(const struct time_index *x, int64_t target)
 {
     struct timestamp_offset r = {-1, x->base_offset};
-    size_t lo = 0, hi = x->n;
+    size_t lo = 0, hi = x->f.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x->e[mid].timestamp <= target)
+        if (rd64(x->f.map + mid * TIDX_ENTRY_SIZE) <= target)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo > 0) {
-        r.timestamp = x->e[lo - 1].timestamp;
-        r.offset = x->base_offset + x->e[lo - 1].rel_offset;
+    return lo > 0 ? tidx_entry(x, lo - 1) : r;
+}
+
+void tidx_truncate_to(struct time_index *x, int64_t offset)
+{
+    while (x->f.n > 0 && tidx_entry(x, x->f.n - 1).offset >= offset)
+        x->f.n--;
+}
+
+size_t tidx_valid_prefix(const struct time_index *x, size_t n, int64_t next_offset)
+{
+    size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
+    int64_t prev_ts = INT64_MIN, prev_off = INT64_MIN;
+    size_t i = 0;
+    for (; i < cap; i++) {
+        struct timestamp_offset e = tidx_entry(x, i);
+        if (e.timestamp <= prev_ts || e.offset < prev_off || e.offset < x->base_offset || e.offset >= next_offset)
+            break;
+        prev_ts = e.timestamp;
+        prev_off = e.offset;
     }
-    return r;
+    return i;
 }

@@ -1,54 +1,70 @@
-/* The two sparse indexes of one log segment, kept in memory for now.
+/* The two sparse indexes of one log segment, as Kafka stores them:
+ *   NNNNNNNNNNNNNNNNNNNN.index      offset index, 8-byte entries:
+ *       relative offset int32, file position int32
+ *   NNNNNNNNNNNNNNNNNNNN.timeindex  time index, 12-byte entries:
+ *       timestamp int64, relative offset int32
+ * big-endian (Java's ByteBuffer order), offsets relative to the segment's
+ * base offset, so `kafka-dump-log` and samsa read each other's files.
  *
- * Entries have exactly the fields of Kafka's on-disk files, so the
- * storage-engine work can back these arrays with mmap'ed
- * NNNNNNNNNNNNNNNNNNNN.index / .timeindex files without changing callers:
- *   offset index: (relative offset int32, file position int32), 8 bytes;
- *   time index:   (timestamp int64, relative offset int32), 12 bytes.
- * Offsets are stored relative to the segment's base offset, as in Kafka.
+ * Each file is mmap'ed (MAP_SHARED): an append is a store into the page
+ * cache, a lookup a binary search over the mapping. The active segment's
+ * files are preallocated to segment.index.bytes (a sparse file; the
+ * number of entries in use lives in memory, as in Kafka) and trimmed to
+ * exactly their entries when the segment is rolled or closed, so a closed
+ * file's length tells its entry count. Durability is the owner's:
+ * idxf_sync fsyncs the file, which writes back pages dirtied through the
+ * mapping too.
  *
- * Not thread-safe: the owning segment's lock protects them. */
+ * Not thread-safe: the owning log's locks protect the in-memory state;
+ * the mapping is replaced only by idxf_resize, under the owner's
+ * exclusive lock. */
 #ifndef SAMSA_LOG_INDEX_H
 #define SAMSA_LOG_INDEX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct oidx_entry {
-    int32_t rel_offset; /* last offset of the batch, minus the base offset */
-    int32_t position;   /* where that batch starts in the .log file */
+struct sfile;
+
+#define OIDX_ENTRY_SIZE 8
+#define TIDX_ENTRY_SIZE 12
+#define INDEX_SUFFIX ".index"
+#define TIMEINDEX_SUFFIX ".timeindex"
+
+/* One mapped index file. */
+struct idx_file {
+    char *path;          /* owned */
+    struct sfile *file;  /* the index's own reference; the flusher takes others */
+    uint8_t *map;        /* NULL when map_len == 0 */
+    size_t map_len;      /* bytes mapped, == file length */
+    size_t entry_size;
+    size_t n;            /* entries in use */
 };
 
-struct offset_index {
-    int64_t base_offset;
-    struct oidx_entry *e;
-    size_t n, cap;
-};
+/* Opens (creating when missing, emptying when truncate) path and maps
+ * it whole; n is 0, the caller validates what is there. 0 or an errno
+ * value. On failure x is left closed (idxf_close is a no-op). */
+int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate);
+/* Unmaps and releases the file reference (readers' references keep the
+ * fd open). Idempotent. */
+void idxf_close(struct idx_file *x);
+/* Sets the file length to bytes rounded down to the entry size (never
+ * below n entries) and remaps. 0 or an errno value (x unchanged then). */
+int idxf_resize(struct idx_file *x, size_t bytes);
+/* Trims the file to its n entries (on roll and close). */
+static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x->entry_size); }
+/* Entries the file can hold at its current length. */
+static inline size_t idxf_capacity(const struct idx_file *x) { return x->map_len / x->entry_size; }
+static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_capacity(x); }
+/* fdatasync of the file (pages stored through the mapping included). */
+int idxf_sync(struct idx_file *x);
+/* Renames the file to new_path (which x then owns). 0 or an errno value. */
+int idxf_rename(struct idx_file *x, char *new_path);
 
 struct offset_position {
     int64_t offset;
     int64_t position;
-};
-
-void oidx_init(struct offset_index *x, int64_t base_offset);
-void oidx_free(struct offset_index *x);
-void oidx_reset(struct offset_index *x);
-/* offset must be larger than the last entry's and fit a relative int32,
- * position must fit an int32 (the segment layer guarantees both). */
-void oidx_append(struct offset_index *x, int64_t offset, int64_t position);
-/* The entry with the largest offset <= target, or (base_offset, 0) when
- * there is none: a scan for target starts there. */
-struct offset_position oidx_lookup(const struct offset_index *x, int64_t target);
-
-struct tidx_entry {
-    int64_t timestamp;  /* largest batch maxTimestamp seen so far */
-    int32_t rel_offset; /* last offset of the first batch that reached it */
-};
-
-struct time_index {
-    int64_t base_offset;
-    struct tidx_entry *e;
-    size_t n, cap;
 };
 
 struct timestamp_offset {
@@ -56,16 +72,56 @@ struct timestamp_offset {
     int64_t offset;
 };
 
-void tidx_init(struct time_index *x, int64_t base_offset);
-void tidx_free(struct time_index *x);
-void tidx_reset(struct time_index *x);
+/* ---- offset index ---- */
+
+struct offset_index {
+    int64_t base_offset;
+    struct idx_file f;
+};
+
+/* Entry i (i < n) as absolute offset and position. */
+struct offset_position oidx_entry(const struct offset_index *x, size_t i);
+/* offset must be larger than the last entry's and fit a relative int32,
+ * position must fit an int32 and the index must not be full (the segment
+ * layer guarantees all three). */
+void oidx_append(struct offset_index *x, int64_t offset, int64_t position);
+/* The entry with the largest offset <= target, or (base_offset, 0) when
+ * there is none: a scan for target starts there. */
+struct offset_position oidx_lookup(const struct offset_index *x, int64_t target);
+/* The entry with the largest position <= pos, or (base_offset, 0). */
+struct offset_position oidx_lookup_position(const struct offset_index *x, int64_t pos);
+/* Drops entries with offset >= offset (truncation). */
+void oidx_truncate_to(struct offset_index *x, int64_t offset);
+/* How many of the first n slots of the file (n may exceed the entries in
+ * use: a file's whole capacity is checked at open) form a valid index
+ * for a log of log_size bytes: offsets and positions strictly
+ * increasing, positions below log_size. A tail of zeros ends the run. */
+size_t oidx_valid_prefix(const struct offset_index *x, size_t n, int64_t log_size);
+
+/* ---- time index ---- */
+
+struct time_index {
+    int64_t base_offset;
+    struct idx_file f;
+};
+
+struct timestamp_offset tidx_entry(const struct time_index *x, size_t i);
+/* The last entry, or (-1, base_offset) when empty. */
+struct timestamp_offset tidx_last(const struct time_index *x);
 /* Adds (timestamp, offset) only when timestamp is larger than the last
  * entry's, as Kafka's TimeIndex.maybeAppend: entries then rise strictly
- * in both fields and a binary search on either works. */
+ * in both fields and a binary search on either works. Does nothing when
+ * the index is full (the segment rolls before that matters). */
 void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset);
 /* The entry with the largest timestamp <= target, or (-1, base_offset):
  * every batch before that offset's batch has a smaller maxTimestamp, so a
  * search for the first timestamp >= target may start at that batch. */
 struct timestamp_offset tidx_lookup(const struct time_index *x, int64_t target);
+/* Drops entries with offset >= offset (truncation). */
+void tidx_truncate_to(struct time_index *x, int64_t offset);
+/* How many of the first n slots hold entries with timestamps strictly
+ * increasing, offsets not decreasing and below next_offset (the
+ * segment's end). */
+size_t tidx_valid_prefix(const struct time_index *x, size_t n, int64_t next_offset);
 
 #endif

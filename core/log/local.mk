@@ -5,4 +5,7 @@ core_libsamsacore_a_SOURCES += \
 	core/log/fsutil.c core/log/fsutil.h \
 	core/log/partition_metadata.c core/log/partition_metadata.h \
 	core/log/segment.c core/log/segment.h \
-	core/log/plog.c core/log/plog.h
+	core/log/checkpoint.c core/log/checkpoint.h \
+	core/log/plog.c core/log/plog.h core/log/plog_internal.h \
+	core/log/cleaner.c core/log/cleaner.h \
+	core/log/logmgr.c core/log/logmgr.h

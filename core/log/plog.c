@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include "log/batch_cursor.h"
+#include "log/checkpoint.h"
 #include "log/fsutil.h"
 #include "log/partition_metadata.h"
+#include "log/plog_internal.h"
 #include "log/segment.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -27,42 +29,22 @@
 /* A Fetch looks at a handful of headers: read a page at a time. */
 #define READ_READAHEAD 4096
 
-struct plog {
-    char *dir;        /* owned, without trailing slashes */
-    const char *name; /* last component of dir ("topic-3"), for log lines */
-    struct plog_config cfg;
-    kuuid_t topic_id;
-    bool has_topic_id;
-
-    /* Lock order: append_lock, then seg_lock.
-     * append_lock serialises writers: offset assignment, rolling and the
-     *   write itself. Only its holder changes the active segment's file,
-     *   so it may read the segment list and the active segment's state
-     *   without seg_lock.
-     * seg_lock guards the segment list and every segment's in-memory state
-     *   (size, indexes, timestamps). Writers hold it exclusively only to
-     *   publish a finished write or add a segment; readers hold it shared
-     *   for an index lookup and drop it before any file I/O. */
-    pthread_mutex_t append_lock;
-    pthread_rwlock_t seg_lock;
-    struct segment **segs; /* ascending base offsets; the last one is active */
-    size_t nsegs, segcap;
-
-    /* Published after the data they cover is in the file (release), so a
-     * reader that loads them (acquire) finds those bytes there. */
-    _Atomic int64_t end_offset;
-    _Atomic int64_t start_offset;
-    _Atomic int64_t size_bytes;
-    /* Set when the file may no longer match the in-memory state (a
-     * partial write that could not be cut off, a failed fsync): Kafka
-     * takes such a log offline, and so do we. */
-    atomic_bool failed;
-};
-
 /* ---- helpers ---- */
 
-static void mark_failed(struct plog *l) { atomic_store(&l->failed, true); }
-static bool has_failed(const struct plog *l) { return atomic_load(&l->failed); }
+void plog_mark_failed(struct plog *l)
+{
+    if (!atomic_exchange(&l->failed, true) && l->hooks.failed)
+        l->hooks.failed(l->hooks.ctx, l);
+}
+
+bool plog_has_failed(const struct plog *l)
+{
+    return atomic_load(&l->failed) || (l->dir_offline && atomic_load(l->dir_offline));
+}
+
+bool plog_offline(const struct plog *l) { return plog_has_failed(l); }
+
+int64_t plog_now_ms(void) { return clock_wall_ms(); }
 
 static char *path_in(const char *dir, const char *name)
 {
@@ -81,9 +63,15 @@ static void push_segment(struct plog *l, struct segment *s)
     l->segs[l->nsegs++] = s;
 }
 
-/* Under seg_lock. The segment whose range holds offset: the last one with
- * base_offset <= offset (the first when offset is below them all). */
-static size_t floor_index(const struct plog *l, int64_t offset)
+/* Atomically raises *a to v (never lowers it). */
+static void raise_to(_Atomic int64_t *a, int64_t v)
+{
+    int64_t cur = atomic_load(a);
+    while (cur < v && !atomic_compare_exchange_weak(a, &cur, v))
+        ;
+}
+
+size_t plog_floor_index(const struct plog *l, int64_t offset)
 {
     size_t lo = 0, hi = l->nsegs;
     while (lo < hi) {
@@ -96,10 +84,10 @@ static size_t floor_index(const struct plog *l, int64_t offset)
     return lo > 0 ? lo - 1 : 0;
 }
 
-/* Under seg_lock. The first segment with a base offset above base, or
- * nsegs. Searching by base offset rather than keeping an index keeps
- * working once retention removes segments between two lock holds. */
-static size_t index_after(const struct plog *l, int64_t base)
+/* The first segment with a base offset above base, or nsegs. Searching by
+ * base offset rather than keeping an index keeps working when retention
+ * or the cleaner change the list between two lock holds. */
+size_t plog_index_after(const struct plog *l, int64_t base)
 {
     size_t lo = 0, hi = l->nsegs;
     while (lo < hi) {
@@ -112,13 +100,45 @@ static size_t index_after(const struct plog *l, int64_t base)
     return lo;
 }
 
+/* xorshift64*: jitter draws need spread, not secrecy. */
+static uint64_t next_random(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+struct segment_opts plog_segment_opts(struct plog *l)
+{
+    struct segment_opts o = {l->cfg.index_interval_bytes, l->cfg.segment_index_bytes, 0};
+    /* Kafka's LogConfig.randomSegmentJitter. */
+    if (l->cfg.segment_jitter_ms > 0) {
+        int64_t range = l->cfg.segment_jitter_ms < l->cfg.segment_ms ? l->cfg.segment_jitter_ms : l->cfg.segment_ms;
+        if (range > 0)
+            o.roll_jitter_ms = (int64_t)(next_random(&l->rng) % (uint64_t)range);
+    }
+    return o;
+}
+
 static void plog_free(struct plog *l)
 {
     for (size_t i = 0; i < l->nsegs; i++)
         segment_free(l->segs[i]);
     free(l->segs);
+    for (size_t i = 0; i < l->ntrash; i++)
+        segment_free(l->trash[i].seg);
+    free(l->trash);
+    free(l->epochs);
+    pthread_mutex_destroy(&l->maint_lock);
     pthread_mutex_destroy(&l->append_lock);
+    pthread_mutex_destroy(&l->flush_lock);
     pthread_rwlock_destroy(&l->seg_lock);
+    pthread_mutex_destroy(&l->cfg_lock);
+    pthread_mutex_destroy(&l->trash_lock);
+    pthread_mutex_destroy(&l->epoch_lock);
     free(l->dir);
     free(l);
 }
@@ -129,6 +149,140 @@ static int64_t record_timestamp(const struct rb_header *h, const struct rb_recor
     return (int64_t)((uint64_t)h->base_timestamp + (uint64_t)r->timestamp_delta);
 }
 
+static int check_config(const char *dir, struct plog_config *c)
+{
+    if (c->segment_bytes < PLOG_MIN_SEGMENT_BYTES || c->segment_bytes > PLOG_MAX_SEGMENT_BYTES ||
+        c->index_interval_bytes < 0 || c->segment_ms < 1 || c->segment_jitter_ms < 0 || c->flush_messages < 1 ||
+        c->flush_ms < 0 || c->file_delete_delay_ms < 0) {
+        slog_error("log: %s: a topic config is out of range (segment.bytes %" PRId64 ", index.interval.bytes %" PRId32
+                   ", segment.ms %" PRId64 ", segment.jitter.ms %" PRId64 ", flush.messages %" PRId64
+                   ", flush.ms %" PRId64 ")",
+                   dir, c->segment_bytes, c->index_interval_bytes, c->segment_ms, c->segment_jitter_ms,
+                   c->flush_messages, c->flush_ms);
+        return KERR_INVALID_CONFIG;
+    }
+    /* Kafka accepts segment.index.bytes down to 4 and rounds it down to
+     * whole entries: keep room for one entry of each index. */
+    if (c->segment_index_bytes < PLOG_MIN_INDEX_BYTES)
+        c->segment_index_bytes = PLOG_MIN_INDEX_BYTES;
+    return 0;
+}
+
+/* ---- leader-epoch cache ---- */
+
+/* Under epoch_lock. Kafka's LeaderEpochFileCache.assign: a new epoch
+ * starts at offset; anything else is ignored. True when it changed. */
+static bool epoch_assign_locked(struct plog *l, int32_t epoch, int64_t offset)
+{
+    if (epoch < 0)
+        return false;
+    if (l->nepochs > 0) {
+        struct epoch_entry *last = &l->epochs[l->nepochs - 1];
+        if (epoch <= last->epoch || offset < last->start_offset)
+            return false;
+    }
+    if (l->nepochs == l->epochcap) {
+        l->epochcap = l->epochcap ? l->epochcap * 2 : 8;
+        l->epochs = xrealloc(l->epochs, l->epochcap * sizeof *l->epochs);
+    }
+    l->epochs[l->nepochs++] = (struct epoch_entry){epoch, offset};
+    return true;
+}
+
+/* Under epoch_lock: entries starting at or after end go. */
+static bool epoch_truncate_end_locked(struct plog *l, int64_t end)
+{
+    size_t n = l->nepochs;
+    while (l->nepochs > 0 && l->epochs[l->nepochs - 1].start_offset >= end)
+        l->nepochs--;
+    return n != l->nepochs;
+}
+
+/* Under epoch_lock: Kafka's truncateFromStart: entries before start go,
+ * except the last of them, which now starts at start. */
+static bool epoch_truncate_start_locked(struct plog *l, int64_t start)
+{
+    size_t k = 0;
+    while (k + 1 < l->nepochs && l->epochs[k + 1].start_offset <= start)
+        k++;
+    bool changed = k > 0;
+    if (k > 0) {
+        memmove(l->epochs, l->epochs + k, (l->nepochs - k) * sizeof *l->epochs);
+        l->nepochs -= k;
+    }
+    if (l->nepochs > 0 && l->epochs[0].start_offset < start) {
+        l->epochs[0].start_offset = start;
+        changed = true;
+    }
+    return changed;
+}
+
+/* Under epoch_lock. */
+static void epoch_write_locked(struct plog *l)
+{
+    char *p = path_in(l->dir, CKPT_LEADER_EPOCH_FILE);
+    int e = ckpt_write_epochs(p, l->epochs, l->nepochs);
+    if (e)
+        slog_error("log: cannot write %s: %s", p, strerror(e));
+    free(p);
+}
+
+static void epoch_load(struct plog *l)
+{
+    char *p = path_in(l->dir, CKPT_LEADER_EPOCH_FILE);
+    struct epoch_entry *v;
+    size_t n;
+    int e = ckpt_read_epochs(p, &v, &n);
+    if (e == 0) {
+        free(l->epochs);
+        l->epochs = v;
+        l->nepochs = l->epochcap = n;
+    } else if (e != ENOENT) {
+        /* Rebuilt from the batches of the recovered segments; entries
+         * from segments opened through their indexes are lost, as when
+         * Kafka finds the file unreadable. */
+        slog_warn("log: %s: ignoring unreadable %s: %s", l->dir, CKPT_LEADER_EPOCH_FILE, strerror(e));
+    }
+    free(p);
+}
+
+/* Recovery rebuilds the cache from the batches it reads. ctx is a
+ * struct epoch_rebuild; changed tells whether the file must be written. */
+struct epoch_rebuild {
+    struct plog *l;
+    bool changed;
+};
+
+static void epoch_visit(void *ctx, const struct rb_header *h)
+{
+    struct epoch_rebuild *er = ctx;
+    if (epoch_assign_locked(er->l, h->partition_leader_epoch, h->base_offset))
+        er->changed = true;
+}
+
+void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset)
+{
+    pthread_mutex_lock(&l->epoch_lock);
+    *epoch = l->nepochs ? l->epochs[l->nepochs - 1].epoch : -1;
+    *start_offset = l->nepochs ? l->epochs[l->nepochs - 1].start_offset : -1;
+    pthread_mutex_unlock(&l->epoch_lock);
+}
+
+void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
+{
+    *end_epoch = -1;
+    *end_offset = -1;
+    pthread_mutex_lock(&l->epoch_lock);
+    for (size_t i = l->nepochs; i-- > 0;) {
+        if (l->epochs[i].epoch <= epoch) {
+            *end_epoch = l->epochs[i].epoch;
+            *end_offset = i + 1 < l->nepochs ? l->epochs[i + 1].start_offset : plog_log_end_offset(l);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&l->epoch_lock);
+}
+
 /* ---- open ---- */
 
 static int cmp_i64(const void *a, const void *b)
@@ -137,40 +291,141 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Base offsets of the NNNNNNNNNNNNNNNNNNNN.log files in dir, ascending. */
-static int list_segments(const char *dir, int64_t **bases, size_t *n)
+static bool has_suffix(const char *s, const char *suffix)
 {
-    *bases = NULL;
-    *n = 0;
-    DIR *d = opendir(dir);
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+struct dir_listing {
+    int64_t *logs, *swaps;
+    size_t nlogs, nswaps;
+};
+
+static void push_i64(int64_t **v, size_t *n, int64_t x)
+{
+    /* Capacity: 16, then doubling at each power of two. */
+    if (*n == 0 || (*n >= 16 && (*n & (*n - 1)) == 0))
+        *v = xrealloc(*v, (*n ? *n * 2 : 16) * sizeof **v);
+    (*v)[(*n)++] = x;
+}
+
+/* Lists the segments (and .swap segments) of dir, ascending; removes
+ * what an interrupted deletion or cleaning left behind: *.deleted files
+ * (their segments were already out of the log) and *.cleaned files (a
+ * replacement that never got as far as .swap). */
+static int list_dir(struct plog *l, struct dir_listing *out)
+{
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(l->dir);
     if (!d) {
-        slog_error("log: cannot read directory %s: %s", dir, strerror(errno));
+        slog_error("log: cannot read directory %s: %s", l->dir, strerror(errno));
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    size_t cap = 0;
     struct dirent *de;
+    int removed = 0;
     /* readdir reports errors only through errno. */
     for (errno = 0; (de = readdir(d)) != NULL; errno = 0) {
+        const char *name = de->d_name;
         int64_t base;
-        if (!segment_parse_name(de->d_name, SEGMENT_LOG_SUFFIX, &base))
-            continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            *bases = xrealloc(*bases, cap * sizeof **bases);
+        if (segment_parse_name(name, SEGMENT_LOG_SUFFIX, &base)) {
+            push_i64(&out->logs, &out->nlogs, base);
+        } else if (strlen(name) > SEGMENT_NAME_DIGITS &&
+                   (has_suffix(name, SEGMENT_DELETED_SUFFIX) || has_suffix(name, SEGMENT_CLEANED_SUFFIX))) {
+            char *p = path_in(l->dir, name);
+            if (unlink(p) == 0)
+                removed++;
+            free(p);
+        } else if (segment_parse_name(name, SEGMENT_LOG_SUFFIX SEGMENT_SWAP_SUFFIX, &base)) {
+            push_i64(&out->swaps, &out->nswaps, base);
         }
-        (*bases)[(*n)++] = base;
     }
     int e = errno;
     closedir(d);
     if (e) {
-        slog_error("log: cannot read directory %s: %s", dir, strerror(e));
-        free(*bases);
-        *bases = NULL;
-        *n = 0;
+        slog_error("log: cannot read directory %s: %s", l->dir, strerror(e));
+        free(out->logs);
+        free(out->swaps);
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    if (*n > 1)
-        qsort(*bases, *n, sizeof **bases, cmp_i64);
+    if (removed) {
+        fs_sync_dir(l->dir);
+        slog_info("log: %s: removed %d file(s) left by an interrupted deletion or cleaning", l->dir, removed);
+    }
+    if (out->nlogs > 1)
+        qsort(out->logs, out->nlogs, sizeof *out->logs, cmp_i64);
+    if (out->nswaps > 1)
+        qsort(out->swaps, out->nswaps, sizeof *out->swaps, cmp_i64);
+    return 0;
+}
+
+/* Unlinks the three files of the plain segment at base. */
+static int unlink_segment_files(const char *dir, int64_t base)
+{
+    const char *exts[] = {SEGMENT_LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX};
+    int rc = 0;
+    for (int i = 0; i < 3; i++) {
+        char *p = segment_file_path(dir, base, exts[i]);
+        if (unlink(p) != 0 && errno != ENOENT && !rc)
+            rc = errno;
+        free(p);
+    }
+    return rc;
+}
+
+/* Finishes a cleaner swap a crash interrupted (Kafka's LogLoader): a
+ * .swap segment was complete and durable before it got that name, so it
+ * replaces the segments in its offset range, then takes its plain name. */
+static int complete_swaps(struct plog *l, struct dir_listing *ls)
+{
+    struct segment_opts o = plog_segment_opts(l);
+    for (size_t i = 0; i < ls->nswaps; i++) {
+        struct segment *s;
+        int rc = segment_open(l->dir, ls->swaps[i], &o, SEGMENT_SWAP_SUFFIX, &s);
+        if (rc)
+            return rc;
+        struct segment_load_result r;
+        rc = segment_load(s, SEGMENT_LOAD_REBUILD, INT64_MAX, false, &r, NULL);
+        if (rc) {
+            segment_free(s);
+            return rc;
+        }
+        int64_t from = s->base_offset, to = s->next_offset;
+        size_t k = 0;
+        for (size_t j = 0; j < ls->nlogs; j++) {
+            int64_t b = ls->logs[j];
+            /* The swap segment replaces those its range covers; keep the
+             * rest (j is rewritten in place). */
+            if (b >= from && b < to) {
+                int e = unlink_segment_files(l->dir, b);
+                if (e) {
+                    slog_error("log: %s: cannot remove segment %020" PRId64 " replaced by a cleaned one: %s",
+                               l->dir, b, strerror(e));
+                    segment_free(s);
+                    return KERR_KAFKA_STORAGE_ERROR;
+                }
+            } else {
+                ls->logs[k++] = b;
+            }
+        }
+        ls->nlogs = k;
+        rc = segment_rename(s, "");
+        if (rc == 0) {
+            push_i64(&ls->logs, &ls->nlogs, from);
+            qsort(ls->logs, ls->nlogs, sizeof *ls->logs, cmp_i64);
+            slog_info("log: %s: completed the swap of cleaned segment %020" PRId64, l->dir, from);
+        }
+        segment_free(s);
+        if (rc)
+            return rc;
+    }
+    if (ls->nswaps) {
+        int e = fs_sync_dir(l->dir);
+        if (e) {
+            slog_error("log: cannot sync directory %s: %s", l->dir, strerror(e));
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
     return 0;
 }
 
@@ -204,9 +459,9 @@ static int load_topic_id(struct plog *l, const kuuid_t *given)
     return 0;
 }
 
-/* Deletes the segment files bases[from..n) after a recovery cut an
- * earlier segment short: batches after a hole must not survive it.
- * Returns the bytes they held (for the one WARN line), or -1 on error. */
+/* Deletes the segments bases[from..n) after a recovery cut an earlier
+ * segment short: batches after a hole must not survive it. Returns the
+ * bytes they held (for the one WARN line), or -1 on error. */
 static int64_t drop_later_segments(struct plog *l, const int64_t *bases, size_t from, size_t n)
 {
     int64_t bytes = 0;
@@ -215,12 +470,12 @@ static int64_t drop_later_segments(struct plog *l, const int64_t *bases, size_t 
         struct stat st;
         if (stat(p, &st) == 0)
             bytes += st.st_size;
-        if (unlink(p) != 0 && errno != ENOENT) {
-            slog_error("log: cannot delete %s: %s", p, strerror(errno));
-            free(p);
+        free(p);
+        int e = unlink_segment_files(l->dir, bases[j]);
+        if (e) {
+            slog_error("log: %s: cannot delete segment %020" PRId64 ": %s", l->dir, bases[j], strerror(e));
             return -1;
         }
-        free(p);
     }
     int e = fs_sync_dir(l->dir);
     if (e) {
@@ -230,27 +485,50 @@ static int64_t drop_later_segments(struct plog *l, const int64_t *bases, size_t 
     return bytes;
 }
 
-static int load_segments(struct plog *l, bool clean)
+static const char *mode_name(enum segment_load_mode m)
 {
-    int64_t *bases;
-    size_t n;
-    int rc = list_segments(l->dir, &bases, &n);
-    if (rc)
-        return rc;
+    return m == SEGMENT_LOAD_TRUST ? "trusted" : m == SEGMENT_LOAD_RECOVER ? "recovered" : "rebuilt";
+}
+
+static int load_segments(struct plog *l, const int64_t *bases, size_t n, bool clean, int64_t recovery_point,
+                         int64_t *recovered_batches, bool *epochs_changed)
+{
+    /* From the segment holding the recovery point on, data may not have
+     * reached the disk before the crash. */
+    size_t recover_from = n;
+    if (!clean) {
+        recover_from = 0;
+        for (size_t i = 0; i < n; i++)
+            if (bases[i] <= recovery_point)
+                recover_from = i;
+    }
+    struct segment_opts o = plog_segment_opts(l);
+    struct epoch_rebuild er = {l, false};
+    struct segment_visitor v = {epoch_visit, &er};
+    int rc = 0;
     for (size_t i = 0; i < n; i++) {
         struct segment *s;
-        rc = segment_open(l->dir, bases[i], l->cfg.index_interval_bytes, &s);
+        rc = segment_open(l->dir, bases[i], &o, "", &s);
         if (rc)
             break;
         bool last = i + 1 == n;
+        enum segment_load_mode mode = i >= recover_from ? SEGMENT_LOAD_RECOVER : SEGMENT_LOAD_TRUST;
         struct segment_load_result r;
-        /* Rolled segments were fsync'ed at the roll; only the last one can
-         * end in a torn write, so only it gets the (slow) CRC check. */
-        rc = segment_load(s, !clean && last, last ? INT64_MAX : bases[i + 1], &r);
+        pthread_mutex_lock(&l->epoch_lock);
+        rc = segment_load(s, mode, last ? INT64_MAX : bases[i + 1], last, &r, &v);
+        pthread_mutex_unlock(&l->epoch_lock);
         if (rc) {
             segment_free(s);
             break;
         }
+        if (mode == SEGMENT_LOAD_RECOVER)
+            *recovered_batches += r.batches;
+        if (r.rebuild_reason)
+            slog_info("log: %s: rebuilt the indexes of %020" PRId64 ".log: %s", l->dir, s->base_offset,
+                      r.rebuild_reason);
+        else
+            slog_debug("log: %s: %020" PRId64 ".log %s, %d batch(es) read", l->dir, s->base_offset,
+                       mode_name(mode), r.batches);
         push_segment(l, s);
         if (r.truncated_bytes == 0)
             continue;
@@ -258,6 +536,15 @@ static int load_segments(struct plog *l, bool clean)
         if (dropped < 0) {
             rc = KERR_KAFKA_STORAGE_ERROR;
             break;
+        }
+        if (!last) {
+            /* It is the last segment now: it takes appends. */
+            int e = segment_unseal(s);
+            if (e) {
+                slog_error("log: %s: cannot resize indexes: %s", l->dir, strerror(e));
+                rc = KERR_KAFKA_STORAGE_ERROR;
+                break;
+            }
         }
         char more[96] = "";
         if (!last)
@@ -268,22 +555,29 @@ static int load_segments(struct plog *l, bool clean)
                   r.truncated_bytes, more, s->next_offset);
         break;
     }
-    free(bases);
+    *epochs_changed = er.changed;
     return rc;
 }
 
 int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg, struct plog **out)
 {
+    return plog_open_ex(dir, topic_id, cfg, NULL, out);
+}
+
+int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg,
+                 const struct plog_open_opts *opts, struct plog **out)
+{
     *out = NULL;
     struct plog_config c = PLOG_CONFIG_INIT;
     if (cfg)
         c = *cfg;
-    if (c.segment_bytes < PLOG_MIN_SEGMENT_BYTES || c.segment_bytes > PLOG_MAX_SEGMENT_BYTES ||
-        c.index_interval_bytes < 0) {
-        slog_error("log: %s: segment.bytes %" PRId64 " or index.interval.bytes %" PRId32 " out of range", dir,
-                   c.segment_bytes, c.index_interval_bytes);
-        return KERR_INVALID_CONFIG;
-    }
+    int rc = check_config(dir, &c);
+    if (rc)
+        return rc;
+    struct plog_open_opts oo = PLOG_OPEN_OPTS_INIT;
+    if (opts)
+        oo = *opts;
+    int64_t t0 = clock_mono_us();
 
     struct plog *l = xcalloc(1, sizeof *l);
     l->dir = xstrdup(dir);
@@ -293,14 +587,33 @@ int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config
     const char *slash = strrchr(l->dir, '/');
     l->name = slash ? slash + 1 : l->dir;
     l->cfg = c;
+    if (oo.hooks)
+        l->hooks = *oo.hooks;
+    if (oo.codecs)
+        l->codecs = *oo.codecs;
+    l->dir_offline = oo.dir_offline;
+    pthread_mutex_init(&l->maint_lock, NULL);
     pthread_mutex_init(&l->append_lock, NULL);
+    pthread_mutex_init(&l->flush_lock, NULL);
     pthread_rwlock_init(&l->seg_lock, NULL);
+    pthread_mutex_init(&l->cfg_lock, NULL);
+    pthread_mutex_init(&l->trash_lock, NULL);
+    pthread_mutex_init(&l->epoch_lock, NULL);
     atomic_init(&l->end_offset, 0);
     atomic_init(&l->start_offset, 0);
     atomic_init(&l->size_bytes, 0);
+    atomic_init(&l->recovery_point, 0);
+    atomic_init(&l->high_watermark, -1);
+    atomic_init(&l->cleaner_offset, oo.cleaner_offset);
+    atomic_init(&l->tombstone_expiry, INT64_MAX);
+    atomic_init(&l->last_flush_ms, clock_wall_ms());
+    atomic_init(&l->roll_flush_pending, false);
+    atomic_init(&l->abort_clean, false);
     atomic_init(&l->failed, false);
+    if (getrandom(&l->rng, sizeof l->rng, 0) != (ssize_t)sizeof l->rng || l->rng == 0)
+        l->rng = (uint64_t)clock_mono_us() | 1;
 
-    int rc;
+    struct dir_listing ls = {0};
     int e = fs_mkdirs(l->dir, NULL);
     if (e) {
         slog_error("log: cannot create directory %s: %s", l->dir, strerror(e));
@@ -321,10 +634,21 @@ int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config
         goto fail;
     }
 
-    rc = load_segments(l, clean);
+    rc = list_dir(l, &ls);
+    if (rc == 0)
+        rc = complete_swaps(l, &ls);
+    if (rc == 0)
+        epoch_load(l);
+    int64_t recovered = 0;
+    bool epochs_changed = false;
+    if (rc == 0)
+        rc = load_segments(l, ls.logs, ls.nlogs, clean, oo.recovery_point, &recovered, &epochs_changed);
     if (rc == 0 && l->nsegs == 0) {
+        /* An empty log starts where its checkpoint said it started. */
+        int64_t base = oo.log_start_offset > 0 ? oo.log_start_offset : 0;
+        struct segment_opts so = plog_segment_opts(l);
         struct segment *s;
-        rc = segment_create(l->dir, 0, c.index_interval_bytes, &s);
+        rc = segment_create(l->dir, base, &so, "", &s);
         if (rc == 0)
             push_segment(l, s);
     }
@@ -343,45 +667,119 @@ int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config
     int64_t size = 0;
     for (size_t i = 0; i < l->nsegs; i++)
         size += l->segs[i]->size;
+    int64_t first = l->segs[0]->base_offset, end = l->segs[l->nsegs - 1]->next_offset;
+    int64_t start = oo.log_start_offset > first ? oo.log_start_offset : first;
+    if (start > end)
+        start = end;
+    int64_t rp = clean ? end : oo.recovery_point;
+    if (rp < first)
+        rp = first;
+    if (rp > end)
+        rp = end;
     atomic_store(&l->size_bytes, size);
-    atomic_store(&l->start_offset, l->segs[0]->base_offset);
-    atomic_store(&l->end_offset, l->segs[l->nsegs - 1]->next_offset);
-    slog_debug("log: opened %s after %s shutdown: %zu segment(s), offsets %" PRId64 "..%" PRId64 ", %" PRId64
-               " bytes",
-               l->dir, clean ? "clean" : "unclean", l->nsegs, l->segs[0]->base_offset,
-               l->segs[l->nsegs - 1]->next_offset, size);
+    atomic_store(&l->start_offset, start);
+    atomic_store(&l->end_offset, end);
+    atomic_store(&l->recovery_point, rp);
+
+    pthread_mutex_lock(&l->epoch_lock);
+    bool ch = epoch_truncate_end_locked(l, end);
+    ch |= epoch_truncate_start_locked(l, start);
+    if (ch || epochs_changed)
+        epoch_write_locked(l);
+    pthread_mutex_unlock(&l->epoch_lock);
+
+    int64_t took_ms = (clock_mono_us() - t0) / 1000;
+    if (!clean && ls.nlogs > 0)
+        slog_info("log: %s: recovered after an unclean shutdown in %" PRId64 " ms: %zu segment(s), %" PRId64
+                  " batch(es) checked from the recovery point %" PRId64 ", offsets %" PRId64 "..%" PRId64,
+                  l->dir, took_ms, l->nsegs, recovered, oo.recovery_point, start, end);
+    else
+        slog_debug("log: opened %s after a clean shutdown in %" PRId64 " ms: %zu segment(s), offsets %" PRId64
+                   "..%" PRId64 ", %" PRId64 " bytes",
+                   l->dir, took_ms, l->nsegs, start, end, size);
+    free(ls.logs);
+    free(ls.swaps);
+    /* Recovered data is in the page cache only: have it flushed. */
+    if (rp < end && l->hooks.flush_wanted)
+        l->hooks.flush_wanted(l->hooks.ctx, l);
     *out = l;
     return 0;
 
 fail:
+    free(ls.logs);
+    free(ls.swaps);
     plog_free(l);
     return rc;
 }
 
+int plog_set_config(struct plog *l, const struct plog_config *cfg)
+{
+    struct plog_config c = *cfg;
+    int rc = check_config(l->dir, &c);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&l->append_lock);
+    pthread_mutex_lock(&l->cfg_lock);
+    l->cfg = c;
+    pthread_mutex_unlock(&l->cfg_lock);
+    /* The active segment indexes at the new interval from now on. */
+    pthread_rwlock_wrlock(&l->seg_lock);
+    l->segs[l->nsegs - 1]->index_interval_bytes = c.index_interval_bytes;
+    pthread_rwlock_unlock(&l->seg_lock);
+    pthread_mutex_unlock(&l->append_lock);
+    return 0;
+}
+
+void plog_get_config(struct plog *l, struct plog_config *out)
+{
+    pthread_mutex_lock(&l->cfg_lock);
+    *out = l->cfg;
+    pthread_mutex_unlock(&l->cfg_lock);
+}
+
 /* ---- append ---- */
 
-/* Called with append_lock held. Makes the current active segment durable
- * (so that only the last segment can ever need a CRC check at recovery)
- * and starts a new one at base. */
+/* Called with append_lock held. Starts a new active segment at base. The
+ * rolled one is sealed (final time-index entry, trimmed index files) and
+ * flushed later by the flusher, not here: an fsync under the append lock
+ * would stall every producer of the partition. Until that flush the
+ * recovery point stays in the rolled segment, so a crash recovers it. */
 static int roll(struct plog *l, int64_t base, struct segment **active)
 {
     struct segment *old = *active;
-    int e = segment_sync(old);
-    if (e) {
-        slog_error("log: %s: fdatasync failed: %s", old->log_path, strerror(e));
-        mark_failed(l);
-        return KERR_KAFKA_STORAGE_ERROR;
-    }
+    struct segment_opts o = plog_segment_opts(l);
     struct segment *s;
-    int rc = segment_create(l->dir, base, l->cfg.index_interval_bytes, &s);
+    int rc = segment_create(l->dir, base, &o, "", &s);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&l->seg_lock);
-    segment_seal(old);
+    int e = segment_seal(old);
     push_segment(l, s);
     pthread_rwlock_unlock(&l->seg_lock);
+    if (e) {
+        /* Untrimmed index files are rebuilt at the next open. */
+        slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, old->log_path, strerror(e));
+    }
     *active = s;
+    atomic_store(&l->roll_flush_pending, true);
+    if (l->hooks.flush_wanted)
+        l->hooks.flush_wanted(l->hooks.ctx, l);
     return 0;
+}
+
+/* Kafka's LogSegment.shouldRoll (all but "empty segments take anything",
+ * which the caller checks). */
+static bool should_roll(const struct plog *l, const struct segment *seg, size_t len, int64_t last, size_t nbatches,
+                        int64_t max_ts, int64_t now)
+{
+    if (seg->size > l->cfg.segment_bytes - (int64_t)len)
+        return true;
+    if (last - seg->base_offset > INT32_MAX)
+        return true;
+    if (segment_index_room(seg) < nbatches)
+        return true;
+    int64_t waited = seg->first_batch_timestamp >= 0 ? max_ts - seg->first_batch_timestamp : now - seg->created_ms;
+    return waited > l->cfg.segment_ms - seg->roll_jitter_ms;
 }
 
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
@@ -398,19 +796,21 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         return KERR_RECORD_LIST_TOO_LARGE;
 
     /* Check the framing of every batch before touching any of them. */
-    int64_t noffsets = 0;
+    int64_t noffsets = 0, max_ts = RB_NO_TIMESTAMP;
+    size_t nbatches = 0;
     for (size_t pos = 0; pos < len;) {
         size_t size;
         struct rb_header h;
         if (rb_frame(batches + pos, len - pos, &size) != 0 || rb_parse_header(batches + pos, size, &h) != 0 ||
             h.last_offset_delta < 0)
             return KERR_CORRUPT_MESSAGE;
-        if ((int64_t)size > l->cfg.segment_bytes)
-            return KERR_RECORD_LIST_TOO_LARGE;
         noffsets += (int64_t)h.last_offset_delta + 1;
+        if (h.max_timestamp > max_ts)
+            max_ts = h.max_timestamp;
+        nbatches++;
         pos += size;
     }
-    if (has_failed(l))
+    if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
 
     /* The LogAppendTime rewrite touches CRC-covered bytes but not the
@@ -421,13 +821,22 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
             rb_set_max_timestamp_and_type(batches + pos, size, RB_LOG_APPEND_TIME, append_time_ms_or_minus1);
             pos += size;
         }
+        max_ts = append_time_ms_or_minus1;
     }
 
     int rc = 0;
     pthread_mutex_lock(&l->append_lock);
-    if (has_failed(l)) {
+    if (plog_has_failed(l)) {
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
+    }
+    for (size_t pos = 0; pos < len;) {
+        size_t size = (size_t)be32_read(batches + pos + RB_OFF_BATCH_LENGTH) + RB_LOG_OVERHEAD;
+        if ((int64_t)size > l->cfg.segment_bytes) {
+            rc = KERR_RECORD_LIST_TOO_LARGE;
+            goto out;
+        }
+        pos += size;
     }
     int64_t base = atomic_load_explicit(&l->end_offset, memory_order_relaxed);
     if (noffsets > INT64_MAX - base) {
@@ -436,11 +845,9 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
     }
     int64_t last = base + noffsets - 1;
     struct segment *seg = l->segs[l->nsegs - 1];
-    /* Kafka's shouldRoll: the append would pass segment.bytes, or its
-     * offsets would not fit the index's relative int32. An empty segment
-     * takes anything (a batch above segment.bytes was refused above). */
-    if (seg->size > 0 &&
-        (seg->size > l->cfg.segment_bytes - (int64_t)len || last - seg->base_offset > INT32_MAX)) {
+    /* An empty segment takes anything (a batch above segment.bytes was
+     * refused above). */
+    if (seg->size > 0 && should_roll(l, seg, len, last, nbatches, max_ts, clock_wall_ms())) {
         rc = roll(l, base, &seg);
         if (rc)
             goto out;
@@ -449,6 +856,11 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         rc = KERR_RECORD_LIST_TOO_LARGE;
         goto out;
     }
+    /* A new leader epoch is on disk before any batch carrying it. */
+    pthread_mutex_lock(&l->epoch_lock);
+    if (epoch_assign_locked(l, leader_epoch, base))
+        epoch_write_locked(l);
+    pthread_mutex_unlock(&l->epoch_lock);
 
     int64_t next = base;
     for (size_t pos = 0; pos < len;) {
@@ -466,7 +878,7 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         slog_error("log: %s: write of %zu bytes at %" PRId64 " failed: %s%s", seg->log_path, len, seg->size,
                    strerror(e), cut_ok ? "" : "; could not cut the partial write, log taken offline");
         if (!cut_ok)
-            mark_failed(l);
+            plog_mark_failed(l);
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
     }
@@ -478,7 +890,7 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
              * trusted, so the log goes offline (as Kafka's log dir does). */
             slog_error("log: %s: fdatasync failed: %s; log taken offline", seg->log_path, strerror(e));
             segment_cut_to_size(seg);
-            mark_failed(l);
+            plog_mark_failed(l);
             rc = KERR_KAFKA_STORAGE_ERROR;
             goto out;
         }
@@ -495,6 +907,10 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
     pthread_rwlock_unlock(&l->seg_lock);
     atomic_fetch_add(&l->size_bytes, (int64_t)len);
     atomic_store_explicit(&l->end_offset, next, memory_order_release);
+
+    if (!l->cfg.fsync_each_append && l->hooks.flush_wanted &&
+        next - atomic_load(&l->recovery_point) >= l->cfg.flush_messages)
+        l->hooks.flush_wanted(l->hooks.ctx, l);
 
     if (res) {
         res->base_offset = base;
@@ -567,7 +983,7 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
     res->len = 0;
     res->first_base_offset = -1;
     res->next_offset = offset;
-    if (has_failed(l))
+    if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     int64_t end = atomic_load_explicit(&l->end_offset, memory_order_acquire);
     int64_t start = atomic_load(&l->start_offset);
@@ -586,7 +1002,7 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
     int64_t seg_base = -1;
     for (;;) {
         pthread_rwlock_rdlock(&l->seg_lock);
-        size_t i = seg_base < 0 ? floor_index(l, offset) : index_after(l, seg_base);
+        size_t i = seg_base < 0 ? plog_floor_index(l, offset) : plog_index_after(l, seg_base);
         if (i >= l->nsegs) {
             pthread_rwlock_unlock(&l->seg_lock);
             return 0;
@@ -610,21 +1026,45 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
 
 /* ---- timestamps ---- */
 
-/* *offset: the first record of the batch at c->pos (header h) whose
- * timestamp is == target (exact) or >= target, at or above min_offset;
- * -1 when none. Only for uncompressed CreateTime batches. */
-static int find_record(struct bcursor *c, const struct rb_header *h, int64_t target, bool exact, int64_t min_offset,
-                       int64_t *offset, int64_t *timestamp)
+/* Iterates the records of the batch at c->pos (header h), decompressing
+ * through the log's codec when needed. *it points into c's buffer or
+ * into *scratch (the caller frees it). KERR_UNSUPPORTED_COMPRESSION_TYPE
+ * when the batch is compressed and no codec is there. */
+static int batch_records(struct plog *l, struct bcursor *c, const struct rb_header *h, struct buf *scratch,
+                         struct rb_record_iter *it)
 {
-    *offset = -1;
     const uint8_t *p;
     size_t size = (size_t)rb_batch_size(h);
     int st = bcur_batch(c, size, &p);
     if (st != BCUR_OK)
         return st == BCUR_IOERR ? KERR_KAFKA_STORAGE_ERROR : KERR_CORRUPT_MESSAGE;
+    if (rb_codec(h) == RB_CODEC_NONE)
+        return rb_record_iter_init_batch(it, p, size) == 0 ? 0 : KERR_CORRUPT_MESSAGE;
+    if (!l->codecs.decompress)
+        return KERR_UNSUPPORTED_COMPRESSION_TYPE;
+    buf_reset(scratch);
+    int rc = l->codecs.decompress(l->codecs.ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
+    if (rc)
+        return rc;
+    rb_record_iter_init(it, scratch->data, scratch->len, h->records_count);
+    return 0;
+}
+
+/* *offset: the first record of the batch at c->pos (header h) whose
+ * timestamp is == target (exact) or >= target, at or above min_offset;
+ * -1 when none. For CreateTime batches; a compressed batch without a
+ * codec gives KERR_UNSUPPORTED_COMPRESSION_TYPE. */
+static int find_record(struct plog *l, struct bcursor *c, const struct rb_header *h, int64_t target, bool exact,
+                       int64_t min_offset, int64_t *offset, int64_t *timestamp)
+{
+    *offset = -1;
+    struct buf scratch = BUF_INIT;
     struct rb_record_iter it;
-    if (rb_record_iter_init_batch(&it, p, size) != 0)
-        return KERR_CORRUPT_MESSAGE;
+    int rc = batch_records(l, c, h, &scratch, &it);
+    if (rc) {
+        buf_free(&scratch);
+        return rc;
+    }
     struct rb_record r;
     int n;
     while ((n = rb_record_next(&it, &r)) == 1) {
@@ -633,9 +1073,10 @@ static int find_record(struct bcursor *c, const struct rb_header *h, int64_t tar
         if ((exact ? ts == target : ts >= target) && off >= min_offset) {
             *offset = off;
             *timestamp = ts;
-            return 0;
+            break;
         }
     }
+    buf_free(&scratch);
     return n < 0 ? KERR_CORRUPT_MESSAGE : 0;
 }
 
@@ -651,16 +1092,22 @@ static int search_timestamp(struct plog *l, struct sfile *f, int64_t pos, int64_
     int st, rc = 0;
     while ((st = bcur_header(&c, &h)) == BCUR_OK) {
         if (h.max_timestamp >= ts && rb_last_offset(&h) >= min_offset) {
-            if (rb_timestamp_type(&h) == RB_LOG_APPEND_TIME || rb_codec(&h) != RB_CODEC_NONE) {
-                /* LogAppendTime: every record's timestamp is maxTimestamp.
-                 * Compressed: batch granularity until the log can
-                 * decompress; the base offset may be a few records early,
-                 * which a consumer seeking by time tolerates. */
+            if (rb_timestamp_type(&h) == RB_LOG_APPEND_TIME) {
+                /* Every record's timestamp is maxTimestamp. */
                 *offset = h.base_offset > min_offset ? h.base_offset : min_offset;
                 *timestamp = h.max_timestamp;
                 break;
             }
-            rc = find_record(&c, &h, ts, false, min_offset, offset, timestamp);
+            rc = find_record(l, &c, &h, ts, false, min_offset, offset, timestamp);
+            if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE) {
+                /* No codec: batch granularity; the base offset may be a
+                 * few records early, which a consumer seeking by time
+                 * tolerates. */
+                rc = 0;
+                *offset = h.base_offset > min_offset ? h.base_offset : min_offset;
+                *timestamp = h.max_timestamp;
+                break;
+            }
             if (rc || *offset >= 0)
                 break;
         }
@@ -679,13 +1126,13 @@ int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64
 {
     *offset = -1;
     *timestamp = -1;
-    if (has_failed(l))
+    if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     int64_t start = atomic_load(&l->start_offset);
     int64_t seg_base = -1;
     for (;;) {
         pthread_rwlock_rdlock(&l->seg_lock);
-        size_t i = seg_base < 0 ? 0 : index_after(l, seg_base);
+        size_t i = seg_base < 0 ? 0 : plog_index_after(l, seg_base);
         if (i >= l->nsegs) {
             pthread_rwlock_unlock(&l->seg_lock);
             return 0;
@@ -718,7 +1165,7 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
 {
     *offset = -1;
     *timestamp = -1;
-    if (has_failed(l))
+    if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     pthread_rwlock_rdlock(&l->seg_lock);
     /* The first segment holding the largest timestamp (Scala's maxBy). */
@@ -746,12 +1193,14 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
             *timestamp = max_ts;
             *offset = h.base_offset;
             /* LogAppendTime: all records share the timestamp, the first
-             * has it. Compressed: base offset until decompression is
-             * available here (Kafka decompresses to find the record). */
-            if (rb_timestamp_type(&h) == RB_CREATE_TIME && rb_codec(&h) == RB_CODEC_NONE) {
+             * has it. Otherwise the first record that has it, which for a
+             * compressed batch needs its codec (base offset without). */
+            if (rb_timestamp_type(&h) == RB_CREATE_TIME) {
                 int64_t off, ts;
-                rc = find_record(&c, &h, max_ts, true, h.base_offset, &off, &ts);
-                if (rc == 0 && off >= 0)
+                rc = find_record(l, &c, &h, max_ts, true, h.base_offset, &off, &ts);
+                if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE)
+                    rc = 0;
+                else if (rc == 0 && off >= 0)
                     *offset = off;
             }
             break;
@@ -781,7 +1230,11 @@ int64_t plog_log_end_offset(const struct plog *l)
 
 int64_t plog_log_start_offset(const struct plog *l) { return atomic_load(&l->start_offset); }
 
+int64_t plog_recovery_point(const struct plog *l) { return atomic_load(&l->recovery_point); }
+
 int64_t plog_size_bytes(const struct plog *l) { return atomic_load(&l->size_bytes); }
+
+int64_t plog_cleaner_offset(const struct plog *l) { return atomic_load(&l->cleaner_offset); }
 
 int plog_segment_count(struct plog *l)
 {
@@ -791,42 +1244,479 @@ int plog_segment_count(struct plog *l)
     return n;
 }
 
+int plog_segment_bases(struct plog *l, int64_t *bases, int max)
+{
+    pthread_rwlock_rdlock(&l->seg_lock);
+    int n = (int)l->nsegs;
+    for (int i = 0; i < n && i < max; i++)
+        bases[i] = l->segs[i]->base_offset;
+    pthread_rwlock_unlock(&l->seg_lock);
+    return n;
+}
+
 const kuuid_t *plog_topic_id(const struct plog *l) { return l->has_topic_id ? &l->topic_id : NULL; }
 
 const char *plog_dir(const struct plog *l) { return l->dir; }
 
-/* ---- flush, close, delete ---- */
+bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition)
+{
+    const char *dash = strrchr(l->name, '-');
+    if (!dash || dash == l->name || !dash[1])
+        return false;
+    int64_t v = 0;
+    for (const char *q = dash + 1; *q; q++) {
+        if (*q < '0' || *q > '9' || v > INT32_MAX / 10)
+            return false;
+        v = v * 10 + (*q - '0');
+    }
+    if (v > INT32_MAX)
+        return false;
+    *topic = l->name;
+    *topic_len = (size_t)(dash - l->name);
+    *partition = (int32_t)v;
+    return true;
+}
+
+void plog_set_high_watermark(struct plog *l, int64_t hw) { atomic_store(&l->high_watermark, hw); }
+
+int64_t plog_high_watermark(const struct plog *l)
+{
+    int64_t hw = atomic_load(&l->high_watermark);
+    int64_t end = plog_log_end_offset(l);
+    return hw < 0 || hw > end ? end : hw;
+}
+
+/* ---- flush ---- */
 
 int plog_flush(struct plog *l)
 {
-    if (has_failed(l))
+    if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
+    pthread_mutex_lock(&l->flush_lock);
+    int64_t target = atomic_load_explicit(&l->end_offset, memory_order_acquire);
+    int64_t rp = atomic_load(&l->recovery_point);
+    bool rolled = atomic_exchange(&l->roll_flush_pending, false);
+    if (target <= rp && !rolled) {
+        pthread_mutex_unlock(&l->flush_lock);
+        return 0;
+    }
+    /* The segments from the one holding the recovery point to the one
+     * holding target: the data below target is in them (appends publish
+     * the end offset after the write). Index files only for the segments
+     * before the last: recovery trusts the indexes of segments wholly
+     * below the recovery point's segment and rebuilds that segment's, so
+     * an fsync per flush is one file, not three. */
     pthread_rwlock_rdlock(&l->seg_lock);
-    struct sfile *f = sfile_ref(l->segs[l->nsegs - 1]->file);
+    size_t from = plog_floor_index(l, rp), to = plog_floor_index(l, target);
+    size_t n = (to - from + 1) * 3;
+    struct sfile **files = xmalloc(n * sizeof *files);
+    size_t k = 0;
+    for (size_t i = from; i <= to && i < l->nsegs; i++) {
+        struct segment *s = l->segs[i];
+        files[k++] = sfile_ref(s->file);
+        if (i < to) {
+            files[k++] = sfile_ref(s->oidx.f.file);
+            files[k++] = sfile_ref(s->tidx.f.file);
+        }
+    }
     pthread_rwlock_unlock(&l->seg_lock);
     int rc = 0;
-    while (fdatasync(f->fd) != 0) {
-        if (errno == EINTR)
-            continue;
-        slog_error("log: %s: fdatasync failed: %s; log taken offline", l->dir, strerror(errno));
-        mark_failed(l);
-        rc = KERR_KAFKA_STORAGE_ERROR;
-        break;
+    for (size_t i = 0; i < k; i++) {
+        while (rc == 0 && fdatasync(files[i]->fd) != 0) {
+            if (errno == EINTR)
+                continue;
+            /* After a failed fsync the page cache may claim clean pages
+             * that never reached the disk: the log goes offline. */
+            slog_error("log: %s: fdatasync failed: %s; log taken offline", l->dir, strerror(errno));
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+        sfile_unref(files[i]);
     }
-    sfile_unref(f);
+    free(files);
+    if (rc) {
+        plog_mark_failed(l);
+    } else {
+        raise_to(&l->recovery_point, target);
+        atomic_store(&l->last_flush_ms, clock_wall_ms());
+    }
+    pthread_mutex_unlock(&l->flush_lock);
     return rc;
 }
+
+bool plog_flush_due(struct plog *l, int64_t now_ms, int64_t *next_due_ms)
+{
+    *next_due_ms = INT64_MAX;
+    if (plog_has_failed(l))
+        return false;
+    if (atomic_load(&l->roll_flush_pending))
+        return true;
+    int64_t unflushed = plog_log_end_offset(l) - atomic_load(&l->recovery_point);
+    if (unflushed <= 0)
+        return false;
+    pthread_mutex_lock(&l->cfg_lock);
+    int64_t fm = l->cfg.flush_messages, fms = l->cfg.flush_ms;
+    pthread_mutex_unlock(&l->cfg_lock);
+    if (unflushed >= fm)
+        return true;
+    if (fms == INT64_MAX)
+        return false;
+    int64_t due = atomic_load(&l->last_flush_ms) + fms;
+    if (now_ms >= due)
+        return true;
+    *next_due_ms = due;
+    return false;
+}
+
+/* ---- retention, DeleteRecords, truncation ---- */
+
+void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms)
+{
+    if (segment_rename(s, SEGMENT_DELETED_SUFFIX) != 0) {
+        /* Not renamed: remove at once rather than leave a segment that
+         * would come back at the next open. */
+        segment_unlink(s);
+        segment_free(s);
+        return;
+    }
+    pthread_mutex_lock(&l->cfg_lock);
+    int64_t delay = l->cfg.file_delete_delay_ms;
+    pthread_mutex_unlock(&l->cfg_lock);
+    pthread_mutex_lock(&l->trash_lock);
+    if (l->ntrash == l->trashcap) {
+        l->trashcap = l->trashcap ? l->trashcap * 2 : 8;
+        l->trash = xrealloc(l->trash, l->trashcap * sizeof *l->trash);
+    }
+    l->trash[l->ntrash++] = (struct plog_trash){s, delay > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay};
+    pthread_mutex_unlock(&l->trash_lock);
+}
+
+int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
+{
+    pthread_mutex_lock(&l->trash_lock);
+    struct segment **due = xmalloc((l->ntrash ? l->ntrash : 1) * sizeof *due);
+    size_t nd = 0, k = 0;
+    for (size_t i = 0; i < l->ntrash; i++) {
+        if (force || l->trash[i].due_ms <= now_ms)
+            due[nd++] = l->trash[i].seg;
+        else
+            l->trash[k++] = l->trash[i];
+    }
+    l->ntrash = k;
+    pthread_mutex_unlock(&l->trash_lock);
+    for (size_t i = 0; i < nd; i++) {
+        int e = segment_unlink(due[i]);
+        if (e)
+            slog_warn("log: %s: cannot remove %s: %s", l->dir, due[i]->log_path, strerror(e));
+        segment_free(due[i]);
+    }
+    free(due);
+    return (int)k;
+}
+
+/* Removes the first k segments from the list (they are below the new
+ * start offset, published before this) and trashes them. Called with
+ * maint_lock held. */
+static void drop_front(struct plog *l, size_t k, int64_t now_ms)
+{
+    if (k == 0)
+        return;
+    struct segment **gone = xmalloc(k * sizeof *gone);
+    int64_t bytes = 0;
+    pthread_rwlock_wrlock(&l->seg_lock);
+    for (size_t i = 0; i < k; i++) {
+        gone[i] = l->segs[i];
+        bytes += l->segs[i]->size;
+    }
+    memmove(l->segs, l->segs + k, (l->nsegs - k) * sizeof *l->segs);
+    l->nsegs -= k;
+    pthread_rwlock_unlock(&l->seg_lock);
+    atomic_fetch_sub(&l->size_bytes, bytes);
+    for (size_t i = 0; i < k; i++)
+        plog_trash_segment(l, gone[i], now_ms);
+    free(gone);
+    fs_sync_dir(l->dir);
+}
+
+/* Decides how many segments from the front retention removes (Kafka's
+ * deleteRetentionMsBreachedSegments, deleteRetentionSizeBreachedSegments
+ * and deleteLogStartOffsetBreachedSegments, taken together: a segment
+ * goes when any of them wants it, in order from the front). Under
+ * seg_lock. *reason gets a word for the log line. */
+static size_t deletable(struct plog *l, const struct plog_config *c, int64_t now, int64_t hw, const char **reason)
+{
+    int64_t start = atomic_load(&l->start_offset);
+    int64_t end = plog_log_end_offset(l);
+    int64_t excess = c->retention_bytes >= 0 ? atomic_load(&l->size_bytes) - c->retention_bytes : -1;
+    size_t k = 0;
+    *reason = NULL;
+    for (; k < l->nsegs; k++) {
+        struct segment *s = l->segs[k];
+        bool last = k + 1 == l->nsegs;
+        int64_t upper = last ? end : l->segs[k + 1]->base_offset;
+        if (upper > hw || (last && s->size == 0))
+            break;
+        const char *why = NULL;
+        if (!last && upper <= start)
+            why = "log start offset";
+        else if (c->cleanup_delete && c->retention_ms >= 0 && now - segment_largest_timestamp(s) > c->retention_ms)
+            why = "retention.ms";
+        else if (c->cleanup_delete && excess >= 0 && excess - s->size >= 0)
+            why = "retention.bytes";
+        if (!why)
+            break;
+        if (excess >= 0)
+            excess -= s->size;
+        if (!*reason)
+            *reason = why;
+    }
+    return k;
+}
+
+int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
+{
+    if (deleted)
+        *deleted = 0;
+    if (plog_has_failed(l))
+        return KERR_KAFKA_STORAGE_ERROR;
+    if (pthread_mutex_trylock(&l->maint_lock) != 0)
+        return 0; /* the cleaner or a truncation has it: next time */
+    struct plog_config c;
+    plog_get_config(l, &c);
+    int64_t hw = plog_high_watermark(l);
+    const char *why;
+    pthread_rwlock_rdlock(&l->seg_lock);
+    size_t k = deletable(l, &c, now_ms, hw, &why);
+    bool all = k == l->nsegs;
+    pthread_rwlock_unlock(&l->seg_lock);
+    if (k == 0) {
+        pthread_mutex_unlock(&l->maint_lock);
+        return 0;
+    }
+    if (all) {
+        /* Everything expired, the active segment too: roll it so that it
+         * is a closed segment when it goes (Kafka rolls the same way). */
+        pthread_mutex_lock(&l->append_lock);
+        struct segment *seg = l->segs[l->nsegs - 1];
+        int rc = seg->size > 0 ? roll(l, plog_log_end_offset(l), &seg) : 0;
+        pthread_mutex_unlock(&l->append_lock);
+        if (rc) {
+            pthread_mutex_unlock(&l->maint_lock);
+            return rc;
+        }
+        /* Appends may have come in meanwhile: decide again (the new
+         * active segment is empty, so it stays). */
+        pthread_rwlock_rdlock(&l->seg_lock);
+        k = deletable(l, &c, now_ms, plog_high_watermark(l), &why);
+        pthread_rwlock_unlock(&l->seg_lock);
+        if (k == 0) {
+            pthread_mutex_unlock(&l->maint_lock);
+            return 0;
+        }
+    }
+    pthread_rwlock_rdlock(&l->seg_lock);
+    int64_t new_start = l->segs[k]->base_offset;
+    int64_t first = l->segs[0]->base_offset;
+    pthread_rwlock_unlock(&l->seg_lock);
+    /* Readers see the new start before the segments go, so they get
+     * OFFSET_OUT_OF_RANGE rather than a missing file. */
+    int64_t old_start = atomic_load(&l->start_offset);
+    raise_to(&l->start_offset, new_start);
+    drop_front(l, k, now_ms);
+    pthread_mutex_lock(&l->epoch_lock);
+    if (epoch_truncate_start_locked(l, atomic_load(&l->start_offset)))
+        epoch_write_locked(l);
+    pthread_mutex_unlock(&l->epoch_lock);
+    pthread_mutex_unlock(&l->maint_lock);
+    slog_info("log: %s: deleted %zu segment(s) (offsets %" PRId64 "..%" PRId64 ") for %s; log start offset %" PRId64,
+              l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
+    if (deleted)
+        *deleted = (int)k;
+    if (atomic_load(&l->start_offset) != old_start && l->hooks.start_offset_moved)
+        l->hooks.start_offset_moved(l->hooks.ctx, l);
+    return 0;
+}
+
+int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
+{
+    if (low_watermark)
+        *low_watermark = atomic_load(&l->start_offset);
+    if (plog_has_failed(l))
+        return KERR_KAFKA_STORAGE_ERROR;
+    if (offset < 0 || offset > plog_high_watermark(l))
+        return KERR_OFFSET_OUT_OF_RANGE;
+    int64_t old = atomic_load(&l->start_offset);
+    raise_to(&l->start_offset, offset);
+    int64_t now = atomic_load(&l->start_offset);
+    if (low_watermark)
+        *low_watermark = now;
+    if (now != old) {
+        pthread_mutex_lock(&l->epoch_lock);
+        if (epoch_truncate_start_locked(l, now))
+            epoch_write_locked(l);
+        pthread_mutex_unlock(&l->epoch_lock);
+        slog_info("log: %s: log start offset moved from %" PRId64 " to %" PRId64 " (DeleteRecords)", l->dir, old,
+                  now);
+        if (l->hooks.start_offset_moved)
+            l->hooks.start_offset_moved(l->hooks.ctx, l);
+    }
+    return 0;
+}
+
+/* With maint_lock and append_lock held: removes segments [from, nsegs). */
+static void drop_back(struct plog *l, size_t from, int64_t now_ms)
+{
+    size_t k = l->nsegs - from;
+    if (k == 0)
+        return;
+    struct segment **gone = xmalloc(k * sizeof *gone);
+    int64_t bytes = 0;
+    pthread_rwlock_wrlock(&l->seg_lock);
+    for (size_t i = 0; i < k; i++) {
+        gone[i] = l->segs[from + i];
+        bytes += gone[i]->size;
+    }
+    l->nsegs = from;
+    pthread_rwlock_unlock(&l->seg_lock);
+    atomic_fetch_sub(&l->size_bytes, bytes);
+    for (size_t i = 0; i < k; i++)
+        plog_trash_segment(l, gone[i], now_ms);
+    free(gone);
+}
+
+int plog_truncate_fully(struct plog *l, int64_t offset)
+{
+    if (plog_has_failed(l))
+        return KERR_KAFKA_STORAGE_ERROR;
+    atomic_store(&l->abort_clean, true);
+    pthread_mutex_lock(&l->maint_lock);
+    atomic_store(&l->abort_clean, false);
+    pthread_mutex_lock(&l->append_lock);
+    pthread_mutex_lock(&l->flush_lock);
+    struct segment_opts o = plog_segment_opts(l);
+    struct segment *s;
+    /* The new segment may have the base of an old one: that one is
+     * renamed .deleted before the new file of its name is created. */
+    int64_t now = clock_wall_ms();
+    drop_back(l, 0, now);
+    int rc = segment_create(l->dir, offset, &o, "", &s);
+    if (rc == 0) {
+        pthread_rwlock_wrlock(&l->seg_lock);
+        push_segment(l, s);
+        pthread_rwlock_unlock(&l->seg_lock);
+        atomic_store(&l->size_bytes, 0);
+        atomic_store(&l->start_offset, offset);
+        atomic_store_explicit(&l->end_offset, offset, memory_order_release);
+        atomic_store(&l->recovery_point, offset);
+        atomic_store(&l->cleaner_offset, -1);
+        int64_t hw = atomic_load(&l->high_watermark);
+        if (hw >= 0)
+            atomic_store(&l->high_watermark, offset);
+        pthread_mutex_lock(&l->epoch_lock);
+        l->nepochs = 0;
+        epoch_write_locked(l);
+        pthread_mutex_unlock(&l->epoch_lock);
+        slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
+    } else {
+        plog_mark_failed(l);
+    }
+    pthread_mutex_unlock(&l->flush_lock);
+    pthread_mutex_unlock(&l->append_lock);
+    pthread_mutex_unlock(&l->maint_lock);
+    return rc;
+}
+
+int plog_truncate_to(struct plog *l, int64_t offset)
+{
+    if (plog_has_failed(l))
+        return KERR_KAFKA_STORAGE_ERROR;
+    if (offset >= plog_log_end_offset(l))
+        return 0;
+    if (offset < plog_log_start_offset(l))
+        return plog_truncate_fully(l, offset);
+    atomic_store(&l->abort_clean, true);
+    pthread_mutex_lock(&l->maint_lock);
+    atomic_store(&l->abort_clean, false);
+    pthread_mutex_lock(&l->append_lock);
+    pthread_mutex_lock(&l->flush_lock);
+    int rc = 0;
+    if (l->segs[0]->base_offset >= offset) {
+        pthread_mutex_unlock(&l->flush_lock);
+        pthread_mutex_unlock(&l->append_lock);
+        pthread_mutex_unlock(&l->maint_lock);
+        return plog_truncate_fully(l, offset);
+    }
+    int64_t now = clock_wall_ms();
+    pthread_rwlock_rdlock(&l->seg_lock);
+    size_t keep = plog_index_after(l, offset - 1);
+    pthread_rwlock_unlock(&l->seg_lock);
+    /* Segments from the first with base >= offset go whole. */
+    drop_back(l, keep, now);
+    struct segment *s = l->segs[l->nsegs - 1];
+    int64_t old_size = s->size;
+    pthread_rwlock_wrlock(&l->seg_lock);
+    rc = segment_truncate_to(s, offset);
+    if (rc == 0) {
+        int e = segment_unseal(s);
+        if (e) {
+            slog_error("log: %s: cannot resize indexes: %s", l->dir, strerror(e));
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    pthread_rwlock_unlock(&l->seg_lock);
+    if (rc) {
+        plog_mark_failed(l);
+    } else {
+        int64_t end = s->next_offset;
+        int64_t size = 0;
+        for (size_t i = 0; i < l->nsegs; i++)
+            size += l->segs[i]->size;
+        (void)old_size;
+        atomic_store(&l->size_bytes, size);
+        atomic_store_explicit(&l->end_offset, end, memory_order_release);
+        if (atomic_load(&l->recovery_point) > end)
+            atomic_store(&l->recovery_point, end);
+        int64_t hw = atomic_load(&l->high_watermark);
+        if (hw > end)
+            atomic_store(&l->high_watermark, end);
+        if (atomic_load(&l->cleaner_offset) > end)
+            atomic_store(&l->cleaner_offset, end);
+        pthread_mutex_lock(&l->epoch_lock);
+        if (epoch_truncate_end_locked(l, end))
+            epoch_write_locked(l);
+        pthread_mutex_unlock(&l->epoch_lock);
+        slog_info("log: %s: truncated to offset %" PRId64, l->dir, end);
+    }
+    pthread_mutex_unlock(&l->flush_lock);
+    pthread_mutex_unlock(&l->append_lock);
+    pthread_mutex_unlock(&l->maint_lock);
+    return rc;
+}
+
+/* ---- close, delete ---- */
 
 void plog_close(struct plog *l, bool clean)
 {
     if (!l)
         return;
-    if (clean && !has_failed(l)) {
+    if (clean && !plog_has_failed(l)) {
         struct segment *active = l->segs[l->nsegs - 1];
-        int e = segment_sync(active);
-        if (e) {
-            slog_error("log: %s: fdatasync failed at close: %s", active->log_path, strerror(e));
-        } else {
+        /* As Kafka's LogSegment.close: the final max timestamp goes into
+         * the time index and both files are trimmed, so the next open
+         * takes them as they are. */
+        int e = segment_seal(active);
+        if (e)
+            slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, active->log_path, strerror(e));
+        int rc = plog_flush(l);
+        if (rc == 0) {
+            /* plog_flush skips work when nothing is unflushed; the trim
+             * of the active segment's indexes must be durable too. */
+            e = idxf_sync(&active->oidx.f);
+            if (e == 0)
+                e = idxf_sync(&active->tidx.f);
+            if (e)
+                slog_error("log: %s: fdatasync of the indexes failed at close: %s", l->dir, strerror(e));
+        }
+        if (rc == 0 && e == 0) {
             char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
             e = fs_write_atomic(marker, "", 0);
             if (e)

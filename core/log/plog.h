@@ -2,16 +2,32 @@
  *
  * On disk, Kafka's layout:
  *   <log.dir>/<topic>-<partition>/
- *       00000000000000000000.log   record batches exactly as produced, with
- *                                  baseOffset and partitionLeaderEpoch set by
- *                                  the leader (both outside the CRC)
- *       00000000000000012345.log   the next segment, named by its base offset
- *       partition.metadata         "version: 0\ntopic_id: <base64url>\n"
- *       .kafka_cleanshutdown       see below
+ *       00000000000000000000.log        record batches exactly as produced,
+ *                                       with baseOffset and
+ *                                       partitionLeaderEpoch set by the
+ *                                       leader (both outside the CRC)
+ *       00000000000000000000.index      sparse offset index (log/index.h)
+ *       00000000000000000000.timeindex  sparse time index
+ *       00000000000000012345.log ...    the next segment, named by its base offset
+ *       leader-epoch-checkpoint         "0\nN\n<epoch> <start offset>\n..."
+ *       partition.metadata              "version: 0\ntopic_id: <base64url>\n"
+ *       .kafka_cleanshutdown            see below
+ * No .txnindex and no producer-state .snapshot files are written yet:
+ * transactions and idempotent producer state do not exist in samsa yet.
+ * Their rebuild at load belongs next to the leader-epoch rebuild below.
+ *
  * A segment is rolled when the next append would take the active one past
- * segment.bytes. Each segment keeps a sparse offset index (an entry every
- * index.interval.bytes) and a time index in memory, rebuilt at open from
- * the batch headers; the on-disk .index/.timeindex files come later.
+ * segment.bytes, when segment.ms (less this segment's share of
+ * segment.jitter.ms) has passed between its first batch's timestamp and
+ * the new batches' (Kafka's rule), when an index is full, or when the
+ * offsets would not fit the indexes' relative int32.
+ *
+ * Durability: the recovery point is the offset below which everything
+ * (batches and indexes) is known to be on disk. plog_flush advances it;
+ * who calls it when is the flush policy's business (log/logmgr.h: a
+ * background flusher for flush.messages / flush.ms and after each roll).
+ * The owner persists the recovery point (recovery-point-offset-
+ * checkpoint) and gives it back to plog_open.
  *
  * Clean shutdown: Kafka writes one `.kafka_cleanshutdown` file in the
  * log-dir root after closing every log. samsa writes a file of that name
@@ -20,30 +36,36 @@
  * through shutdown, still gives the right answer for each): plog_close
  * with clean=true flushes and then writes it; plog_open reads and removes
  * it (durably) before accepting appends, so any later crash counts as
- * unclean. Without it, plog_open checks the CRC of every batch of the last
- * segment and cuts the file at the first torn or corrupt batch. Rolled
- * segments are fsync'ed when they are rolled, so only the last one can
- * hold a torn tail.
+ * unclean. After a clean shutdown every segment is opened through its
+ * index files (a few header reads per segment). After an unclean one the
+ * segments before the one holding the recovery point are opened the same
+ * way, and from that segment on every batch's length and CRC is checked
+ * and the indexes rebuilt; the log is cut at the first torn or corrupt
+ * batch and later segments are deleted.
  *
  * Threads: plog_append may be called from several threads (it takes the
  * log's append lock: offsets are assigned and the write issued under it).
- * plog_read, plog_offset_for_timestamp, plog_max_timestamp, plog_flush and
- * the getters may run concurrently with appends and with each other: they
- * hold a lock only for an in-memory lookup, never during file I/O. The end
- * offset is published atomically after the write has completed, so a
- * reader never sees a partially written batch. plog_open, plog_close and
- * plog_delete must not run concurrently with anything else on that log.
+ * plog_read, plog_offset_for_timestamp, plog_max_timestamp, plog_flush,
+ * retention, cleaning and the getters may run concurrently with appends
+ * and with each other: they hold a lock only for an in-memory lookup,
+ * never during file I/O, except for the short renames that publish a
+ * segment change. The end offset is published atomically after the write
+ * has completed, so a reader never sees a partially written batch.
+ * plog_open, plog_close and plog_delete must not run concurrently with
+ * anything else on that log.
  *
  * Errors: functions return Kafka error codes (proto/kerr.h), 0 = ok. I/O
  * failures are logged once and returned as KERR_KAFKA_STORAGE_ERROR. */
 #ifndef SAMSA_LOG_PLOG_H
 #define SAMSA_LOG_PLOG_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "proto/kcodec.h"
+#include "proto/record_batch.h"
 
 struct sfile;
 struct plog;
@@ -56,34 +78,108 @@ struct plog;
  * positions in Kafka's index files are int32, hence the maximum. */
 #define PLOG_MIN_SEGMENT_BYTES 14
 #define PLOG_MAX_SEGMENT_BYTES INT32_MAX
+/* Kafka's minimum segment.index.bytes: room for one entry of each index. */
+#define PLOG_MIN_INDEX_BYTES 12
 
+/* The topic configs the log acts on (Kafka's names). */
 struct plog_config {
     int64_t segment_bytes;        /* segment.bytes */
     int32_t index_interval_bytes; /* index.interval.bytes */
-    bool fsync_each_append;       /* flush.messages=1: fdatasync before the
-                                   * append returns and before it is visible */
+    int32_t segment_index_bytes;  /* segment.index.bytes */
+    int64_t segment_ms;           /* segment.ms */
+    int64_t segment_jitter_ms;    /* segment.jitter.ms */
+    /* fdatasync inside plog_append, before it returns and before the
+     * batch is visible. For logs without a flusher (the metadata log);
+     * partition logs use flush_messages = 1 and the flusher instead. */
+    bool fsync_each_append;
+    int64_t flush_messages;       /* flush.messages: flush once this many are unflushed */
+    int64_t flush_ms;             /* flush.ms: flush data older than this */
+    int64_t retention_ms;         /* retention.ms, -1 = unlimited */
+    int64_t retention_bytes;      /* retention.bytes, -1 = unlimited */
+    bool cleanup_delete;          /* cleanup.policy has delete */
+    bool cleanup_compact;         /* cleanup.policy has compact */
+    double min_cleanable_dirty_ratio;
+    int64_t min_compaction_lag_ms;
+    int64_t max_compaction_lag_ms;
+    int64_t delete_retention_ms;  /* delete.retention.ms: tombstones */
+    int64_t file_delete_delay_ms; /* file.delete.delay.ms */
 };
 
-#define PLOG_CONFIG_INIT {PLOG_DEFAULT_SEGMENT_BYTES, PLOG_DEFAULT_INDEX_INTERVAL_BYTES, false}
+#define PLOG_DAY_MS (24LL * 60 * 60 * 1000)
+/* Kafka's topic defaults. */
+#define PLOG_CONFIG_INIT                                                                                      \
+    {                                                                                                         \
+        .segment_bytes = PLOG_DEFAULT_SEGMENT_BYTES, .index_interval_bytes = PLOG_DEFAULT_INDEX_INTERVAL_BYTES, \
+        .segment_index_bytes = 10 * 1024 * 1024, .segment_ms = 7 * PLOG_DAY_MS, .segment_jitter_ms = 0,      \
+        .fsync_each_append = false, .flush_messages = INT64_MAX, .flush_ms = INT64_MAX,                       \
+        .retention_ms = 7 * PLOG_DAY_MS, .retention_bytes = -1, .cleanup_delete = true,                       \
+        .cleanup_compact = false, .min_cleanable_dirty_ratio = 0.5, .min_compaction_lag_ms = 0,               \
+        .max_compaction_lag_ms = INT64_MAX, .delete_retention_ms = PLOG_DAY_MS, .file_delete_delay_ms = 60000 \
+    }
+
+/* Where a log reports to its owner (log/logmgr.c). Every callback may run
+ * on any thread that uses the log, some under the log's append lock: they
+ * must be quick and must not call back into the log. */
+struct plog_hooks {
+    void *ctx;
+    /* The flush policy wants a flush (flush.messages reached, or a
+     * segment was rolled). */
+    void (*flush_wanted)(void *ctx, struct plog *l);
+    /* The log start offset moved (DeleteRecords, retention). */
+    void (*start_offset_moved)(void *ctx, struct plog *l);
+    /* An I/O error took the log offline (Kafka then fails its log dir). */
+    void (*failed)(void *ctx, struct plog *l);
+};
+
+/* Codecs, for record-level work on compressed batches (the cleaner,
+ * exact timestamp lookups). Provided by the codec plugins (core/plugin)
+ * once they exist; NULL functions: compressed batches are handled whole. */
+struct plog_codecs {
+    rb_codec_fn decompress;
+    rb_codec_fn compress;
+    void *ctx;
+};
+
+struct plog_open_opts {
+    /* From recovery-point-offset-checkpoint; -1 when unknown (after an
+     * unclean shutdown every segment is then recovered). */
+    int64_t recovery_point;
+    /* From log-start-offset-checkpoint; -1 when unknown. */
+    int64_t log_start_offset;
+    /* From cleaner-offset-checkpoint; -1 when unknown. */
+    int64_t cleaner_offset;
+    /* Set by the owner when the log dir fails: the log then refuses
+     * everything with KERR_KAFKA_STORAGE_ERROR. May be NULL. */
+    const atomic_bool *dir_offline;
+    const struct plog_hooks *hooks;   /* may be NULL; copied */
+    const struct plog_codecs *codecs; /* may be NULL; copied */
+};
+
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, NULL, NULL, NULL}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
  * partition.metadata is neither written nor checked. Otherwise a missing
  * file is written and an existing one must carry the same id
- * (KERR_INCONSISTENT_TOPIC_ID when not).
- *
- * Recovery: see the clean-shutdown note above. Every segment's batch
- * headers are scanned to rebuild sizes and indexes; a batch that does not
- * fit (bad length or magic, offsets not increasing, torn at the end, or a
- * bad CRC in the last segment after an unclean shutdown) ends the log
- * there: the file is cut, later segments are deleted, and one WARN line
- * says how many bytes went.
+ * (KERR_INCONSISTENT_TOPIC_ID when not). Leftovers of an interrupted
+ * cleaning or deletion (.cleaned, .swap, .deleted files) are resolved
+ * first, then recovery runs as described above.
  *
  * Returns 0 with *out set, KERR_INVALID_CONFIG for a config out of range,
  * KERR_INCONSISTENT_TOPIC_ID, or KERR_KAFKA_STORAGE_ERROR when the
- * directory cannot be created or read. cfg is copied. The caller owns
- * *out and releases it with plog_close or plog_delete. */
+ * directory cannot be created or read. cfg and opts are copied (opts may
+ * be NULL). The caller owns *out and releases it with plog_close or
+ * plog_delete. */
+int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg,
+                 const struct plog_open_opts *opts, struct plog **out);
+/* plog_open_ex without options. */
 int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg, struct plog **out);
+
+/* Replaces the config (a topic config change). KERR_INVALID_CONFIG when
+ * out of range (nothing changes then). */
+int plog_set_config(struct plog *l, const struct plog_config *cfg);
+/* A copy of the config in effect. */
+void plog_get_config(struct plog *l, struct plog_config *out);
 
 struct plog_append_result {
     int64_t base_offset;     /* offset given to the first record */
@@ -98,7 +194,8 @@ struct plog_append_result {
  * takes lastOffsetDelta + 1 of them) and partitionLeaderEpoch =
  * leader_epoch; when append_time_ms_or_minus1 != -1 (a LogAppendTime
  * topic) each batch also gets the LogAppendTime bit, maxTimestamp = that
- * time and a new CRC. All batches go to one segment with one write.
+ * time and a new CRC. All batches go to one segment with one write. A
+ * new leader epoch is recorded in leader-epoch-checkpoint first.
  *
  * KERR_CORRUPT_MESSAGE when the bytes are not whole v2 batches (nothing
  * is changed then), KERR_RECORD_LIST_TOO_LARGE for a batch larger than
@@ -130,37 +227,107 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
 
 /* The next offset to be assigned; an atomic read. */
 int64_t plog_log_end_offset(const struct plog *l);
-/* The first offset in the log (the first segment's base offset until
- * DeleteRecords and retention exist). */
+/* The first offset readable: the first segment's base offset, moved up
+ * by DeleteRecords (plog_delete_records) and retention. */
 int64_t plog_log_start_offset(const struct plog *l);
+/* Everything below it is on disk. */
+int64_t plog_recovery_point(const struct plog *l);
 /* Bytes in all segments. */
 int64_t plog_size_bytes(const struct plog *l);
 int plog_segment_count(struct plog *l);
+/* Base offsets of the segments, ascending (at most max of them);
+ * returns the segment count. */
+int plog_segment_bases(struct plog *l, int64_t *bases, int max);
 /* The topic id given at open or read from partition.metadata; NULL when
  * none. Points into l. */
 const kuuid_t *plog_topic_id(const struct plog *l);
 const char *plog_dir(const struct plog *l);
+/* "<topic>-<partition>" split from the directory name: topic (points into
+ * l, not NUL-terminated: *topic_len bytes) and partition; false when the
+ * name is not of that form. */
+bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition);
+/* Whether the log refuses I/O (its own failure or its dir's). */
+bool plog_offline(const struct plog *l);
+
+/* The owner's high watermark (replication): retention and the cleaner
+ * never go past it. Until set, the log end offset stands in. */
+void plog_set_high_watermark(struct plog *l, int64_t hw);
+int64_t plog_high_watermark(const struct plog *l);
 
 /* Kafka's ListOffsets by timestamp: the earliest offset (>= log start)
  * whose record timestamp is >= ts, and that record's timestamp. For a
- * LogAppendTime batch every record carries the batch's maxTimestamp. For a
- * compressed batch the records are not decompressed yet: the batch's base
- * offset and maxTimestamp are returned, which may be a few records early.
- * -1/-1 when no record qualifies. The caller caps the answer at the high
- * watermark / LSO as ListOffsets requires. */
+ * LogAppendTime batch every record carries the batch's maxTimestamp. A
+ * compressed batch is decompressed through the codecs given at open;
+ * without a codec for it the batch's base offset and maxTimestamp are
+ * returned, which may be a few records early. -1/-1 when no record
+ * qualifies. The caller caps the answer at the high watermark / LSO as
+ * ListOffsets requires. */
 int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64_t *timestamp);
 
 /* ListOffsets MAX_TIMESTAMP (-3): the largest timestamp in the log and
  * the offset of the first record that has it (base offset for
- * LogAppendTime and, until decompression is wired in, compressed
- * batches). -1/-1 for a log without timestamps. */
+ * LogAppendTime and, without a codec, compressed batches). -1/-1 for a
+ * log without timestamps. */
 int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp);
 
-/* fdatasync of the active segment (rolled ones were synced at the roll). */
+/* Makes everything appended so far durable: fdatasync of the segments
+ * (and their index files) holding data above the recovery point, which
+ * then moves to the log end offset read at the start. Concurrent appends
+ * go on meanwhile (group commit: one flush covers every append before
+ * it). 0 or KERR_KAFKA_STORAGE_ERROR (the log is then offline). */
 int plog_flush(struct plog *l);
 
-/* Releases l. With clean, flushes and writes the clean-shutdown marker
- * (unless the log has failed), so the next open skips the CRC scan. */
+/* The flush policy: true when the log has unflushed data and
+ * flush.messages is reached, flush.ms has passed since the last flush,
+ * or a rolled segment awaits its flush. *next_due_ms (wall clock) is
+ * when flush.ms will next make it due (INT64_MAX: never). */
+bool plog_flush_due(struct plog *l, int64_t now_ms, int64_t *next_due_ms);
+
+/* DeleteRecords: moves the log start offset up to offset (never down).
+ * KERR_OFFSET_OUT_OF_RANGE when offset is above the high watermark.
+ * Whole segments below the new start go at the next retention pass.
+ * *low_watermark (may be NULL) gets the log start offset after. */
+int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark);
+
+/* Retention (Kafka's deleteOldSegments): with cleanup.policy delete,
+ * removes whole segments from the front whose largest timestamp is older
+ * than retention.ms, and while the log is larger than retention.bytes by
+ * at least a segment; in every case segments entirely below the log
+ * start offset. Never beyond the high watermark; the active segment is
+ * rolled first when it has to go too. Removed segments are renamed
+ * .deleted and their files removed after file.delete.delay.ms
+ * (plog_purge_deleted). *deleted (may be NULL) counts them. Skipped
+ * (0, nothing deleted) while the cleaner works on the log. */
+int plog_retention(struct plog *l, int64_t now_ms, int *deleted);
+
+/* Removes the files of segments deleted at least file.delete.delay.ms
+ * ago (all of them with force). Returns how many are still waiting. */
+int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
+
+/* Truncates the log to end at offset: batches whose last offset is >=
+ * offset go (whole batches), and so does everything after them. The
+ * recovery point and the leader-epoch cache follow. For a replica whose
+ * tail diverged from the leader's. */
+int plog_truncate_to(struct plog *l, int64_t offset);
+
+/* Empties the log and restarts it at offset (a replica too far behind). */
+int plog_truncate_fully(struct plog *l, int64_t offset);
+
+/* Leader-epoch cache (Kafka's LeaderEpochFileCache): the latest epoch
+ * and its start offset (-1/-1 when empty), and for OffsetForLeaderEpoch
+ * the end offset of epoch: the start offset of the first larger epoch, or
+ * the log end offset for the latest (*end_epoch gets the largest epoch <=
+ * epoch; -1/-1 when none). */
+void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset);
+void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset);
+
+/* The cleaner's checkpoint: the first offset not yet cleaned (-1 when
+ * the log was never cleaned). */
+int64_t plog_cleaner_offset(const struct plog *l);
+
+/* Releases l. With clean, flushes, seals the active segment's indexes and
+ * writes the clean-shutdown marker (unless the log has failed), so the
+ * next open skips recovery. */
 void plog_close(struct plog *l, bool clean);
 
 /* Removes the log: the directory is first renamed to

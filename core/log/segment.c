@@ -13,6 +13,7 @@
 #include "log/fsutil.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
@@ -22,11 +23,23 @@
 /* A CRC scan reads every byte anyway. */
 #define CRC_READAHEAD (1024 * 1024)
 
+static const char *const exts[] = {SEGMENT_LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX};
+#define NEXTS (sizeof exts / sizeof exts[0])
+
 char *segment_file_path(const char *dir, int64_t base_offset, const char *suffix)
 {
     size_t n = strlen(dir) + 1 + SEGMENT_NAME_DIGITS + strlen(suffix) + 1;
     char *p = xmalloc(n);
     snprintf(p, n, "%s/%020" PRId64 "%s", dir, base_offset, suffix);
+    return p;
+}
+
+/* "<dir>/<base><ext><suffix>", malloc'ed. */
+static char *file_path(const char *dir, int64_t base, const char *ext, const char *suffix)
+{
+    size_t n = strlen(dir) + 1 + SEGMENT_NAME_DIGITS + strlen(ext) + strlen(suffix) + 1;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%020" PRId64 "%s%s", dir, base, ext, suffix);
     return p;
 }
 
@@ -48,71 +61,131 @@ bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offs
     return true;
 }
 
-static struct segment *segment_new(int64_t base_offset, char *path, int fd, int32_t index_interval_bytes)
+static void reset_state(struct segment *s)
 {
-    struct segment *s = xcalloc(1, sizeof *s);
-    s->base_offset = base_offset;
-    s->log_path = path;
-    s->file = sfile_wrap(fd);
     s->size = 0;
-    s->next_offset = base_offset;
+    s->next_offset = s->base_offset;
     s->max_timestamp = RB_NO_TIMESTAMP;
     s->offset_of_max_timestamp = -1;
-    s->index_interval_bytes = index_interval_bytes;
+    s->first_batch_timestamp = RB_NO_TIMESTAMP;
     s->bytes_since_last_index_entry = 0;
-    oidx_init(&s->oidx, base_offset);
-    tidx_init(&s->tidx, base_offset);
-    return s;
+    s->oidx.f.n = 0;
+    s->tidx.f.n = 0;
 }
 
-int segment_create(const char *dir, int64_t base_offset, int32_t index_interval_bytes, struct segment **out)
+void segment_free(struct segment *s)
+{
+    if (!s)
+        return;
+    if (s->file)
+        sfile_unref(s->file);
+    idxf_close(&s->oidx.f);
+    idxf_close(&s->tidx.f);
+    free(s->log_path);
+    free(s->dir);
+    free(s->suffix);
+    free(s);
+}
+
+/* Opens the three files; create empties them. *index_missing (may be
+ * NULL) tells whether an index file did not exist before. */
+static int open_files(const char *dir, int64_t base, const struct segment_opts *o, const char *suffix, bool create,
+                      struct segment **out, bool *index_missing)
 {
     *out = NULL;
-    char *path = segment_file_path(dir, base_offset, SEGMENT_LOG_SUFFIX);
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    struct segment *s = xcalloc(1, sizeof *s);
+    s->base_offset = base;
+    s->dir = xstrdup(dir);
+    s->suffix = xstrdup(suffix);
+    s->log_path = file_path(dir, base, SEGMENT_LOG_SUFFIX, suffix);
+    s->index_interval_bytes = o->index_interval_bytes;
+    s->max_index_bytes = o->max_index_bytes > 0 ? o->max_index_bytes : SEGMENT_DEFAULT_INDEX_BYTES;
+    s->roll_jitter_ms = o->roll_jitter_ms;
+    s->created_ms = clock_wall_ms();
+    s->oidx.base_offset = base;
+    s->tidx.base_offset = base;
+    reset_state(s);
+
+    int fd = open(s->log_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
     if (fd < 0) {
-        slog_error("log: cannot create segment %s: %s", path, strerror(errno));
-        free(path);
+        slog_error("log: cannot %s segment %s: %s", create ? "create" : "open", s->log_path, strerror(errno));
+        segment_free(s);
         return KERR_KAFKA_STORAGE_ERROR;
     }
+    s->file = sfile_wrap(fd);
+    if (index_missing) {
+        *index_missing = false;
+        for (size_t i = 1; i < NEXTS; i++) {
+            char *p = file_path(dir, base, exts[i], suffix);
+            if (access(p, F_OK) != 0)
+                *index_missing = true;
+            free(p);
+        }
+    }
+    struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
+    size_t sizes[] = {OIDX_ENTRY_SIZE, TIDX_ENTRY_SIZE};
+    for (int i = 0; i < 2; i++) {
+        char *p = file_path(dir, base, exts[i + 1], suffix);
+        int e = idxf_open(fs[i], p, sizes[i], create);
+        if (e == 0 && create)
+            e = idxf_resize(fs[i], (size_t)s->max_index_bytes);
+        if (e) {
+            slog_error("log: cannot %s index %s: %s", create ? "create" : "open", p, strerror(e));
+            free(p);
+            segment_free(s);
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
+        free(p);
+    }
+    *out = s;
+    return 0;
+}
+
+int segment_create(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
+                   struct segment **out)
+{
+    int rc = open_files(dir, base_offset, o, file_suffix, true, out, NULL);
+    if (rc)
+        return rc;
     /* A segment whose name is lost in a crash would lose its batches on
-     * restart while later ones survive: make the entry durable now. */
+     * restart while later ones survive: make the entries durable now. */
     int e = fs_sync_dir(dir);
     if (e) {
         slog_error("log: cannot sync directory %s: %s", dir, strerror(e));
-        close(fd);
-        unlink(path);
-        free(path);
+        segment_unlink(*out);
+        segment_free(*out);
+        *out = NULL;
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    *out = segment_new(base_offset, path, fd, index_interval_bytes);
     return 0;
 }
 
-int segment_open(const char *dir, int64_t base_offset, int32_t index_interval_bytes, struct segment **out)
+int segment_open(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
+                 struct segment **out)
 {
-    *out = NULL;
-    char *path = segment_file_path(dir, base_offset, SEGMENT_LOG_SUFFIX);
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) {
-        slog_error("log: cannot open segment %s: %s", path, strerror(errno));
-        free(path);
-        return KERR_KAFKA_STORAGE_ERROR;
+    bool missing;
+    int rc = open_files(dir, base_offset, o, file_suffix, false, out, &missing);
+    if (rc == 0 && missing) {
+        /* An empty index file reads as "no entries", which TRUST would
+         * take at its word; make the load rebuild instead. */
+        (*out)->oidx.f.n = SIZE_MAX;
     }
-    *out = segment_new(base_offset, path, fd, index_interval_bytes);
-    return 0;
+    return rc;
 }
 
 void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t position)
 {
     int64_t size = rb_batch_size(h);
     int64_t last = rb_last_offset(h);
+    if (position == 0)
+        s->first_batch_timestamp = h->max_timestamp;
     if (h->max_timestamp > s->max_timestamp) {
         s->max_timestamp = h->max_timestamp;
         s->offset_of_max_timestamp = last;
     }
     if (s->bytes_since_last_index_entry > s->index_interval_bytes) {
-        oidx_append(&s->oidx, last, position);
+        if (!idxf_full(&s->oidx.f))
+            oidx_append(&s->oidx, last, position);
         tidx_maybe_append(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp);
         s->bytes_since_last_index_entry = 0;
     }
@@ -121,21 +194,30 @@ void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t po
     s->next_offset = last + 1;
 }
 
-void segment_seal(struct segment *s)
+size_t segment_index_room(const struct segment *s)
+{
+    size_t o = idxf_capacity(&s->oidx.f) - s->oidx.f.n;
+    size_t t = idxf_capacity(&s->tidx.f) - s->tidx.f.n;
+    t = t > 0 ? t - 1 : 0;
+    return o < t ? o : t;
+}
+
+int segment_seal(struct segment *s)
 {
     if (s->max_timestamp != RB_NO_TIMESTAMP)
         tidx_maybe_append(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp);
+    int e = idxf_trim(&s->oidx.f);
+    if (e == 0)
+        e = idxf_trim(&s->tidx.f);
+    return e;
 }
 
-static void reset_state(struct segment *s)
+int segment_unseal(struct segment *s)
 {
-    s->size = 0;
-    s->next_offset = s->base_offset;
-    s->max_timestamp = RB_NO_TIMESTAMP;
-    s->offset_of_max_timestamp = -1;
-    s->bytes_since_last_index_entry = 0;
-    oidx_reset(&s->oidx);
-    tidx_reset(&s->tidx);
+    int e = idxf_resize(&s->oidx.f, (size_t)s->max_index_bytes);
+    if (e == 0)
+        e = idxf_resize(&s->tidx.f, (size_t)s->max_index_bytes);
+    return e;
 }
 
 /* Checks that have nothing to do with the bytes' integrity but with where
@@ -159,16 +241,129 @@ static const char *misplaced(const struct segment *s, const struct rb_header *h,
     return NULL;
 }
 
-int segment_load(struct segment *s, bool check_crc, int64_t next_segment_base, struct segment_load_result *res)
+/* With n entries of each index taken as they are: reads the batches
+ * from the last offset-index entry to the end of the file and derives
+ * size, next offset and max timestamp. NULL when everything agrees, else
+ * why not (the caller rebuilds). */
+static const char *state_from_indexes(struct segment *s, int64_t file_size, int64_t next_segment_base, int *batches)
+{
+    struct offset_position last = s->oidx.f.n ? oidx_entry(&s->oidx, s->oidx.f.n - 1)
+                                                : (struct offset_position){s->base_offset, 0};
+    struct timestamp_offset tlast = tidx_last(&s->tidx);
+    s->max_timestamp = s->tidx.f.n ? tlast.timestamp : RB_NO_TIMESTAMP;
+    s->offset_of_max_timestamp = s->tidx.f.n ? tlast.offset : -1;
+    s->size = last.position;
+    s->next_offset = s->base_offset;
+    s->first_batch_timestamp = RB_NO_TIMESTAMP;
+
+    struct bcursor c;
+    bcur_init(&c, s->file->fd, last.position, file_size, SCAN_READAHEAD);
+    int64_t prev_last = s->base_offset - 1;
+    int64_t since = 0;
+    const char *why = NULL;
+    bool first = true;
+    for (;;) {
+        struct rb_header h;
+        int rc = bcur_header(&c, &h);
+        if (rc == BCUR_END)
+            break;
+        if (rc != BCUR_OK) {
+            why = rc == BCUR_IOERR ? "read error" : "a bad batch after the last index entry";
+            break;
+        }
+        if (misplaced(s, &h, prev_last, c.pos, next_segment_base)) {
+            why = "a misplaced batch after the last index entry";
+            break;
+        }
+        if (first && s->oidx.f.n && rb_last_offset(&h) != last.offset) {
+            why = "the last offset index entry does not match its batch";
+            break;
+        }
+        /* An entry is due here but the index has none: it is incomplete. */
+        if (!first && since > s->index_interval_bytes) {
+            why = "offset index entries missing";
+            break;
+        }
+        if (c.pos == 0)
+            s->first_batch_timestamp = h.max_timestamp;
+        if (h.max_timestamp > s->max_timestamp) {
+            s->max_timestamp = h.max_timestamp;
+            s->offset_of_max_timestamp = rb_last_offset(&h);
+        }
+        since += rb_batch_size(&h);
+        prev_last = rb_last_offset(&h);
+        s->size = c.pos + rb_batch_size(&h);
+        s->next_offset = prev_last + 1;
+        (*batches)++;
+        first = false;
+        bcur_advance(&c, rb_batch_size(&h));
+    }
+    bcur_free(&c);
+    if (why)
+        return why;
+    if (s->oidx.f.n && first)
+        return "the last offset index entry points past the end of the log";
+    if (tidx_valid_prefix(&s->tidx, s->tidx.f.n, s->next_offset) != s->tidx.f.n)
+        return "time index entries out of order or past the log";
+    if (s->tidx.f.n && s->max_timestamp < tlast.timestamp)
+        return "time index ahead of the log";
+    s->bytes_since_last_index_entry = since;
+    if (s->first_batch_timestamp == RB_NO_TIMESTAMP && s->size > 0) {
+        /* Only segment.ms needs it: one header read. */
+        struct bcursor c0;
+        bcur_init(&c0, s->file->fd, 0, s->size, RB_HEADER_SIZE);
+        struct rb_header h;
+        if (bcur_header(&c0, &h) == BCUR_OK)
+            s->first_batch_timestamp = h.max_timestamp;
+        bcur_free(&c0);
+    }
+    return NULL;
+}
+
+/* TRUST: the index files must hold exactly their entries (a closed or
+ * rolled segment's files are trimmed) and agree with the log. */
+static const char *trust_indexes(struct segment *s, int64_t file_size, int64_t next_segment_base, int *batches)
+{
+    if (s->oidx.f.n == SIZE_MAX)
+        return "index file missing";
+    if (s->oidx.f.map_len % OIDX_ENTRY_SIZE || s->tidx.f.map_len % TIDX_ENTRY_SIZE)
+        return "index file length not a multiple of its entry size";
+    size_t no = idxf_capacity(&s->oidx.f), nt = idxf_capacity(&s->tidx.f);
+    if (oidx_valid_prefix(&s->oidx, no, file_size) != no)
+        return "offset index entries out of order or past the log";
+    s->oidx.f.n = no;
+    s->tidx.f.n = nt;
+    return state_from_indexes(s, file_size, next_segment_base, batches);
+}
+
+int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_segment_base, bool active,
+                 struct segment_load_result *res, const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
-    reset_state(s);
     struct stat st;
     if (fstat(s->file->fd, &st) != 0) {
         slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
         return KERR_KAFKA_STORAGE_ERROR;
     }
     int64_t file_size = st.st_size;
+
+    if (mode == SEGMENT_LOAD_TRUST) {
+        const char *why = trust_indexes(s, file_size, next_segment_base, &res->batches);
+        if (!why)
+            goto sized;
+        res->rebuild_reason = why;
+        mode = SEGMENT_LOAD_REBUILD;
+        res->batches = 0;
+    }
+    bool check_crc = mode == SEGMENT_LOAD_RECOVER;
+    reset_state(s);
+    res->rebuilt = true;
+    /* Room for the entries the scan will add; trimmed below if closed. */
+    int e = segment_unseal(s);
+    if (e) {
+        slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
 
     struct bcursor c;
     bcur_init(&c, s->file->fd, 0, file_size, check_crc ? CRC_READAHEAD : SCAN_READAHEAD);
@@ -210,25 +405,33 @@ int segment_load(struct segment *s, bool check_crc, int64_t next_segment_base, s
             }
         }
         segment_note_batch(s, &h, c.pos);
+        if (v && v->batch)
+            v->batch(v->ctx, &h);
         prev_last = rb_last_offset(&h);
         res->batches++;
         bcur_advance(&c, (int64_t)size);
     }
     int64_t valid = c.pos;
     bcur_free(&c);
-    segment_seal(s);
 
     if (valid < file_size) {
         res->truncated_bytes = file_size - valid;
         res->truncated_at = valid;
         res->reason = bad ? bad : "trailing bytes";
-        int e = segment_cut_to_size(s);
+        e = segment_cut_to_size(s);
         if (e == 0)
             e = segment_sync(s);
         if (e) {
             slog_error("log: cannot truncate %s to %" PRId64 " bytes: %s", s->log_path, valid, strerror(e));
             return KERR_KAFKA_STORAGE_ERROR;
         }
+    }
+
+sized:
+    e = active ? segment_unseal(s) : segment_seal(s);
+    if (e) {
+        slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
+        return KERR_KAFKA_STORAGE_ERROR;
     }
     return 0;
 }
@@ -272,13 +475,98 @@ int segment_cut_to_size(struct segment *s)
     return 0;
 }
 
-void segment_free(struct segment *s)
+int segment_truncate_to(struct segment *s, int64_t offset)
 {
-    if (!s)
-        return;
-    sfile_unref(s->file);
-    oidx_free(&s->oidx);
-    tidx_free(&s->tidx);
-    free(s->log_path);
-    free(s);
+    int64_t cut = 0;
+    if (offset > s->base_offset) {
+        /* The first batch ending at or after offset starts the cut. */
+        struct offset_position from = oidx_lookup(&s->oidx, offset - 1);
+        struct bcursor c;
+        bcur_init(&c, s->file->fd, from.position, s->size, SCAN_READAHEAD);
+        struct rb_header h;
+        int st;
+        while ((st = bcur_header(&c, &h)) == BCUR_OK && rb_last_offset(&h) < offset)
+            bcur_advance(&c, rb_batch_size(&h));
+        cut = c.pos;
+        bcur_free(&c);
+        if (st == BCUR_IOERR || st == BCUR_BAD) {
+            slog_error("log: %s: truncation scan failed at %" PRId64, s->log_path, cut);
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    if (cut >= s->size)
+        return 0;
+    oidx_truncate_to(&s->oidx, offset);
+    tidx_truncate_to(&s->tidx, offset);
+    s->size = cut;
+    int e = segment_cut_to_size(s);
+    if (e) {
+        slog_error("log: cannot truncate %s to %" PRId64 " bytes: %s", s->log_path, cut, strerror(e));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    /* The time index may keep an entry whose offset survived but whose
+     * timestamp came from a removed batch: drop those too. */
+    int batches = 0;
+    const char *why = state_from_indexes(s, cut, INT64_MAX, &batches);
+    if (why) {
+        struct segment_load_result r;
+        return segment_load(s, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
+    }
+    return 0;
+}
+
+int segment_rename(struct segment *s, const char *new_suffix)
+{
+    if (strcmp(s->suffix, new_suffix) == 0)
+        return 0;
+    int rc = 0;
+    char *from = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, s->suffix);
+    char *to = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, new_suffix);
+    if (rename(from, to) != 0) {
+        slog_error("log: cannot rename %s to %s: %s", from, to, strerror(errno));
+        rc = KERR_KAFKA_STORAGE_ERROR;
+        free(to);
+    } else {
+        free(s->log_path);
+        s->log_path = to;
+    }
+    free(from);
+    struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        char *p = file_path(s->dir, s->base_offset, exts[i + 1], new_suffix);
+        int e = idxf_rename(fs[i], p);
+        if (e) {
+            slog_error("log: cannot rename %s to %s: %s", fs[i]->path, p, strerror(e));
+            free(p);
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    if (rc == 0) {
+        free(s->suffix);
+        s->suffix = xstrdup(new_suffix);
+    }
+    return rc;
+}
+
+int segment_unlink(struct segment *s)
+{
+    int e = 0;
+    const char *paths[] = {s->log_path, s->oidx.f.path, s->tidx.f.path};
+    for (int i = 0; i < 3; i++)
+        if (paths[i] && unlink(paths[i]) != 0 && errno != ENOENT && !e)
+            e = errno;
+    return e;
+}
+
+int64_t segment_last_modified(const struct segment *s)
+{
+    struct stat st;
+    if (fstat(s->file->fd, &st) != 0)
+        return 0;
+    return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}
+
+int64_t segment_largest_timestamp(const struct segment *s)
+{
+    return s->max_timestamp >= 0 ? s->max_timestamp : segment_last_modified(s);
 }

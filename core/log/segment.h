@@ -1,17 +1,20 @@
-/* One log segment: the file NNNNNNNNNNNNNNNNNNNN.log (20-digit base
- * offset) holding whole record batches back to back, and the in-memory
- * state derived from them: size, next offset, the sparse offset and time
- * indexes, and the largest timestamp.
+/* One log segment: NNNNNNNNNNNNNNNNNNNN.log (20-digit base offset) holding
+ * whole record batches back to back, its .index and .timeindex files
+ * (log/index.h), and the in-memory state derived from them: size, next
+ * offset, largest timestamp.
+ *
+ * File names may carry a suffix after Kafka's: ".cleaned" while the
+ * cleaner writes a replacement, ".swap" while it is swapped in, ".deleted"
+ * once retention or the cleaner removed the segment (the files go after
+ * file.delete.delay.ms).
  *
  * Locking is the owner's (struct plog): the appender alone writes the
  * file and calls segment_note_batch under the plog's segment lock;
  * readers copy what they need (size, index lookups, a file reference)
  * under that lock and then read the file without it.
  *
- * Room for the storage-engine work: the indexes are struct offset_index /
- * struct time_index (log/index.h), whose entries already have Kafka's
- * on-disk layout; .index/.timeindex/.txnindex files, a "last modified"
- * time for retention and segment.ms rolling belong in this struct. */
+ * No .txnindex is written: there are no transactions yet (the aborted-
+ * transaction index comes with the transaction coordinator). */
 #ifndef SAMSA_LOG_SEGMENT_H
 #define SAMSA_LOG_SEGMENT_H
 
@@ -26,10 +29,24 @@ struct sfile;
 
 #define SEGMENT_NAME_DIGITS 20
 #define SEGMENT_LOG_SUFFIX ".log"
+#define SEGMENT_CLEANED_SUFFIX ".cleaned"
+#define SEGMENT_SWAP_SUFFIX ".swap"
+#define SEGMENT_DELETED_SUFFIX ".deleted"
+
+/* Kafka's default segment.index.bytes. */
+#define SEGMENT_DEFAULT_INDEX_BYTES (10 * 1024 * 1024)
+
+struct segment_opts {
+    int32_t index_interval_bytes; /* index.interval.bytes */
+    int32_t max_index_bytes;      /* segment.index.bytes: preallocation of the active segment's indexes */
+    int64_t roll_jitter_ms;       /* drawn once per segment from segment.jitter.ms */
+};
 
 struct segment {
     int64_t base_offset;
-    char *log_path;      /* owned */
+    char *dir;           /* owned */
+    char *suffix;        /* owned: "" or one of the suffixes above */
+    char *log_path;      /* owned: <dir>/<base>.log<suffix> */
     struct sfile *file;  /* the segment's own reference */
     int64_t size;        /* bytes of whole, published batches */
     int64_t next_offset; /* last offset + 1 of the last batch; base_offset when empty */
@@ -38,50 +55,96 @@ struct segment {
      * which a MAX_TIMESTAMP lookup finds the record. */
     int64_t max_timestamp;
     int64_t offset_of_max_timestamp;
+    /* maxTimestamp of the first batch (-1: none or no timestamp), Kafka's
+     * rollingBasedTimestamp for segment.ms; created_ms (wall clock of
+     * creation or open) stands in when there is none. */
+    int64_t first_batch_timestamp;
+    int64_t created_ms;
+    int64_t roll_jitter_ms;
     int32_t index_interval_bytes;
+    int32_t max_index_bytes;
     int64_t bytes_since_last_index_entry;
     struct offset_index oidx;
     struct time_index tidx;
 };
 
-/* "<dir>/<20-digit base><suffix>", malloc'ed. */
+/* "<dir>/<20-digit base><suffix>", malloc'ed (the caller frees). */
 char *segment_file_path(const char *dir, int64_t base_offset, const char *suffix);
 /* Parses a file name of exactly 20 digits followed by suffix. */
 bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offset);
 
-/* Creates an empty segment file (truncating a leftover one of that name)
- * and makes its directory entry durable. 0 or KERR_KAFKA_STORAGE_ERROR
- * (logged). */
-int segment_create(const char *dir, int64_t base_offset, int32_t index_interval_bytes, struct segment **out);
+/* Creates an empty segment (.log, .index and .timeindex, each name with
+ * file_suffix appended; leftovers of those names are emptied), indexes
+ * preallocated to o->max_index_bytes, and makes the directory entries
+ * durable. 0 or KERR_KAFKA_STORAGE_ERROR (logged). The caller owns *out
+ * (segment_free). */
+int segment_create(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
+                   struct segment **out);
 
-/* Opens an existing segment file; its state is empty until segment_load. */
-int segment_open(const char *dir, int64_t base_offset, int32_t index_interval_bytes, struct segment **out);
+/* Opens an existing segment (files named with file_suffix); its state is
+ * empty until segment_load. Missing index files are created empty (the
+ * load rebuilds them). 0 or KERR_KAFKA_STORAGE_ERROR (logged). */
+int segment_open(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
+                 struct segment **out);
+
+enum segment_load_mode {
+    /* A log closed cleanly, or a segment below the recovery point: take
+     * the index files as they are when they are consistent (exactly their
+     * entries, rising, inside the file), and read only the batches after
+     * the last offset-index entry. Anything inconsistent falls back to
+     * SEGMENT_LOAD_REBUILD. */
+    SEGMENT_LOAD_TRUST,
+    /* Rebuild both indexes from the batch headers. */
+    SEGMENT_LOAD_REBUILD,
+    /* Unflushed data after a crash: rebuild and check every batch's CRC. */
+    SEGMENT_LOAD_RECOVER,
+};
 
 struct segment_load_result {
     int64_t truncated_bytes; /* cut from the end of the file */
     int64_t truncated_at;    /* file position of the first bad batch */
     const char *reason;      /* static text, when truncated_bytes > 0 */
-    int batches;
+    int batches;             /* batches read (all of them unless TRUST held) */
+    bool rebuilt;            /* the indexes were rebuilt */
+    const char *rebuild_reason; /* why TRUST fell back, static text */
 };
 
-/* Scans the file from the start and rebuilds size, next offset, max
- * timestamp and both indexes from the 61-byte batch headers. Every batch
- * must have a sane length, magic 2, offsets above the previous batch's
- * and below next_segment_base (INT64_MAX for the last segment), and a
- * relative offset that fits an int32; with check_crc its CRC must match
- * too (this reads whole batches). The file is cut at the first batch that
- * fails, and the cut made durable. Returns 0 or KERR_KAFKA_STORAGE_ERROR
- * (logged) on an I/O error. */
-int segment_load(struct segment *s, bool check_crc, int64_t next_segment_base, struct segment_load_result *res);
+/* Called for every batch a REBUILD or RECOVER scan accepts (the
+ * leader-epoch cache is rebuilt from them). */
+struct segment_visitor {
+    void (*batch)(void *ctx, const struct rb_header *h);
+    void *ctx;
+};
+
+/* Loads the segment's state (see the modes). Every batch read must have
+ * a sane length, magic 2, offsets above the previous batch's and below
+ * next_segment_base (INT64_MAX for the last segment), and a relative
+ * offset that fits an int32; with RECOVER its CRC must match too. The
+ * file is cut at the first batch that fails, and the cut made durable.
+ * active: the segment will take appends, so its indexes are sized for
+ * growth; otherwise they are trimmed. v may be NULL. Returns 0 or
+ * KERR_KAFKA_STORAGE_ERROR (logged) on an I/O error. */
+int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_segment_base, bool active,
+                 struct segment_load_result *res, const struct segment_visitor *v);
 
 /* Records a batch written at position in the in-memory state: size, next
  * offset, max timestamp, and an index entry once index_interval_bytes
- * have gone by since the last one (Kafka's LogSegment.append rule). */
+ * have gone by since the last one (Kafka's LogSegment.append rule), when
+ * the index has room. */
 void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t position);
 
-/* Kafka adds the final max timestamp to the time index when a segment
- * stops being the active one (and after recovery). */
-void segment_seal(struct segment *s);
+/* Free index slots: an append of n batches needs n of each (plus one
+ * time-index slot for the seal), else the log rolls first. */
+size_t segment_index_room(const struct segment *s);
+
+/* The segment stops being the active one: the final max timestamp goes
+ * into the time index (as Kafka's onBecomeInactiveSegment) and both
+ * index files are trimmed to their entries. 0 or an errno value. */
+int segment_seal(struct segment *s);
+
+/* Sizes the indexes for appends again (the segment becomes active after
+ * a truncation removed the ones after it). 0 or an errno value. */
+int segment_unseal(struct segment *s);
 
 /* Writes len bytes at s->size (without changing s->size: the caller
  * publishes with segment_note_batch). On failure the partial write is cut
@@ -89,15 +152,35 @@ void segment_seal(struct segment *s);
  * file is back to s->size. */
 int segment_write(struct segment *s, const void *data, size_t len, bool *cut_ok);
 
-/* fdatasync. 0 or an errno value. */
+/* fdatasync of the log file. 0 or an errno value. */
 int segment_sync(struct segment *s);
 
 /* Cuts the file back to s->size (after a failed write or sync). 0 or an
  * errno value. */
 int segment_cut_to_size(struct segment *s);
 
-/* Drops the segment's file reference and frees it; readers' references
- * keep the file open. */
+/* Removes every batch whose last offset is >= offset (whole batches:
+ * Kafka truncates at batch boundaries) from the file and the indexes,
+ * and reloads the state. 0 or KERR_KAFKA_STORAGE_ERROR (logged). */
+int segment_truncate_to(struct segment *s, int64_t offset);
+
+/* Renames the segment's three files to their plain names + new_suffix
+ * ("" for the plain names). 0 or KERR_KAFKA_STORAGE_ERROR (logged); on
+ * failure some files may carry the new suffix (open handles recovery). */
+int segment_rename(struct segment *s, const char *new_suffix);
+
+/* Unlinks the segment's files (whatever their suffix). 0 or an errno value. */
+int segment_unlink(struct segment *s);
+
+/* Wall-clock milliseconds of the .log file's last modification. */
+int64_t segment_last_modified(const struct segment *s);
+
+/* Kafka's LogSegment.largestTimestamp: the largest record timestamp, or
+ * the file's modification time when the segment has no timestamps. */
+int64_t segment_largest_timestamp(const struct segment *s);
+
+/* Drops the segment's file references and frees it; readers' references
+ * keep the files open. Files stay on disk. */
 void segment_free(struct segment *s);
 
 #endif

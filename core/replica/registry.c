@@ -3,6 +3,16 @@
  * a metadata image; handlers find partitions with preg_get and hold a
  * reference while they use one.
  *
+ * Logs are opened through the log manager (log/logmgr.h). At the first
+ * sync (start-up) the partitions found on disk are opened on its recovery
+ * pool, in parallel: each is in the map from the start but preg_get
+ * ignores it until its log is open, and handlers answer
+ * NOT_LEADER_OR_FOLLOWER for it meanwhile (what Kafka answers for a
+ * partition the metadata has but the replica manager has not made leader
+ * yet; clients retry). A partition whose log cannot be opened, or whose
+ * log dir is offline, stays in the map offline: KAFKA_STORAGE_ERROR
+ * (preg_unavailable_error), and the rest of the node carries on.
+ *
  * Locking: map_lock (a rwlock) guards the map only and is held for a
  * lookup or an insert, never during file I/O. sync_lock serialises
  * preg_sync (opening and removing logs). del_lock guards the set of
@@ -24,8 +34,10 @@
 #include "config.h"
 #include "controller/image.h"
 #include "log/fsutil.h"
+#include "log/logmgr.h"
 #include "log/partition_metadata.h"
 #include "log/plog.h"
+#include "plugin/codec.h"
 #include "proto/kerr.h"
 #include "topic_config.h"
 #include "util/buf.h"
@@ -45,6 +57,10 @@ struct preg_part {
     char *path;      /* the partition directory */
     size_t dir;      /* index of its log dir */
     bool close_clean;
+    /* false while the log is being opened on the recovery pool (p.log is
+     * NULL until then); set with release order after p.log. */
+    atomic_bool ready;
+    atomic_bool offline; /* the log could not be opened: storage error */
 };
 
 struct partition_registry {
@@ -60,6 +76,11 @@ struct partition_registry {
     pthread_mutex_t del_lock;
     pthread_cond_t del_cond;
     struct hmap deleting;      /* path -> non-NULL while the removed log is referenced */
+    struct codec_ctx codec;    /* the logs' codecs (plugins) */
+    /* A broker built without a log manager (unit tests) gets a private
+     * one, without background threads; its logs open inline. */
+    struct logmgr *own_logs;
+    bool async_open;
 };
 
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
@@ -98,6 +119,16 @@ struct partition_registry *preg_create(struct broker *b)
     r->counts = xcalloc(r->ndirs ? r->ndirs : 1, sizeof *r->counts);
     for (size_t i = 0; i < r->ndirs; i++)
         r->dirs[i] = xstrdup(cfg->log_dirs[i]);
+    r->async_open = b->logs != NULL;
+    if (!b->logs)
+        b->logs = r->own_logs = logmgr_create(cfg);
+    if (b->plugins) {
+        /* The cleaner and timestamp lookups decompress through the codec
+         * plugins; recompression uses each codec's default level. */
+        r->codec = (struct codec_ctx){b->plugins, CODEC_DECOMPRESS_CEILING, SAMSA_CODEC_LEVEL_DEFAULT};
+        struct plog_codecs pc = {codec_rb_decompress, codec_rb_compress, &r->codec};
+        logmgr_set_codecs(b->logs, &pc);
+    }
     return r;
 }
 
@@ -108,8 +139,18 @@ void partition_put(struct partition *p)
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
         return;
     struct preg_part *pp = (struct preg_part *)p;
-    if (atomic_load(&p->deleted)) {
-        int rc = plog_delete(p->log);
+    struct logmgr *lm = p->broker->logs;
+    if (!p->log) {
+        /* Never opened (offline): nothing on disk is touched. */
+        if (atomic_load(&p->deleted)) {
+            struct partition_registry *r = pp->reg;
+            pthread_mutex_lock(&r->del_lock);
+            hmap_del(&r->deleting, pp->path, strlen(pp->path));
+            pthread_cond_broadcast(&r->del_cond);
+            pthread_mutex_unlock(&r->del_lock);
+        }
+    } else if (atomic_load(&p->deleted)) {
+        int rc = logmgr_delete(lm, p->log);
         if (rc != 0)
             slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, pp->path,
                        kerr_name((int16_t)rc));
@@ -121,7 +162,7 @@ void partition_put(struct partition *p)
         pthread_cond_broadcast(&r->del_cond);
         pthread_mutex_unlock(&r->del_lock);
     } else {
-        plog_close(p->log, pp->close_clean);
+        logmgr_close(lm, p->log, pp->close_clean);
     }
     free(p->topic);
     free(pp->path);
@@ -134,12 +175,25 @@ struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id
     make_key(key, topic_id, index);
     pthread_rwlock_rdlock(&r->map_lock);
     struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
-    if (pp && !atomic_load(&pp->p.deleted))
+    if (pp && !atomic_load(&pp->p.deleted) && atomic_load_explicit(&pp->ready, memory_order_acquire) &&
+        !atomic_load(&pp->offline))
         atomic_fetch_add(&pp->p.refs, 1);
     else
         pp = NULL;
     pthread_rwlock_unlock(&r->map_lock);
     return pp ? &pp->p : NULL;
+}
+
+int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topic_id, int32_t index)
+{
+    uint8_t key[20];
+    make_key(key, topic_id, index);
+    pthread_rwlock_rdlock(&r->map_lock);
+    struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
+    bool offline = pp && (atomic_load(&pp->offline) ||
+                          (!atomic_load(&pp->ready) && logmgr_dir_offline(r->b->logs, pp->dir)));
+    pthread_rwlock_unlock(&r->map_lock);
+    return offline ? KERR_KAFKA_STORAGE_ERROR : KERR_NOT_LEADER_OR_FOLLOWER;
 }
 
 static bool wait_deleted(struct partition_registry *r, const char *path)
@@ -194,6 +248,10 @@ void preg_destroy(struct partition_registry *r, bool clean)
         free(r->dirs[i]);
     free(r->dirs);
     free(r->counts);
+    if (r->own_logs) {
+        logmgr_destroy(r->own_logs);
+        r->b->logs = NULL;
+    }
     pthread_rwlock_destroy(&r->map_lock);
     pthread_mutex_destroy(&r->sync_lock);
     pthread_mutex_destroy(&r->del_lock);
@@ -313,56 +371,117 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
     r->scanned = true;
 }
 
+static void part_config(const struct mi_topic *t, struct plog_config *pc)
+{
+    struct plog_config d = PLOG_CONFIG_INIT;
+    *pc = d;
+    if (t->cfg)
+        logmgr_config_from_topic(t->cfg, pc);
+}
+
+/* A log open finished (recovery pool or inline): publish the partition. */
+static void log_opened(void *ctx, int rc, struct plog *l)
+{
+    struct preg_part *pp = ctx;
+    struct partition *p = &pp->p;
+    if (rc) {
+        slog_error("partition %s-%d: cannot open its log in %s: %s; the partition is offline", p->topic,
+                   (int)p->index, pp->path, kerr_name((int16_t)rc));
+        atomic_store(&pp->offline, true);
+    } else {
+        p->log = l;
+        partition_log_ready(p);
+    }
+    atomic_store_explicit(&pp->ready, true, memory_order_release);
+    partition_put(p); /* the open's reference */
+}
+
+/* Creates the partition's entry and opens its log: inline for a new
+ * partition, on the recovery pool (async) for one found on disk at
+ * start-up. */
 static int open_partition(struct partition_registry *r, const struct mi_topic *t,
-                          const struct mi_partition *part, struct preg_part **out, char *err,
+                          const struct mi_partition *part, bool first_sync, struct preg_part **out, char *err,
                           size_t errlen)
 {
+    struct logmgr *lm = r->b->logs;
     if (r->ndirs == 0)
         return failf(err, errlen, "no log.dirs to place %s-%d in", t->name, (int)part->index);
     char base[512];
     snprintf(base, sizeof base, "%s-%d", t->name, (int)part->index);
-    size_t dir;
+    size_t dir = 0;
     void *where = hmap_del(&r->found, base, strlen(base));
     bool counted = where != NULL;
+    bool offline = false;
     if (where) {
         dir = (size_t)(uintptr_t)where - 1;
-    } else {
-        /* Kafka's LogManager.nextLogDirs: the dir with the fewest. */
-        dir = 0;
-        for (size_t i = 1; i < r->ndirs; i++)
-            if (r->counts[i] < r->counts[dir])
+    } else if (first_sync) {
+        /* At start-up every hosted partition should be on disk: one that
+         * is not is presumed to live in an offline dir (Kafka knows from
+         * the directory id in its metadata record). */
+        for (size_t i = 0; i < r->ndirs; i++)
+            if (logmgr_dir_offline(lm, i)) {
                 dir = i;
+                offline = true;
+                break;
+            }
     }
+    if (!where && !offline) {
+        /* Kafka's LogManager.nextLogDirs: the online dir with the fewest. */
+        dir = r->ndirs;
+        for (size_t i = 0; i < r->ndirs; i++)
+            if (!logmgr_dir_offline(lm, i) && (dir == r->ndirs || r->counts[i] < r->counts[dir]))
+                dir = i;
+        if (dir == r->ndirs)
+            return failf(err, errlen, "every log dir is offline: cannot place %s-%d", t->name, (int)part->index);
+    }
+    if (logmgr_dir_offline(lm, dir))
+        offline = true;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", r->dirs[dir], base);
     if (!wait_deleted(r, path))
         return failf(err, errlen, "%s: the log of a deleted topic of the same name is still in use", path);
 
-    struct plog_config pc = PLOG_CONFIG_INIT;
-    if (t->cfg) {
-        pc.segment_bytes = t->cfg->segment_bytes;
-        pc.index_interval_bytes = t->cfg->index_interval_bytes;
-        pc.fsync_each_append = t->cfg->flush_messages == 1;
-    }
-    struct plog *log;
-    int rc = plog_open(path, &t->id, &pc, &log);
-    if (rc != 0)
-        return failf(err, errlen, "%s: cannot open the log: %s", path, kerr_name((int16_t)rc));
     struct preg_part *pp = xcalloc(1, sizeof *pp);
     pp->reg = r;
     pp->path = xstrdup(path);
     pp->dir = dir;
+    atomic_init(&pp->ready, false);
+    atomic_init(&pp->offline, offline);
     struct partition *p = &pp->p;
     p->topic_id = t->id;
     p->topic = xstrdup(t->name);
     p->index = part->index;
-    p->log = log;
-    /* One replica: everything in the log is committed. */
-    atomic_init(&p->high_watermark, plog_log_end_offset(log));
+    p->log = NULL;
+    atomic_init(&p->high_watermark, 0);
     atomic_init(&p->leader_epoch, part->leader_epoch);
     atomic_init(&p->refs, 1); /* the registry's */
     atomic_init(&p->deleted, false);
+    atomic_init(&p->ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
     p->broker = r->b;
+    if (offline) {
+        slog_error("partition %s-%d: its log dir %s is offline; the partition is offline", t->name,
+                   (int)part->index, r->dirs[dir]);
+        atomic_store(&pp->ready, true);
+    } else {
+        struct plog_config pc;
+        part_config(t, &pc);
+        if (where && first_sync && r->async_open) {
+            atomic_fetch_add(&p->refs, 1); /* the open's */
+            logmgr_open_async(lm, dir, base, &t->id, &pc, partition_log_flushed, log_opened, pp);
+        } else {
+            struct plog *log;
+            int rc = logmgr_open(lm, dir, base, &t->id, &pc, partition_log_flushed, p, &log);
+            if (rc != 0) {
+                free(p->topic);
+                free(pp->path);
+                free(pp);
+                return failf(err, errlen, "%s: cannot open the log: %s", path, kerr_name((int16_t)rc));
+            }
+            p->log = log;
+            partition_log_ready(p);
+            atomic_store_explicit(&pp->ready, true, memory_order_release);
+        }
+    }
     if (!counted)
         r->counts[dir]++;
     *out = pp;
@@ -375,6 +494,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     int rc = 0;
     err[0] = 0;
     pthread_mutex_lock(&r->sync_lock);
+    bool first_sync = !r->scanned;
     if (!r->scanned)
         scan_dirs(r, img);
 
@@ -420,14 +540,28 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             make_key(mk, &t->id, part->index);
             pthread_rwlock_rdlock(&r->map_lock);
             struct preg_part *have = hmap_get(&r->map, mk, sizeof mk);
-            if (have)
+            bool loaded = false;
+            if (have) {
                 atomic_store(&have->p.leader_epoch, part->leader_epoch);
+                atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
+                loaded = atomic_load_explicit(&have->ready, memory_order_acquire) && have->p.log;
+                if (loaded)
+                    atomic_fetch_add(&have->p.refs, 1);
+            }
             pthread_rwlock_unlock(&r->map_lock);
+            if (loaded) {
+                /* A topic config change reaches the log (outside the map
+                 * lock: it waits for the log's append lock). */
+                struct plog_config pc;
+                part_config(t, &pc);
+                logmgr_set_config(r->b->logs, have->p.log, &pc);
+                partition_put(&have->p);
+            }
             if (have)
                 continue;
             struct preg_part *pp = NULL;
             char why[512];
-            if (open_partition(r, t, part, &pp, why, sizeof why) != 0) {
+            if (open_partition(r, t, part, first_sync, &pp, why, sizeof why) != 0) {
                 /* Keep going: one bad directory must not hide the rest. */
                 if (rc == 0)
                     snprintf(err, errlen, "%s", why);

@@ -4,3 +4,10 @@ TESTS += tests/unit/plog_test
 tests_unit_plog_test_SOURCES = tests/unit/plog_test.c
 tests_unit_plog_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_plog_test_LDADD = $(UNIT_LIBS)
+# the storage engine: index files, recovery, checkpoints, flush policy,
+# retention, DeleteRecords, truncation, log manager, cleaner
+check_PROGRAMS += tests/unit/storage_test
+TESTS += tests/unit/storage_test
+tests_unit_storage_test_SOURCES = tests/unit/storage_test.c
+tests_unit_storage_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_storage_test_LDADD = $(UNIT_LIBS)

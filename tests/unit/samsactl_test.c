@@ -626,13 +626,16 @@ static void test_consume_records(void **state)
     expect_out(&out, "");
     assert_int_equal(x.max_bytes, 200);
 
-    /* A compressed batch is refused by name. */
+    /* A batch marked gzip whose records are not gzip is refused by
+     * name: CORRUPT_MESSAGE when the codec-gzip module is loaded (a build
+     * tree's modules are), UNSUPPORTED_COMPRESSION_TYPE when it is not. */
     struct buf gz = BUF_INIT;
     add_batch(&gz, 0, -1, (const char *const[]){"z"}, 1);
     gz.data[RB_OFF_ATTRIBUTES + 1] |= RB_CODEC_GZIP;
     assert_int_equal(rb_recompute_crc(gz.data, gz.len), 0);
     x.pos = 0;
-    assert_int_equal(consume_records(&x, gz.data, gz.len, NULL, 0), KERR_UNSUPPORTED_COMPRESSION_TYPE);
+    int zrc = consume_records(&x, gz.data, gz.len, NULL, 0);
+    assert_true(zrc == KERR_CORRUPT_MESSAGE || zrc == KERR_UNSUPPORTED_COMPRESSION_TYPE);
     assert_non_null(strstr(x.err, "gzip"));
     expect_out(&out, "");
 

@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "client.h"
+#include "plugin/codec.h"
+#include "plugin/registry.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 
@@ -592,15 +594,29 @@ int consume_records(struct records_ctx *x, const uint8_t *p, size_t n,
             x->pos = last + 1;
             continue;
         }
-        if (rb_codec(&h) != RB_CODEC_NONE) {
-            rc = KERR_UNSUPPORTED_COMPRESSION_TYPE;
-            snprintf(x->err, sizeof x->err,
-                     "record batch at offset %lld of %s-%d is compressed with %s, which samsactl cannot decompress yet",
-                     (long long)h.base_offset, x->topic, x->partition, codec_name(rb_codec(&h)));
-            break;
-        }
         struct rb_record_iter it;
-        if (rb_record_iter_init_batch(&it, batch, size) != 0) {
+        struct buf dec = BUF_INIT;
+        if (rb_codec(&h) != RB_CODEC_NONE) {
+            /* Codecs are the modules of this build (plugin registry). */
+            int zr = codec_decompress(plugin_tools_registry(), rb_codec(&h), batch + RB_OFF_RECORDS,
+                                      size - RB_OFF_RECORDS, &dec, CODEC_DECOMPRESS_CEILING);
+            if (zr != 0) {
+                buf_free(&dec);
+                rc = zr;
+                if (zr == KERR_UNSUPPORTED_COMPRESSION_TYPE)
+                    snprintf(x->err, sizeof x->err,
+                             "record batch at offset %lld of %s-%d is compressed with %s, and no codec module for "
+                             "it is loaded (plugin directory %s)",
+                             (long long)h.base_offset, x->topic, x->partition, codec_name(rb_codec(&h)),
+                             getenv("SAMSA_PLUGIN_DIR") ? getenv("SAMSA_PLUGIN_DIR") : plugin_default_dir());
+                else
+                    snprintf(x->err, sizeof x->err, "cannot decompress the %s record batch at offset %lld of %s-%d: %s",
+                             codec_name(rb_codec(&h)), (long long)h.base_offset, x->topic, x->partition,
+                             kerr_name((int16_t)zr));
+                break;
+            }
+            rb_record_iter_init(&it, dec.data, dec.len, h.records_count);
+        } else if (rb_record_iter_init_batch(&it, batch, size) != 0) {
             rc = KERR_CORRUPT_MESSAGE;
             snprintf(x->err, sizeof x->err, "record batch at offset %lld of %s-%d is malformed",
                      (long long)h.base_offset, x->topic, x->partition);
@@ -628,6 +644,7 @@ int consume_records(struct records_ctx *x, const uint8_t *p, size_t n,
                 break;
             }
         }
+        buf_free(&dec);
         if (r < 0) {
             rc = it.err ? it.err : KERR_CORRUPT_MESSAGE;
             snprintf(x->err, sizeof x->err, "record %d of the batch at offset %lld of %s-%d: %s", it.index,

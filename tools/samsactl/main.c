@@ -7,6 +7,7 @@
 
 #include "autoconfig.h"
 #include "consume.h"
+#include "dumplog.h"
 #include "opts.h"
 #include "produce.h"
 #include "topics.h"
@@ -21,6 +22,7 @@ static const struct command commands[] = {
     {"topics", cmd_topics, "create, list, describe, alter and delete topics"},
     {"produce", cmd_produce, "send lines from stdin as records (console producer)"},
     {"consume", cmd_consume, "print the records of a topic (console consumer)"},
+    {"dump-log", cmd_dump_log, "print segment and index files (like kafka-dump-log)"},
     {NULL, NULL, NULL},
 };
 

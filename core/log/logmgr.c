@@ -1,0 +1,957 @@
+#include "log/logmgr.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log/checkpoint.h"
+#include "log/cleaner.h"
+#include "proto/kerr.h"
+#include "topic_config.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/hmap.h"
+#include "util/slog.h"
+
+/* The scheduler looks at every log at least this often (flush.ms due
+ * times, pokes), so config changes take effect without a wakeup. */
+#define SCHED_MAX_SLEEP_MS 500
+/* After DeleteRecords or retention moved a start offset, the checkpoint
+ * follows within this long. */
+#define START_OFFSET_CKPT_DELAY_MS 1000
+/* Key map memory when log.cleaner.dedupe.buffer.size is unset. */
+#define DEFAULT_DEDUPE_BYTES (128LL * 1024 * 1024)
+
+struct mlog {
+    struct mlog *prev, *next; /* m->logs, a list with a sentinel */
+    struct mlog *qnext;       /* flush queue */
+    struct logmgr *m;
+    struct plog *l;           /* NULL until open */
+    size_t dir;
+    char *name;               /* "<topic>-<partition>", owned */
+    logmgr_flushed_fn flushed;
+    void *ctx;
+    struct plog_hooks hooks;  /* ctx = this */
+    int busy;                 /* background users; close waits for 0 */
+    bool registered;          /* in m->logs */
+    bool flush_queued, flush_pending_open;
+    bool cleaning, closing;
+};
+
+struct mdir {
+    char *path;
+    atomic_bool offline;
+    /* Checkpointed offsets of logs not open right now (not yet opened at
+     * start-up, or closed), by "<topic>-<partition>"; value is offset + 1
+     * (NULL means absent). */
+    struct hmap rp, ls, co;
+};
+
+struct open_job {
+    struct open_job *next;
+    size_t dir;
+    char *name;
+    kuuid_t topic_id;
+    bool has_id;
+    struct plog_config cfg;
+    logmgr_flushed_fn flushed;
+    logmgr_opened_fn done;
+    void *ctx;
+};
+
+struct logmgr {
+    struct mdir *dirs;
+    size_t ndirs;
+    struct plog_codecs codecs;
+
+    /* settings read once at creation */
+    int64_t retention_check_ms;
+    int64_t rp_ckpt_ms, ls_ckpt_ms;
+    int nflushers, ncleaners, nrecovery;
+    int64_t cleaner_backoff_ms;
+    size_t map_budget; /* per cleaner thread */
+
+    pthread_mutex_t lock;
+    pthread_cond_t work_cond;  /* flush queue, recovery queue */
+    pthread_cond_t sched_cond; /* scheduler pokes, stop */
+    pthread_cond_t idle_cond;  /* a log's busy count fell, a pool thread ended */
+    pthread_cond_t clean_cond; /* cleaner backoff, stop */
+    struct mlog logs;          /* sentinel */
+    struct hmap by_log;        /* plog pointer bytes -> mlog */
+    struct mlog *qhead, *qtail;
+    bool stop;
+    atomic_bool stop_flag;     /* for plog_clean */
+    bool started;
+    bool retention_poke, ls_dirty, co_dirty;
+
+    pthread_t *flushers;
+    pthread_t scheduler;
+    pthread_t *cleaners;
+
+    struct open_job *jhead, *jtail;
+    int pool_running, pool_active;
+};
+
+/* ---- helpers ---- */
+
+static void deadline_after(struct timespec *ts, int64_t ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += (time_t)(ms / 1000);
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static void cond_init_mono(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+}
+
+static void *box(int64_t v) { return (void *)(uintptr_t)(v + 1); }
+static int64_t unbox(void *p) { return p ? (int64_t)(uintptr_t)p - 1 : -1; }
+
+static void map_set(struct hmap *h, const char *name, int64_t v)
+{
+    if (v < 0)
+        hmap_del(h, name, strlen(name));
+    else
+        hmap_put(h, name, strlen(name), box(v));
+}
+
+static int64_t map_get(const struct hmap *h, const char *name) { return unbox(hmap_get(h, name, strlen(name))); }
+
+static char *path_in(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+static void load_ckpt(struct mdir *d, const char *file, struct hmap *into)
+{
+    char *p = path_in(d->path, file);
+    struct ckpt_entry *e;
+    size_t n;
+    int rc = ckpt_read(p, &e, &n);
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++) {
+            char name[512];
+            snprintf(name, sizeof name, "%s-%" PRId32, e[i].topic, e[i].partition);
+            map_set(into, name, e[i].offset);
+        }
+        ckpt_free(e, n);
+    } else if (rc == EINVAL) {
+        /* As Kafka: an unreadable checkpoint means "unknown", i.e. full
+         * recovery of an uncleanly closed log, not a failed dir. */
+        slog_warn("log dir %s: %s is malformed; ignoring it", d->path, file);
+    } else if (rc != ENOENT) {
+        slog_error("log dir %s: cannot read %s: %s", d->path, file, strerror(rc));
+        if (rc == EIO)
+            atomic_store(&d->offline, true);
+    }
+    free(p);
+}
+
+/* ---- creation ---- */
+
+static int64_t cfg_long(const struct samsa_config *cfg, const char *key, int64_t dflt)
+{
+    int64_t v;
+    return config_get_long(cfg, key, &v) ? v : dflt;
+}
+
+struct logmgr *logmgr_create(const struct samsa_config *cfg)
+{
+    struct logmgr *m = xcalloc(1, sizeof *m);
+    struct samsa_config *dflt = NULL;
+    if (!cfg)
+        cfg = dflt = config_new();
+    /* Without a config (unit tests) there is no log dir. */
+    m->ndirs = dflt ? 0 : cfg->n_log_dirs;
+    m->dirs = xcalloc(m->ndirs ? m->ndirs : 1, sizeof *m->dirs);
+    pthread_mutex_init(&m->lock, NULL);
+    cond_init_mono(&m->work_cond);
+    cond_init_mono(&m->sched_cond);
+    cond_init_mono(&m->idle_cond);
+    cond_init_mono(&m->clean_cond);
+    m->logs.next = m->logs.prev = &m->logs;
+    hmap_init(&m->by_log);
+    atomic_init(&m->stop_flag, false);
+
+    m->retention_check_ms = cfg->log_retention_check_interval_ms;
+    m->rp_ckpt_ms = cfg_long(cfg, "log.flush.offset.checkpoint.interval.ms", 60000);
+    m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
+    /* Kafka's default of one recovery thread per dir recovers partitions
+     * one after the other; unless set, use every CPU. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 2)
+        ncpu = 2;
+    int64_t per_dir = config_is_set(cfg, "num.recovery.threads.per.data.dir")
+                          ? cfg_long(cfg, "num.recovery.threads.per.data.dir", 1)
+                          : ncpu;
+    m->nrecovery = (int)(per_dir * (int64_t)(m->ndirs ? m->ndirs : 1));
+    /* fsyncs of different logs overlap on the device: a few flushers. */
+    m->nflushers = m->nrecovery < 2 ? 2 : m->nrecovery > 8 ? 8 : m->nrecovery;
+    bool enable = true;
+    config_get_bool(cfg, "log.cleaner.enable", &enable);
+    m->ncleaners = enable ? cfg->log_cleaner_threads : 0;
+    m->cleaner_backoff_ms = cfg_long(cfg, "log.cleaner.backoff.ms", 15000);
+    int64_t dedupe = cfg_long(cfg, "log.cleaner.dedupe.buffer.size", DEFAULT_DEDUPE_BYTES);
+    if (dedupe < 1024 * 1024)
+        dedupe = 1024 * 1024;
+    m->map_budget = (size_t)(dedupe / (m->ncleaners > 0 ? m->ncleaners : 1));
+
+    for (size_t i = 0; i < m->ndirs; i++) {
+        struct mdir *d = &m->dirs[i];
+        d->path = xstrdup(cfg->log_dirs[i]);
+        atomic_init(&d->offline, false);
+        hmap_init(&d->rp);
+        hmap_init(&d->ls);
+        hmap_init(&d->co);
+        DIR *dd = opendir(d->path);
+        if (!dd) {
+            slog_error("log dir %s is offline: cannot read it: %s", d->path, strerror(errno));
+            atomic_store(&d->offline, true);
+            continue;
+        }
+        closedir(dd);
+        if (access(d->path, W_OK | X_OK) != 0) {
+            slog_error("log dir %s is offline: %s", d->path, strerror(errno));
+            atomic_store(&d->offline, true);
+            continue;
+        }
+        load_ckpt(d, CKPT_RECOVERY_POINT_FILE, &d->rp);
+        load_ckpt(d, CKPT_LOG_START_FILE, &d->ls);
+        load_ckpt(d, CKPT_CLEANER_FILE, &d->co);
+    }
+    config_free(dflt);
+    return m;
+}
+
+void logmgr_set_codecs(struct logmgr *m, const struct plog_codecs *c) { m->codecs = *c; }
+
+size_t logmgr_ndirs(const struct logmgr *m) { return m->ndirs; }
+const char *logmgr_dir(const struct logmgr *m, size_t dir) { return m->dirs[dir].path; }
+bool logmgr_dir_offline(const struct logmgr *m, size_t dir) { return atomic_load(&m->dirs[dir].offline); }
+
+void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why)
+{
+    if (!atomic_exchange(&m->dirs[dir].offline, true))
+        slog_error("log dir %s is offline: %s; its partitions answer KAFKA_STORAGE_ERROR", m->dirs[dir].path, why);
+}
+
+/* ---- hooks ---- */
+
+/* Under m->lock. */
+static void enqueue_flush(struct logmgr *m, struct mlog *ml)
+{
+    if (ml->flush_queued || ml->closing)
+        return;
+    if (!ml->registered) {
+        ml->flush_pending_open = true;
+        return;
+    }
+    ml->flush_queued = true;
+    ml->qnext = NULL;
+    if (m->qtail)
+        m->qtail->qnext = ml;
+    else
+        m->qhead = ml;
+    m->qtail = ml;
+    pthread_cond_signal(&m->work_cond);
+}
+
+static void hook_flush_wanted(void *ctx, struct plog *l)
+{
+    (void)l;
+    struct mlog *ml = ctx;
+    pthread_mutex_lock(&ml->m->lock);
+    enqueue_flush(ml->m, ml);
+    pthread_mutex_unlock(&ml->m->lock);
+}
+
+static void hook_start_offset_moved(void *ctx, struct plog *l)
+{
+    (void)l;
+    struct mlog *ml = ctx;
+    struct logmgr *m = ml->m;
+    pthread_mutex_lock(&m->lock);
+    m->ls_dirty = true;
+    m->retention_poke = true;
+    pthread_cond_signal(&m->sched_cond);
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void hook_failed(void *ctx, struct plog *l)
+{
+    struct mlog *ml = ctx;
+    char why[600];
+    snprintf(why, sizeof why, "an I/O error in %s", plog_dir(l));
+    logmgr_fail_dir(ml->m, ml->dir, why);
+}
+
+/* ---- registration ---- */
+
+static struct mlog *mlog_new(struct logmgr *m, size_t dir, const char *name, logmgr_flushed_fn flushed, void *ctx)
+{
+    struct mlog *ml = xcalloc(1, sizeof *ml);
+    ml->m = m;
+    ml->dir = dir;
+    ml->name = xstrdup(name);
+    ml->flushed = flushed;
+    ml->ctx = ctx;
+    ml->hooks = (struct plog_hooks){ml, hook_flush_wanted, hook_start_offset_moved, hook_failed};
+    return ml;
+}
+
+static void mlog_free(struct mlog *ml)
+{
+    free(ml->name);
+    free(ml);
+}
+
+static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg)
+{
+    struct mdir *d = &m->dirs[ml->dir];
+    if (atomic_load(&d->offline))
+        return KERR_KAFKA_STORAGE_ERROR;
+    struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
+    pthread_mutex_lock(&m->lock);
+    o.recovery_point = map_get(&d->rp, ml->name);
+    o.log_start_offset = map_get(&d->ls, ml->name);
+    o.cleaner_offset = map_get(&d->co, ml->name);
+    pthread_mutex_unlock(&m->lock);
+    o.dir_offline = &d->offline;
+    o.hooks = &ml->hooks;
+    o.codecs = &m->codecs;
+    char *path = path_in(d->path, ml->name);
+    struct plog *l;
+    int rc = plog_open_ex(path, topic_id, cfg, &o, &l);
+    if (rc == KERR_KAFKA_STORAGE_ERROR) {
+        char why[600];
+        snprintf(why, sizeof why, "cannot open %s", path);
+        logmgr_fail_dir(m, ml->dir, why);
+    }
+    free(path);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&m->lock);
+    ml->l = l;
+    ml->registered = true;
+    ml->next = &m->logs;
+    ml->prev = m->logs.prev;
+    m->logs.prev->next = ml;
+    m->logs.prev = ml;
+    hmap_put(&m->by_log, &l, sizeof l, ml);
+    if (ml->flush_pending_open)
+        enqueue_flush(m, ml);
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
+{
+    *out = NULL;
+    if (dir >= m->ndirs)
+        return KERR_KAFKA_STORAGE_ERROR;
+    struct mlog *ml = mlog_new(m, dir, name, flushed, ctx);
+    int rc = open_log(m, ml, topic_id, cfg);
+    if (rc) {
+        mlog_free(ml);
+        return rc;
+    }
+    *out = ml->l;
+    return 0;
+}
+
+static void *pool_main(void *arg)
+{
+    struct logmgr *m = arg;
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        struct open_job *j = m->jhead;
+        if (!j)
+            break;
+        m->jhead = j->next;
+        if (!m->jhead)
+            m->jtail = NULL;
+        m->pool_active++;
+        pthread_mutex_unlock(&m->lock);
+        struct plog *l = NULL;
+        int rc = logmgr_open(m, j->dir, j->name, j->has_id ? &j->topic_id : NULL, &j->cfg, j->flushed, j->ctx, &l);
+        j->done(j->ctx, rc, l);
+        free(j->name);
+        free(j);
+        pthread_mutex_lock(&m->lock);
+        m->pool_active--;
+    }
+    m->pool_running--;
+    pthread_cond_broadcast(&m->idle_cond);
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                       const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done, void *ctx)
+{
+    struct open_job *j = xcalloc(1, sizeof *j);
+    j->dir = dir;
+    j->name = xstrdup(name);
+    if (topic_id) {
+        j->topic_id = *topic_id;
+        j->has_id = true;
+    }
+    j->cfg = *cfg;
+    j->flushed = flushed;
+    j->done = done;
+    j->ctx = ctx;
+    pthread_mutex_lock(&m->lock);
+    if (m->jtail)
+        m->jtail->next = j;
+    else
+        m->jhead = j;
+    m->jtail = j;
+    /* Pool threads live while there is work; start one more when all
+     * are taken, up to the limit. */
+    if (m->pool_running < m->nrecovery) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, pool_main, m) == 0) {
+            pthread_detach(t);
+            m->pool_running++;
+        }
+    }
+    bool none = m->pool_running == 0;
+    pthread_mutex_unlock(&m->lock);
+    if (none) {
+        /* No thread could be started: open here. */
+        pthread_mutex_lock(&m->lock);
+        m->pool_running++;
+        pthread_mutex_unlock(&m->lock);
+        pool_main(m);
+    }
+}
+
+/* Under m->lock: takes ml out of the flush queue. */
+static void dequeue_flush(struct logmgr *m, struct mlog *ml)
+{
+    if (!ml->flush_queued)
+        return;
+    struct mlog **pp = &m->qhead, *prev = NULL;
+    while (*pp && *pp != ml) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    if (*pp) {
+        *pp = ml->qnext;
+        if (m->qtail == ml)
+            m->qtail = prev;
+    }
+    ml->flush_queued = false;
+}
+
+/* Takes l's mlog out of every list once no background work uses it. */
+static struct mlog *unregister(struct logmgr *m, struct plog *l)
+{
+    pthread_mutex_lock(&m->lock);
+    struct mlog *ml = hmap_get(&m->by_log, &l, sizeof l);
+    if (!ml) {
+        pthread_mutex_unlock(&m->lock);
+        return NULL;
+    }
+    ml->closing = true;
+    dequeue_flush(m, ml);
+    while (ml->busy > 0)
+        pthread_cond_wait(&m->idle_cond, &m->lock);
+    hmap_del(&m->by_log, &l, sizeof l);
+    ml->prev->next = ml->next;
+    ml->next->prev = ml->prev;
+    ml->registered = false;
+    pthread_mutex_unlock(&m->lock);
+    return ml;
+}
+
+void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
+{
+    if (!l)
+        return;
+    struct mlog *ml = unregister(m, l);
+    if (clean && !plog_offline(l))
+        plog_flush(l);
+    if (ml) {
+        struct mdir *d = &m->dirs[ml->dir];
+        pthread_mutex_lock(&m->lock);
+        map_set(&d->rp, ml->name, plog_recovery_point(l));
+        map_set(&d->ls, ml->name, plog_log_start_offset(l));
+        map_set(&d->co, ml->name, plog_cleaner_offset(l));
+        pthread_mutex_unlock(&m->lock);
+        mlog_free(ml);
+    }
+    plog_close(l, clean);
+}
+
+int logmgr_delete(struct logmgr *m, struct plog *l)
+{
+    struct mlog *ml = unregister(m, l);
+    if (ml) {
+        struct mdir *d = &m->dirs[ml->dir];
+        pthread_mutex_lock(&m->lock);
+        map_set(&d->rp, ml->name, -1);
+        map_set(&d->ls, ml->name, -1);
+        map_set(&d->co, ml->name, -1);
+        pthread_mutex_unlock(&m->lock);
+        mlog_free(ml);
+    }
+    return plog_delete(l);
+}
+
+int logmgr_set_config(struct logmgr *m, struct plog *l, const struct plog_config *cfg)
+{
+    (void)m;
+    return plog_set_config(l, cfg);
+}
+
+void logmgr_config_from_topic(const struct topic_config *tc, struct plog_config *out)
+{
+    struct plog_config c = PLOG_CONFIG_INIT;
+    c.segment_bytes = tc->segment_bytes;
+    c.index_interval_bytes = tc->index_interval_bytes;
+    c.segment_index_bytes = tc->segment_index_bytes;
+    c.segment_ms = tc->segment_ms;
+    c.segment_jitter_ms = tc->segment_jitter_ms;
+    c.fsync_each_append = false;
+    c.flush_messages = tc->flush_messages;
+    c.flush_ms = tc->flush_ms;
+    c.retention_ms = tc->retention_ms;
+    c.retention_bytes = tc->retention_bytes;
+    c.cleanup_delete = tc->cleanup_delete;
+    c.cleanup_compact = tc->cleanup_compact;
+    c.min_cleanable_dirty_ratio = tc->min_cleanable_dirty_ratio;
+    c.min_compaction_lag_ms = tc->min_compaction_lag_ms;
+    c.max_compaction_lag_ms = tc->max_compaction_lag_ms;
+    c.delete_retention_ms = tc->delete_retention_ms;
+    c.file_delete_delay_ms = tc->file_delete_delay_ms;
+    *out = c;
+}
+
+/* ---- snapshots for background passes ---- */
+
+struct snap {
+    struct mlog **v;
+    size_t n;
+};
+
+/* Every registered log, each marked busy. */
+static void snap_take(struct logmgr *m, struct snap *s)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t n = 0;
+    for (struct mlog *ml = m->logs.next; ml != &m->logs; ml = ml->next)
+        n++;
+    s->v = xmalloc((n ? n : 1) * sizeof *s->v);
+    s->n = 0;
+    for (struct mlog *ml = m->logs.next; ml != &m->logs; ml = ml->next) {
+        if (ml->closing)
+            continue;
+        ml->busy++;
+        s->v[s->n++] = ml;
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void snap_release(struct logmgr *m, struct snap *s)
+{
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < s->n; i++)
+        s->v[i]->busy--;
+    pthread_cond_broadcast(&m->idle_cond);
+    pthread_mutex_unlock(&m->lock);
+    free(s->v);
+}
+
+/* ---- checkpoints ---- */
+
+enum ckpt_kind { CK_RP, CK_LS, CK_CO };
+
+static int64_t ckpt_value(struct plog *l, enum ckpt_kind k)
+{
+    return k == CK_RP ? plog_recovery_point(l) : k == CK_LS ? plog_log_start_offset(l) : plog_cleaner_offset(l);
+}
+
+/* One dir's file: open logs, plus the checkpointed values of logs not
+ * open (yet): a checkpoint written while start-up recovery still runs
+ * must not forget the partitions it has not reached. */
+static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum ckpt_kind k)
+{
+    struct mdir *d = &m->dirs[dir];
+    if (atomic_load(&d->offline))
+        return;
+    struct hmap *h = k == CK_RP ? &d->rp : k == CK_LS ? &d->ls : &d->co;
+    const char *file = k == CK_RP ? CKPT_RECOVERY_POINT_FILE : k == CK_LS ? CKPT_LOG_START_FILE : CKPT_CLEANER_FILE;
+    struct hmap seen;
+    hmap_init(&seen);
+    size_t cap = s->n + 16, n = 0;
+    struct ckpt_entry *e = xmalloc(cap * sizeof *e);
+    for (size_t i = 0; i < s->n; i++) {
+        struct mlog *ml = s->v[i];
+        if (ml->dir != dir)
+            continue;
+        hmap_put(&seen, ml->name, strlen(ml->name), ml);
+        const char *topic;
+        size_t tl;
+        int32_t part;
+        int64_t v = ckpt_value(ml->l, k);
+        if (v < 0 || !plog_topic_partition(ml->l, &topic, &tl, &part))
+            continue;
+        e[n++] = (struct ckpt_entry){xstrndup(topic, tl), part, v};
+    }
+    pthread_mutex_lock(&m->lock);
+    const void *key;
+    size_t kl;
+    void *val;
+    for (size_t it = 0; hmap_next(h, &it, &key, &kl, &val);) {
+        if (hmap_get(&seen, key, kl))
+            continue;
+        /* Keys are "<topic>-<partition>", stored without a NUL. */
+        char name[512];
+        if (kl >= sizeof name)
+            continue;
+        memcpy(name, key, kl);
+        name[kl] = '\0';
+        char *dash = strrchr(name, '-');
+        if (!dash || dash == name)
+            continue;
+        long part = strtol(dash + 1, NULL, 10);
+        if (n == cap) {
+            cap *= 2;
+            e = xrealloc(e, cap * sizeof *e);
+        }
+        e[n++] = (struct ckpt_entry){xstrndup(name, (size_t)(dash - name)), (int32_t)part, unbox(val)};
+    }
+    pthread_mutex_unlock(&m->lock);
+    hmap_free(&seen);
+    char *p = path_in(d->path, file);
+    int rc = ckpt_write(p, e, n);
+    if (rc) {
+        char why[700];
+        snprintf(why, sizeof why, "cannot write %s: %s", p, strerror(rc));
+        logmgr_fail_dir(m, dir, why);
+    }
+    free(p);
+    ckpt_free(e, n);
+}
+
+static void write_all(struct logmgr *m, const struct snap *s, enum ckpt_kind k)
+{
+    for (size_t d = 0; d < m->ndirs; d++)
+        write_ckpt(m, s, d, k);
+}
+
+void logmgr_write_checkpoints(struct logmgr *m)
+{
+    struct snap s;
+    snap_take(m, &s);
+    write_all(m, &s, CK_RP);
+    write_all(m, &s, CK_LS);
+    write_all(m, &s, CK_CO);
+    snap_release(m, &s);
+}
+
+void logmgr_run_retention(struct logmgr *m)
+{
+    struct snap s;
+    snap_take(m, &s);
+    int64_t now = clock_wall_ms();
+    for (size_t i = 0; i < s.n; i++) {
+        plog_retention(s.v[i]->l, now, NULL);
+        plog_purge_deleted(s.v[i]->l, now, false);
+    }
+    snap_release(m, &s);
+}
+
+/* ---- threads ---- */
+
+static void *flusher_main(void *arg)
+{
+    struct logmgr *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        struct mlog *ml = m->qhead;
+        if (!ml) {
+            pthread_cond_wait(&m->work_cond, &m->lock);
+            continue;
+        }
+        m->qhead = ml->qnext;
+        if (!m->qhead)
+            m->qtail = NULL;
+        ml->flush_queued = false;
+        ml->busy++;
+        pthread_mutex_unlock(&m->lock);
+        /* Appends that arrive during this fsync queue the log again and
+         * are covered by the next one: group commit. */
+        plog_flush(ml->l);
+        if (ml->flushed)
+            ml->flushed(ml->ctx, ml->l);
+        pthread_mutex_lock(&m->lock);
+        ml->busy--;
+        pthread_cond_broadcast(&m->idle_cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+static void *scheduler_main(void *arg)
+{
+    struct logmgr *m = arg;
+    int64_t now = clock_mono_ms();
+    int64_t next_retention = now + m->retention_check_ms;
+    int64_t next_rp = now + m->rp_ckpt_ms, next_ls = now + m->ls_ckpt_ms;
+    int64_t ls_soon = INT64_MAX;
+    pthread_mutex_lock(&m->lock);
+    while (!m->stop) {
+        bool poke = m->retention_poke, ls_dirty = m->ls_dirty, co_dirty = m->co_dirty;
+        m->retention_poke = m->ls_dirty = m->co_dirty = false;
+        pthread_mutex_unlock(&m->lock);
+
+        now = clock_mono_ms();
+        int64_t wall = clock_wall_ms();
+        int64_t next = now + SCHED_MAX_SLEEP_MS;
+        struct snap s;
+        snap_take(m, &s);
+        for (size_t i = 0; i < s.n; i++) {
+            int64_t due;
+            if (plog_flush_due(s.v[i]->l, wall, &due)) {
+                pthread_mutex_lock(&m->lock);
+                enqueue_flush(m, s.v[i]);
+                pthread_mutex_unlock(&m->lock);
+            } else if (due != INT64_MAX && now + (due - wall) < next) {
+                next = now + (due - wall);
+            }
+        }
+        if (now >= next_retention || poke) {
+            for (size_t i = 0; i < s.n; i++)
+                plog_retention(s.v[i]->l, wall, NULL);
+            if (now >= next_retention)
+                next_retention = now + m->retention_check_ms;
+        }
+        for (size_t i = 0; i < s.n; i++)
+            plog_purge_deleted(s.v[i]->l, wall, false);
+        if (ls_dirty && ls_soon == INT64_MAX)
+            ls_soon = now + START_OFFSET_CKPT_DELAY_MS;
+        if (now >= next_rp) {
+            write_all(m, &s, CK_RP);
+            next_rp = now + m->rp_ckpt_ms;
+        }
+        if (now >= next_ls || now >= ls_soon) {
+            write_all(m, &s, CK_LS);
+            next_ls = now + m->ls_ckpt_ms;
+            ls_soon = INT64_MAX;
+        }
+        if (co_dirty)
+            write_all(m, &s, CK_CO);
+        snap_release(m, &s);
+
+        int64_t wake = next;
+        if (next_retention < wake)
+            wake = next_retention;
+        if (next_rp < wake)
+            wake = next_rp;
+        if (next_ls < wake)
+            wake = next_ls;
+        if (ls_soon < wake)
+            wake = ls_soon;
+        int64_t sleep_ms = wake - clock_mono_ms();
+        pthread_mutex_lock(&m->lock);
+        if (sleep_ms > 0 && !m->stop && !m->retention_poke && !m->ls_dirty && !m->co_dirty) {
+            struct timespec ts;
+            deadline_after(&ts, sleep_ms);
+            pthread_cond_timedwait(&m->sched_cond, &m->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* Picks the dirtiest log that wants cleaning (Kafka's
+ * LogCleanerManager.grabFilthiestCompactedLog): a log past
+ * max.compaction.lag.ms first, else the highest dirty ratio at or above
+ * its min.cleanable.dirty.ratio. Marks it cleaning and busy. */
+static struct mlog *grab_filthiest(struct logmgr *m, int64_t now)
+{
+    struct snap s;
+    snap_take(m, &s);
+    struct mlog *best = NULL;
+    double best_ratio = -1;
+    bool best_must = false;
+    for (size_t i = 0; i < s.n; i++) {
+        struct mlog *ml = s.v[i];
+        if (plog_offline(ml->l))
+            continue;
+        pthread_mutex_lock(&m->lock);
+        bool taken = ml->cleaning;
+        pthread_mutex_unlock(&m->lock);
+        if (taken)
+            continue;
+        struct plog_config c;
+        plog_get_config(ml->l, &c);
+        if (!c.cleanup_compact)
+            continue;
+        struct plog_clean_state st;
+        if (!plog_cleanable(ml->l, now, &st))
+            continue;
+        if (!st.must_clean && !st.tombstones_due && st.dirty_ratio < c.min_cleanable_dirty_ratio)
+            continue;
+        if ((st.must_clean && !best_must) || (st.must_clean == best_must && st.dirty_ratio > best_ratio)) {
+            best = ml;
+            best_ratio = st.dirty_ratio;
+            best_must = st.must_clean;
+        }
+    }
+    pthread_mutex_lock(&m->lock);
+    if (best && !best->closing && !best->cleaning) {
+        best->cleaning = true;
+        best->busy++;
+    } else {
+        best = NULL;
+    }
+    pthread_mutex_unlock(&m->lock);
+    snap_release(m, &s);
+    return best;
+}
+
+static void *cleaner_main(void *arg)
+{
+    struct logmgr *m = arg;
+    for (;;) {
+        pthread_mutex_lock(&m->lock);
+        bool stop = m->stop;
+        pthread_mutex_unlock(&m->lock);
+        if (stop)
+            break;
+        struct mlog *ml = grab_filthiest(m, clock_wall_ms());
+        if (ml) {
+            struct plog_clean_stats st;
+            int64_t t0 = clock_mono_ms();
+            int rc = plog_clean(ml->l, clock_wall_ms(), m->map_budget, &m->stop_flag, &st);
+            if (rc == 0 && st.segments_in > 0)
+                slog_info("log cleaner: %s: cleaned offsets %" PRId64 "..%" PRId64 " in %" PRId64
+                          " ms: %d segment(s) into %d, %" PRId64 " -> %" PRId64 " bytes, %" PRId64 " of %" PRId64
+                          " records kept, %" PRId64 " keys",
+                          plog_dir(ml->l), st.first_dirty, st.end_offset - 1, clock_mono_ms() - t0, st.segments_in,
+                          st.segments_out, st.bytes_read, st.bytes_written, st.records_kept, st.records_read,
+                          st.map_keys);
+            pthread_mutex_lock(&m->lock);
+            ml->cleaning = false;
+            ml->busy--;
+            m->co_dirty = true;
+            pthread_cond_broadcast(&m->idle_cond);
+            pthread_cond_signal(&m->sched_cond);
+            pthread_mutex_unlock(&m->lock);
+            if (rc == 0 && st.segments_in > 0)
+                continue;
+        }
+        pthread_mutex_lock(&m->lock);
+        if (!m->stop) {
+            struct timespec ts;
+            deadline_after(&ts, m->cleaner_backoff_ms);
+            pthread_cond_timedwait(&m->clean_cond, &m->lock, &ts);
+        }
+        pthread_mutex_unlock(&m->lock);
+    }
+    return NULL;
+}
+
+/* Without its threads the node would accept data it never flushes or
+ * cleans: a start-up failure, as any other. */
+static void die_thread(const char *which)
+{
+    slog_error("log manager: cannot start %s thread: %s", which, strerror(errno));
+    abort();
+}
+
+void logmgr_start(struct logmgr *m)
+{
+    if (m->started)
+        return;
+    m->started = true;
+    m->flushers = xcalloc((size_t)m->nflushers, sizeof *m->flushers);
+    for (int i = 0; i < m->nflushers; i++)
+        if ((errno = pthread_create(&m->flushers[i], NULL, flusher_main, m)) != 0)
+            die_thread("a flusher");
+    if ((errno = pthread_create(&m->scheduler, NULL, scheduler_main, m)) != 0)
+        die_thread("the scheduler");
+    m->cleaners = xcalloc((size_t)(m->ncleaners > 0 ? m->ncleaners : 1), sizeof *m->cleaners);
+    for (int i = 0; i < m->ncleaners; i++)
+        if ((errno = pthread_create(&m->cleaners[i], NULL, cleaner_main, m)) != 0)
+            die_thread("a cleaner");
+}
+
+void logmgr_stop(struct logmgr *m)
+{
+    pthread_mutex_lock(&m->lock);
+    /* Start-up recovery still running: let it finish (it cannot be
+     * interrupted half way without leaving work for the next start). */
+    while (m->pool_running > 0 || m->jhead)
+        pthread_cond_wait(&m->idle_cond, &m->lock);
+    m->stop = true;
+    atomic_store(&m->stop_flag, true);
+    pthread_cond_broadcast(&m->work_cond);
+    pthread_cond_broadcast(&m->sched_cond);
+    pthread_cond_broadcast(&m->clean_cond);
+    pthread_mutex_unlock(&m->lock);
+    if (!m->started)
+        return;
+    for (int i = 0; i < m->nflushers; i++)
+        pthread_join(m->flushers[i], NULL);
+    pthread_join(m->scheduler, NULL);
+    for (int i = 0; i < m->ncleaners; i++)
+        pthread_join(m->cleaners[i], NULL);
+    m->started = false;
+}
+
+void logmgr_destroy(struct logmgr *m)
+{
+    if (!m)
+        return;
+    logmgr_stop(m);
+    if (m->logs.next != &m->logs)
+        slog_error("log manager: destroyed with logs still open");
+    /* Every log is closed: the maps hold their final offsets. */
+    struct snap s = {NULL, 0};
+    s.v = NULL;
+    write_all(m, &s, CK_RP);
+    write_all(m, &s, CK_LS);
+    write_all(m, &s, CK_CO);
+    for (size_t i = 0; i < m->ndirs; i++) {
+        free(m->dirs[i].path);
+        hmap_free(&m->dirs[i].rp);
+        hmap_free(&m->dirs[i].ls);
+        hmap_free(&m->dirs[i].co);
+    }
+    free(m->dirs);
+    free(m->flushers);
+    free(m->cleaners);
+    hmap_free(&m->by_log);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->work_cond);
+    pthread_cond_destroy(&m->sched_cond);
+    pthread_cond_destroy(&m->idle_cond);
+    pthread_cond_destroy(&m->clean_cond);
+    free(m);
+}

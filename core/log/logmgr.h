@@ -1,0 +1,111 @@
+/* The log manager (Kafka's LogManager): the partition logs of this node
+ * across its log directories, and the background work on them.
+ *
+ *   - opening: plog_open with the recovery point, log start offset and
+ *     cleaner offset read from each log dir's checkpoint files, on a pool
+ *     of num.recovery.threads.per.data.dir threads per log dir when asked
+ *     to (logmgr_open_async), so a node with many partitions recovers them
+ *     in parallel and serves each as soon as it is ready;
+ *   - the flusher (group commit): logs ask for a flush (flush.messages
+ *     reached, a segment rolled); flusher threads run plog_flush, which
+ *     covers every append made before it, and then tell the log's owner
+ *     (the partition: its high watermark and parked produce requests).
+ *     Nothing blocks on fsync but the flusher threads;
+ *   - the scheduler thread: flush.ms, retention every
+ *     log.retention.check.interval.ms (and soon after DeleteRecords),
+ *     removal of .deleted files after file.delete.delay.ms, and the
+ *     checkpoint files (recovery-point-offset-checkpoint every
+ *     log.flush.offset.checkpoint.interval.ms, log-start-offset-checkpoint
+ *     every log.flush.start.offset.checkpoint.interval.ms and soon after
+ *     the start offset moved, cleaner-offset-checkpoint after cleaning);
+ *   - log.cleaner.threads cleaner threads (log/cleaner.h): each picks the
+ *     dirtiest compacted log and cleans it, then sleeps
+ *     log.cleaner.backoff.ms when nothing is dirty enough;
+ *   - log dir failure: a log dir that cannot be read at start, or where a
+ *     log hits an I/O error, goes offline: its logs refuse everything with
+ *     KAFKA_STORAGE_ERROR, no log is opened or placed there, and the rest
+ *     of the node carries on (Kafka's LogDirFailureChannel).
+ *
+ * flush.ms note: Kafka looks for due logs only every
+ * log.flush.scheduler.interval.ms (default: never), so flush.ms alone does
+ * nothing there; samsa's scheduler wakes when the next log is due.
+ *
+ * Threads: every function may be called from any thread. A log's
+ * callbacks (flushed, opened) run on the manager's threads. */
+#ifndef SAMSA_LOG_LOGMGR_H
+#define SAMSA_LOG_LOGMGR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log/plog.h"
+
+struct logmgr;
+struct samsa_config;
+struct topic_config;
+
+/* Creates the manager for cfg's log.dirs (reads the broker settings it
+ * needs from cfg once; cfg is not kept). Reads each dir's checkpoint
+ * files; a dir that cannot be read starts offline (one ERROR line). No
+ * thread runs until logmgr_start. The caller owns the result. */
+struct logmgr *logmgr_create(const struct samsa_config *cfg);
+/* Starts the flusher, scheduler and cleaner threads. */
+void logmgr_start(struct logmgr *m);
+/* Stops and joins every background thread (pending async opens finish
+ * first). Logs stay open: close them with logmgr_close afterwards. */
+void logmgr_stop(struct logmgr *m);
+/* Writes the final checkpoint files and frees m. Every log must have
+ * been closed or deleted. */
+void logmgr_destroy(struct logmgr *m);
+
+/* Codecs for the logs opened from now on (the cleaner and timestamp
+ * lookups in compressed batches); c->ctx must outlive the logs. Call
+ * before opening any. */
+void logmgr_set_codecs(struct logmgr *m, const struct plog_codecs *c);
+
+size_t logmgr_ndirs(const struct logmgr *m);
+const char *logmgr_dir(const struct logmgr *m, size_t dir);
+bool logmgr_dir_offline(const struct logmgr *m, size_t dir);
+/* Takes dir offline (one ERROR line with why), as after an I/O error. */
+void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why);
+
+/* Called after a flush moved the log's recovery point; ctx is the
+ * owner's. Runs on a flusher thread: must be quick. */
+typedef void (*logmgr_flushed_fn)(void *ctx, struct plog *l);
+
+/* Opens (creating when missing) the log "<dir>/<name>" with the
+ * checkpointed offsets and registers it for background work. Returns a
+ * Kafka error code (KERR_KAFKA_STORAGE_ERROR for an offline dir; an I/O
+ * error takes the dir offline). The log is released with logmgr_close or
+ * logmgr_delete, never plog_close/plog_delete directly. */
+int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out);
+
+/* The same on the recovery pool: done(ctx, rc, log) runs on a pool
+ * thread when the log is open (log NULL when rc != 0). topic_id and cfg
+ * are copied. */
+typedef void (*logmgr_opened_fn)(void *ctx, int rc, struct plog *l);
+void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                       const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done, void *ctx);
+
+/* Unregisters l (waiting for background work on it to finish), notes its
+ * final offsets for the checkpoints and closes it. */
+void logmgr_close(struct logmgr *m, struct plog *l, bool clean);
+/* Unregisters l, forgets its checkpoint entries and deletes it
+ * (plog_delete). */
+int logmgr_delete(struct logmgr *m, struct plog *l);
+
+/* Applies a topic config change to a registered log. */
+int logmgr_set_config(struct logmgr *m, struct plog *l, const struct plog_config *cfg);
+
+/* The log config from a topic's effective config. */
+void logmgr_config_from_topic(const struct topic_config *tc, struct plog_config *out);
+
+/* Runs retention and purges .deleted files on every log now (tests and
+ * benchmarks; the scheduler does it by itself). */
+void logmgr_run_retention(struct logmgr *m);
+/* Writes the checkpoint files now. */
+void logmgr_write_checkpoints(struct logmgr *m);
+
+#endif

@@ -1,0 +1,105 @@
+/* struct plog and the helpers its parts share (plog.c: open, append,
+ * read, flush, retention; cleaner.c: compaction). Nothing outside
+ * core/log includes this. */
+#ifndef SAMSA_LOG_PLOG_INTERNAL_H
+#define SAMSA_LOG_PLOG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "log/checkpoint.h"
+#include "log/plog.h"
+#include "log/segment.h"
+
+/* A segment renamed .deleted, its files to be removed at due_ms. */
+struct plog_trash {
+    struct segment *seg;
+    int64_t due_ms;
+};
+
+struct plog {
+    char *dir;        /* owned, without trailing slashes */
+    const char *name; /* last component of dir ("topic-3"), for log lines */
+    kuuid_t topic_id;
+    bool has_topic_id;
+    struct plog_hooks hooks;
+    struct plog_codecs codecs;
+    const atomic_bool *dir_offline;
+
+    /* Lock order: maint_lock, append_lock, flush_lock, seg_lock, then the
+     * leaves (cfg_lock, trash_lock, epoch_lock).
+     * maint_lock serialises changes of the segment list other than rolls:
+     *   retention, the cleaner's swap, truncation.
+     * append_lock serialises writers: offset assignment, rolling and the
+     *   write itself. Only its holder changes the active segment's file,
+     *   so it may read the segment list and the active segment's state
+     *   without seg_lock. cfg changes take it too, so the append path
+     *   reads cfg without cfg_lock.
+     * flush_lock serialises flushes (the recovery point moves in order).
+     * seg_lock guards the segment list and every segment's in-memory state
+     *   (size, indexes and their mappings, timestamps). Writers hold it
+     *   exclusively only to publish a finished write or change the list;
+     *   readers hold it shared for an index lookup and drop it before any
+     *   file I/O. */
+    pthread_mutex_t maint_lock;
+    pthread_mutex_t append_lock;
+    pthread_mutex_t flush_lock;
+    pthread_rwlock_t seg_lock;
+    pthread_mutex_t cfg_lock;
+    struct plog_config cfg;
+    struct segment **segs; /* ascending base offsets; the last one is active */
+    size_t nsegs, segcap;
+
+    /* Segments renamed .deleted, waiting for file.delete.delay.ms. */
+    pthread_mutex_t trash_lock;
+    struct plog_trash *trash;
+    size_t ntrash, trashcap;
+
+    /* Leader-epoch cache, persisted in leader-epoch-checkpoint. */
+    pthread_mutex_t epoch_lock;
+    struct epoch_entry *epochs;
+    size_t nepochs, epochcap;
+
+    /* Published after the data they cover is in the file (release), so a
+     * reader that loads them (acquire) finds those bytes there. */
+    _Atomic int64_t end_offset;
+    _Atomic int64_t start_offset;
+    _Atomic int64_t size_bytes;
+    _Atomic int64_t recovery_point;
+    _Atomic int64_t high_watermark; /* -1: follow the end offset */
+    _Atomic int64_t cleaner_offset; /* -1: never cleaned */
+    /* Earliest delete horizon of a tombstone the last cleaning kept
+     * (INT64_MAX: none): the cleaner comes back then. */
+    _Atomic int64_t tombstone_expiry;
+    _Atomic int64_t last_flush_ms;  /* wall clock */
+    /* A roll happened: the rolled segment waits for a flush. */
+    atomic_bool roll_flush_pending;
+    /* Set by truncation: a running clean gives up. */
+    atomic_bool abort_clean;
+    /* Set when the file may no longer match the in-memory state (a
+     * partial write that could not be cut off, a failed fsync): Kafka
+     * takes such a log offline, and so do we. */
+    atomic_bool failed;
+
+    uint64_t rng; /* segment.jitter.ms draws; under append_lock */
+};
+
+bool plog_has_failed(const struct plog *l);
+void plog_mark_failed(struct plog *l);
+
+/* Under seg_lock. */
+size_t plog_floor_index(const struct plog *l, int64_t offset);
+size_t plog_index_after(const struct plog *l, int64_t base);
+
+/* The options new segments get from the config (cfg_lock or append_lock
+ * held), with a fresh jitter draw. */
+struct segment_opts plog_segment_opts(struct plog *l);
+
+/* Renames s to .deleted and queues it for removal after
+ * file.delete.delay.ms; s must already be out of the segment list. */
+void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms);
+
+/* Wall-clock now, for timestamps compared with record timestamps. */
+int64_t plog_now_ms(void);
+
+#endif
