@@ -37,7 +37,9 @@ if [ ! -f configure ] || [ configure.ac -nt configure ]; then
     autoreconf -fi >/dev/null 2>&1
 fi
 if [ ! -f Makefile ] || [ configure -nt Makefile ]; then
-    ./configure -q
+    # configure's cleanup of core dumps trips over the core/ folder
+    # ("rm: cannot remove 'core'"): keep its output unless it fails.
+    ./configure -q >config.out 2>&1 || { cat config.out; exit 1; }
 fi
 make -j"$(nproc)" >/dev/null
 echo "setup: built ./samsa and ./samsactl"

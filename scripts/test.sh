@@ -28,7 +28,7 @@ mkdir -p build/asan
 git ls-files -z | xargs -0 tar cf - | (cd build/asan && tar xf -)
 # generated files that are committed but may be newer in the work tree
 (cd build/asan && autoreconf -fi >/dev/null 2>&1 && \
-    ./configure -q --enable-werror --enable-sanitizers CC=gcc >/dev/null && \
+    { ./configure -q --enable-werror --enable-sanitizers CC=gcc >config.out 2>&1 || { cat config.out; false; }; } && \
     make -j"$JOBS" >/dev/null)
 
 stage "unit tests under ASan+UBSan"
