@@ -11,7 +11,8 @@ ROOT=$(pwd)
 JOBS=$(nproc)
 FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
-stage() { printf '\n=== %s ===\n' "$*"; }
+START=$(date +%s)
+stage() { printf '\n=== %s (at %ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
 
 stage "setup and build"
 ./scripts/setup.sh
