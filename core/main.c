@@ -42,6 +42,11 @@ static void usage(FILE *f)
             "version, ABI and capabilities, and exits.\n");
 }
 
+/* The config being built at startup: a root LeakSanitizer can see, so an
+ * exit through die() (which may print text held by the config) is not
+ * reported as a leak. */
+static struct samsa_config *startup_cfg;
+
 static void die(const char *fmt, const char *a, const char *b)
 {
     fprintf(stderr, "samsa: ");
@@ -129,6 +134,7 @@ int main(int argc, char **argv)
     const char *conf_path = NULL;
     bool list_plugins = false;
     struct samsa_config *cfg = config_new();
+    startup_cfg = cfg;
     char err[1024];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
