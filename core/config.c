@@ -48,6 +48,9 @@ static const char *const recording_level_choices[] = {"INFO", "DEBUG", "TRACE", 
  * one network worker per core); the table's default is Kafka's, used
  * only if the count is unavailable. */
 #define CONFIG_F_DEFAULT_NCPU 0x100
+/* Internal flag: the server computes the value (config_set_server_value);
+ * a file, --override or AlterConfigs setting it is refused. */
+#define CONFIG_F_SERVER_SET 0x200
 
 #define T(x) CONFIG_TYPE_##x
 #define RO CONFIG_MODE_READ_ONLY
@@ -476,6 +479,10 @@ const struct config_def config_defs[] = {
      "Directory searched for plugin .so files (unset: the installed plugin directory)."},
     {"plugins", T(LIST), "", RO, 0, FN(check_plugin_names),
      "Plugins to load, by name; plugin.<name>.<key> keys configure them."},
+    {"samsa.plugins.loaded", T(LIST), "", RO, CONFIG_F_SERVER_SET, NOCHECK,
+     "Set by the server at startup, not configurable: the plugins it loaded, in load order, as "
+     "NAME:VERSION:ABI_MAJOR.ABI_MINOR:CAPS,... where CAPS is kind:name[+kind:name...] "
+     "(codec:name(id) for codecs); an entry splits at its first three ':'."},
 };
 
 const size_t config_defs_count = sizeof config_defs / sizeof config_defs[0];
@@ -2008,6 +2015,11 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
         const struct config_def *d = &config_defs[i];
         char why[256] = "";
         char *norm;
+        if (d->flags & CONFIG_F_SERVER_SET) {
+            fmt(err, errlen, "config '%s' value '%s': read-only; the server sets it at startup", key,
+                value);
+            return -1;
+        }
         if (config_def_check(d, value, &norm, why, sizeof why) < 0) {
             fmt(err, errlen, "config '%s' value '%s': %s", key, value, why);
             return -1;
@@ -2574,6 +2586,11 @@ int config_set_dynamic(struct samsa_config *c, bool cluster_default, const char 
         fmt(err, errlen, "unknown config '%s'", key);
         return -1;
     }
+    if (config_defs[i].flags & CONFIG_F_SERVER_SET) {
+        /* a stored value would hide the one the server computed */
+        fmt(err, errlen, "config '%s' is read-only, set by the server", key);
+        return -1;
+    }
     char **sl = slot(c, i, cluster_default ? L_DYN_DEFAULT : L_DYN_BROKER);
     char *norm = NULL;
     if (value) {
@@ -2587,4 +2604,21 @@ int config_set_dynamic(struct samsa_config *c, bool cluster_default, const char 
     *sl = norm;
     refresh(c);
     return 0;
+}
+
+void config_set_server_value(struct samsa_config *c, const char *key, const char *value)
+{
+    size_t i = must_index(key);
+    if (!(config_defs[i].flags & CONFIG_F_SERVER_SET)) {
+        slog_error("BUG: config '%s' is not a server-set key", key);
+        abort();
+    }
+    /* The default layer: the value comes from no file and no AlterConfigs,
+     * so DescribeConfigs reports it as Kafka reports such a value (source
+     * DEFAULT_CONFIG, see config.h), and config_dup carries it along to
+     * every config a dynamic change publishes. */
+    char **sl = slot(c, i, L_DEFAULT);
+    free(*sl);
+    *sl = xstrdup(value ? value : "");
+    refresh(c);
 }

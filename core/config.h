@@ -364,6 +364,16 @@ int config_alter_broker(struct samsa_config *cfg, bool cluster_default,
 int config_set_dynamic(struct samsa_config *cfg, bool cluster_default, const char *key,
                        const char *value, char *err, size_t errlen);
 
+/* Sets a key whose value only the server knows (samsa.plugins.loaded:
+ * see plugin_registry_loaded_text), refused from files, --override and
+ * AlterConfigs. It is stored as the key's default, so DescribeConfigs
+ * reports it read-only with source DEFAULT_CONFIG, as Kafka reports every
+ * value not taken from server.properties or a dynamic update
+ * (ConfigHelper: the first synonym's source, DEFAULT_CONFIG when there is
+ * none); STATIC_BROKER_CONFIG would claim it came from the file. Aborts
+ * for any other key (a programming error). */
+void config_set_server_value(struct samsa_config *cfg, const char *key, const char *value);
+
 /* ------------------------------------------------------------------ */
 /* Used by topic_config.c                                              */
 

@@ -18,6 +18,7 @@
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
+#include "controller/format.h"
 #include "log/logmgr.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
@@ -26,12 +27,16 @@
 #include "util/slog.h"
 
 #define EXIT_STARTUP 2
+/* How long start-up waits for partition logs to recover before serving. */
+#define STARTUP_RECOVERY_WAIT_MS 5000
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: samsa [-c FILE] [--override key=value]...\n"
             "       samsa [-c FILE] [--override key=value]... --list-plugins\n"
+            "       samsa format [-c FILE] [--override key=value]... --cluster-id ID\n"
+            "       samsa random-uuid\n"
             "       samsa --version | --help\n"
             "\n"
             "With no arguments samsa runs one node (broker and controller) on\n"
@@ -117,6 +122,12 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
     for (size_t i = 0; i < cfg->n_log_dirs; i++) {
         if (!missing[i])
             continue;
+        if (!samsa_implicit_format_allowed(cfg)) {
+            snprintf(err, sizeof err,
+                     "log directory %s is not formatted: run `samsa format --cluster-id ID` with this node's "
+                     "config first (the same ID on every node of the cluster)", cfg->log_dirs[i]);
+            die("%s%s", err, "");
+        }
         struct meta_properties mp;
         if (meta_properties_init(&mp, cfg->node_id, cluster_id[0] ? cluster_id : NULL, err, sizeof err) < 0 ||
             meta_properties_write(cfg->log_dirs[i], &mp, err, sizeof err) < 0)
@@ -131,6 +142,8 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
 
 int main(int argc, char **argv)
 {
+    if (samsa_format_command(argc, argv))
+        return samsa_format_main(argc, argv);
     const char *conf_path = NULL;
     bool list_plugins = false;
     struct samsa_config *cfg = config_new();
@@ -182,6 +195,11 @@ int main(int argc, char **argv)
         config_free(cfg);
         return 0;
     }
+    /* Clients see what was loaded through DescribeConfigs (samsactl
+     * cluster plugins). */
+    char *loaded = plugin_registry_loaded_text(plugins);
+    config_set_server_value(cfg, "samsa.plugins.loaded", loaded);
+    free(loaded);
 
     struct broker b;
     memset(&b, 0, sizeof b);
@@ -198,13 +216,15 @@ int main(int argc, char **argv)
             break;
         }
     }
-    if (!adv)
+    if (!adv && cfg->role_broker)
         die("%s%s", "config 'listeners': no broker listener (only controller listeners)", "");
-    if (adv->host[0])
+    if (!adv)
+        ; /* a controller only: no broker endpoint to advertise */
+    else if (adv->host[0])
         snprintf(b.advertised_host, sizeof b.advertised_host, "%s", adv->host);
     else if (gethostname(b.advertised_host, sizeof b.advertised_host) < 0)
         snprintf(b.advertised_host, sizeof b.advertised_host, "localhost");
-    b.advertised_port = adv->port;
+    b.advertised_port = adv ? adv->port : -1;
 
     /* Bind first: a busy port is the most common startup error and
      * should be reported before anything touches the data directory. */
@@ -213,8 +233,6 @@ int main(int argc, char **argv)
     size_t off = 0;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->is_controller)
-            continue; /* the metadata quorum serves these */
         if (net_listen(b.net, l->name, l->host, l->port, err, sizeof err) < 0)
             die("%s%s", err, "");
         off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
@@ -232,16 +250,29 @@ int main(int argc, char **argv)
     logmgr_start(b.logs);
 
     char metadir[PATH_MAX];
-    snprintf(metadir, sizeof metadir, "%s/__cluster_metadata-0", cfg->log_dirs[0]);
+    const char *mdir = config_get(cfg, "metadata.log.dir");
+    snprintf(metadir, sizeof metadir, "%s/__cluster_metadata-0", mdir ? mdir : cfg->log_dirs[0]);
     b.controller = controller_open(&b, metadir, err, sizeof err);
     if (!b.controller)
         die("%s%s", err, "");
-    struct mimage *img = controller_image(b.controller);
-    int rc = preg_sync(b.partitions, img, err, sizeof err);
-    mimage_release(img);
+    /* A node that is ready has replayed the metadata: its partitions
+     * must open now. Others sync once caught up (the controller does). */
+    int rc = 0;
+    if (controller_ready(b.controller)) {
+        struct mimage *img = controller_image(b.controller);
+        rc = preg_sync(b.partitions, img, err, sizeof err);
+        mimage_release(img);
+    }
     if (rc < 0)
         die("%s%s", err, "");
 
+    /* Partition logs found on disk open in parallel; a quick restart
+     * serves all of them from the first request, a long recovery only
+     * holds back the partitions still recovering (they answer
+     * NOT_LEADER_OR_FOLLOWER until ready). */
+    int recovering = logmgr_wait_opens(b.logs, STARTUP_RECOVERY_WAIT_MS);
+    if (recovering > 0)
+        slog_info("%d partition log(s) still recovering; serving the others meanwhile", recovering);
     slog_info("samsa %s started: node %d, cluster %s, listening on %s, data in %s", PACKAGE_VERSION, b.node_id,
               b.cluster_id, listening, cfg->log_dirs[0]);
     net_run(b.net);
@@ -250,10 +281,12 @@ int main(int argc, char **argv)
      * workers' loops, freed by net_free); then every log is closed
      * cleanly and the final checkpoints are written. */
     logmgr_stop(b.logs);
+    /* The quorum thread stops (a leader resigns) before the workers'
+     * loops go: it wakes them. */
+    controller_close(b.controller, true);
     net_free(b.net);
     b.net = NULL;
     preg_destroy(b.partitions, true);
-    controller_close(b.controller, true);
     logmgr_destroy(b.logs);
     fetch_session_cache_destroy(&sessions);
     plugin_registry_free(plugins);

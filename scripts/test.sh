@@ -22,6 +22,7 @@ make -j"$JOBS" check || { cat tests/unit/*.log 2>/dev/null | tail -100; exit 1; 
 
 stage "interop tests (real clients)"
 SAMSA_BIN="$ROOT/samsa" SAMSACTL_BIN="$ROOT/samsactl" ./tests/interop/run.sh
+SAMSA_BIN="$ROOT/samsa" SAMSACTL_BIN="$ROOT/samsactl" ./tests/cluster/run.sh  # several nodes, faults
 
 stage "sanitizer build (-Werror, ASan+UBSan)"
 rm -rf build/asan

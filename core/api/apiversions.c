@@ -49,12 +49,14 @@ void api_handle_api_versions(struct request *req)
         copy_field(req->conn->client_software_version, sizeof req->conn->client_software_version,
                    q->client_software_version);
     }
-    resp.api_keys.a = api_versions_response_api_version_new_array(&req->arena, api_handlers_len);
-    resp.api_keys.n = api_handlers_len;
-    for (int i = 0; i < api_handlers_len; i++) {
-        resp.api_keys.a[i].api_key = api_handlers[i].key;
-        resp.api_keys.a[i].min_version = api_handlers[i].min_version;
-        resp.api_keys.a[i].max_version = api_handlers[i].max_version;
+    int nt;
+    const struct api_handler *t = api_table(req, &nt);
+    resp.api_keys.a = api_versions_response_api_version_new_array(&req->arena, nt);
+    resp.api_keys.n = nt;
+    for (int i = 0; i < nt; i++) {
+        resp.api_keys.a[i].api_key = t[i].key;
+        resp.api_keys.a[i].min_version = t[i].min_version;
+        resp.api_keys.a[i].max_version = t[i].max_version;
     }
     req_respond(req, &resp);
 }

@@ -57,7 +57,6 @@ void api_handle_describe_cluster(struct request *req)
     resp.cluster_id = KSTR(b->cluster_id);
     resp.endpoint_type = ENDPOINT_BROKER;
     resp.brokers.a = describe_cluster_response_describe_cluster_broker_new_array(&req->arena, img->nbrokers);
-    bool controller_listed = false;
     for (int32_t i = 0; i < img->nbrokers; i++) {
         const struct mi_broker *br = &img->brokers[i];
         if (br->fenced)
@@ -67,10 +66,12 @@ void api_handle_describe_cluster(struct request *req)
         o->host = KSTR(br->host);
         o->port = br->port;
         o->rack = br->rack ? KSTR(br->rack) : KSTR_NULL;
-        controller_listed |= br->id == img->controller_id;
     }
-    /* A controller id not in the node list is answered as -1. */
-    resp.controller_id = controller_listed ? img->controller_id : -1;
+    /* As Metadata: a live broker (this one) takes admin requests and
+     * forwards them to the active controller. */
+    resp.controller_id = mimage_broker_alive(img, b->node_id) ? b->node_id
+                         : resp.brokers.n > 0                 ? resp.brokers.a[0].broker_id
+                                                              : -1;
     req_respond(req, &resp);
     mimage_release(img);
 }

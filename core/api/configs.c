@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/forward.h"
 #include "api/handlers.h"
 #include "api/request.h"
 #include "auth/authz.h"
@@ -384,6 +385,7 @@ struct alt_res {
     bool answered;
     int16_t code;
     kstr_t msg;
+    struct ctl_op *op; /* the change proposed, until committed */
 };
 
 static void answer(struct alt_res *r, int16_t code, kstr_t msg)
@@ -614,7 +616,7 @@ static void alter_topic(struct request *req, const struct samsa_config *cfg, str
         goto out;
     }
     rc = controller_alter_configs(req->broker->controller, CONTROLLER_RESOURCE_TOPIC, r->name, nch, keys,
-                                  vals, false, msg, sizeof msg);
+                                  vals, false, msg, sizeof msg, &r->op);
     if (rc == KERR_UNKNOWN_TOPIC_OR_PARTITION && !msg[0]) /* deleted meanwhile */
         answer(r, (int16_t)rc, kfmt(a, "The topic '%.*s' does not exist.", PKSTR(r->name)));
     else
@@ -665,7 +667,7 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
         }
     char msg[1024];
     int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
-                                             broker_changes(req, r), (size_t)r->n, true, msg, sizeof msg);
+                                             broker_changes(req, r), (size_t)r->n, true, msg, sizeof msg, NULL);
     if (rc != 0) {
         answer_c(req, r, (int16_t)rc, msg);
         return false;
@@ -681,7 +683,7 @@ static void alter_broker(struct request *req, struct alt_res *r, bool validate_o
     }
     char msg[1024];
     int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
-                                             broker_changes(req, r), (size_t)r->n, false, msg, sizeof msg);
+                                             broker_changes(req, r), (size_t)r->n, false, msg, sizeof msg, &r->op);
     answer_c(req, r, (int16_t)rc, msg);
 }
 
@@ -788,10 +790,86 @@ static void alter_resources(struct request *req, struct alt_res *res, int32_t n,
     }
 }
 
+/* The proposals of an alter: answered once they are committed. */
+struct alt_wait {
+    struct alt_res *res;
+    int32_t n;
+    int32_t *index;
+    void (*respond)(struct request *req, struct alt_res *res, int32_t n);
+};
+
+static void alt_finish(struct request *req, void *arg, const int16_t *errs)
+{
+    struct alt_wait *w = arg;
+    int k = 0;
+    for (int32_t i = 0; i < w->n; i++) {
+        if (!w->res[i].op)
+            continue;
+        if (errs[k])
+            answer(&w->res[i], errs[k], KSTR_NULL);
+        w->res[i].op = NULL; /* released by the wait */
+        k++;
+    }
+    w->respond(req, w->res, w->n);
+}
+
+static void alt_wait_all(struct request *req, struct alt_res *res, int32_t n,
+                         void (*respond)(struct request *req, struct alt_res *res, int32_t n))
+{
+    struct alt_wait *w = arena_alloc(&req->arena, sizeof *w);
+    w->res = res;
+    w->n = n;
+    w->respond = respond;
+    struct ctl_op **ops = arena_alloc(&req->arena, (size_t)(n ? n : 1) * sizeof *ops);
+    int nops = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (res[i].op)
+            ops[nops++] = res[i].op;
+    api_wait_ops(req, ops, nops, 30000, alt_finish, w);
+}
+
+static void alter_configs_respond(struct request *req, struct alt_res *res, int32_t n)
+{
+    alter_configs_response_t resp;
+    alter_configs_response_init(&resp);
+    resp.responses.a = alter_configs_response_alter_configs_resource_response_new_array(&req->arena, n);
+    resp.responses.n = n;
+    for (int32_t i = 0; i < n; i++) {
+        alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
+        o->error_code = res[i].code;
+        o->error_message = res[i].msg;
+        o->resource_type = res[i].type;
+        o->resource_name = res[i].name;
+    }
+    req_respond(req, &resp);
+}
+
+static void alter_configs_fail(struct request *req, int16_t err)
+{
+    const alter_configs_request_t *q = req->body;
+    int32_t n = q->resources.n > 0 ? q->resources.n : 0;
+    struct alt_res *res = arena_alloc(&req->arena, (size_t)(n ? n : 1) * sizeof *res);
+    for (int32_t i = 0; i < n; i++) {
+        res[i].type = q->resources.a[i].resource_type;
+        res[i].name = q->resources.a[i].resource_name;
+        answer(&res[i], err, KSTR_NULL);
+    }
+    alter_configs_respond(req, res, n);
+}
+
 void api_handle_alter_configs(struct request *req)
 {
     const alter_configs_request_t *q = req->body;
     struct arena *a = &req->arena;
+    bool not_controller;
+    if (api_should_forward(req, &not_controller)) {
+        api_forward(req, 30000, alter_configs_fail);
+        return;
+    }
+    if (not_controller) {
+        alter_configs_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
     int32_t n = q->resources.n > 0 ? q->resources.n : 0;
     struct alt_res *res = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *res);
     for (int32_t i = 0; i < n; i++) {
@@ -811,13 +889,17 @@ void api_handle_alter_configs(struct request *req)
         r->ops = NULL;
     }
     alter_resources(req, res, n, q->validate_only);
+    alt_wait_all(req, res, n, alter_configs_respond);
+}
 
-    alter_configs_response_t resp;
-    alter_configs_response_init(&resp);
-    resp.responses.a = alter_configs_response_alter_configs_resource_response_new_array(a, n);
+static void incremental_respond(struct request *req, struct alt_res *res, int32_t n)
+{
+    incremental_alter_configs_response_t resp;
+    incremental_alter_configs_response_init(&resp);
+    resp.responses.a = incremental_alter_configs_response_alter_configs_resource_response_new_array(&req->arena, n);
     resp.responses.n = n;
     for (int32_t i = 0; i < n; i++) {
-        alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
+        incremental_alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
         o->error_code = res[i].code;
         o->error_message = res[i].msg;
         o->resource_type = res[i].type;
@@ -826,10 +908,32 @@ void api_handle_alter_configs(struct request *req)
     req_respond(req, &resp);
 }
 
+static void incremental_fail(struct request *req, int16_t err)
+{
+    const incremental_alter_configs_request_t *q = req->body;
+    int32_t n = q->resources.n > 0 ? q->resources.n : 0;
+    struct alt_res *res = arena_alloc(&req->arena, (size_t)(n ? n : 1) * sizeof *res);
+    for (int32_t i = 0; i < n; i++) {
+        res[i].type = q->resources.a[i].resource_type;
+        res[i].name = q->resources.a[i].resource_name;
+        answer(&res[i], err, KSTR_NULL);
+    }
+    incremental_respond(req, res, n);
+}
+
 void api_handle_incremental_alter_configs(struct request *req)
 {
     const incremental_alter_configs_request_t *q = req->body;
     struct arena *a = &req->arena;
+    bool not_controller;
+    if (api_should_forward(req, &not_controller)) {
+        api_forward(req, 30000, incremental_fail);
+        return;
+    }
+    if (not_controller) {
+        incremental_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
     int32_t n = q->resources.n > 0 ? q->resources.n : 0;
     struct alt_res *res = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *res);
     for (int32_t i = 0; i < n; i++) {
@@ -851,17 +955,5 @@ void api_handle_incremental_alter_configs(struct request *req)
         r->ops = ops;
     }
     alter_resources(req, res, n, q->validate_only);
-
-    incremental_alter_configs_response_t resp;
-    incremental_alter_configs_response_init(&resp);
-    resp.responses.a = incremental_alter_configs_response_alter_configs_resource_response_new_array(a, n);
-    resp.responses.n = n;
-    for (int32_t i = 0; i < n; i++) {
-        incremental_alter_configs_response_alter_configs_resource_response_t *o = &resp.responses.a[i];
-        o->error_code = res[i].code;
-        o->error_message = res[i].msg;
-        o->resource_type = res[i].type;
-        o->resource_name = res[i].name;
-    }
-    req_respond(req, &resp);
+    alt_wait_all(req, res, n, incremental_respond);
 }

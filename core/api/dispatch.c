@@ -26,6 +26,7 @@ const struct api_handler api_handlers[] = {
     {KAPI_ALTER_CONFIGS, 0, 2, api_handle_alter_configs},
     {KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, api_handle_incremental_alter_configs},
     {KAPI_API_VERSIONS, 0, 4, api_handle_api_versions},
+    {KAPI_DESCRIBE_QUORUM, 0, 2, api_handle_describe_quorum},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 
@@ -34,6 +35,26 @@ const struct api_handler *api_handler_get(int16_t key)
     for (int i = 0; i < api_handlers_len; i++)
         if (api_handlers[i].key == key)
             return &api_handlers[i];
+    return NULL;
+}
+
+const struct api_handler *api_table(const struct request *req, int *n)
+{
+    if (req->conn && req->conn->controller_listener) {
+        *n = api_controller_handlers_len;
+        return api_controller_handlers;
+    }
+    *n = api_handlers_len;
+    return api_handlers;
+}
+
+static const struct api_handler *handler_for(const struct request *req, int16_t key)
+{
+    int n;
+    const struct api_handler *t = api_table(req, &n);
+    for (int i = 0; i < n; i++)
+        if (t[i].key == key)
+            return &t[i];
     return NULL;
 }
 
@@ -70,6 +91,21 @@ void req_respond(struct request *req, const void *resp)
     end_response(req);
 }
 
+void req_respond_body(struct request *req, const struct kwriter *body)
+{
+    begin_response(req, kapi_response_header_version(req->api, req->api_version));
+    /* memory pieces as they are, file ranges spliced (own references) */
+    size_t from = 0;
+    for (int i = 0; i < body->nsplices; i++) {
+        const struct kw_splice *sp = &body->splices[i];
+        kw_raw(&req->out, body->b.data + from, sp->at - from);
+        kw_splice_file(&req->out, sp->file, sp->off, sp->len);
+        from = sp->at;
+    }
+    kw_raw(&req->out, body->b.data + from, body->b.len - from);
+    end_response(req);
+}
+
 void req_respond_none(struct request *req)
 {
     req->done = true;
@@ -85,12 +121,14 @@ static void respond_api_versions_unsupported(struct request *req)
     api_versions_response_t resp;
     api_versions_response_init(&resp);
     resp.error_code = KERR_UNSUPPORTED_VERSION;
-    resp.api_keys.a = api_versions_response_api_version_new_array(&req->arena, api_handlers_len);
-    resp.api_keys.n = api_handlers_len;
-    for (int i = 0; i < api_handlers_len; i++) {
-        resp.api_keys.a[i].api_key = api_handlers[i].key;
-        resp.api_keys.a[i].min_version = api_handlers[i].min_version;
-        resp.api_keys.a[i].max_version = api_handlers[i].max_version;
+    int nt;
+    const struct api_handler *t = api_table(req, &nt);
+    resp.api_keys.a = api_versions_response_api_version_new_array(&req->arena, nt);
+    resp.api_keys.n = nt;
+    for (int i = 0; i < nt; i++) {
+        resp.api_keys.a[i].api_key = t[i].key;
+        resp.api_keys.a[i].min_version = t[i].min_version;
+        resp.api_keys.a[i].max_version = t[i].max_version;
     }
     begin_response(req, 0);
     api_versions_response_encode(&req->out, 0, &resp);
@@ -106,7 +144,7 @@ void api_dispatch(struct request *req)
     req->correlation_id = kr_i32(&r);
     char why[200];
     req->api = kapi_get(req->api_key);
-    const struct api_handler *h = api_handler_get(req->api_key);
+    const struct api_handler *h = handler_for(req, req->api_key);
     if (!req->api || !h) {
         snprintf(why, sizeof why, "unknown or unsupported API key %d (version %d)", req->api_key,
                  req->api_version);
@@ -137,6 +175,14 @@ void api_dispatch(struct request *req)
         snprintf(why, sizeof why, "unsupported version %d of %s (samsa serves %d-%d)", req->api_version,
                  req->api->name, h->min_version, h->max_version);
         req_close(req, why);
+        return;
+    }
+    if (req->conn && req->conn->controller_listener && api_controller_raw(h->key)) {
+        struct api_raw_body *rb = arena_alloc(&req->arena, sizeof *rb);
+        rb->p = r.p;
+        rb->len = kr_left(&r);
+        req->body = rb;
+        h->handle(req);
         return;
     }
     req->body = arena_alloc(&req->arena, req->api->req_size);

@@ -17,5 +17,6 @@ void api_handle_describe_cluster(struct request *req);  /* cluster.c */
 void api_handle_describe_configs(struct request *req);   /* configs.c */
 void api_handle_alter_configs(struct request *req);      /* configs.c */
 void api_handle_incremental_alter_configs(struct request *req); /* configs.c */
+void api_handle_describe_quorum(struct request *req);   /* quorum.c */
 
 #endif

@@ -185,7 +185,12 @@ static void missing_topic(struct md_ctx *x, const metadata_request_t *q, kstr_t 
         return;
     }
     char msg[512];
-    int rc = controller_auto_create_topic(b->controller, name, msg, sizeof msg);
+    /* On the active controller this waits for the commit (a short,
+     * bounded wait of this worker; the quorum thread never waits for
+     * workers), so the answer already lists the topic, as a single node
+     * always did. Elsewhere the creation is forwarded and the client
+     * hears LEADER_NOT_AVAILABLE until it shows up, as from Kafka. */
+    int rc = controller_auto_create_topic(b->controller, name, msg, sizeof msg, NULL);
     if (rc != 0) {
         slog_warn("metadata: auto-creation of topic %.*s for %s failed: %s %s", (int)name.len, name.p,
                   req_peer(x->req), kerr_name((int16_t)rc), msg);
@@ -196,6 +201,8 @@ static void missing_topic(struct md_ctx *x, const metadata_request_t *q, kstr_t 
     const struct mi_topic *t = mimage_topic(*img, name);
     if (t)
         fill_topic(x, *img, t, out);
+    else if (!controller_is_active(b->controller)) /* being created by the active controller */
+        error_topic(out, KERR_LEADER_NOT_AVAILABLE, name, internal);
     else /* deleted again in between */
         error_topic(out, KERR_UNKNOWN_TOPIC_OR_PARTITION, name, internal);
 }
@@ -243,10 +250,12 @@ void api_handle_metadata(struct request *req)
     }
     resp.cluster_id = KSTR(b->cluster_id);
     /* KRaft brokers name a live broker as the controller (admin clients
-     * send CreateTopics etc. there); a single node names itself. */
-    resp.controller_id = mimage_broker_alive(img, img->controller_id) ? img->controller_id
-                         : resp.brokers.n > 0                         ? resp.brokers.a[0].node_id
-                                                                      : -1;
+     * send CreateTopics etc. there, and that broker forwards them to the
+     * active controller): this one when it is live, so the answer never
+     * names a controller that has just died. */
+    resp.controller_id = mimage_broker_alive(img, b->node_id) ? b->node_id
+                         : resp.brokers.n > 0                 ? resp.brokers.a[0].node_id
+                                                              : -1;
 
     bool want_ops = v >= 8 && q->include_topic_authorized_operations;
     bool cluster_create = false;

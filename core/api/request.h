@@ -55,6 +55,9 @@ struct request {
  * the right response header and marks the request done. resp may live in
  * req->arena. */
 void req_respond(struct request *req, const void *resp);
+/* The same with a response body encoded elsewhere (at the request's
+ * version; its file ranges are spliced, with their own references). */
+void req_respond_body(struct request *req, const struct kwriter *body);
 /* Marks the request done with nothing to send (acks=0). */
 void req_respond_none(struct request *req);
 /* Closes the connection after one log line naming the peer and why. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/forward.h"
 #include "api/handlers.h"
 #include "api/request.h"
 #include "auth/authz.h"
@@ -149,17 +150,92 @@ static void fill_created(struct request *req, const create_topics_request_creata
     qsort(r->configs.a, (size_t)r->configs.n, sizeof *r->configs.a, kv_name_cmp);
 }
 
+/* One line per refused topic, as Kafka's controller logs its
+ * CreateTopics results: a client's bad input is visible to the
+ * operator. Names are escaped (they may hold any byte). */
+static void log_refused(struct request *req, const create_topics_response_t *resp)
+{
+    for (int32_t i = 0; i < resp->topics.n; i++) {
+        const create_topics_response_creatable_topic_result_t *r = &resp->topics.a[i];
+        if (!r->error_code || r->error_code == KERR_TOPIC_ALREADY_EXISTS)
+            continue;
+        char name[128];
+        escape_name(r->name, name, sizeof name);
+        slog_info("CreateTopics from %s: topic '%s' refused: %s%s%.*s", req_peer(req), name,
+                  kerr_name(r->error_code), r->error_message.len > 0 ? ": " : "",
+                  r->error_message.len > 0 ? r->error_message.len : 0, r->error_message.p);
+    }
+}
+
+/* Every topic answered with err (forwarding failed, not the controller). */
+static void create_topics_fail(struct request *req, int16_t err)
+{
+    const create_topics_request_t *q = req->body;
+    create_topics_response_t resp;
+    create_topics_response_init(&resp);
+    int32_t n = q->topics.n > 0 ? q->topics.n : 0;
+    resp.topics.a = create_topics_response_creatable_topic_result_new_array(&req->arena, n);
+    for (int32_t i = 0; i < n; i++) {
+        create_topics_response_creatable_topic_result_t *r = &resp.topics.a[resp.topics.n++];
+        r->name = q->topics.a[i].name;
+        r->error_code = err;
+        r->error_message = KSTR_NULL;
+    }
+    req_respond(req, &resp);
+}
+
+/* Proposals of a CreateTopics (or CreatePartitions, DeleteTopics): which
+ * answer entry each one decides. */
+struct pending_results {
+    void *resp;
+    int32_t *index;
+    int n;
+};
+
+static void create_topics_finish(struct request *req, void *arg, const int16_t *errs)
+{
+    struct pending_results *pr = arg;
+    create_topics_response_t *resp = pr->resp;
+    for (int i = 0; i < pr->n; i++) {
+        if (!errs[i])
+            continue;
+        create_topics_response_creatable_topic_result_t *r = &resp->topics.a[pr->index[i]];
+        r->error_code = errs[i];
+        r->error_message = KSTR_NULL;
+        r->topic_id = (kuuid_t){{0}};
+        r->num_partitions = -1;
+        r->replication_factor = -1;
+        r->configs.n = 0;
+        r->topic_config_error_code = 0;
+    }
+    log_refused(req, resp);
+    req_respond(req, resp);
+}
+
 void api_handle_create_topics(struct request *req)
 {
     const create_topics_request_t *q = req->body;
     int16_t v = req->api_version;
     struct broker *b = req->broker;
     struct arena *a = &req->arena;
+    bool not_controller;
+    if (api_should_forward(req, &not_controller)) {
+        api_forward(req, q->timeout_ms, create_topics_fail);
+        return;
+    }
+    if (not_controller) {
+        create_topics_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
     bool validate_only = v >= 1 && q->validate_only;
+    create_topics_response_t *respp = arena_alloc(a, sizeof *respp);
     create_topics_response_t resp;
     create_topics_response_init(&resp);
     int32_t n = q->topics.n > 0 ? q->topics.n : 0;
     resp.topics.a = create_topics_response_creatable_topic_result_new_array(a, n);
+    struct ctl_op **ops = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *ops);
+    int32_t *opidx = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *opidx);
+    int nops = 0;
 
     struct name_set seen;
     ns_init(&seen, a);
@@ -226,11 +302,16 @@ void api_handle_create_topics(struct request *req)
 
         char msg[1024];
         kuuid_t id;
-        int rc = controller_create_topic(b->controller, &spec, validate_only, &id, msg, sizeof msg);
+        struct ctl_op *op = NULL;
+        int rc = controller_create_topic(b->controller, &spec, validate_only, &id, msg, sizeof msg, &op);
         if (rc != 0) {
             r->error_code = (int16_t)rc;
             r->error_message = msg_or_null(req, msg);
             continue;
+        }
+        if (op) {
+            opidx[nops] = resp.topics.n - 1;
+            ops[nops++] = op;
         }
         r->topic_id = id;
         if (describable) {
@@ -240,20 +321,14 @@ void api_handle_create_topics(struct request *req)
         }
     }
     hmap_free(&seen.m);
-    /* One line per refused topic, as Kafka's controller logs its
-     * CreateTopics results: a client's bad input is visible to the
-     * operator. Names are escaped (they may hold any byte). */
-    for (int32_t i = 0; i < resp.topics.n; i++) {
-        const create_topics_response_creatable_topic_result_t *r = &resp.topics.a[i];
-        if (!r->error_code || r->error_code == KERR_TOPIC_ALREADY_EXISTS)
-            continue;
-        char name[128];
-        escape_name(r->name, name, sizeof name);
-        slog_info("CreateTopics from %s: topic '%s' refused: %s%s%.*s", req_peer(req), name,
-                  kerr_name(r->error_code), r->error_message.len > 0 ? ": " : "",
-                  r->error_message.len > 0 ? r->error_message.len : 0, r->error_message.p);
-    }
-    req_respond(req, &resp);
+    *respp = resp;
+    struct pending_results *pr = arena_alloc(a, sizeof *pr);
+    pr->resp = respp;
+    pr->index = opidx;
+    pr->n = nops;
+    /* Answered when the records are committed (Kafka's controller
+     * answers then too). */
+    api_wait_ops(req, ops, nops, q->timeout_ms, create_topics_finish, pr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -290,14 +365,52 @@ struct del_cand {
     bool live;
 };
 
+static void delete_topics_fail(struct request *req, int16_t err)
+{
+    const delete_topics_request_t *q = req->body;
+    int16_t v = req->api_version;
+    struct del_ctx x = {.req = req};
+    delete_topics_response_init(&x.resp);
+    int32_t n = v >= 6 ? q->topics.n : q->topic_names.n;
+    for (int32_t i = 0; i < n; i++) {
+        if (v >= 6)
+            del_result(&x, q->topics.a[i].name, &q->topics.a[i].topic_id, err, KSTR_NULL);
+        else
+            del_result(&x, q->topic_names.a[i], NULL, err, KSTR_NULL);
+    }
+    req_respond(req, &x.resp);
+}
+
+static void delete_topics_finish(struct request *req, void *arg, const int16_t *errs)
+{
+    struct pending_results *pr = arg;
+    struct del_ctx *x = pr->resp;
+    for (int i = 0; i < pr->n; i++)
+        if (errs[i]) {
+            x->resp.responses.a[pr->index[i]].error_code = errs[i];
+            x->resp.responses.a[pr->index[i]].error_message = KSTR_NULL;
+        }
+    req_respond(req, &x->resp);
+}
+
 void api_handle_delete_topics(struct request *req)
 {
     const delete_topics_request_t *q = req->body;
     int16_t v = req->api_version;
     struct broker *b = req->broker;
     struct arena *a = &req->arena;
-    struct del_ctx x = {.req = req};
-    delete_topics_response_init(&x.resp);
+    bool not_controller;
+    if (api_should_forward(req, &not_controller)) {
+        api_forward(req, q->timeout_ms, delete_topics_fail);
+        return;
+    }
+    if (not_controller) {
+        delete_topics_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
+    struct del_ctx *xp = arena_alloc(a, sizeof *xp);
+    xp->req = req;
+    delete_topics_response_init(&xp->resp);
     int32_t n = v >= 6 ? q->topics.n : q->topic_names.n;
     if (n < 0)
         n = 0;
@@ -307,11 +420,11 @@ void api_handle_delete_topics(struct request *req)
         int16_t code = v < 3 ? KERR_INVALID_REQUEST : KERR_TOPIC_DELETION_DISABLED;
         for (int32_t i = 0; i < n; i++) {
             if (v >= 6)
-                del_result(&x, q->topics.a[i].name, &q->topics.a[i].topic_id, code, KSTR_NULL);
+                del_result(xp, q->topics.a[i].name, &q->topics.a[i].topic_id, code, KSTR_NULL);
             else
-                del_result(&x, q->topic_names.a[i], NULL, code, KSTR_NULL);
+                del_result(xp, q->topic_names.a[i], NULL, code, KSTR_NULL);
         }
-        req_respond(req, &x.resp);
+        req_respond(req, &xp->resp);
         return;
     }
 
@@ -329,7 +442,7 @@ void api_handle_delete_topics(struct request *req)
         kuuid_t id = v >= 6 ? q->topics.a[i].topic_id : (kuuid_t){{0}};
         bool zero = kuuid_is_zero(&id);
         if (name.len < 0 && zero) {
-            del_result(&x, KSTR_NULL, NULL, KERR_INVALID_REQUEST,
+            del_result(xp, KSTR_NULL, NULL, KERR_INVALID_REQUEST,
                        KSTR_LIT("Neither topic name nor id were specified."));
         } else if (name.len < 0) {
             intptr_t c = (intptr_t)hmap_get(&ids, id.b, 16);
@@ -342,16 +455,16 @@ void api_handle_delete_topics(struct request *req)
                 name_order[nnames++] = name;
             ns_put(&names, name, c + 1);
         } else {
-            del_result(&x, name, &id, KERR_INVALID_REQUEST,
+            del_result(xp, name, &id, KERR_INVALID_REQUEST,
                        KSTR_LIT("You may not specify both topic name and topic id."));
         }
     }
     for (int32_t i = 0; i < nnames; i++)
         if (ns_get(&names, name_order[i]) > 1)
-            del_result(&x, name_order[i], NULL, KERR_INVALID_REQUEST, KSTR_LIT("Duplicate topic name."));
+            del_result(xp, name_order[i], NULL, KERR_INVALID_REQUEST, KSTR_LIT("Duplicate topic name."));
     for (int32_t i = 0; i < nids; i++)
         if ((intptr_t)hmap_get(&ids, id_order[i].b, 16) > 1)
-            del_result(&x, KSTR_NULL, &id_order[i], KERR_INVALID_REQUEST, KSTR_LIT("Duplicate topic id."));
+            del_result(xp, KSTR_NULL, &id_order[i], KERR_INVALID_REQUEST, KSTR_LIT("Duplicate topic id."));
 
     struct mimage *img = controller_image(b->controller);
     bool cluster_delete = authz_allowed(req, ACL_OP_DELETE, ACL_RES_CLUSTER, CLUSTER_NAME);
@@ -364,14 +477,14 @@ void api_handle_delete_topics(struct request *req)
             continue;
         const struct mi_topic *t = mimage_topic_by_id(img, &id_order[i]);
         if (!t) {
-            del_result(&x, KSTR_NULL, &id_order[i], KERR_UNKNOWN_TOPIC_ID, KSTR_LIT(MSG_UNKNOWN_TOPIC_ID));
+            del_result(xp, KSTR_NULL, &id_order[i], KERR_UNKNOWN_TOPIC_ID, KSTR_LIT(MSG_UNKNOWN_TOPIC_ID));
             continue;
         }
         kstr_t name = kstr_arena(a, t->name);
         bool deletable = cluster_delete || authz_allowed(req, ACL_OP_DELETE, ACL_RES_TOPIC, name);
         if (!deletable) {
             bool describable = cluster_delete || authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, name);
-            del_result(&x, describable ? name : KSTR_NULL, &id_order[i], KERR_TOPIC_AUTHORIZATION_FAILED,
+            del_result(xp, describable ? name : KSTR_NULL, &id_order[i], KERR_TOPIC_AUTHORIZATION_FAILED,
                        KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
             continue;
         }
@@ -385,9 +498,9 @@ void api_handle_delete_topics(struct request *req)
         bool describable = cluster_delete || authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, name);
         const struct mi_topic *t = mimage_topic(img, name);
         if (!describable) {
-            del_result(&x, name, NULL, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
+            del_result(xp, name, NULL, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
         } else if (!t) {
-            del_result(&x, name, NULL, KERR_UNKNOWN_TOPIC_OR_PARTITION,
+            del_result(xp, name, NULL, KERR_UNKNOWN_TOPIC_OR_PARTITION,
                        KSTR_LIT(MSG_UNKNOWN_TOPIC_OR_PARTITION));
         } else if (cluster_delete || authz_allowed(req, ACL_OP_DELETE, ACL_RES_TOPIC, name)) {
             /* A name that maps to an id given too: Kafka answers the name
@@ -399,40 +512,92 @@ void api_handle_delete_topics(struct request *req)
                     clash = true;
                 }
             if (clash)
-                del_result(&x, name, &t->id, KERR_INVALID_REQUEST,
+                del_result(xp, name, &t->id, KERR_INVALID_REQUEST,
                            KSTR_LIT("The provided topic name maps to an ID that was already supplied."));
             else
                 cand[ncand++] = (struct del_cand){t->id, name, true};
         } else {
-            del_result(&x, name, NULL, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
+            del_result(xp, name, NULL, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
         }
     }
     mimage_release(img);
 
+    struct ctl_op **ops = arena_alloc(a, (size_t)(ncand ? ncand : 1) * sizeof *ops);
+    int32_t *opidx = arena_alloc(a, (size_t)(ncand ? ncand : 1) * sizeof *opidx);
+    int nops = 0;
     for (int32_t i = 0; i < ncand; i++) {
         if (!cand[i].live)
             continue;
         char msg[512];
-        int rc = controller_delete_topic(b->controller, &cand[i].id, msg, sizeof msg);
-        del_result(&x, cand[i].name, &cand[i].id, (int16_t)rc, rc ? msg_or_null(req, msg) : KSTR_NULL);
+        struct ctl_op *op = NULL;
+        int rc = controller_delete_topic(b->controller, &cand[i].id, msg, sizeof msg, &op);
+        del_result(xp, cand[i].name, &cand[i].id, (int16_t)rc, rc ? msg_or_null(req, msg) : KSTR_NULL);
+        if (op) {
+            opidx[nops] = xp->resp.responses.n - 1;
+            ops[nops++] = op;
+        }
     }
     hmap_free(&names.m);
     hmap_free(&ids);
-    req_respond(req, &x.resp);
+    struct pending_results *pr = arena_alloc(a, sizeof *pr);
+    pr->resp = xp;
+    pr->index = opidx;
+    pr->n = nops;
+    api_wait_ops(req, ops, nops, q->timeout_ms, delete_topics_finish, pr);
 }
 
 /* ------------------------------------------------------------------ */
 /* CreatePartitions                                                    */
+
+static void create_partitions_fail(struct request *req, int16_t err)
+{
+    const create_partitions_request_t *q = req->body;
+    create_partitions_response_t resp;
+    create_partitions_response_init(&resp);
+    int32_t n = q->topics.n > 0 ? q->topics.n : 0;
+    resp.results.a = create_partitions_response_create_partitions_topic_result_new_array(&req->arena, n);
+    for (int32_t i = 0; i < n; i++) {
+        create_partitions_response_create_partitions_topic_result_t *r = &resp.results.a[resp.results.n++];
+        r->name = q->topics.a[i].name;
+        r->error_code = err;
+        r->error_message = KSTR_NULL;
+    }
+    req_respond(req, &resp);
+}
+
+static void create_partitions_finish(struct request *req, void *arg, const int16_t *errs)
+{
+    struct pending_results *pr = arg;
+    create_partitions_response_t *resp = pr->resp;
+    for (int i = 0; i < pr->n; i++)
+        if (errs[i]) {
+            resp->results.a[pr->index[i]].error_code = errs[i];
+            resp->results.a[pr->index[i]].error_message = KSTR_NULL;
+        }
+    req_respond(req, resp);
+}
 
 void api_handle_create_partitions(struct request *req)
 {
     const create_partitions_request_t *q = req->body;
     struct broker *b = req->broker;
     struct arena *a = &req->arena;
-    create_partitions_response_t resp;
-    create_partitions_response_init(&resp);
+    bool not_controller;
+    if (api_should_forward(req, &not_controller)) {
+        api_forward(req, q->timeout_ms, create_partitions_fail);
+        return;
+    }
+    if (not_controller) {
+        create_partitions_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
+    create_partitions_response_t *respp = arena_alloc(a, sizeof *respp);
+    create_partitions_response_init(respp);
     int32_t n = q->topics.n > 0 ? q->topics.n : 0;
-    resp.results.a = create_partitions_response_create_partitions_topic_result_new_array(a, n);
+    respp->results.a = create_partitions_response_create_partitions_topic_result_new_array(a, n);
+    struct ctl_op **ops = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *ops);
+    int32_t *opidx = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *opidx);
+    int nops = 0;
     struct name_set seen;
     ns_init(&seen, a);
     for (int32_t i = 0; i < n; i++)
@@ -443,7 +608,7 @@ void api_handle_create_partitions(struct request *req)
         if (count < 0)
             continue;
         ns_put(&seen, t->name, -1);
-        create_partitions_response_create_partitions_topic_result_t *r = &resp.results.a[resp.results.n++];
+        create_partitions_response_create_partitions_topic_result_t *r = &respp->results.a[respp->results.n++];
         r->name = t->name;
         r->error_message = KSTR_NULL;
         if (count > 1) {
@@ -463,12 +628,21 @@ void api_handle_create_partitions(struct request *req)
             alen[j] = t->assignments.a[j].broker_ids.n > 0 ? t->assignments.a[j].broker_ids.n : 0;
         }
         char msg[1024];
+        struct ctl_op *op = NULL;
         int rc = controller_create_partitions(b->controller, t->name, t->count, na < 0 ? -1 : na,
                                               (const int32_t *const *)assign, alen, q->validate_only, msg,
-                                              sizeof msg);
+                                              sizeof msg, &op);
         r->error_code = (int16_t)rc;
         r->error_message = rc ? msg_or_null(req, msg) : KSTR_NULL;
+        if (op) {
+            opidx[nops] = respp->results.n - 1;
+            ops[nops++] = op;
+        }
     }
     hmap_free(&seen.m);
-    req_respond(req, &resp);
+    struct pending_results *pr = arena_alloc(a, sizeof *pr);
+    pr->resp = respp;
+    pr->index = opidx;
+    pr->n = nops;
+    api_wait_ops(req, ops, nops, q->timeout_ms, create_partitions_finish, pr);
 }

@@ -1,23 +1,28 @@
-/* The single-node controller: admin operations become metadata records,
- * appended durably to __cluster_metadata-0 and replayed into the next
- * image. Validation and messages follow Kafka's ControllerApis and
- * ReplicationControlManager (KRaft mode). */
+/* The controller: admin operations become metadata records proposed to
+ * the Raft quorum; committed batches are applied, on every node, into
+ * the next image. Validation and messages follow Kafka's ControllerApis
+ * and ReplicationControlManager (KRaft mode). See controller.h for the
+ * model and controller_internal.h for the state. */
 #include "controller/controller.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "broker.h"
 #include "config.h"
+#include "controller/controller_internal.h"
 #include "controller/image_build.h"
 #include "log/meta_properties.h"
-#include "log/plog.h"
+#include "net/net.h"
 #include "proto/gen/config_record.h"
+#include "proto/gen/create_topics_request.h"
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/kmeta.h"
 #include "proto/gen/partition_record.h"
@@ -26,41 +31,26 @@
 #include "proto/gen/topic_record.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
+#include "quorum/quorum.h"
+#include "quorum/rlog.h"
 #include "replica/partition.h"
 #include "topic_config.h"
 #include "util/buf.h"
 #include "util/clock.h"
-#include "util/sfile.h"
 #include "util/slog.h"
 #include "util/uuid.h"
 
 #define METADATA_DIR_NAME "__cluster_metadata-0"
 #define CLUSTER_METADATA_TOPIC "__cluster_metadata"
-/* The partitionLeaderEpoch stamped on metadata batches: a single-node
- * quorum's leader is elected once, at epoch 1. */
-#define METADATA_LEADER_EPOCH 1
 #define MAX_TOPIC_NAME_LENGTH 249
+/* How long a synchronous operation (start-up, tests) waits for its commit. */
+#define SYNC_WAIT_MS 30000
+/* How long the only voter waits in controller_open to lead and be ready. */
+#define OPEN_WAIT_MS 30000
 
 /* Kafka's DirectoryId markers. */
 static const kuuid_t dir_migrating = {{0}};
 static const kuuid_t dir_unassigned = {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}};
-
-struct controller {
-    struct broker *b;
-    pthread_mutex_t op_lock;  /* serialises operations and the log */
-    pthread_mutex_t img_lock; /* held only to swap cur or take a reference */
-    struct mimage *cur;       /* only replaced under op_lock too */
-    struct plog *log;
-    char *dir;
-    /* Broker configs this controller published into b->cfg (dynamic
-     * broker config changes), oldest first; owned here. Workers may still
-     * read a replaced one, so none is freed before controller_close (they
-     * are small and changes are rare). orig_cfg is b->cfg at open, owned
-     * by the caller. Both only change under op_lock. */
-    struct samsa_config **cfgs;
-    size_t ncfgs;
-    struct samsa_config *orig_cfg;
-};
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                             */
@@ -76,28 +66,15 @@ static int err_msg(char *msg, size_t msglen, int code, const char *fmt, ...)
     return code;
 }
 
-/* Records of one operation; the structs and their strings live in arena. */
-struct mrec {
-    int16_t type;
-    int16_t version;
-    const void *rec;
-};
+void recs_init(struct recs *r) { memset(r, 0, sizeof *r); }
 
-struct recs {
-    struct mrec *a;
-    size_t n, cap;
-    struct arena arena;
-};
-
-static void recs_init(struct recs *r) { memset(r, 0, sizeof *r); }
-
-static void recs_free(struct recs *r)
+void recs_free(struct recs *r)
 {
     free(r->a);
     arena_free(&r->arena);
 }
 
-static void recs_add(struct recs *r, int16_t type, int16_t version, const void *rec)
+void recs_add(struct recs *r, int16_t type, int16_t version, const void *rec)
 {
     if (r->n == r->cap) {
         r->cap = r->cap ? 2 * r->cap : 16;
@@ -115,9 +92,12 @@ static void publish(struct controller *c, struct mimage *img)
     mimage_release(old);
 }
 
+/* The partition registry follows the image only once this node has
+ * caught up with the quorum: an image still being replayed lacks topics
+ * that exist, and their logs would be set aside as strays. */
 static void sync_partitions(struct controller *c)
 {
-    if (!c->b->partitions)
+    if (!c->b->partitions || !atomic_load(&c->caught_up))
         return;
     char err[512];
     if (preg_sync(c->b->partitions, c->cur, err, sizeof err) < 0)
@@ -125,7 +105,7 @@ static void sync_partitions(struct controller *c)
 }
 
 /* Publishes cfg as b->cfg (a dynamic broker config change); the
- * controller owns it from now on. Caller holds op_lock. */
+ * controller owns it from now on. Loop thread (or open). */
 static void publish_cfg(struct controller *c, struct samsa_config *cfg)
 {
     struct samsa_config *old = atomic_load_explicit(&c->b->cfg, memory_order_relaxed);
@@ -137,31 +117,96 @@ static void publish_cfg(struct controller *c, struct samsa_config *cfg)
         slog_set_level((enum slog_level)cfg->log_level);
 }
 
-static int commit_cfg(struct controller *c, const struct recs *rs, struct samsa_config *new_cfg, char *msg,
-                      size_t msglen);
-
-/* Appends the records as one batch, fsync'ed, and publishes the image
- * they make. The draft applies the very bytes that go to the log, so a
- * replay after restart rebuilds the same image. Caller holds op_lock. */
-static int commit(struct controller *c, const struct recs *rs, char *msg, size_t msglen)
+void ctl_notify_workers(struct controller *c)
 {
-    return commit_cfg(c, rs, NULL, msg, msglen);
+    if (c->b->net)
+        net_notify_data(c->b->net);
 }
 
-/* commit, for a change of the broker config too: new_cfg (when not NULL)
- * is the config the records make; the image's effective topic configs are
- * computed from it, and on success it is published as b->cfg (owned by
- * the controller) just before the image. On failure the caller keeps it. */
-static int commit_cfg(struct controller *c, const struct recs *rs, struct samsa_config *new_cfg, char *msg,
-                      size_t msglen)
+void ctl_wake_waiters(struct controller *c)
 {
+    pthread_mutex_lock(&c->wait_mu);
+    pthread_cond_broadcast(&c->wait_cv);
+    pthread_mutex_unlock(&c->wait_mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Proposals                                                           */
+
+bool ctl_op_done(struct ctl_op *op, int *err)
+{
+    if (!atomic_load_explicit(&op->done, memory_order_acquire))
+        return false;
+    if (err)
+        *err = op->err;
+    return true;
+}
+
+void ctl_op_release(struct ctl_op *op)
+{
+    if (!op || atomic_fetch_sub(&op->refs, 1) != 1)
+        return;
+    free(op->batch);
+    free(op);
+}
+
+int64_t ctl_op_broker_epoch(const struct ctl_op *op) { return op->broker_epoch; }
+
+void ctl_op_heartbeat(const struct ctl_op *op, bool *fenced, bool *caught_up, bool *shut_down)
+{
+    *fenced = op->hb_fenced;
+    *caught_up = op->hb_caught_up;
+    *shut_down = op->hb_shut_down;
+}
+
+/* Completes op on the loop: its hook, then waiters and parked requests. */
+static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
+{
+    op->err = err;
+    atomic_store_explicit(&op->done, true, memory_order_release);
+    if (op->on_done)
+        op->on_done(op->on_done_arg, op);
+    ctl_op_release(op);
+}
+
+/* Waits (not on a worker or the loop) until op is done. */
+int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms)
+{
+    int64_t deadline = clock_mono_ms() + timeout_ms;
+    pthread_mutex_lock(&c->wait_mu);
+    while (!atomic_load(&op->done) && clock_mono_ms() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts);
+    }
+    pthread_mutex_unlock(&c->wait_mu);
+    int err;
+    if (!ctl_op_done(op, &err))
+        return KERR_REQUEST_TIMED_OUT;
+    return err;
+}
+
+/* The records as one batch at the next offset of the active epoch,
+ * applied to the speculative image (the very bytes that go to the log,
+ * so what validation sees next is what replay will build), and queued
+ * for the loop to propose. Caller holds op_lock and checked active. */
+int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, size_t msglen, struct ctl_op **out)
+{
+    *out = NULL;
     int64_t now = clock_wall_ms();
-    int64_t base = plog_log_end_offset(c->log);
-    struct buf out = BUF_INIT;
+    int64_t base = c->next_offset;
+    struct buf bb = BUF_INIT;
     struct kwriter w;
     kw_init(&w);
+    struct rb_batch_opts opts = RB_BATCH_OPTS_INIT;
+    opts.partition_leader_epoch = c->active_epoch;
     struct rb_builder bld;
-    rb_builder_begin(&bld, &out, base, now, NULL);
+    rb_builder_begin(&bld, &bb, base, now, &opts);
     int rc = 0;
     for (size_t i = 0; i < rs->n && rc == 0; i++) {
         buf_reset(&w.b);
@@ -175,36 +220,495 @@ static int commit_cfg(struct controller *c, const struct recs *rs, struct samsa_
         rb_builder_abort(&bld);
     kw_free(&w);
     if (rc != 0) {
-        buf_free(&out);
+        buf_free(&bb);
         slog_error("metadata: cannot build a batch of %zu records: %s", rs->n, kerr_name((int16_t)rc));
         return err_msg(msg, msglen, KERR_UNKNOWN_SERVER_ERROR, "%s", "");
     }
-    uint8_t *batch = out.data + out.len - len;
     char err[512];
-    struct mi_draft *d = mi_draft_begin(c->cur, new_cfg ? new_cfg : c->b->cfg, c->b->node_id);
-    if (mi_draft_apply_batch(d, batch, len, err, sizeof err) < 0) {
+    struct mi_draft *d = mi_draft_begin(c->spec, c->b->cfg, c->b->node_id);
+    if (mi_draft_apply_batch(d, bb.data + bb.len - len, len, err, sizeof err) < 0) {
         mi_draft_abort(d);
-        buf_free(&out);
+        buf_free(&bb);
         slog_error("metadata: refusing a change that does not apply: %s", err);
         return err_msg(msg, msglen, KERR_UNKNOWN_SERVER_ERROR, "%s", "");
     }
-    struct plog_append_result res;
-    rc = plog_append(c->log, batch, len, METADATA_LEADER_EPOCH, -1, &res);
-    buf_free(&out);
-    if (rc != 0) {
-        mi_draft_abort(d);
-        slog_error("metadata: append to %s failed: %s", c->dir, kerr_name((int16_t)rc));
-        return err_msg(msg, msglen, rc, "%s", "");
-    }
-    if (res.base_offset != base)
-        slog_warn("metadata: batch landed at offset %lld, expected %lld", (long long)res.base_offset,
-                  (long long)base);
-    struct mimage *img = mi_draft_finish(d);
-    if (new_cfg)
-        publish_cfg(c, new_cfg);
-    publish(c, img);
-    sync_partitions(c);
+    struct mimage *next = mi_draft_finish(d);
+    mimage_release(c->spec);
+    c->spec = next;
+    struct ctl_op *op = xcalloc(1, sizeof *op);
+    atomic_init(&op->refs, 2);
+    atomic_init(&op->done, false);
+    op->len = len;
+    op->batch = xmalloc(len);
+    memcpy(op->batch, bb.data + bb.len - len, len);
+    buf_free(&bb);
+    op->epoch = c->active_epoch;
+    op->gen = c->spec_gen;
+    op->base = base;
+    op->end = base + (int64_t)rs->n;
+    c->next_offset = op->end;
+    if (c->queue_tail)
+        c->queue_tail->next = op;
+    else
+        c->queue_head = op;
+    c->queue_tail = op;
+    quorum_wake(c->q);
+    *out = op;
     return 0;
+}
+
+/* Caller holds op_lock. */
+static int not_active(struct controller *c, char *msg, size_t msglen)
+{
+    (void)msg;
+    (void)msglen;
+    return atomic_load(&c->active) && c->spec ? 0 : KERR_NOT_CONTROLLER;
+}
+
+/* The end of an operation: hands the op over, or waits for it. */
+static int op_finish(struct controller *c, int rc, struct ctl_op *mine, struct ctl_op **op)
+{
+    if (rc != 0) {
+        ctl_op_release(mine);
+        if (op)
+            *op = NULL;
+        return rc;
+    }
+    if (op) {
+        *op = mine;
+        return 0;
+    }
+    if (!mine)
+        return 0;
+    rc = ctl_wait_op(c, mine, SYNC_WAIT_MS);
+    ctl_op_release(mine);
+    return rc;
+}
+
+static int64_t log_end(struct controller *c)
+{
+    struct raft_log l = rlog_raft_log(quorum_rlog(c->q));
+    return l.ops->end_offset(l.ctx);
+}
+
+static int64_t raft_log_start(struct controller *c)
+{
+    struct raft_log l = rlog_raft_log(quorum_rlog(c->q));
+    return l.ops->start_offset(l.ctx);
+}
+
+/* Rebuilds the speculative image from the committed one and the
+ * proposals still in flight (a proposal failed: everything queued after
+ * it was built on it and fails too). Loop thread, op_lock held. */
+static void respec_locked(struct controller *c)
+{
+    c->spec_gen++;
+    struct ctl_op *q = c->queue_head;
+    c->queue_head = c->queue_tail = NULL;
+    while (q) {
+        struct ctl_op *n = q->next;
+        op_complete(c, q, KERR_NOT_CONTROLLER);
+        q = n;
+    }
+    mimage_release(c->spec);
+    c->spec = NULL;
+    if (!atomic_load(&c->active))
+        return;
+    struct mi_draft *d = mi_draft_begin(c->cur, c->b->cfg, c->b->node_id);
+    for (struct ctl_op *op = c->inflight_head; op; op = op->next) {
+        char err[256];
+        if (op->batch && mi_draft_apply_batch(d, op->batch, op->len, err, sizeof err) < 0)
+            slog_error("metadata: proposal at offset %" PRId64 " no longer applies: %s", op->base, err);
+    }
+    c->spec = mi_draft_finish(d);
+    c->next_offset = log_end(c);
+}
+
+/* This node stops being the active controller: everything in flight
+ * fails with NOT_CONTROLLER (it may still commit under the next leader,
+ * as in Kafka; clients retry and see it). Loop thread. */
+static void deactivate(struct controller *c)
+{
+    pthread_mutex_lock(&c->op_lock);
+    bool was = atomic_exchange(&c->active, false);
+    respec_locked(c);
+    pthread_mutex_unlock(&c->op_lock);
+    struct ctl_op *op = c->inflight_head;
+    c->inflight_head = c->inflight_tail = NULL;
+    while (op) {
+        struct ctl_op *n = op->next;
+        op_complete(c, op, KERR_NOT_CONTROLLER);
+        op = n;
+    }
+    if (was) {
+        slog_info("metadata: node %d is no longer the active controller", (int)c->b->node_id);
+        ctl_notify_workers(c);
+        ctl_wake_waiters(c);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop: proposing, applying, activation, snapshots                */
+
+/* Hands queued proposals to Raft, in order. */
+static void propose_queued(struct controller *c)
+{
+    pthread_mutex_lock(&c->op_lock);
+    struct ctl_op *q = c->queue_head;
+    c->queue_head = c->queue_tail = NULL;
+    bool failed = false;
+    while (q) {
+        struct ctl_op *op = q;
+        q = q->next;
+        op->next = NULL;
+        int64_t base = RAFT_ERR_NOT_LEADER;
+        if (!failed && op->gen == c->spec_gen && atomic_load(&c->active))
+            base = raft_propose_batches(quorum_raft(c->q), op->epoch, op->batch, op->len);
+        if (base < 0) {
+            if (!failed && op->gen == c->spec_gen && base != RAFT_ERR_NOT_LEADER)
+                slog_error("metadata: proposal refused: %" PRId64, base);
+            failed = true;
+            op_complete(c, op, KERR_NOT_CONTROLLER);
+            continue;
+        }
+        if (base != op->base) {
+            /* Offsets inside the records (broker epochs) were predicted
+             * from op->base; the log is the truth from here on. */
+            slog_warn("metadata: proposal landed at offset %" PRId64 ", expected %" PRId64, base, op->base);
+            op->end = base + (op->end - op->base);
+            op->base = base;
+            failed = true; /* rebuild the speculative state below */
+        }
+        if (c->inflight_tail)
+            c->inflight_tail->next = op;
+        else
+            c->inflight_head = op;
+        c->inflight_tail = op;
+    }
+    if (failed)
+        respec_locked(c); /* rebuilt from what is really in flight */
+    pthread_mutex_unlock(&c->op_lock);
+}
+
+static bool configs_equal(const struct mi_config *a, int32_t na, const struct mi_config *b, int32_t nb)
+{
+    if (na != nb)
+        return false;
+    for (int32_t i = 0; i < na; i++)
+        if (strcmp(a[i].key, b[i].key) || strcmp(a[i].value ? a[i].value : "", b[i].value ? b[i].value : ""))
+            return false;
+    return true;
+}
+
+/* The broker config the dynamic layers of d make: a copy of b->cfg with
+ * those two layers replaced. NULL when they did not change from base. */
+static struct samsa_config *cfg_from_draft(struct controller *c, const struct mimage *base, struct mi_draft *d)
+{
+    int32_t nd, nn;
+    const struct mi_config *dd = mi_draft_broker_configs(d, true, &nd);
+    const struct mi_config *dn = mi_draft_broker_configs(d, false, &nn);
+    if (base && configs_equal(dd, nd, base->broker_default_configs, base->nbroker_default_configs) &&
+        configs_equal(dn, nn, base->broker_configs, base->nbroker_configs))
+        return NULL;
+    if (!base && nd == 0 && nn == 0)
+        return NULL;
+    struct samsa_config *next = config_dup(c->b->cfg);
+    for (int k = 0; k < 2; k++) {
+        bool dflt = k == 0;
+        const struct mi_config *old = base ? (dflt ? base->broker_default_configs : base->broker_configs) : NULL;
+        int32_t nold = base ? (dflt ? base->nbroker_default_configs : base->nbroker_configs) : 0;
+        const struct mi_config *now = dflt ? dd : dn;
+        int32_t nnow = dflt ? nd : nn;
+        char why[256];
+        for (int32_t i = 0; i < nold; i++) {
+            bool kept = false;
+            for (int32_t j = 0; j < nnow && !kept; j++)
+                kept = !strcmp(now[j].key, old[i].key);
+            if (!kept)
+                (void)config_set_dynamic(next, dflt, old[i].key, NULL, why, sizeof why);
+        }
+        for (int32_t j = 0; j < nnow; j++)
+            if (config_set_dynamic(next, dflt, now[j].key, now[j].value, why, sizeof why) != 0)
+                slog_warn("metadata: stored dynamic broker config %s=%s ignored: %s", now[j].key,
+                          now[j].value ? now[j].value : "(null)", why);
+    }
+    return next;
+}
+
+/* Finishes a draft into the published image (with the broker config its
+ * records make), then the partition registry follows. */
+static void publish_draft(struct controller *c, struct mi_draft *d, const struct mimage *base)
+{
+    struct samsa_config *ncfg = cfg_from_draft(c, base, d);
+    if (ncfg) {
+        mi_draft_set_config(d, ncfg);
+        mi_draft_touch_all_configs(d);
+    }
+    struct mimage *img = mi_draft_finish(d);
+    img->controller_id = c->leader_id >= 0 ? c->leader_id : c->b->node_id;
+    if (ncfg)
+        publish_cfg(c, ncfg);
+    publish(c, img);
+}
+
+/* Applies the committed batches after c->applied, in log order. */
+static void apply_committed(struct controller *c)
+{
+    if (c->applied >= c->hw)
+        return;
+    struct rlog *log = quorum_rlog(c->q);
+    struct mimage *base = c->cur;
+    struct mi_draft *d = mi_draft_begin(base, c->b->cfg, c->b->node_id);
+    int64_t start = c->applied;
+    while (c->applied < c->hw) {
+        int rc = rlog_read_mem(log, c->applied, 1 << 20, &c->rbuf);
+        if (rc != 0 || c->rbuf.len == 0) {
+            if (rc == KERR_OFFSET_OUT_OF_RANGE && c->applied < raft_log_start(c)) {
+                /* a snapshot replaced that part: LOAD_SNAPSHOT follows */
+                break;
+            }
+            slog_error("metadata: cannot read the log at offset %" PRId64 ": %s", c->applied,
+                       kerr_name((int16_t)rc));
+            break;
+        }
+        size_t pos = 0;
+        bool stop = false;
+        while (pos < c->rbuf.len) {
+            size_t size = 0;
+            struct rb_header h;
+            if (rb_frame(c->rbuf.data + pos, c->rbuf.len - pos, &size) != 0 ||
+                rb_parse_header(c->rbuf.data + pos, size, &h) != 0) {
+                slog_error("metadata: malformed batch at offset %" PRId64, c->applied);
+                stop = true;
+                break;
+            }
+            if (rb_last_offset(&h) >= c->hw) {
+                stop = true; /* not committed yet */
+                break;
+            }
+            char why[512];
+            if (h.base_offset >= c->applied &&
+                mi_draft_apply_batch(d, c->rbuf.data + pos, size, why, sizeof why) < 0) {
+                /* The proposer applied these very bytes before proposing
+                 * them, so this is a bug or a corrupt log: say so, skip
+                 * the batch, keep the node serving. */
+                slog_error("metadata: committed batch at offset %" PRId64 " does not apply: %s", h.base_offset,
+                           why);
+            }
+            c->applied = rb_last_offset(&h) + 1;
+            c->bytes_since_snap += (int64_t)size;
+            pos += size;
+        }
+        if (stop)
+            break;
+    }
+    if (c->applied == start) {
+        mi_draft_abort(d);
+        return;
+    }
+    publish_draft(c, d, base);
+    sync_partitions(c);
+    /* Proposals whose batches are now in the image are done. */
+    while (c->inflight_head && c->inflight_head->end <= c->applied) {
+        struct ctl_op *op = c->inflight_head;
+        c->inflight_head = op->next;
+        if (!c->inflight_head)
+            c->inflight_tail = NULL;
+        op_complete(c, op, 0);
+    }
+    /* Nothing in flight: the speculative image is the committed one. */
+    pthread_mutex_lock(&c->op_lock);
+    if (atomic_load(&c->active) && !c->inflight_head && !c->queue_head) {
+        mimage_release(c->spec);
+        c->spec = mimage_ref(c->cur);
+    }
+    pthread_mutex_unlock(&c->op_lock);
+    ctl_notify_workers(c);
+    ctl_wake_waiters(c);
+}
+
+/* Once per start: this node has applied what the quorum had committed
+ * when it first heard (Kafka's initial catch-up). From now on its image
+ * is complete enough to act on: the partition registry syncs and the
+ * broker side stops asking to stay fenced. */
+static void check_caught_up(struct controller *c)
+{
+    if (atomic_load(&c->caught_up) || !c->hw_known || c->applied < c->hw)
+        return;
+    atomic_store(&c->caught_up, true);
+    slog_info("metadata: caught up with the quorum at offset %" PRId64, c->applied);
+    sync_partitions(c);
+}
+
+/* A snapshot replaced the log (fetched from the leader): the image is
+ * rebuilt from it. */
+static void load_snapshot(struct controller *c, const struct raft_snapshot_id *id)
+{
+    char err[512];
+    struct mi_draft *d = ctl_snapshot_load(c, id, c->b->cfg, err, sizeof err);
+    if (!d) {
+        slog_error("metadata: cannot load snapshot %" PRId64 "-%d: %s", id->end_offset, (int)id->epoch, err);
+        return;
+    }
+    struct mimage *base = c->cur;
+    publish_draft(c, d, base);
+    sync_partitions(c);
+    c->applied = id->end_offset;
+    c->snap_end = id->end_offset;
+    c->bytes_since_snap = 0;
+    c->snap_at_ms = clock_mono_ms();
+    slog_info("metadata: loaded snapshot %" PRId64 "-%d: %d topic(s), %d broker(s)", id->end_offset, (int)id->epoch,
+              (int)c->cur->ntopics, (int)c->cur->nbrokers);
+    ctl_notify_workers(c);
+    ctl_wake_waiters(c);
+}
+
+/* Kafka's snapshot policy: after metadata.log.max.record.bytes.between.
+ * snapshots bytes, or metadata.log.max.snapshot.interval.ms when there
+ * is anything new; the log prefix it covers goes. */
+static void maybe_snapshot(struct controller *c)
+{
+    if (c->applied <= c->snap_end || c->applied > c->hw)
+        return;
+    int64_t now = clock_mono_ms();
+    bool due = c->bytes_since_snap >= c->snap_max_bytes ||
+               (c->snap_max_interval_ms > 0 && now - c->snap_at_ms >= c->snap_max_interval_ms);
+    if (!due)
+        return;
+    struct raft_snapshot_id id;
+    if (raft_snapshot_id_at(quorum_raft(c->q), c->applied, &id) != 0)
+        return;
+    int64_t t0 = clock_mono_ms();
+    int rc = ctl_snapshot_write(c, c->cur, &id);
+    if (rc == 0)
+        rc = raft_snapshot_done(quorum_raft(c->q), &id) == 0 ? 0 : KERR_KAFKA_STORAGE_ERROR;
+    c->snap_at_ms = now;
+    if (rc != 0) {
+        slog_error("metadata: snapshot at offset %" PRId64 " failed: %s", id.end_offset, kerr_name((int16_t)rc));
+        return;
+    }
+    c->snap_end = id.end_offset;
+    c->bytes_since_snap = 0;
+    slog_info("metadata: wrote snapshot %" PRId64 "-%d in %" PRId64 " ms", id.end_offset, (int)id.epoch,
+              clock_mono_ms() - t0);
+}
+
+/* The first active controller of a cluster writes its bootstrap records
+ * (Kafka's bootstrap metadata: metadata.version). */
+static void bootstrap_locked(struct controller *c)
+{
+    if (c->spec->metadata_version != 0)
+        return;
+    struct recs rs;
+    recs_init(&rs);
+    feature_level_record_t *fr = arena_alloc(&rs.arena, sizeof *fr);
+    feature_level_record_init(fr);
+    fr->name = KSTR_LIT("metadata.version");
+    fr->feature_level = CONTROLLER_METADATA_VERSION;
+    recs_add(&rs, KMETA_FEATURE_LEVEL_RECORD, 0, fr);
+    char msg[128];
+    struct ctl_op *op = NULL;
+    if (ctl_submit_locked(c, &rs, msg, sizeof msg, &op) == 0)
+        ctl_op_release(op);
+    recs_free(&rs);
+}
+
+/* A leader becomes the active controller once it has applied everything
+ * committed before its epoch (its LeaderChange batch is committed). */
+static void maybe_activate(struct controller *c)
+{
+    if (c->role != RAFT_LEADER || atomic_load(&c->active) || c->applied <= c->epoch_start ||
+        c->hw <= c->epoch_start)
+        return;
+    pthread_mutex_lock(&c->op_lock);
+    atomic_store(&c->active, true);
+    c->active_epoch = c->epoch;
+    c->spec_gen++;
+    mimage_release(c->spec);
+    c->spec = mimage_ref(c->cur);
+    c->next_offset = log_end(c);
+    bootstrap_locked(c);
+    ctl_brokers_activate(c, clock_mono_ms());
+    pthread_mutex_unlock(&c->op_lock);
+    slog_info("metadata: node %d is the active controller (epoch %d, log end %" PRId64 ")", (int)c->b->node_id,
+              (int)c->epoch, c->next_offset);
+    ctl_notify_workers(c);
+    ctl_wake_waiters(c);
+}
+
+static void host_commit(void *arg, int64_t hw)
+{
+    struct controller *c = arg;
+    c->hw_known = true;
+    if (hw > c->hw)
+        c->hw = hw;
+}
+
+static void host_load_snapshot(void *arg, const struct raft_snapshot_id *id)
+{
+    struct controller *c = arg;
+    c->load_pending = true;
+    c->load_id = *id;
+    if (id->end_offset > c->hw)
+        c->hw = id->end_offset;
+}
+
+static void host_role(void *arg, enum raft_role role, int32_t epoch, int32_t leader, int64_t log_end_offset)
+{
+    struct controller *c = arg;
+    bool was_leader = c->role == RAFT_LEADER;
+    int32_t old_epoch = c->epoch;
+    c->role = role;
+    c->epoch = epoch;
+    c->leader_id = leader;
+    if (role == RAFT_LEADER && (!was_leader || epoch != old_epoch))
+        c->epoch_start = log_end_offset;
+    if (atomic_load(&c->active) && (role != RAFT_LEADER || epoch != c->active_epoch))
+        deactivate(c);
+    ctl_notify_workers(c);
+}
+
+static void host_idle(void *arg)
+{
+    struct controller *c = arg;
+    if (c->load_pending) {
+        c->load_pending = false;
+        load_snapshot(c, &c->load_id);
+    }
+    apply_committed(c);
+    check_caught_up(c);
+    maybe_activate(c);
+    propose_queued(c);
+    ctl_brokers_idle(c);
+    maybe_snapshot(c);
+}
+
+/* Auto-creation on a node that is not the active controller: one
+ * CreateTopics, not waited for. */
+static void forward_create(struct controller *c, const struct topic_spec *spec)
+{
+    struct arena a = ARENA_INIT;
+    create_topics_request_t q;
+    create_topics_request_init(&q);
+    q.timeout_ms = 30000;
+    q.topics.a = create_topics_request_creatable_topic_new_array(&a, 1);
+    q.topics.n = 1;
+    create_topics_request_creatable_topic_t *t = &q.topics.a[0];
+    t->name = spec->name;
+    t->num_partitions = spec->num_partitions;
+    t->replication_factor = spec->replication_factor;
+    t->configs.a = create_topics_request_creatable_topic_config_new_array(&a, spec->nconfigs);
+    t->configs.n = spec->nconfigs;
+    for (int32_t i = 0; i < spec->nconfigs; i++) {
+        t->configs.a[i].name = spec->config_keys[i];
+        t->configs.a[i].value = spec->config_values[i];
+    }
+    struct kwriter w;
+    kw_init(&w);
+    create_topics_request_encode(&w, 5, &q);
+    ctl_fwd_release(controller_forward(c, CREATE_TOPICS_REQUEST_API_KEY, 5, w.b.data, w.b.len, 30000));
+    kw_free(&w);
+    arena_free(&a);
 }
 
 /* ------------------------------------------------------------------ */
@@ -240,7 +744,7 @@ static int16_t partition_record_version(const struct mimage *img)
     return 0;
 }
 
-static int16_t register_broker_record_version(const struct mimage *img)
+int16_t register_broker_record_version(const struct mimage *img)
 {
     int16_t mv = img->metadata_version;
     if (mv >= 17)
@@ -289,44 +793,130 @@ static void add_partition_record(struct recs *rs, const struct mimage *img, cons
 /* Kafka's StripedReplicaPlacer checks, then a round-robin placement over
  * the registered brokers (unfenced first). Fills out[p * rf + r]. On
  * error the message is the placer's (callers add their prefix). */
+/* Placement order of the unfenced brokers: racks interleaved (the first
+ * broker of each rack, then the second of each, ...; racks by name,
+ * brokers by id), so consecutive brokers sit in different racks (Kafka's
+ * rack-alternated list). Without racks: by id. */
+struct rack_ent {
+    const char *rack;
+    int32_t id;
+};
+
+static int rack_ent_cmp(const void *a, const void *b)
+{
+    const struct rack_ent *x = a, *y = b;
+    int c = strcmp(x->rack, y->rack);
+    return c ? c : (x->id > y->id) - (x->id < y->id);
+}
+
+static int32_t rack_order(const struct mimage *img, int32_t *ids, const char **racks)
+{
+    struct rack_ent *e = xmalloc((size_t)(img->nbrokers > 0 ? img->nbrokers : 1) * sizeof *e);
+    int32_t n = 0;
+    for (int32_t i = 0; i < img->nbrokers; i++)
+        if (!img->brokers[i].in_controlled_shutdown && !img->brokers[i].fenced)
+            e[n++] = (struct rack_ent){img->brokers[i].rack ? img->brokers[i].rack : "", img->brokers[i].id};
+    if (n > 1)
+        qsort(e, (size_t)n, sizeof *e, rack_ent_cmp);
+    /* round k takes the k-th broker of every rack */
+    bool *used = xcalloc((size_t)(n > 0 ? n : 1), sizeof *used);
+    int32_t out = 0;
+    while (out < n) {
+        const char *last = NULL;
+        for (int32_t i = 0; i < n; i++) {
+            if (used[i] || (last && !strcmp(last, e[i].rack)))
+                continue;
+            used[i] = true;
+            last = e[i].rack;
+            racks[out] = e[i].rack;
+            ids[out++] = e[i].id;
+        }
+    }
+    free(used);
+    free(e);
+    return n;
+}
+
+/* Kafka's StripedReplicaPlacer checks, then a rack-aware round robin
+ * over the unfenced brokers: partition k (start + p) is led by the k-th
+ * broker of the rack-alternated order, so leaders spread over brokers
+ * and racks; its followers walk on from there, shifted once per round
+ * over the brokers (Kafka's AdminUtils secondReplicaShift) so that the
+ * same pairs do not always go together, each preferring a rack the
+ * partition does not use yet. Fenced brokers only when the unfenced
+ * are too few (as Kafka's placer does). Fills out[p * rf + r]. On error
+ * the message is the placer's (callers add their prefix). */
 static int place(const struct mimage *img, int32_t start, int32_t nparts, int32_t rf, int32_t *out,
                  char *msg, size_t msglen)
 {
     if (rf <= 0)
         return err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR,
                        "Invalid replication factor %d: the replication factor must be positive.", (int)rf);
-    int32_t *ids = xmalloc((size_t)(img->nbrokers > 0 ? img->nbrokers : 1) * sizeof *ids);
-    int32_t nids = 0, nunfenced;
-    for (int32_t i = 0; i < img->nbrokers; i++)
-        if (!img->brokers[i].in_controlled_shutdown && !img->brokers[i].fenced)
-            ids[nids++] = img->brokers[i].id;
-    nunfenced = nids;
+    size_t cap = (size_t)(img->nbrokers > 0 ? img->nbrokers : 1);
+    int32_t *ids = xmalloc(cap * sizeof *ids);
+    const char **racks = xmalloc(cap * sizeof *racks);
+    int32_t nunfenced = rack_order(img, ids, racks);
+    int32_t nids = nunfenced;
     for (int32_t i = 0; i < img->nbrokers; i++)
         if (!img->brokers[i].in_controlled_shutdown && img->brokers[i].fenced)
             ids[nids++] = img->brokers[i].id;
-    if (nunfenced == 0) {
-        free(ids);
-        return err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.");
-    }
-    if (rf > nids) {
-        free(ids);
-        return err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR,
-                       "The target replication factor of %d cannot be reached because only %d broker(s) "
-                       "are registered.",
-                       (int)rf, (int)nids);
-    }
-    /* Unfenced brokers first, rotated per partition so leaders spread;
-     * fenced ones only when the unfenced are too few (as Kafka's placer
-     * does). ids[nunfenced..nids) are the fenced ones. */
-    for (int32_t p = 0; p < nparts; p++) {
+    int rc = 0;
+    if (nunfenced == 0)
+        rc = err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.");
+    else if (rf > nids)
+        rc = err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR,
+                     "The target replication factor of %d cannot be reached because only %d broker(s) "
+                     "are registered.",
+                     (int)rf, (int)nids);
+    bool *taken = xcalloc((size_t)(nunfenced > 0 ? nunfenced : 1), sizeof *taken);
+    for (int32_t p = 0; p < nparts && rc == 0; p++) {
         int32_t *o = &out[(size_t)p * (size_t)rf];
-        for (int32_t r = 0; r < rf; r++)
-            o[r] = r < nunfenced ? ids[((int64_t)start + p + r) % nunfenced]
-                                 : ids[nunfenced + (int32_t)(((int64_t)start + p + r - nunfenced) %
-                                                             (nids - nunfenced))];
+        int64_t k = (int64_t)start + p;
+        int32_t lead = (int32_t)(k % nunfenced);
+        int32_t shift = nunfenced > 1 ? (int32_t)((k / nunfenced) % (nunfenced - 1)) : 0;
+        memset(taken, 0, (size_t)nunfenced * sizeof *taken);
+        o[0] = ids[lead];
+        taken[lead] = true;
+        for (int32_t r = 1; r < rf && r < nunfenced; r++) {
+            /* the first free broker from the shifted position whose rack
+             * is new to this partition, else the first free one */
+            int32_t pick = -1, any = -1;
+            for (int32_t j = 0; j < nunfenced - 1 && pick < 0; j++) {
+                int32_t c = (int32_t)((lead + 1 + (shift + j) % (nunfenced - 1)) % nunfenced);
+                if (taken[c])
+                    continue;
+                if (any < 0)
+                    any = c;
+                bool rack_used = false;
+                for (int32_t u = 0; u < r && !rack_used; u++)
+                    for (int32_t t = 0; t < nunfenced; t++)
+                        if (ids[t] == o[u] && !strcmp(racks[t], racks[c]))
+                            rack_used = true;
+                if (!rack_used)
+                    pick = c;
+            }
+            if (pick < 0)
+                pick = any;
+            o[r] = ids[pick];
+            taken[pick] = true;
+        }
+        for (int32_t r = nunfenced; r < rf; r++)
+            o[r] = ids[nunfenced + (int32_t)((k + r - nunfenced) % (nids - nunfenced))];
     }
+    free(taken);
     free(ids);
-    return 0;
+    free(racks);
+    return rc;
+}
+
+/* Where a new topic's placement starts: after every partition placed so
+ * far, so that one-partition topics do not all get the same leader. */
+static int32_t place_start(const struct mimage *img)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < img->ntopics; i++)
+        n += img->topics[i]->npartitions;
+    return (int32_t)(n % 1000000007);
 }
 
 static int int_cmp(const void *a, const void *b)
@@ -575,7 +1165,7 @@ static int plan_partitions(const struct controller *c, const struct mimage *img,
     if ((size_t)nparts + nother_records > CONTROLLER_MAX_RECORDS_PER_OP)
         return err_msg(msg, msglen, KERR_POLICY_VIOLATION, "%s", POLICY_TOO_LARGE);
     int32_t *rep = xmalloc((size_t)nparts * (size_t)rf * sizeof *rep);
-    place(img, 0, nparts, rf, rep, why, sizeof why);
+    place(img, place_start(img), nparts, rf, rep, why, sizeof why);
     for (int32_t p = 0; p < nparts && rc == 0; p++) {
         const int32_t *r = &rep[(size_t)p * (size_t)rf];
         if (!any_active(img, r, rf))
@@ -592,9 +1182,9 @@ static int plan_partitions(const struct controller *c, const struct mimage *img,
 
 /* Caller holds op_lock. */
 static int create_topic_locked(struct controller *c, const struct topic_spec *spec, bool validate_only,
-                               kuuid_t *id_out, char *msg, size_t msglen)
+                               kuuid_t *id_out, char *msg, size_t msglen, struct ctl_op **op)
 {
-    const struct mimage *img = c->cur;
+    const struct mimage *img = c->spec;
     /* ControllerApis refuses the metadata topic before anything else. */
     if (kstr_eqc(spec->name, CLUSTER_METADATA_TOPIC))
         return err_msg(msg, msglen, KERR_INVALID_REQUEST, "Creation of internal topic %s is prohibited.",
@@ -649,29 +1239,32 @@ static int create_topic_locked(struct controller *c, const struct topic_spec *sp
     }
     rc = plan_partitions(c, img, spec, &id, rs.n, &rs, msg, msglen);
     if (rc == 0 && !validate_only)
-        rc = commit(c, &rs, msg, msglen);
+        rc = ctl_submit_locked(c, &rs, msg, msglen, op);
     recs_free(&rs);
     if (rc == 0) {
         if (id_out)
             *id_out = id;
         if (!validate_only)
             slog_info("metadata: created topic %.*s with %d partition(s)", (int)spec->name.len,
-                      spec->name.p, (int)mimage_topic(c->cur, spec->name)->npartitions);
+                      spec->name.p, (int)mimage_topic(c->spec, spec->name)->npartitions);
     }
     return rc;
 }
 
 int controller_create_topic(struct controller *c, const struct topic_spec *spec, bool validate_only,
-                            kuuid_t *id_out, char *msg, size_t msglen)
+                            kuuid_t *id_out, char *msg, size_t msglen, struct ctl_op **op)
 {
     msg[0] = 0;
+    struct ctl_op *mine = NULL;
     pthread_mutex_lock(&c->op_lock);
-    int rc = create_topic_locked(c, spec, validate_only, id_out, msg, msglen);
+    int rc = not_active(c, msg, msglen);
+    if (rc == 0)
+        rc = create_topic_locked(c, spec, validate_only, id_out, msg, msglen, &mine);
     pthread_mutex_unlock(&c->op_lock);
-    return rc;
+    return op_finish(c, rc, mine, op);
 }
 
-int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen)
+int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen, struct ctl_op **op)
 {
     const struct samsa_config *cfg = c->b->cfg;
     struct topic_spec spec;
@@ -710,7 +1303,16 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
     }
     spec.config_keys = keys;
     spec.config_values = values;
-    int rc = controller_create_topic(c, &spec, false, NULL, msg, msglen);
+    if (op)
+        *op = NULL;
+    if (!controller_is_active(c)) {
+        /* Kafka's AutoTopicCreationManager: a CreateTopics to the active
+         * controller, not waited for (the client retries Metadata). */
+        forward_create(c, &spec);
+        msg[0] = 0;
+        return 0;
+    }
+    int rc = controller_create_topic(c, &spec, false, NULL, msg, msglen, op);
     if (rc == KERR_TOPIC_ALREADY_EXISTS) {
         msg[0] = 0;
         rc = 0;
@@ -721,13 +1323,17 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
 /* ------------------------------------------------------------------ */
 /* DeleteTopics                                                        */
 
-int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, size_t msglen)
+int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, size_t msglen,
+                            struct ctl_op **op)
 {
     msg[0] = 0;
+    struct ctl_op *mine = NULL;
     pthread_mutex_lock(&c->op_lock);
-    const struct mi_topic *t = mimage_topic_by_id(c->cur, id);
-    int rc;
-    if (!t) {
+    int rc = not_active(c, msg, msglen);
+    const struct mi_topic *t = rc ? NULL : mimage_topic_by_id(c->spec, id);
+    if (rc) {
+        /* not the active controller */
+    } else if (!t) {
         /* Kafka throws UnknownTopicIdException with the default message,
          * which ApiError.fromThrowable drops. */
         rc = KERR_UNKNOWN_TOPIC_ID;
@@ -740,13 +1346,13 @@ int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, 
         remove_topic_record_init(rr);
         rr->topic_id = *id;
         recs_add(&rs, KMETA_REMOVE_TOPIC_RECORD, 0, rr);
-        rc = commit(c, &rs, msg, msglen);
+        rc = ctl_submit_locked(c, &rs, msg, msglen, &mine);
         recs_free(&rs);
         if (rc == 0)
-            slog_info("metadata: deleted topic %s", name);
+            slog_info("metadata: deleting topic %s", name);
     }
     pthread_mutex_unlock(&c->op_lock);
-    return rc;
+    return op_finish(c, rc, mine, op);
 }
 
 /* ------------------------------------------------------------------ */
@@ -754,9 +1360,9 @@ int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, 
 
 static int create_partitions_locked(struct controller *c, kstr_t topic, int32_t count, int32_t nassign,
                                     const int32_t *const *assign, const int32_t *assign_len,
-                                    bool validate_only, char *msg, size_t msglen)
+                                    bool validate_only, char *msg, size_t msglen, struct ctl_op **op)
 {
-    const struct mimage *img = c->cur;
+    const struct mimage *img = c->spec;
     const struct mi_topic *t = mimage_topic(img, topic);
     if (!t)
         return KERR_UNKNOWN_TOPIC_OR_PARTITION;
@@ -812,9 +1418,9 @@ static int create_partitions_locked(struct controller *c, kstr_t topic, int32_t 
     if (rc == 0 && !validate_only) {
         char name[MAX_TOPIC_NAME_LENGTH * 4 + 1];
         snprintf(name, sizeof name, "%s", t->name);
-        rc = commit(c, &rs, msg, msglen);
+        rc = ctl_submit_locked(c, &rs, msg, msglen, op);
         if (rc == 0)
-            slog_info("metadata: topic %s now has %d partition(s)", name, (int)count);
+            slog_info("metadata: topic %s growing to %d partition(s)", name, (int)count);
     }
     recs_free(&rs);
     return rc;
@@ -822,14 +1428,17 @@ static int create_partitions_locked(struct controller *c, kstr_t topic, int32_t 
 
 int controller_create_partitions(struct controller *c, kstr_t topic, int32_t count, int32_t nassign,
                                  const int32_t *const *assign, const int32_t *assign_len,
-                                 bool validate_only, char *msg, size_t msglen)
+                                 bool validate_only, char *msg, size_t msglen, struct ctl_op **op)
 {
     msg[0] = 0;
+    struct ctl_op *mine = NULL;
     pthread_mutex_lock(&c->op_lock);
-    int rc = create_partitions_locked(c, topic, count, nassign, assign, assign_len, validate_only, msg,
-                                      msglen);
+    int rc = not_active(c, msg, msglen);
+    if (rc == 0)
+        rc = create_partitions_locked(c, topic, count, nassign, assign, assign_len, validate_only, msg, msglen,
+                                      &mine);
     pthread_mutex_unlock(&c->op_lock);
-    return rc;
+    return op_finish(c, rc, mine, op);
 }
 
 /* ------------------------------------------------------------------ */
@@ -837,9 +1446,9 @@ int controller_create_partitions(struct controller *c, kstr_t topic, int32_t cou
 
 static int alter_configs_locked(struct controller *c, int8_t type, kstr_t resource, int32_t n,
                                 const kstr_t *keys, const kstr_t *values, bool validate_only, char *msg,
-                                size_t msglen)
+                                size_t msglen, struct ctl_op **op)
 {
-    const struct mimage *img = c->cur;
+    const struct mimage *img = c->spec;
     struct recs rs;
     recs_init(&rs);
     int rc = 0;
@@ -894,21 +1503,24 @@ static int alter_configs_locked(struct controller *c, int8_t type, kstr_t resour
         recs_add(&rs, KMETA_CONFIG_RECORD, 0, cr);
     }
     if (rc == 0 && !validate_only && rs.n > 0)
-        rc = commit(c, &rs, msg, msglen);
+        rc = ctl_submit_locked(c, &rs, msg, msglen, op);
     recs_free(&rs);
     return rc;
 }
 
 int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t resource_name, int32_t n,
                              const kstr_t *keys, const kstr_t *values, bool validate_only, char *msg,
-                             size_t msglen)
+                             size_t msglen, struct ctl_op **op)
 {
     msg[0] = 0;
+    struct ctl_op *mine = NULL;
     pthread_mutex_lock(&c->op_lock);
-    int rc = alter_configs_locked(c, resource_type, resource_name, n, keys, values, validate_only, msg,
-                                  msglen);
+    int rc = not_active(c, msg, msglen);
+    if (rc == 0)
+        rc = alter_configs_locked(c, resource_type, resource_name, n, keys, values, validate_only, msg, msglen,
+                                  &mine);
     pthread_mutex_unlock(&c->op_lock);
-    return rc;
+    return op_finish(c, rc, mine, op);
 }
 
 /* The value key has at one dynamic layer of cfg (NULL: none), read back
@@ -936,11 +1548,13 @@ static bool alter_names_key(const struct config_alter *ch, size_t n, const char 
 
 static int alter_broker_locked(struct controller *c, bool cluster_default, bool replace,
                                const struct config_alter *ch, size_t n, bool validate_only, char *msg,
-                               size_t msglen)
+                               size_t msglen, struct ctl_op **op)
 {
-    /* Never touch the published config: workers read it concurrently. */
+    /* Never touch the published config: workers read it concurrently.
+     * The copy only validates and normalises: every node publishes the
+     * config the committed records make (publish_draft). */
     struct samsa_config *next = config_dup(c->b->cfg);
-    const struct mimage *img = c->cur;
+    const struct mimage *img = c->spec;
     const struct mi_config *layer = cluster_default ? img->broker_default_configs : img->broker_configs;
     int32_t nlayer = cluster_default ? img->nbroker_default_configs : img->nbroker_configs;
     char why[256];
@@ -990,22 +1604,24 @@ static int alter_broker_locked(struct controller *c, bool cluster_default, bool 
         cr->value = value ? kstr_arena(&rs.arena, value) : KSTR_NULL;
         recs_add(&rs, KMETA_CONFIG_RECORD, 0, cr);
     }
-    rc = rs.n > 0 ? commit_cfg(c, &rs, next, msg, msglen) : 0;
-    if (rs.n == 0 || rc != 0)
-        config_free(next); /* nothing published */
+    rc = rs.n > 0 ? ctl_submit_locked(c, &rs, msg, msglen, op) : 0;
+    config_free(next);
     recs_free(&rs);
     return rc;
 }
 
 int controller_alter_broker_configs(struct controller *c, bool cluster_default, bool replace,
                                     const struct config_alter *changes, size_t n, bool validate_only,
-                                    char *msg, size_t msglen)
+                                    char *msg, size_t msglen, struct ctl_op **op)
 {
     msg[0] = 0;
+    struct ctl_op *mine = NULL;
     pthread_mutex_lock(&c->op_lock);
-    int rc = alter_broker_locked(c, cluster_default, replace, changes, n, validate_only, msg, msglen);
+    int rc = not_active(c, msg, msglen);
+    if (rc == 0)
+        rc = alter_broker_locked(c, cluster_default, replace, changes, n, validate_only, msg, msglen, &mine);
     pthread_mutex_unlock(&c->op_lock);
-    return rc;
+    return op_finish(c, rc, mine, op);
 }
 
 int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)
@@ -1014,8 +1630,9 @@ int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)
     return validate_topic_name(name, msg, msglen);
 }
 
+
 /* ------------------------------------------------------------------ */
-/* Open, replay, bootstrap                                             */
+/* Open and close                                                      */
 
 struct mimage *controller_image(struct controller *c)
 {
@@ -1025,196 +1642,10 @@ struct mimage *controller_image(struct controller *c)
     return m;
 }
 
-static int pread_all(int fd, uint8_t *p, size_t n, int64_t off)
-{
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? errno : EIO;
-        p += r;
-        n -= (size_t)r;
-        off += r;
-    }
-    return 0;
-}
-
-static int replay(struct controller *c, struct mi_draft *d, char *err, size_t errlen)
-{
-    int64_t off = plog_log_start_offset(c->log);
-    uint8_t *buf = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    for (;;) {
-        struct plog_read_result rr;
-        int krc = plog_read(c->log, off, 1 << 20, true, -1, &rr);
-        if (krc != 0) {
-            snprintf(err, errlen, "metadata log %s: read at offset %lld failed: %s", c->dir,
-                     (long long)off, kerr_name((int16_t)krc));
-            rc = -1;
-            break;
-        }
-        if (rr.len <= 0)
-            break;
-        if ((size_t)rr.len > cap) {
-            cap = (size_t)rr.len;
-            buf = xrealloc(buf, cap);
-        }
-        int e = pread_all(rr.file->fd, buf, (size_t)rr.len, rr.file_pos);
-        sfile_unref(rr.file);
-        if (e) {
-            snprintf(err, errlen, "metadata log %s: %s", c->dir, strerror(e));
-            rc = -1;
-            break;
-        }
-        size_t pos = 0;
-        while (pos < (size_t)rr.len && rc == 0) {
-            size_t size = 0;
-            if (rb_frame(buf + pos, (size_t)rr.len - pos, &size) != 0) {
-                snprintf(err, errlen, "metadata log %s: malformed batch near offset %lld", c->dir,
-                         (long long)off);
-                rc = -1;
-                break;
-            }
-            char why[512];
-            if (mi_draft_apply_batch(d, buf + pos, size, why, sizeof why) < 0) {
-                snprintf(err, errlen, "metadata log %s: %s", c->dir, why);
-                rc = -1;
-            }
-            pos += size;
-        }
-        if (rc)
-            break;
-        off = rr.next_offset;
-    }
-    free(buf);
-    return rc;
-}
-
-/* directory.id of each log dir's meta.properties; *n = 0 unless every
- * log dir has one (Kafka registers all of them or none). */
-static kuuid_t *read_dir_ids(const struct samsa_config *cfg, int32_t *n)
-{
-    *n = 0;
-    if (cfg->n_log_dirs == 0)
-        return NULL;
-    kuuid_t *ids = xcalloc(cfg->n_log_dirs, sizeof *ids);
-    for (size_t i = 0; i < cfg->n_log_dirs; i++) {
-        struct meta_properties mp;
-        char err[256];
-        if (meta_properties_read(cfg->log_dirs[i], &mp, err, sizeof err) != 0 || !mp.has_directory_id) {
-            free(ids);
-            return NULL;
-        }
-        memcpy(ids[i].b, mp.directory_id, sizeof ids[i].b);
-    }
-    *n = (int32_t)cfg->n_log_dirs;
-    return ids;
-}
-
-static bool same_str(const char *a, kstr_t b)
-{
-    if (!a)
-        return b.len < 0;
-    return b.len >= 0 && kstr_eqc(b, a);
-}
-
-/* Whether the image's registration of this node says what r says. */
-static bool registration_current(const struct mi_broker *have, const register_broker_record_t *r)
-{
-    if (!have || have->fenced || have->in_controlled_shutdown || have->nendpoints != r->end_points.n ||
-        have->nlog_dirs != r->log_dirs.n || !same_str(have->rack, r->rack))
-        return false;
-    for (int32_t i = 0; i < r->end_points.n; i++) {
-        const struct mi_endpoint *e = &have->endpoints[i];
-        const register_broker_record_broker_endpoint_t *x = &r->end_points.a[i];
-        if (!kstr_eqc(x->name, e->name) || !kstr_eqc(x->host, e->host) || x->port != e->port ||
-            x->security_protocol != e->security_protocol)
-            return false;
-    }
-    for (int32_t i = 0; i < r->log_dirs.n; i++)
-        if (!kuuid_eq(&have->log_dirs[i], &r->log_dirs.a[i]))
-            return false;
-    return true;
-}
-
-/* First start: metadata.version. Every start: this node's registration
- * when it changed, so the image's broker list comes from records. */
-static int bootstrap(struct controller *c, char *err, size_t errlen)
-{
-    const struct samsa_config *cfg = c->b->cfg;
-    struct recs rs;
-    recs_init(&rs);
-    int16_t mv = c->cur->metadata_version;
-    if (mv == 0) {
-        feature_level_record_t *fr = arena_alloc(&rs.arena, sizeof *fr);
-        feature_level_record_init(fr);
-        fr->name = KSTR_LIT("metadata.version");
-        fr->feature_level = CONTROLLER_METADATA_VERSION;
-        recs_add(&rs, KMETA_FEATURE_LEVEL_RECORD, 0, fr);
-        mv = CONTROLLER_METADATA_VERSION;
-    }
-    if (cfg->role_broker) {
-        register_broker_record_t *r = arena_alloc(&rs.arena, sizeof *r);
-        register_broker_record_init(r);
-        r->broker_id = c->b->node_id;
-        r->broker_epoch = plog_log_end_offset(c->log) + (int64_t)rs.n;
-        uuid_random(r->incarnation_id.b);
-        size_t ne = cfg->n_advertised;
-        r->end_points.a = register_broker_record_broker_endpoint_new_array(&rs.arena, (int32_t)(ne ? ne : 1));
-        for (size_t i = 0; i < ne; i++) {
-            const struct config_endpoint *e = &cfg->advertised[i];
-            if (e->is_controller)
-                continue; /* the quorum's listeners are not the broker's */
-            register_broker_record_broker_endpoint_t *x = &r->end_points.a[r->end_points.n++];
-            x->name = kstr_arena(&rs.arena, e->name);
-            x->host = kstr_arena(&rs.arena, e->host[0] ? e->host : c->b->advertised_host);
-            x->port = e->port;
-            x->security_protocol = (int16_t)e->protocol;
-        }
-        if (r->end_points.n == 0 && c->b->advertised_port > 0) {
-            register_broker_record_broker_endpoint_t *x = &r->end_points.a[r->end_points.n++];
-            x->name = KSTR_LIT("PLAINTEXT");
-            x->host = kstr_arena(&rs.arena, c->b->advertised_host);
-            x->port = (uint16_t)c->b->advertised_port;
-            x->security_protocol = 0;
-        }
-        r->features.a = register_broker_record_broker_feature_new_array(&rs.arena, 1);
-        r->features.n = 1;
-        r->features.a[0].name = KSTR_LIT("metadata.version");
-        r->features.a[0].min_supported_version = 1;
-        r->features.a[0].max_supported_version = CONTROLLER_METADATA_VERSION;
-        r->rack = c->b->rack[0] ? kstr_arena(&rs.arena, c->b->rack) : KSTR_NULL;
-        r->fenced = false;
-        r->in_controlled_shutdown = false;
-        int32_t ndirs;
-        kuuid_t *dirs = read_dir_ids(cfg, &ndirs);
-        r->log_dirs.a = arena_alloc(&rs.arena, (size_t)(ndirs > 0 ? ndirs : 1) * sizeof(kuuid_t));
-        if (ndirs > 0)
-            memcpy(r->log_dirs.a, dirs, (size_t)ndirs * sizeof(kuuid_t));
-        r->log_dirs.n = ndirs;
-        free(dirs);
-        if (!registration_current(mimage_broker(c->cur, c->b->node_id), r)) {
-            /* The image's metadata.version picks the record version; on
-             * first start it is the one written just before. */
-            struct mimage tmp;
-            memset(&tmp, 0, sizeof tmp);
-            tmp.metadata_version = mv;
-            recs_add(&rs, KMETA_REGISTER_BROKER_RECORD, register_broker_record_version(&tmp), r);
-        }
-    }
-    int rc = 0;
-    if (rs.n > 0) {
-        char msg[256];
-        if (commit(c, &rs, msg, sizeof msg) != 0) {
-            snprintf(err, errlen, "metadata log %s: cannot write the bootstrap records", c->dir);
-            rc = -1;
-        }
-    }
-    recs_free(&rs);
-    return rc;
-}
+bool controller_is_active(struct controller *c) { return atomic_load(&c->active); }
+int32_t controller_leader_id(struct controller *c) { return quorum_leader_id(c->q); }
+bool controller_ready(struct controller *c) { return atomic_load(&c->ready); }
+struct quorum *controller_quorum(struct controller *c) { return c->q; }
 
 static bool ends_with_metadata_dir(const char *dir)
 {
@@ -1225,13 +1656,50 @@ static bool ends_with_metadata_dir(const char *dir)
     return n >= m && memcmp(dir + n - m, METADATA_DIR_NAME, m) == 0 && (n == m || dir[n - m - 1] == '/');
 }
 
+static void wake_workers(void *arg) { ctl_notify_workers(arg); }
+
+static int32_t cfg_int(const struct samsa_config *cfg, const char *key, int32_t dflt)
+{
+    int64_t v;
+    return config_get_long(cfg, key, &v) && v > 0 && v <= INT32_MAX ? (int32_t)v : dflt;
+}
+
+/* The image at start: the newest snapshot, or empty. The log after it is
+ * applied as the quorum says it is committed. */
+static int load_initial(struct controller *c, char *err, size_t errlen)
+{
+    struct raft_log l = rlog_raft_log(quorum_rlog(c->q));
+    struct raft_snapshot_id id;
+    struct mi_draft *d;
+    if (l.ops->latest_snapshot(l.ctx, &id)) {
+        d = ctl_snapshot_load(c, &id, c->b->cfg, err, errlen);
+        if (!d)
+            return -1;
+        c->applied = id.end_offset;
+        c->snap_end = id.end_offset;
+        c->hw = id.end_offset;
+    } else {
+        d = mi_draft_begin(NULL, c->b->cfg, c->b->node_id);
+        c->applied = l.ops->start_offset(l.ctx);
+        c->snap_end = -1;
+    }
+    publish_draft(c, d, NULL);
+    return 0;
+}
+
 struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen)
 {
     struct controller *c = xcalloc(1, sizeof *c);
     c->b = b;
     c->orig_cfg = b->cfg;
+    c->leader_id = -1;
+    c->epoch_start = INT64_MAX;
     pthread_mutex_init(&c->op_lock, NULL);
     pthread_mutex_init(&c->img_lock, NULL);
+    pthread_mutex_init(&c->fwd_lock, NULL);
+    pthread_mutex_init(&c->wait_mu, NULL);
+    pthread_cond_init(&c->wait_cv, NULL);
+    buf_init(&c->rbuf);
     if (ends_with_metadata_dir(dir)) {
         c->dir = xstrdup(dir);
     } else {
@@ -1239,55 +1707,73 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
         c->dir = xmalloc(n);
         snprintf(c->dir, n, "%s/%s", dir, METADATA_DIR_NAME);
     }
-    struct plog_config pc = PLOG_CONFIG_INIT;
-    int64_t seg;
-    if (config_get_long(b->cfg, "metadata.log.segment.bytes", &seg))
-        pc.segment_bytes = seg;
-    /* Acknowledged metadata must survive a crash: no replication yet. */
-    pc.fsync_each_append = true;
-    kuuid_t meta_id;
-    memcpy(meta_id.b, uuid_metadata_topic_id, sizeof meta_id.b);
-    int krc = plog_open(c->dir, &meta_id, &pc, &c->log);
-    if (krc != 0) {
-        snprintf(err, errlen, "metadata log %s: cannot open: %s", c->dir, kerr_name((int16_t)krc));
+    const struct samsa_config *cfg = b->cfg;
+    if (cfg->n_voters == 0) {
+        snprintf(err, errlen, "config 'controller.quorum.voters': required (dynamic quorums through "
+                              "controller.quorum.bootstrap.servers are not supported yet)");
         goto fail;
     }
-    struct mi_draft *d = mi_draft_begin(NULL, b->cfg, b->node_id);
-    if (replay(c, d, err, errlen) < 0) {
-        mi_draft_abort(d);
+    int64_t v;
+    c->snap_max_bytes = config_get_long(cfg, "metadata.log.max.record.bytes.between.snapshots", &v) ? v : 20971520;
+    c->snap_max_interval_ms = config_get_long(cfg, "metadata.log.max.snapshot.interval.ms", &v) ? v : 3600000;
+    c->snap_at_ms = clock_mono_ms();
+    c->hb_interval_ms = cfg_int(cfg, "broker.heartbeat.interval.ms", 2000);
+    c->session_timeout_ms = cfg_int(cfg, "broker.session.timeout.ms", 9000);
+    struct quorum_config qc;
+    memset(&qc, 0, sizeof qc);
+    qc.node_id = b->node_id;
+    qc.cluster_id = b->cluster_id[0] ? b->cluster_id : NULL;
+    qc.voters = cfg->voters;
+    qc.nvoters = cfg->n_voters;
+    qc.dir = c->dir;
+    qc.segment_bytes = config_get_long(cfg, "metadata.log.segment.bytes", &v) ? v : 0;
+    qc.election_timeout_ms = cfg_int(cfg, "controller.quorum.election.timeout.ms", 1000);
+    qc.fetch_timeout_ms = cfg_int(cfg, "controller.quorum.fetch.timeout.ms", 2000);
+    qc.election_backoff_max_ms = cfg_int(cfg, "controller.quorum.election.backoff.max.ms", 1000);
+    qc.request_timeout_ms = cfg_int(cfg, "controller.quorum.request.timeout.ms", 2000);
+    qc.retry_backoff_ms = cfg_int(cfg, "controller.quorum.retry.backoff.ms", 20);
+    qc.host = (struct quorum_host){.arg = c, .commit = host_commit, .load_snapshot = host_load_snapshot,
+                                   .role = host_role, .idle = host_idle};
+    qc.wake = wake_workers;
+    qc.wake_arg = c;
+    if (quorum_open(&qc, &c->q, err, errlen) != 0)
         goto fail;
-    }
-    /* Dynamic broker configs first, so the effective topic configs the
-     * image computes at finish see them. */
-    int log_level = b->cfg->log_level;
-    for (int k = 0; k < 2; k++) {
-        int32_t n;
-        const struct mi_config *cfgs = mi_draft_broker_configs(d, k == 0, &n);
-        for (int32_t i = 0; i < n; i++) {
-            char why[256];
-            if (config_set_dynamic(b->cfg, k == 0, cfgs[i].key, cfgs[i].value, why, sizeof why) != 0)
-                slog_warn("metadata: stored dynamic broker config %s=%s ignored: %s", cfgs[i].key,
-                          cfgs[i].value, why);
+    if (load_initial(c, err, errlen) < 0)
+        goto fail;
+    ctl_brokers_start(c);
+    quorum_start(c->q);
+
+    /* The only voter leads at once: wait for it to be what a single node
+     * always was at this point, ready to serve. */
+    bool solo = cfg->n_voters == 1 && cfg->voters[0].id == b->node_id;
+    if (solo) {
+        int64_t deadline = clock_mono_ms() + OPEN_WAIT_MS;
+        pthread_mutex_lock(&c->wait_mu);
+        while (clock_mono_ms() < deadline &&
+               !(cfg->role_broker ? atomic_load(&c->ready) : atomic_load(&c->active))) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 20 * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts);
+        }
+        pthread_mutex_unlock(&c->wait_mu);
+        if (!(cfg->role_broker ? atomic_load(&c->ready) : atomic_load(&c->active))) {
+            snprintf(err, errlen, "metadata quorum %s: the only voter did not become ready within %d s", c->dir,
+                     OPEN_WAIT_MS / 1000);
+            goto fail;
         }
     }
-    /* A dynamic samsa.log.level outranks the static one main applied. */
-    if (b->cfg->log_level != log_level)
-        slog_set_level((enum slog_level)b->cfg->log_level);
-    c->cur = mi_draft_finish(d);
-    if (bootstrap(c, err, errlen) < 0)
-        goto fail;
-    slog_info("metadata: %s replayed to offset %lld: %d topic(s), %d broker(s)", c->dir,
-              (long long)c->cur->offset, (int)c->cur->ntopics, (int)c->cur->nbrokers);
-    sync_partitions(c);
+    struct mimage *img = controller_image(c);
+    slog_info("metadata: %s at offset %lld: %d topic(s), %d broker(s)", c->dir, (long long)img->offset,
+              (int)img->ntopics, (int)img->nbrokers);
+    mimage_release(img);
     return c;
 fail:
-    if (c->log)
-        plog_close(c->log, false);
-    mimage_release(c->cur);
-    free(c->dir);
-    pthread_mutex_destroy(&c->op_lock);
-    pthread_mutex_destroy(&c->img_lock);
-    free(c);
+    controller_close(c, false);
     return NULL;
 }
 
@@ -1295,6 +1781,28 @@ void controller_close(struct controller *c, bool clean)
 {
     if (!c)
         return;
+    if (c->q)
+        quorum_stop(c->q, 300);
+    ctl_brokers_stop(c, clean);
+    /* Nothing runs on the loop any more: fail what is still pending. */
+    pthread_mutex_lock(&c->op_lock);
+    atomic_store(&c->active, false);
+    struct ctl_op *op = c->queue_head;
+    c->queue_head = c->queue_tail = NULL;
+    pthread_mutex_unlock(&c->op_lock);
+    while (op) {
+        struct ctl_op *n = op->next;
+        op_complete(c, op, KERR_NOT_CONTROLLER);
+        op = n;
+    }
+    op = c->inflight_head;
+    c->inflight_head = c->inflight_tail = NULL;
+    while (op) {
+        struct ctl_op *n = op->next;
+        op_complete(c, op, KERR_NOT_CONTROLLER);
+        op = n;
+    }
+    quorum_close(c->q, clean);
     /* Nothing reads b->cfg any more: the newest config's contents move
      * into the caller's own config object (which it frees), so its
      * pointer stays valid and current, and the copies die here. */
@@ -1308,10 +1816,15 @@ void controller_close(struct controller *c, bool clean)
             config_free(c->cfgs[i]);
     }
     free(c->cfgs);
-    plog_close(c->log, clean);
+    mimage_release(c->spec);
     mimage_release(c->cur);
+    buf_free(&c->rbuf);
+    free(c->sessions);
     free(c->dir);
     pthread_mutex_destroy(&c->op_lock);
     pthread_mutex_destroy(&c->img_lock);
+    pthread_mutex_destroy(&c->fwd_lock);
+    pthread_mutex_destroy(&c->wait_mu);
+    pthread_cond_destroy(&c->wait_cv);
     free(c);
 }

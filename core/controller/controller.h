@@ -1,15 +1,21 @@
-/* The controller: owns the metadata log (__cluster_metadata-0, records in
- * Kafka's metadata record types), applies admin operations by appending
- * records and replaying them into a new image.
+/* The controller: the metadata state machine on top of the Raft quorum
+ * (quorum/quorum.h) over __cluster_metadata-0, whose records are Kafka's
+ * metadata record types.
  *
- * In this single-node version the operations run synchronously on the
- * calling worker under the controller's lock; the metadata quorum work
- * replaces the local log with a Raft-replicated one and makes them
- * asynchronous, without changing what the records say.
+ * Every node (controller, broker or both) has one: it applies committed
+ * batches in log order into the next image, publishes it, and brings the
+ * partition registry (b->partitions, when set) in line with it. On the
+ * active controller (the Raft leader, once it has applied everything
+ * committed before its epoch) admin operations are validated against
+ * the speculative image (committed + proposed), become one record batch
+ * each, and are proposed to Raft; they complete when that batch is
+ * committed and applied here, or fail with NOT_CONTROLLER when the
+ * leadership is lost first.
  *
- * Every change is one record batch, appended and fsync'ed before the
- * operation returns; then the new image is published and the partition
- * registry (b->partitions, when set) is brought in line with it. */
+ * Threads: the operations below run on any thread under the controller's
+ * lock and never wait, unless their op argument is NULL (then they wait
+ * for the commit: start-up and tests only, never a worker or the quorum
+ * thread). Committed records are applied on the quorum thread. */
 #ifndef SAMSA_CONTROLLER_CONTROLLER_H
 #define SAMSA_CONTROLLER_CONTROLLER_H
 
@@ -23,6 +29,18 @@
 struct broker;
 struct config_alter;
 struct controller;
+struct quorum;
+
+/* A proposed change, until it is committed and applied (err 0) or lost
+ * (NOT_CONTROLLER). Owned by the caller once returned: ctl_op_release.
+ * Done is announced through net_notify_data (parked requests re-check). */
+struct ctl_op;
+/* true when done; *err (may be NULL) gets 0 or the Kafka error. Any thread. */
+bool ctl_op_done(struct ctl_op *op, int *err);
+void ctl_op_release(struct ctl_op *op);
+
+/* A request this broker forwarded to the active controller. */
+struct ctl_fwd;
 
 /* The metadata.version samsa writes on first start (Kafka's IBP_3_9_IV0:
  * PartitionRecord v1 with replica directories, RegisterBrokerRecord v3). */
@@ -31,19 +49,21 @@ struct controller;
  * more records fails with POLICY_VIOLATION. */
 #define CONTROLLER_MAX_RECORDS_PER_OP 10000
 
-/* Opens (creating if needed) the metadata log and replays it. dir is the
- * log directory that holds "__cluster_metadata-0" (metadata.log.dir or
- * the first of log.dirs), or that partition directory itself. Dynamic
- * broker configs found in the log are applied to b->cfg (start-up is
- * single-threaded). On first start it writes the metadata.version
- * feature level; whenever this node's registration (advertised
- * listeners, rack, log directory ids) differs from the log's, it writes a
- * RegisterBrokerRecord. When b->partitions is set, the registry is
- * synced to the replayed image before returning. b must outlive the
- * controller. Returns the controller, owned by the caller until
- * controller_close, or NULL with one line in err on failure. */
+/* Opens (creating if needed) the metadata log, loads the newest snapshot
+ * and starts the quorum thread. dir is the log directory that holds
+ * "__cluster_metadata-0" (metadata.log.dir or the first of log.dirs), or
+ * that partition directory itself. A node that is the only voter (the
+ * zero-config single node) waits, bounded, until it leads, has applied
+ * the log and (when it is a broker too) is registered and unfenced, so
+ * it returns ready, its dynamic broker configs applied to b->cfg. Other
+ * nodes return at once and become ready when the quorum lets them
+ * (controller_ready; b->net, when set, is told with net_broker_ready).
+ * The first active controller writes the metadata.version feature
+ * level. b must outlive the controller. Returns the controller, owned by
+ * the caller until controller_close, or NULL with one line in err. */
 struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen);
-/* Flushes and closes; clean marks a clean shutdown. Readers still holding
+/* Stops the quorum thread (a leader resigns first), flushes and closes;
+ * clean marks a clean shutdown. Readers still holding
  * an image keep it. Broker configs published by dynamic changes are freed;
  * the newest one's contents move into the config b->cfg pointed to at
  * controller_open (still the caller's to free), and b->cfg points to it
@@ -52,6 +72,39 @@ void controller_close(struct controller *c, bool clean);
 
 /* The current image, with a reference the caller must release. */
 struct mimage *controller_image(struct controller *c);
+
+/* This node is the active controller: operations may run here. */
+bool controller_is_active(struct controller *c);
+/* The quorum's leader (the active controller's node id), -1 unknown. */
+int32_t controller_leader_id(struct controller *c);
+/* The broker side is registered, caught up and unfenced (a
+ * controller-only node: always false). */
+bool controller_ready(struct controller *c);
+struct quorum *controller_quorum(struct controller *c);
+
+/* Forwarding (brokers send admin requests to the active controller):
+ * body is the request body encoded at version (copied). Never NULL. The
+ * answer (or the failure: NOT_CONTROLLER when no controller answered in
+ * time, REQUEST_TIMED_OUT) is announced through net_notify_data. */
+struct ctl_fwd *controller_forward(struct controller *c, int16_t api_key, int16_t version, const uint8_t *body,
+                                   size_t len, int64_t timeout_ms);
+/* true when done; then *err is 0 with the response body in *resp, *len
+ * (valid until release), or the error. */
+bool ctl_fwd_done(struct ctl_fwd *f, int *err, const uint8_t **resp, size_t *len);
+void ctl_fwd_release(struct ctl_fwd *f);
+
+/* Broker registration and heartbeats, as the active controller answers
+ * them (Kafka's ClusterControlManager / BrokerHeartbeatManager). Each
+ * returns a Kafka error code; on 0 with *op set, the answer is final
+ * once the op is done: ctl_op_broker_epoch, ctl_op_heartbeat. */
+struct broker_registration_request_s;
+struct broker_heartbeat_request_s;
+int controller_register_broker(struct controller *c, const struct broker_registration_request_s *req,
+                               int64_t *broker_epoch, struct ctl_op **op);
+int controller_broker_heartbeat(struct controller *c, const struct broker_heartbeat_request_s *req,
+                                bool *fenced, bool *caught_up, bool *shut_down, struct ctl_op **op);
+int64_t ctl_op_broker_epoch(const struct ctl_op *op);
+void ctl_op_heartbeat(const struct ctl_op *op, bool *fenced, bool *caught_up, bool *shut_down);
 
 /* A topic to create (CreateTopics or auto-creation). All pointers are the
  * caller's and only read during the call. */
@@ -74,31 +127,38 @@ struct topic_spec {
 
 /* Each returns a Kafka error code (0 = ok) and, on error, Kafka's message
  * for it in msg (always NUL-terminated; "" where Kafka sends none).
- * validate_only checks without changing anything. */
+ * validate_only checks without changing anything. NOT_CONTROLLER when
+ * this node is not the active controller. op: NULL waits for the commit;
+ * otherwise *op is the proposal in flight, or NULL when nothing was
+ * written (validate_only, no change). */
 
 /* As Kafka's ReplicationControlManager.createTopics for one topic. On
  * success *id_out (may be NULL) gets the new topic id (a fresh random id
  * also with validate_only, as Kafka answers). */
 int controller_create_topic(struct controller *c, const struct topic_spec *spec, bool validate_only,
-                            kuuid_t *id_out, char *msg, size_t msglen);
+                            kuuid_t *id_out, char *msg, size_t msglen, struct ctl_op **op);
 /* UNKNOWN_TOPIC_ID for an id not in the image. The partitions' logs are
  * removed by the registry sync. */
-int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, size_t msglen);
+int controller_delete_topic(struct controller *c, const kuuid_t *id, char *msg, size_t msglen,
+                            struct ctl_op **op);
 /* Grows topic to count partitions. nassign < 0: no assignment (placed
  * automatically); nassign >= 0: exactly count - current assignments
  * expected, assign[i] having assign_len[i] broker ids. */
 int controller_create_partitions(struct controller *c, kstr_t topic, int32_t count,
                                  int32_t nassign, const int32_t *const *assign,
                                  const int32_t *assign_len, bool validate_only, char *msg,
-                                 size_t msglen);
+                                 size_t msglen, struct ctl_op **op);
 
 /* Auto-creation (Metadata with allow_auto_topic_creation, FindCoordinator):
  * creates name as Kafka's AutoTopicCreationManager does, with
  * num.partitions / default.replication.factor, or for __consumer_offsets
  * and __transaction_state with their coordinator's partition count,
  * replication factor and topic configs. A topic that exists (created
- * concurrently) is success. */
-int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen);
+ * concurrently) is success. On a node that is not the active controller
+ * the creation is forwarded (CreateTopics) and not waited for; so it is
+ * when op is not NULL and the caller does not keep it. */
+int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen,
+                                 struct ctl_op **op);
 
 /* ConfigResource types used by ConfigRecord. */
 #define CONTROLLER_RESOURCE_TOPIC 2
@@ -113,22 +173,23 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
  * controller_alter_broker_configs, which does both, for broker changes. */
 int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t resource_name,
                              int32_t n, const kstr_t *keys, const kstr_t *values,
-                             bool validate_only, char *msg, size_t msglen);
+                             bool validate_only, char *msg, size_t msglen, struct ctl_op **op);
 
 /* A dynamic broker config change (AlterConfigs / IncrementalAlterConfigs
  * on a BROKER resource whose name the caller checked: "" for the cluster
  * default, else this node's id), all or nothing under the controller's
  * lock: applies the changes to a copy of b->cfg with config_alter_broker
- * (its rules, error codes and messages), writes one ConfigRecord per key
- * (the value the layer now holds, null when removed), publishes the copy
- * as b->cfg by an atomic swap and rebuilds the image, so every topic's
- * effective config follows a changed broker default. replace gives the
+ * (its rules, error codes and messages) and writes one ConfigRecord per
+ * key (the value the layer now holds, null when removed). Every node
+ * applying those records publishes a new b->cfg by an atomic swap and
+ * rebuilds its image, so every topic's effective config follows a
+ * changed broker default. replace gives the
  * legacy AlterConfigs semantics: keys of that layer not named in changes
  * are removed. validate_only checks without changing anything. Returns 0
  * or the Kafka error code with its message in msg. */
 int controller_alter_broker_configs(struct controller *c, bool cluster_default, bool replace,
                                     const struct config_alter *changes, size_t n, bool validate_only,
-                                    char *msg, size_t msglen);
+                                    char *msg, size_t msglen, struct ctl_op **op);
 
 /* Kafka's Topic.validate: 0, or INVALID_TOPIC_EXCEPTION with Kafka's
  * message ("Topic name is invalid: ...") in msg. */

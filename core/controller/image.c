@@ -351,6 +351,8 @@ const struct mi_config *mi_draft_broker_configs(const struct mi_draft *d, bool c
 }
 
 void mi_draft_touch_all_configs(struct mi_draft *d) { d->all_configs_dirty = true; }
+void mi_draft_set_config(struct mi_draft *d, const struct samsa_config *cfg) { d->cfg = cfg; }
+void mi_draft_set_offset(struct mi_draft *d, int64_t offset) { d->offset = offset; }
 
 /* The draft's own modifiable version of t (copy on first write). */
 static struct mi_topic *draft_own(struct mi_draft *d, struct mi_topic *t)

@@ -58,6 +58,12 @@ int mi_draft_apply_batch(struct mi_draft *d, const uint8_t *batch, size_t len, c
  * node's); pointers valid until the draft changes. */
 const struct mi_config *mi_draft_broker_configs(const struct mi_draft *d, bool cluster_default,
                                                 int32_t *n);
+/* The broker config the effective topic configs are computed from at
+ * finish (cfg must outlive the draft). */
+void mi_draft_set_config(struct mi_draft *d, const struct samsa_config *cfg);
+/* The last offset the image will say it has applied (a snapshot's end
+ * minus one: its records carry their own offsets, not the log's). */
+void mi_draft_set_offset(struct mi_draft *d, int64_t offset);
 /* Recomputes every topic's effective config at finish (the broker
  * config changed under the draft). */
 void mi_draft_touch_all_configs(struct mi_draft *d);

@@ -495,6 +495,10 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
         plog_trash_segment(l, old[i], now);
     free(old);
     rc = segment_rename(cleaned, "");
+    /* Synced before the swap: only the mappings are needed now. */
+    pthread_rwlock_wrlock(&l->seg_lock);
+    segment_release_index_fds(cleaned);
+    pthread_rwlock_unlock(&l->seg_lock);
     e = fs_sync_dir(l->dir);
     if (rc == 0 && e) {
         slog_error("log cleaner: cannot sync directory %s: %s", l->dir, strerror(e));

@@ -72,6 +72,25 @@ void idxf_close(struct idx_file *x)
     x->n = 0;
 }
 
+/* Gets the fd back after idxf_release_fd. */
+static int reopen(struct idx_file *x)
+{
+    if (x->file)
+        return 0;
+    int fd = open(x->path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    x->file = sfile_wrap(fd);
+    return 0;
+}
+
+void idxf_release_fd(struct idx_file *x)
+{
+    if (x->file)
+        sfile_unref(x->file);
+    x->file = NULL;
+}
+
 int idxf_resize(struct idx_file *x, size_t bytes)
 {
     bytes -= bytes % x->entry_size;
@@ -79,24 +98,29 @@ int idxf_resize(struct idx_file *x, size_t bytes)
         bytes = x->n * x->entry_size;
     if (bytes == x->map_len)
         return 0;
+    int e = reopen(x);
+    if (e)
+        return e;
     /* Unmap before shrinking: touching a mapped page past the end of the
      * file would be SIGBUS. */
     unmap_file(x);
     while (ftruncate(x->file->fd, (off_t)bytes) != 0) {
         if (errno == EINTR)
             continue;
-        int e = errno;
+        int te = errno;
         struct stat st;
         /* Put the old mapping back so x stays usable. */
         if (fstat(x->file->fd, &st) == 0)
             map_file(x, (size_t)st.st_size - (size_t)st.st_size % x->entry_size);
-        return e;
+        return te;
     }
     return map_file(x, bytes);
 }
 
 int idxf_sync(struct idx_file *x)
 {
+    if (!x->file)
+        return 0; /* released: durable already */
     while (fdatasync(x->file->fd) != 0) {
         if (errno != EINTR)
             return errno;

@@ -35,7 +35,8 @@ struct sfile;
 /* One mapped index file. */
 struct idx_file {
     char *path;          /* owned */
-    struct sfile *file;  /* the index's own reference; the flusher takes others */
+    struct sfile *file;  /* the index's own reference (the flusher takes
+                          * others); NULL once released (idxf_release_fd) */
     uint8_t *map;        /* NULL when map_len == 0 */
     size_t map_len;      /* bytes mapped, == file length */
     size_t entry_size;
@@ -57,8 +58,14 @@ static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x
 /* Entries the file can hold at its current length. */
 static inline size_t idxf_capacity(const struct idx_file *x) { return x->map_len / x->entry_size; }
 static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_capacity(x); }
-/* fdatasync of the file (pages stored through the mapping included). */
+/* fdatasync of the file (pages stored through the mapping included); 0
+ * at once when the fd was released. */
 int idxf_sync(struct idx_file *x);
+/* Closes the index's own fd, keeping the mapping (which holds the file):
+ * for a sealed segment whose index is on disk, so that the fds of a node
+ * with many segments are one per segment, not three (Kafka also keeps
+ * only the mapping). idxf_resize opens the file again when needed. */
+void idxf_release_fd(struct idx_file *x);
 /* Renames the file to new_path (which x then owns). 0 or an errno value. */
 int idxf_rename(struct idx_file *x, char *new_path);
 

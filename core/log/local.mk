@@ -9,3 +9,7 @@ core_libsamsacore_a_SOURCES += \
 	core/log/plog.c core/log/plog.h core/log/plog_internal.h \
 	core/log/cleaner.c core/log/cleaner.h \
 	core/log/logmgr.c core/log/logmgr.h
+# The storage benchmarks (run by hand; they build storage_bench.c against
+# core/libsamsacore.a themselves).
+EXTRA_DIST += tools/bench/storage_bench.c tools/bench/storage-append.sh \
+	tools/bench/storage-consume.sh tools/bench/storage-recovery.sh

@@ -448,6 +448,21 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
     }
 }
 
+int logmgr_wait_opens(struct logmgr *m, int64_t timeout_ms)
+{
+    struct timespec ts;
+    deadline_after(&ts, timeout_ms);
+    pthread_mutex_lock(&m->lock);
+    int rc = 0;
+    while ((m->pool_running > 0 || m->jhead) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&m->idle_cond, &m->lock, &ts);
+    int pending = m->pool_active;
+    for (struct open_job *j = m->jhead; j; j = j->next)
+        pending++;
+    pthread_mutex_unlock(&m->lock);
+    return pending;
+}
+
 /* Under m->lock: takes ml out of the flush queue. */
 static void dequeue_flush(struct logmgr *m, struct mlog *ml)
 {

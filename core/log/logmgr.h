@@ -26,6 +26,12 @@
  *     KAFKA_STORAGE_ERROR, no log is opened or placed there, and the rest
  *     of the node carries on (Kafka's LogDirFailureChannel).
  *
+ * flush.messages: 1 makes every acknowledgement wait for its fsync
+ * (replica/partition.h, partition_ack_wait); N > 1 asks the flusher for a
+ * flush once N messages are unflushed, without holding acknowledgements
+ * (Kafka flushes inside the append that reaches N; here no producer
+ * waits for it).
+ *
  * flush.ms note: Kafka looks for due logs only every
  * log.flush.scheduler.interval.ms (default: never), so flush.ms alone does
  * nothing there; samsa's scheduler wakes when the next log is due.
@@ -88,6 +94,13 @@ int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *t
 typedef void (*logmgr_opened_fn)(void *ctx, int rc, struct plog *l);
 void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
                        const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done, void *ctx);
+
+/* Waits until no open started with logmgr_open_async is pending, or
+ * timeout_ms passed. Returns how many are still pending. start-up waits a
+ * little so that a quick restart serves every partition from its first
+ * request, as Kafka does, while a long recovery does not keep the healthy
+ * partitions offline. */
+int logmgr_wait_opens(struct logmgr *m, int64_t timeout_ms);
 
 /* Unregisters l (waiting for background work on it to finish), notes its
  * final offsets for the checkpoints and closes it. */

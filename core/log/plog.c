@@ -523,6 +523,8 @@ static int load_segments(struct plog *l, const int64_t *bases, size_t n, bool cl
         }
         if (mode == SEGMENT_LOAD_RECOVER)
             *recovered_batches += r.batches;
+        else if (!last && !r.rebuilt)
+            segment_release_index_fds(s); /* on disk as they are */
         if (r.rebuild_reason)
             slog_info("log: %s: rebuilt the indexes of %020" PRId64 ".log: %s", l->dir, s->base_offset,
                       r.rebuild_reason);
@@ -1311,12 +1313,15 @@ int plog_flush(struct plog *l)
     size_t n = (to - from + 1) * 3;
     struct sfile **files = xmalloc(n * sizeof *files);
     size_t k = 0;
+    int64_t sealed_below = to < l->nsegs ? l->segs[to]->base_offset : INT64_MAX;
     for (size_t i = from; i <= to && i < l->nsegs; i++) {
         struct segment *s = l->segs[i];
         files[k++] = sfile_ref(s->file);
         if (i < to) {
-            files[k++] = sfile_ref(s->oidx.f.file);
-            files[k++] = sfile_ref(s->tidx.f.file);
+            if (s->oidx.f.file)
+                files[k++] = sfile_ref(s->oidx.f.file);
+            if (s->tidx.f.file)
+                files[k++] = sfile_ref(s->tidx.f.file);
         }
     }
     pthread_rwlock_unlock(&l->seg_lock);
@@ -1338,6 +1343,12 @@ int plog_flush(struct plog *l)
     } else {
         raise_to(&l->recovery_point, target);
         atomic_store(&l->last_flush_ms, clock_wall_ms());
+        /* The sealed segments just synced never change again (but for a
+         * truncation, which reopens): their index fds can go. */
+        pthread_rwlock_wrlock(&l->seg_lock);
+        for (size_t i = 0; i < l->nsegs && l->segs[i]->base_offset < sealed_below; i++)
+            segment_release_index_fds(l->segs[i]);
+        pthread_rwlock_unlock(&l->seg_lock);
     }
     pthread_mutex_unlock(&l->flush_lock);
     return rc;
@@ -1652,7 +1663,6 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     /* Segments from the first with base >= offset go whole. */
     drop_back(l, keep, now);
     struct segment *s = l->segs[l->nsegs - 1];
-    int64_t old_size = s->size;
     pthread_rwlock_wrlock(&l->seg_lock);
     rc = segment_truncate_to(s, offset);
     if (rc == 0) {
@@ -1670,7 +1680,6 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         int64_t size = 0;
         for (size_t i = 0; i < l->nsegs; i++)
             size += l->segs[i]->size;
-        (void)old_size;
         atomic_store(&l->size_bytes, size);
         atomic_store_explicit(&l->end_offset, end, memory_order_release);
         if (atomic_load(&l->recovery_point) > end)

@@ -271,10 +271,13 @@ int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64
 int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp);
 
 /* Makes everything appended so far durable: fdatasync of the segments
- * (and their index files) holding data above the recovery point, which
- * then moves to the log end offset read at the start. Concurrent appends
- * go on meanwhile (group commit: one flush covers every append before
- * it). 0 or KERR_KAFKA_STORAGE_ERROR (the log is then offline). */
+ * holding data above the recovery point, and of the index files of those
+ * before the last (recovery rebuilds the last one's), after which the
+ * recovery point moves to the log end offset read at the start. The
+ * sealed segments' index fds are closed then (their mappings stay).
+ * Concurrent appends go on meanwhile (group commit: one flush covers
+ * every append before it). 0 or KERR_KAFKA_STORAGE_ERROR (the log is
+ * then offline). */
 int plog_flush(struct plog *l);
 
 /* The flush policy: true when the log has unflushed data and

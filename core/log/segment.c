@@ -212,6 +212,12 @@ int segment_seal(struct segment *s)
     return e;
 }
 
+void segment_release_index_fds(struct segment *s)
+{
+    idxf_release_fd(&s->oidx.f);
+    idxf_release_fd(&s->tidx.f);
+}
+
 int segment_unseal(struct segment *s)
 {
     int e = idxf_resize(&s->oidx.f, (size_t)s->max_index_bytes);

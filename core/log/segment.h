@@ -142,6 +142,10 @@ size_t segment_index_room(const struct segment *s);
  * index files are trimmed to their entries. 0 or an errno value. */
 int segment_seal(struct segment *s);
 
+/* The segment is sealed and its index files are on disk: their fds go
+ * (the mappings stay). */
+void segment_release_index_fds(struct segment *s);
+
 /* Sizes the indexes for appends again (the segment becomes active after
  * a truncation removed the ones after it). 0 or an errno value. */
 int segment_unseal(struct segment *s);

@@ -51,11 +51,12 @@ static void peer_name(int fd, char *out, size_t outlen)
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
-struct conn *conn_adopt(struct worker *w, int fd)
+struct conn *conn_adopt(struct worker *w, int fd, bool controller)
 {
     struct conn *c = xcalloc(1, sizeof *c);
     c->w = w;
     c->fd = fd;
+    c->controller_listener = controller;
     c->id = __atomic_add_fetch(&next_conn_id, 1, __ATOMIC_RELAXED);
     buf_init(&c->in);
     peer_name(fd, c->peer, sizeof c->peer);

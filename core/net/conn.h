@@ -29,14 +29,18 @@ struct conn {
     int busy;                     /* >0 while dispatching: defer free */
     bool closing;
     bool reading;                 /* read watcher active */
+    /* Accepted on a controller listener (controller.listener.names): it
+     * serves the controller's APIs (Kafka's ControllerApis). */
+    bool controller_listener;
 
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];
     char client_software_version[64];
 };
 
-/* Takes ownership of fd (non-blocking, accepted on this worker). */
-struct conn *conn_adopt(struct worker *w, int fd);
+/* Takes ownership of fd (non-blocking, accepted on this worker);
+ * controller: it came in on a controller listener. */
+struct conn *conn_adopt(struct worker *w, int fd, bool controller);
 /* Marks the connection closing; it is torn down once no handler runs. */
 void conn_close(struct conn *c, const char *why);
 /* A request of this connection completed: write what can be written. */

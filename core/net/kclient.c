@@ -24,6 +24,7 @@ struct kc_req {
     int32_t corr;
     int16_t key, version;
     kclient_cb cb;           /* NULL for the ApiVersions handshake */
+    kclient_raw_cb raw_cb;   /* set for kclient_send_raw requests */
     void *ctx;
     uint8_t *bytes;          /* the whole frame, size prefix included */
     size_t len, sent;
@@ -98,7 +99,9 @@ static void req_free(struct kc_req *r)
 
 static void complete(struct kc_req *r, int err, void *resp, struct arena *ar)
 {
-    if (r->cb)
+    if (r->raw_cb && err)
+        r->raw_cb(r->ctx, err, r->version, NULL, 0);
+    else if (r->cb)
         r->cb(r->ctx, err, r->version, resp, ar);
     req_free(r);
 }
@@ -194,9 +197,10 @@ void kclient_free(struct kclient *c)
     free(c);
 }
 
-/* Encodes a frame: size, request header (v1 or v2), body. */
-static struct kc_req *encode(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb,
-                             void *ctx)
+/* Encodes a frame: size, request header (v1 or v2), body (a struct, or
+ * raw bytes when raw is set). */
+static struct kc_req *encode_any(struct kclient *c, int16_t key, int16_t version, const void *body,
+                                 const uint8_t *raw, size_t rawlen, kclient_cb cb, void *ctx)
 {
     const struct kapi *a = kapi_get(key);
     struct kwriter w;
@@ -213,7 +217,10 @@ static struct kc_req *encode(struct kclient *c, int16_t key, int16_t version, co
         kw_string(&w, KSTR(c->client_id), false);
     if (hv >= 2)
         kw_uvarint(&w, 0);
-    a->req_encode(&w, version, body);
+    if (raw)
+        kw_raw(&w, raw, rawlen);
+    else
+        a->req_encode(&w, version, body);
     be32_write(w.b.data, (uint32_t)(w.b.len - 4));
     r->key = key;
     r->version = version;
@@ -222,6 +229,12 @@ static struct kc_req *encode(struct kclient *c, int16_t key, int16_t version, co
     r->bytes = buf_steal(&w.b, &r->len);
     kw_free(&w);
     return r;
+}
+
+static struct kc_req *encode(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb,
+                             void *ctx)
+{
+    return encode_any(c, key, version, body, NULL, 0, cb, ctx);
 }
 
 static void arm_timer(struct kclient *c)
@@ -257,6 +270,31 @@ int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *bo
         flush_out(c);
     arm_timer(c);
     return 0;
+}
+
+int kclient_send_raw(struct kclient *c, int16_t key, int16_t version, const uint8_t *body, size_t len,
+                     kclient_raw_cb cb, void *ctx)
+{
+    if (c->freeing || !kapi_get(key))
+        return -1;
+    static const uint8_t none[1];
+    struct kc_req *r = encode_any(c, key, version, NULL, body ? body : none, len, NULL, ctx);
+    r->raw_cb = cb;
+    r->deadline_ms = clock_mono_ms() + c->request_timeout_ms;
+    q_push(&c->unsent, r);
+    if (c->state == KC_IDLE && clock_mono_ms() >= c->next_connect_ms)
+        start_connect(c);
+    else if (c->state == KC_READY)
+        flush_out(c);
+    arm_timer(c);
+    return 0;
+}
+
+/* Whether the peer serves key at version (its advertised range only: a
+ * raw request may carry a version the generated codecs do not know). */
+static bool peer_serves(const struct kclient *c, int16_t key, int16_t version)
+{
+    return c->peer_max[key] >= 0 && version >= c->peer_min[key] && version <= c->peer_max[key];
 }
 
 static void send_handshake(struct kclient *c)
@@ -328,7 +366,9 @@ static void flush_out(struct kclient *c)
             ev_io_stop(c->loop, &c->wio);
             return;
         }
-        if (c->state == KC_READY && r->sent == 0 && kclient_version(c, r->key, r->version) != r->version) {
+        if (c->state == KC_READY && r->sent == 0 &&
+            (r->raw_cb ? !peer_serves(c, r->key, r->version)
+                       : kclient_version(c, r->key, r->version) != r->version)) {
             /* the peer does not serve this version: refuse it locally */
             q_pop(&c->unsent);
             complete(r, KERR_UNSUPPORTED_VERSION, NULL, NULL);
@@ -408,6 +448,17 @@ static int handle_response(struct kclient *c, const uint8_t *p, size_t len)
             (void)kr_uvarint(&rd);
             kr_skip(&rd, kr_uvarint(&rd));
         }
+    }
+    if (r->raw_cb) {
+        if (rd.err) {
+            complete(r, KERR_NETWORK_EXCEPTION, NULL, NULL);
+            arena_free(&ar);
+            return -1;
+        }
+        r->raw_cb(r->ctx, 0, r->version, rd.p, kr_left(&rd));
+        req_free(r);
+        arena_free(&ar);
+        return 0;
     }
     void *resp = arena_alloc(&ar, a->resp_size);
     int rc = rd.err ? -1 : a->resp_decode(&rd, r->version, resp);

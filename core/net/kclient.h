@@ -52,6 +52,15 @@ void kclient_free(struct kclient *c);
 int kclient_send(struct kclient *c, int16_t api_key, int16_t version, const void *body, kclient_cb cb,
                  void *ctx);
 
+/* A request whose body the caller encoded (len bytes at version, which
+ * may be newer than the generated codecs know, e.g. VoteRequest v2), with
+ * the response handed over undecoded: cb gets the response body (after
+ * its header) for the call only, or err != 0 and NULL as kclient_cb does.
+ * The version is checked against the peer's advertised range only. */
+typedef void (*kclient_raw_cb)(void *ctx, int err, int16_t version, const uint8_t *body, size_t len);
+int kclient_send_raw(struct kclient *c, int16_t api_key, int16_t version, const uint8_t *body, size_t len,
+                     kclient_raw_cb cb, void *ctx);
+
 /* The highest version of api_key that both this build and the peer serve,
  * capped at max; -1 while not yet known (not connected) or when the peer
  * does not serve the API. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "config.h"
 #include "net/conn.h"
 #include "net/worker.h"
 #include "util/buf.h"
@@ -25,6 +26,8 @@ struct listener {
     char name[64];
     int fd;
     int port;
+    bool controller; /* named in controller.listener.names */
+    bool started;
     ev_io io;
     struct net *net;
 };
@@ -33,6 +36,8 @@ struct net {
     struct broker *broker;
     struct ev_loop *loop;          /* main thread: accept + signals */
     ev_async stop_async;
+    ev_async ready_async;
+    atomic_bool broker_ready;   /* broker listeners may accept */
     ev_signal sigterm, sigint;
     struct listener listeners[MAX_LISTENERS];
     int nlisteners;
@@ -41,6 +46,8 @@ struct net {
     int next_worker;
 };
 
+static void on_ready(struct ev_loop *loop, ev_async *a, int revents);
+
 struct net *net_create(struct broker *b, int nworkers)
 {
     struct net *n = xcalloc(1, sizeof *n);
@@ -48,6 +55,11 @@ struct net *net_create(struct broker *b, int nworkers)
     n->nworkers = nworkers > 0 ? nworkers : 1;
     n->loop = ev_loop_new(EVFLAG_AUTO);
     n->workers = xcalloc((size_t)n->nworkers, sizeof *n->workers);
+    /* Created (and started) now, so that net_broker_ready may come from
+     * the quorum thread before net_run. */
+    ev_async_init(&n->ready_async, on_ready);
+    n->ready_async.data = n;
+    ev_async_start(n->loop, &n->ready_async);
     return n;
 }
 
@@ -104,6 +116,10 @@ int net_listen(struct net *n, const char *name, const char *host, int port, char
     l->fd = fd;
     l->port = bound;
     l->net = n;
+    const struct samsa_config *cfg = n->broker ? n->broker->cfg : NULL;
+    for (size_t i = 0; cfg && i < cfg->n_controller_listener_names; i++)
+        if (!strcmp(cfg->controller_listener_names[i], name))
+            l->controller = true;
     return 0;
 }
 
@@ -116,14 +132,14 @@ static void adopt_inbox(struct worker *w)
 {
     pthread_mutex_lock(&w->inbox_lock);
     int len = w->inbox_len;
-    int fds[64];
+    struct inbox_entry fds[64];
     int take = len < 64 ? len : 64;
-    memcpy(fds, w->inbox, (size_t)take * sizeof(int));
-    memmove(w->inbox, w->inbox + take, (size_t)(len - take) * sizeof(int));
+    memcpy(fds, w->inbox, (size_t)take * sizeof fds[0]);
+    memmove(w->inbox, w->inbox + take, (size_t)(len - take) * sizeof fds[0]);
     w->inbox_len -= take;
     pthread_mutex_unlock(&w->inbox_lock);
     for (int i = 0; i < take; i++)
-        conn_adopt(w, fds[i]);
+        conn_adopt(w, fds[i].fd, fds[i].controller);
     if (take < len)
         ev_async_send(w->loop, &w->wake);
 }
@@ -175,9 +191,9 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
         pthread_mutex_lock(&w->inbox_lock);
         if (w->inbox_len == w->inbox_cap) {
             w->inbox_cap = w->inbox_cap ? w->inbox_cap * 2 : 16;
-            w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof(int));
+            w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
-        w->inbox[w->inbox_len++] = fd;
+        w->inbox[w->inbox_len++] = (struct inbox_entry){fd, l->controller};
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
     }
@@ -188,6 +204,38 @@ static void on_stop(struct ev_loop *loop, ev_async *a, int revents)
     (void)a;
     (void)revents;
     ev_break(loop, EVBREAK_ALL);
+}
+
+/* Broker listeners accept only once the broker side is ready (registered
+ * and unfenced), as Kafka opens its data plane last: a client connecting
+ * earlier waits in the backlog instead of meeting a broker that knows no
+ * metadata. Controller listeners accept from the start (the quorum needs
+ * them to form). Main loop thread. */
+static void start_listeners(struct net *n)
+{
+    bool ready = atomic_load(&n->broker_ready);
+    for (int i = 0; i < n->nlisteners; i++) {
+        struct listener *l = &n->listeners[i];
+        if (l->started || (!l->controller && !ready))
+            continue;
+        ev_io_init(&l->io, on_accept, l->fd, EV_READ);
+        l->io.data = l;
+        ev_io_start(n->loop, &l->io);
+        l->started = true;
+    }
+}
+
+static void on_ready(struct ev_loop *loop, ev_async *a, int revents)
+{
+    (void)loop;
+    (void)revents;
+    start_listeners(a->data);
+}
+
+void net_broker_ready(struct net *n)
+{
+    atomic_store(&n->broker_ready, true);
+    ev_async_send(n->loop, &n->ready_async);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *s, int revents)
@@ -216,12 +264,7 @@ int net_run(struct net *n)
             return -1;
         }
     }
-    for (int i = 0; i < n->nlisteners; i++) {
-        struct listener *l = &n->listeners[i];
-        ev_io_init(&l->io, on_accept, l->fd, EV_READ);
-        l->io.data = l;
-        ev_io_start(n->loop, &l->io);
-    }
+    start_listeners(n);
     ev_async_init(&n->stop_async, on_stop);
     ev_async_start(n->loop, &n->stop_async);
     ev_signal_init(&n->sigterm, on_signal, SIGTERM);
@@ -232,7 +275,8 @@ int net_run(struct net *n)
     ev_run(n->loop, 0);
 
     for (int i = 0; i < n->nlisteners; i++) {
-        ev_io_stop(n->loop, &n->listeners[i].io);
+        if (n->listeners[i].started)
+            ev_io_stop(n->loop, &n->listeners[i].io);
         close(n->listeners[i].fd);
     }
     for (int i = 0; i < n->nworkers; i++) {
@@ -267,7 +311,7 @@ void net_free(struct net *n)
             ev_loop_destroy(w->loop);
         pthread_mutex_destroy(&w->inbox_lock);
         for (int j = 0; j < w->inbox_len; j++)
-            close(w->inbox[j]);
+            close(w->inbox[j].fd);
         free(w->inbox);
     }
     free(n->workers);

@@ -20,6 +20,10 @@ int net_run(struct net *n);
 /* Asks net_run to return; callable from any thread. */
 void net_stop(struct net *n);
 void net_free(struct net *n);
+/* Any thread: the broker side is ready; broker listeners (those not in
+ * controller.listener.names) start accepting. Until then only the
+ * controller listeners do. */
+void net_broker_ready(struct net *n);
 /* Any thread: some partition received data; parked fetches re-check. */
 void net_notify_data(struct net *n);
 /* The port a listener actually bound (useful with port 0); -1 if none. */

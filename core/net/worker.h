@@ -36,7 +36,10 @@ struct worker {
     atomic_int nparked;       /* read by notifiers on other threads */
 
     pthread_mutex_t inbox_lock;
-    int *inbox;               /* accepted fds waiting to be adopted */
+    struct inbox_entry {
+        int fd;
+        bool controller;      /* accepted on a controller listener */
+    } *inbox;                 /* accepted fds waiting to be adopted */
     int inbox_len, inbox_cap;
 
     struct conn *conns;       /* doubly linked list of live connections */

@@ -930,6 +930,55 @@ void plugin_registry_print(const struct plugin_registry *reg, FILE *f)
     }
 }
 
+/* Appends s to b with the characters that separate the fields of
+ * samsa.plugins.loaded (and anything that would break a table column)
+ * written as '_'. */
+static void append_field(struct buf *b, const char *s, const char *seps)
+{
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        char out = ch <= ' ' || ch >= 0x7f || strchr(seps, ch) ? '_' : (char)ch;
+        buf_put_u8(b, (uint8_t)out);
+    }
+}
+
+char *plugin_registry_loaded_text(const struct plugin_registry *reg)
+{
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < plugin_count(reg); i++) {
+        const struct samsa_host *p = reg->plugins[i];
+        if (i)
+            buf_put_u8(&b, ',');
+        append_field(&b, p->name, ",:+");
+        buf_put_u8(&b, ':');
+        append_field(&b, p->info.version ? p->info.version : "", ",:+");
+        char abi[32];
+        snprintf(abi, sizeof abi, ":%u.%u:", (unsigned)p->info.abi_major, (unsigned)p->info.abi_minor);
+        buf_append(&b, abi, strlen(abi));
+        bool first = true;
+        for (size_t k = 0; k < reg->ncaps; k++) {
+            const struct plugin_cap *c = reg->caps[k];
+            if (c->owner != p)
+                continue;
+            if (!first)
+                buf_put_u8(&b, '+');
+            first = false;
+            /* the same text as plugin_caps_text; cap names hold no ',' or
+             * ':' (valid_cap_name), only '+' needs replacing */
+            buf_append(&b, kind_name(c->kind), strlen(kind_name(c->kind)));
+            buf_put_u8(&b, ':');
+            append_field(&b, c->name, "+");
+            if (c->kind == SAMSA_CAP_CODEC) {
+                char id[16];
+                snprintf(id, sizeof id, "(%d)", c->vt.codec.id);
+                buf_append(&b, id, strlen(id));
+            }
+        }
+    }
+    buf_put_u8(&b, 0);
+    return (char *)buf_steal(&b, NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* Tools                                                               */
 

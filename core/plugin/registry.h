@@ -116,6 +116,19 @@ void plugin_caps_text(const struct plugin_registry *reg, size_t i, char *buf, si
 /* Writes the --list-plugins table (header line, one line per plugin). */
 void plugin_registry_print(const struct plugin_registry *reg, FILE *f);
 
+/* The value of the read-only broker config samsa.plugins.loaded, which
+ * the server sets at startup so that clients (samsactl cluster plugins)
+ * see what it loaded: one entry per plugin, in load order, joined by ',':
+ *     NAME:VERSION:ABI_MAJOR.ABI_MINOR:CAPS
+ * CAPS is the plugin's capabilities as plugin_caps_text writes them
+ * (kind:name, and codec:name(id) for codecs) joined by '+', empty for
+ * none; VERSION is empty when the plugin gives none. An entry splits at
+ * its first three ':' (a capability holds one itself). Any ',', ':' or
+ * '+' in a version, a '+' in a capability name, and blanks or control
+ * characters anywhere are written as '_', so the separators never
+ * appear inside a field. "" when nothing is loaded. The caller frees. */
+char *plugin_registry_loaded_text(const struct plugin_registry *reg);
+
 /* A pending asynchronous call (samsa_async_t): the caller embeds one,
  * initialises it, passes it to a capability callback that may answer
  * SAMSA_EAGAIN, and gets done() called exactly once, on whatever thread

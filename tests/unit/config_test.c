@@ -764,6 +764,61 @@ static void test_describe_broker(void **state)
     config_free(c);
 }
 
+/* samsa.plugins.loaded: only the server sets it (plugin registry), and
+ * DescribeConfigs reports it read-only with source DEFAULT_CONFIG. */
+static void test_server_set_key(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    struct samsa_config *c = config_new();
+    struct config_entry e;
+    assert_true(config_describe_key(c, "samsa.plugins.loaded", false, &e));
+    assert_string_equal(e.value, "");
+
+    expect_set_error("samsa.plugins.loaded", "x:1:1.0:",
+                     "config 'samsa.plugins.loaded' value 'x:1:1.0:': read-only; the server sets it "
+                     "at startup");
+    const char *path = write_file("loaded.properties", "num.partitions=2\nsamsa.plugins.loaded=a\n");
+    assert_int_equal(config_load_file(c, path, err, sizeof err), -1);
+    char want[600];
+    snprintf(want, sizeof want,
+             "%s:2: config 'samsa.plugins.loaded' value 'a': read-only; the server sets it at "
+             "startup",
+             path);
+    assert_string_equal(err, want);
+
+    const char *v = "codec-zstd:0.1.0:1.0:codec:zstd(4),lua:0.2:1.0:authorizer:lua+partitioner:lua";
+    config_set_server_value(c, "samsa.plugins.loaded", v);
+    assert_true(config_describe_key(c, "samsa.plugins.loaded", false, &e));
+    assert_string_equal(e.value, v);
+    assert_int_equal(e.type, CONFIG_TYPE_LIST);
+    assert_int_equal(e.source, CONFIG_SOURCE_DEFAULT);
+    assert_true(e.read_only);
+    assert_int_equal(e.n_synonyms, 1);
+    assert_string_equal(e.synonyms[0].value, v);
+    assert_int_equal(e.synonyms[0].source, CONFIG_SOURCE_DEFAULT);
+    assert_false(config_describe_key(c, "samsa.plugins.loaded", true, &e));
+
+    /* AlterConfigs: Kafka's refusal of a read-only key, at both levels. */
+    struct config_alter a = {"samsa.plugins.loaded", CONFIG_OP_SET, "x"};
+    assert_int_equal(config_alter_broker(c, false, &a, 1, false, err, sizeof err),
+                     CONFIG_ERR_INVALID_REQUEST);
+    assert_string_equal(err, "Cannot update these configs dynamically: Set(samsa.plugins.loaded)");
+    a.op = CONFIG_OP_DELETE;
+    assert_int_equal(config_alter_broker(c, true, &a, 1, false, err, sizeof err),
+                     CONFIG_ERR_INVALID_REQUEST);
+    assert_string_equal(err, "Cannot update these configs dynamically: Set(samsa.plugins.loaded)");
+    assert_int_equal(config_set_dynamic(c, false, "samsa.plugins.loaded", "x", err, sizeof err), -1);
+
+    /* A dynamic change publishes a copy: the value goes along. */
+    struct config_alter m = {"message.max.bytes", CONFIG_OP_SET, "2000000"};
+    assert_int_equal(config_alter_broker(c, false, &m, 1, false, err, sizeof err), 0);
+    struct samsa_config *d = config_dup(c);
+    assert_string_equal(config_get(d, "samsa.plugins.loaded"), v);
+    config_free(d);
+    config_free(c);
+}
+
 /* ------------------------------------------------------------------ */
 /* Dynamic broker configs                                              */
 
@@ -1247,6 +1302,7 @@ int main(void)
         cmocka_unit_test(test_topic_resolve),
         cmocka_unit_test(test_topic_describe),
         cmocka_unit_test(test_meta_properties),
+        cmocka_unit_test(test_server_set_key),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -97,7 +97,7 @@ static void create(struct fx *f, const char *name, const char *key, const char *
         s.config_keys = &k;
         s.config_values = &v;
     }
-    assert_int_equal(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), 0);
+    assert_int_equal(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), 0);
 }
 
 static int alter1(struct fx *f, bool cluster_default, bool replace, enum config_op op, const char *key,
@@ -105,7 +105,7 @@ static int alter1(struct fx *f, bool cluster_default, bool replace, enum config_
 {
     struct config_alter ch = {key, op, value};
     return controller_alter_broker_configs(f->c, cluster_default, replace, &ch, 1, validate_only, f->msg,
-                                           sizeof f->msg);
+                                           sizeof f->msg, NULL);
 }
 
 static int64_t topic_retention(struct fx *f, const char *name)
@@ -191,7 +191,7 @@ static void test_legacy_replaces_the_layer(void **state)
     struct fx *f = *state;
     struct config_alter two[] = {{"log.retention.ms", CONFIG_OP_SET, "60000"},
                                  {"message.max.bytes", CONFIG_OP_SET, "2000"}};
-    assert_int_equal(controller_alter_broker_configs(f->c, true, false, two, 2, false, f->msg, sizeof f->msg),
+    assert_int_equal(controller_alter_broker_configs(f->c, true, false, two, 2, false, f->msg, sizeof f->msg, NULL),
                      0);
     assert_int_equal(alter1(f, true, true, CONFIG_OP_SET, "log.cleaner.threads", "2", false), 0);
     char buf[64];
@@ -201,7 +201,7 @@ static void test_legacy_replaces_the_layer(void **state)
     assert_int_equal(f->b.cfg->message_max_bytes, 1048588);
     assert_int_equal(f->b.cfg->log_cleaner_threads, 2);
     /* an empty legacy change clears it */
-    assert_int_equal(controller_alter_broker_configs(f->c, true, true, NULL, 0, false, f->msg, sizeof f->msg),
+    assert_int_equal(controller_alter_broker_configs(f->c, true, true, NULL, 0, false, f->msg, sizeof f->msg, NULL),
                      0);
     assert_null(layer(f, true, "log.cleaner.threads", buf, sizeof buf));
     assert_int_equal(f->b.cfg->log_cleaner_threads, 1);

@@ -22,6 +22,7 @@
 #include "controller/image_build.h"
 #include "log/fsutil.h"
 #include "log/plog.h"
+#include "proto/gen/broker_registration_change_record.h"
 #include "proto/gen/config_record.h"
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/kmeta.h"
@@ -109,7 +110,7 @@ static int create(struct fx *f, const char *name, int32_t np, int16_t rf)
     s.name = KSTR(name);
     s.num_partitions = np;
     s.replication_factor = rf;
-    return controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg);
+    return controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL);
 }
 
 static void expect(int rc, int code, const char *msg, const struct fx *f)
@@ -143,7 +144,9 @@ static void test_bootstrap_image(void **state)
     assert_int_equal(m->brokers[0].nendpoints, 1);
     assert_string_equal(m->brokers[0].endpoints[0].name, "PLAINTEXT");
     assert_int_equal(m->ntopics, 0);
-    assert_int_equal(m->offset, 1); /* FeatureLevelRecord, RegisterBrokerRecord */
+    /* LeaderChange (control), FeatureLevelRecord, RegisterBrokerRecord
+     * (fenced), BrokerRegistrationChangeRecord (unfenced) */
+    assert_int_equal(m->offset, 3);
     mimage_release(m);
     assert_true(dir_exists(f, "__cluster_metadata-0"));
 }
@@ -261,7 +264,7 @@ static int create_assigned(struct fx *f, const char *name, int32_t np, int16_t r
     s.assign = assign;
     s.assign_len = len;
     s.assign_index = index;
-    return controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg);
+    return controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL);
 }
 
 static void test_create_assignment_errors(void **state)
@@ -313,19 +316,19 @@ static void test_create_config_errors(void **state)
     s.config_keys = keys;
     s.config_values = vals;
     s.nconfigs = 3;
-    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), KERR_INVALID_CONFIG,
+    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), KERR_INVALID_CONFIG,
            "Null value not supported for topic configs: retention.ms,cleanup.policy", f);
     char want[512];
     assert_int_equal(topic_config_validate("no.such.config", "1", want, sizeof want), CONFIG_ERR_INVALID_CONFIG);
     s.config_keys = &keys[2];
     s.config_values = &vals[2];
     s.nconfigs = 1;
-    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), KERR_INVALID_CONFIG, want, f);
+    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), KERR_INVALID_CONFIG, want, f);
     kstr_t bk[] = {KSTR_LIT("retention.ms")}, bv[] = {KSTR_LIT("soon")};
     assert_int_equal(topic_config_validate("retention.ms", "soon", want, sizeof want), CONFIG_ERR_INVALID_CONFIG);
     s.config_keys = bk;
     s.config_values = bv;
-    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), KERR_INVALID_CONFIG, want, f);
+    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), KERR_INVALID_CONFIG, want, f);
     /* Valid overrides land in the image and in the effective config;
      * a duplicate key keeps the last value, as Kafka's map does. */
     kstr_t gk[] = {KSTR_LIT("retention.ms"), KSTR_LIT("cleanup.policy"), KSTR_LIT("retention.ms")};
@@ -333,7 +336,7 @@ static void test_create_config_errors(void **state)
     s.config_keys = gk;
     s.config_values = gv;
     s.nconfigs = 3;
-    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), 0, "", f);
+    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), 0, "", f);
     struct mimage *m = controller_image(f->c);
     const struct mi_topic *t = mimage_topic(m, KSTR("c"));
     assert_int_equal(t->nconfigs, 2);
@@ -356,10 +359,10 @@ static void test_validate_only(void **state)
     s.num_partitions = 4;
     s.replication_factor = 1;
     kuuid_t id = {{0}};
-    assert_int_equal(controller_create_topic(f->c, &s, true, &id, f->msg, sizeof f->msg), 0);
+    assert_int_equal(controller_create_topic(f->c, &s, true, &id, f->msg, sizeof f->msg, NULL), 0);
     assert_false(kuuid_is_zero(&id));
     s.num_partitions = 0;
-    expect(controller_create_topic(f->c, &s, true, &id, f->msg, sizeof f->msg), KERR_INVALID_PARTITIONS,
+    expect(controller_create_topic(f->c, &s, true, &id, f->msg, sizeof f->msg, NULL), KERR_INVALID_PARTITIONS,
            "Number of partitions was set to an invalid non-positive value.", f);
     struct mimage *after = controller_image(f->c);
     assert_ptr_equal(before, after); /* nothing published */
@@ -369,7 +372,7 @@ static void test_validate_only(void **state)
 
     expect(create(f, "grow", 2, 1), 0, "", f);
     struct mimage *m1 = controller_image(f->c);
-    expect(controller_create_partitions(f->c, KSTR("grow"), 5, -1, NULL, NULL, true, f->msg, sizeof f->msg), 0,
+    expect(controller_create_partitions(f->c, KSTR("grow"), 5, -1, NULL, NULL, true, f->msg, sizeof f->msg, NULL), 0,
            "", f);
     struct mimage *m2 = controller_image(f->c);
     assert_ptr_equal(m1, m2);
@@ -383,7 +386,7 @@ static void test_delete_topic(void **state)
 {
     struct fx *f = *state;
     kuuid_t unknown = {{1, 2, 3}};
-    expect(controller_delete_topic(f->c, &unknown, f->msg, sizeof f->msg), KERR_UNKNOWN_TOPIC_ID, "", f);
+    expect(controller_delete_topic(f->c, &unknown, f->msg, sizeof f->msg, NULL), KERR_UNKNOWN_TOPIC_ID, "", f);
     expect(create(f, "gone", 2, 1), 0, "", f);
     expect(create(f, "kept", 1, 1), 0, "", f);
     struct mimage *m = controller_image(f->c);
@@ -392,7 +395,7 @@ static void test_delete_topic(void **state)
     struct partition *held = preg_get(f->b.partitions, &id, 1);
     assert_non_null(held);
     assert_true(dir_exists(f, "gone-0"));
-    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg), 0, "", f);
+    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg, NULL), 0, "", f);
     m = controller_image(f->c);
     assert_null(mimage_topic(m, KSTR("gone")));
     assert_null(mimage_topic_by_id(m, &id));
@@ -408,7 +411,7 @@ static void test_delete_topic(void **state)
     assert_true(dir_exists(f, "gone-1"));
     partition_put(held);
     assert_false(dir_exists(f, "gone-1"));
-    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg), KERR_UNKNOWN_TOPIC_ID, "", f);
+    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg, NULL), KERR_UNKNOWN_TOPIC_ID, "", f);
 
     /* Same name again: a new incarnation with a new id. */
     expect(create(f, "gone", 1, 1), 0, "", f);
@@ -421,37 +424,37 @@ static void test_delete_topic(void **state)
 static void test_create_partitions(void **state)
 {
     struct fx *f = *state;
-    expect(controller_create_partitions(f->c, KSTR("nope"), 2, -1, NULL, NULL, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("nope"), 2, -1, NULL, NULL, false, f->msg, sizeof f->msg, NULL),
            KERR_UNKNOWN_TOPIC_OR_PARTITION, "", f);
     expect(create(f, "orders", 3, 1), 0, "", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 3, -1, NULL, NULL, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 3, -1, NULL, NULL, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_PARTITIONS, "Topic already has 3 partition(s).", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 2, -1, NULL, NULL, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 2, -1, NULL, NULL, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_PARTITIONS, "The topic orders currently has 3 partition(s); 2 would not be an increase.",
            f);
     static const int32_t one[] = {1}, seven[] = {7}, one_one[] = {1, 1};
     const int32_t *a[] = {one};
     int32_t l[] = {1};
-    expect(controller_create_partitions(f->c, KSTR("orders"), 5, 1, a, l, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 5, 1, a, l, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_REPLICA_ASSIGNMENT,
            "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 5, 0, a, l, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 5, 0, a, l, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_REPLICA_ASSIGNMENT,
            "Attempted to add 2 additional partition(s), but only 0 assignment(s) were specified.", f);
     const int32_t *b[] = {seven};
-    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, b, l, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, b, l, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_REPLICA_ASSIGNMENT,
            "The manual partition assignment includes broker 7, but no such broker is registered.", f);
     const int32_t *c[] = {one_one};
     int32_t l2[] = {2};
-    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, c, l2, false, f->msg, sizeof f->msg),
+    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, c, l2, false, f->msg, sizeof f->msg, NULL),
            KERR_INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes the broker 1 more than once.",
            f);
     expect(controller_create_partitions(f->c, KSTR("orders"), CONTROLLER_MAX_RECORDS_PER_OP + 4, -1, NULL, NULL,
-                                        false, f->msg, sizeof f->msg),
+                                        false, f->msg, sizeof f->msg, NULL),
            KERR_POLICY_VIOLATION, "Unable to perform excessively large batch operation.", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, a, l, false, f->msg, sizeof f->msg), 0, "", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 6, -1, NULL, NULL, false, f->msg, sizeof f->msg), 0,
+    expect(controller_create_partitions(f->c, KSTR("orders"), 4, 1, a, l, false, f->msg, sizeof f->msg, NULL), 0, "", f);
+    expect(controller_create_partitions(f->c, KSTR("orders"), 6, -1, NULL, NULL, false, f->msg, sizeof f->msg, NULL), 0,
            "", f);
     struct mimage *m = controller_image(f->c);
     const struct mi_topic *t = mimage_topic(m, KSTR("orders"));
@@ -474,10 +477,10 @@ static void test_alter_configs(void **state)
     kstr_t k[] = {KSTR_LIT("retention.ms"), KSTR_LIT("max.message.bytes")};
     kstr_t v[] = {KSTR_LIT("5000"), KSTR_LIT("2048")};
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_TOPIC, KSTR("none"), 1, k, v, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            KERR_UNKNOWN_TOPIC_OR_PARTITION, "", f);
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_TOPIC, KSTR("cfg"), 2, k, v, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            0, "", f);
     struct mimage *m = controller_image(f->c);
     const struct mi_topic *t = mimage_topic(m, KSTR("cfg"));
@@ -487,7 +490,7 @@ static void test_alter_configs(void **state)
     mimage_release(m);
     kstr_t del[] = {KSTR_NULL};
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_TOPIC, KSTR("cfg"), 1, k, del, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            0, "", f);
     m = controller_image(f->c);
     t = mimage_topic(m, KSTR("cfg"));
@@ -500,15 +503,15 @@ static void test_alter_configs(void **state)
     kstr_t kb[] = {KSTR_LIT("max.message.bytes")};
     assert_int_equal(topic_config_validate("max.message.bytes", "-5", want, sizeof want), CONFIG_ERR_INVALID_CONFIG);
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_TOPIC, KSTR("cfg"), 1, kb, bad, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            KERR_INVALID_CONFIG, want, f);
     /* Broker resource: this node's id or the cluster default only. */
     kstr_t bk[] = {KSTR_LIT("log.retention.ms")}, bv[] = {KSTR_LIT("7000")};
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_BROKER, KSTR("9"), 1, bk, bv, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            KERR_INVALID_REQUEST, "Unexpected broker id, expected 1, but received 9", f);
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_BROKER, KSTR(""), 1, bk, bv, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            0, "", f);
     m = controller_image(f->c);
     assert_int_equal(m->nbroker_default_configs, 1);
@@ -520,10 +523,10 @@ static void test_alter_configs(void **state)
 static void test_auto_create(void **state)
 {
     struct fx *f = *state;
-    expect(controller_auto_create_topic(f->c, KSTR("__consumer_offsets"), f->msg, sizeof f->msg), 0, "", f);
-    expect(controller_auto_create_topic(f->c, KSTR("__consumer_offsets"), f->msg, sizeof f->msg), 0, "", f);
-    expect(controller_auto_create_topic(f->c, KSTR("plain"), f->msg, sizeof f->msg), 0, "", f);
-    expect(controller_auto_create_topic(f->c, KSTR("bad name"), f->msg, sizeof f->msg),
+    expect(controller_auto_create_topic(f->c, KSTR("__consumer_offsets"), f->msg, sizeof f->msg, NULL), 0, "", f);
+    expect(controller_auto_create_topic(f->c, KSTR("__consumer_offsets"), f->msg, sizeof f->msg, NULL), 0, "", f);
+    expect(controller_auto_create_topic(f->c, KSTR("plain"), f->msg, sizeof f->msg, NULL), 0, "", f);
+    expect(controller_auto_create_topic(f->c, KSTR("bad name"), f->msg, sizeof f->msg, NULL),
            KERR_INVALID_TOPIC_EXCEPTION,
            "Topic name is invalid: 'bad name' contains one or more characters other than ASCII "
            "alphanumerics, '.', '_' and '-'",
@@ -543,9 +546,11 @@ static void test_auto_create(void **state)
 /* ------------------------------------------------------------------ */
 /* Replay                                                              */
 
+/* Every start of the node appends to the log (its leader epoch's
+ * LeaderChange, the broker side registering again, fenced, then
+ * unfenced), so offsets and broker epochs move; the rest is the same. */
 static void assert_same_image(const struct mimage *a, const struct mimage *b)
 {
-    assert_int_equal(a->offset, b->offset);
     assert_int_equal(a->metadata_version, b->metadata_version);
     assert_int_equal(a->controller_id, b->controller_id);
     assert_int_equal(a->ntopics, b->ntopics);
@@ -585,8 +590,7 @@ static void assert_same_image(const struct mimage *a, const struct mimage *b)
         assert_int_equal(a->brokers[i].id, b->brokers[i].id);
         assert_string_equal(a->brokers[i].host, b->brokers[i].host);
         assert_int_equal(a->brokers[i].port, b->brokers[i].port);
-        assert_int_equal(a->brokers[i].epoch, b->brokers[i].epoch);
-        assert_memory_equal(a->brokers[i].incarnation_id.b, b->brokers[i].incarnation_id.b, 16);
+        assert_int_equal(a->brokers[i].fenced, b->brokers[i].fenced);
     }
     assert_int_equal(a->nbroker_default_configs, b->nbroker_default_configs);
 }
@@ -605,16 +609,16 @@ static void populate(struct fx *f)
     s.config_keys = k;
     s.config_values = v;
     s.nconfigs = 2;
-    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg), 0, "", f);
-    expect(controller_create_partitions(f->c, KSTR("orders"), 5, -1, NULL, NULL, false, f->msg, sizeof f->msg), 0,
+    expect(controller_create_topic(f->c, &s, false, NULL, f->msg, sizeof f->msg, NULL), 0, "", f);
+    expect(controller_create_partitions(f->c, KSTR("orders"), 5, -1, NULL, NULL, false, f->msg, sizeof f->msg, NULL), 0,
            "", f);
     struct mimage *m = controller_image(f->c);
     kuuid_t id = mimage_topic(m, KSTR("gone"))->id;
     mimage_release(m);
-    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg), 0, "", f);
+    expect(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg, NULL), 0, "", f);
     kstr_t ck[] = {KSTR_LIT("retention.ms")}, cv[] = {KSTR_LIT("12345")};
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_TOPIC, KSTR("orders"), 1, ck, cv, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            0, "", f);
     /* A dynamic cluster default: the caller applies it to the config,
      * then records it; replay at open applies it again. */
@@ -622,7 +626,7 @@ static void populate(struct fx *f)
     assert_int_equal(config_set_dynamic(f->cfg, true, "log.retention.ms", "7000", err, sizeof err), 0);
     kstr_t bk[] = {KSTR_LIT("log.retention.ms")}, bv[] = {KSTR_LIT("7000")};
     expect(controller_alter_configs(f->c, CONTROLLER_RESOURCE_BROKER, KSTR(""), 1, bk, bv, false, f->msg,
-                                    sizeof f->msg),
+                                    sizeof f->msg, NULL),
            0, "", f);
     struct mimage *img = controller_image(f->c);
     assert_int_equal(mimage_topic(img, KSTR("compacted"))->cfg->retention_ms, 7000);
@@ -638,7 +642,8 @@ static void test_reopen_replays(void **state)
     fx_close(f);
     fx_open(f);
     struct mimage *after = controller_image(f->c);
-    assert_same_image(before, after); /* same offset: nothing re-registered */
+    assert_same_image(before, after);
+    assert_true(after->offset > before->offset); /* registered again */
     const struct mi_topic *t = mimage_topic(after, KSTR("compacted"));
     assert_int_equal(t->cfg->segment_bytes, 1048576);
     for (int32_t i = 0; i < after->ntopics; i++)
@@ -684,12 +689,14 @@ static void test_reregisters_on_change(void **state)
     snprintf(f->b.rack, sizeof f->b.rack, "r1");
     fx_open(f);
     m = controller_image(f->c);
-    assert_int_equal(m->offset, off + 1);
+    /* LeaderChange, RegisterBrokerRecord, unfencing */
+    assert_int_equal(m->offset, off + 3);
     assert_int_equal(m->nbrokers, 1);
     assert_string_equal(m->brokers[0].host, "10.0.0.7");
     assert_int_equal(m->brokers[0].port, 9192);
     assert_string_equal(m->brokers[0].rack, "r1");
-    assert_int_equal(m->brokers[0].epoch, off + 1);
+    assert_int_equal(m->brokers[0].epoch, off + 2); /* the registration's offset */
+    assert_false(m->brokers[0].fenced);
     mimage_release(m);
 }
 
@@ -722,8 +729,14 @@ static size_t decode_log(const struct fx *f, struct arena *a, struct decoded *ou
         struct rb_header h;
         assert_int_equal(rb_parse_header(batch, size, &h), 0);
         assert_int_equal(h.base_offset, expect_offset);
-        assert_false(rb_is_control(&h));
         assert_int_equal(rb_codec(&h), 0);
+        if (rb_is_control(&h)) {
+            /* a leader epoch's LeaderChange: one control record */
+            assert_int_equal(h.records_count, 1);
+            expect_offset = rb_last_offset(&h) + 1;
+            pos += size;
+            continue;
+        }
         struct rb_record_iter it;
         assert_int_equal(rb_record_iter_init_batch(&it, batch, size), 0);
         struct rb_record rec;
@@ -779,16 +792,17 @@ static void test_log_bytes(void **state)
     s.config_values = v;
     s.nconfigs = 1;
     kuuid_t id;
-    assert_int_equal(controller_create_topic(f->c, &s, false, &id, f->msg, sizeof f->msg), 0);
-    assert_int_equal(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg), 0);
+    assert_int_equal(controller_create_topic(f->c, &s, false, &id, f->msg, sizeof f->msg, NULL), 0);
+    assert_int_equal(controller_delete_topic(f->c, &id, f->msg, sizeof f->msg, NULL), 0);
 
     struct arena a = ARENA_INIT;
-    struct decoded d[32];
+    struct decoded all[32], *d = all;
     int32_t nb;
     char *data;
-    size_t n = decode_log(f, &a, d, 32, &nb, &data);
-    assert_int_equal(nb, 3); /* bootstrap, create, delete: one batch each */
-    assert_int_equal(n, 2 + 4 + 1);
+    size_t n = decode_log(f, &a, all, 32, &nb, &data);
+    /* bootstrap, registration, unfencing, create, delete: one batch each */
+    assert_int_equal(nb, 5);
+    assert_int_equal(n, 3 + 4 + 1);
 
     assert_int_equal(d[0].type, KMETA_FEATURE_LEVEL_RECORD);
     const feature_level_record_t *fl = d[0].rec;
@@ -799,13 +813,20 @@ static void test_log_bytes(void **state)
     assert_int_equal(d[1].version, 3);
     const register_broker_record_t *rb = d[1].rec;
     assert_int_equal(rb->broker_id, 1);
-    assert_int_equal(rb->broker_epoch, 1); /* its own offset */
-    assert_false(rb->fenced);
+    assert_int_equal(rb->broker_epoch, 2); /* its own offset (after LeaderChange, FeatureLevel) */
+    assert_true(rb->fenced);
     assert_int_equal(rb->end_points.n, 1);
     assert_true(kstr_eqc(rb->end_points.a[0].host, "127.0.0.1"));
     assert_int_equal(rb->end_points.a[0].port, 9092);
     assert_int_equal(rb->rack.len, -1);
 
+    assert_int_equal(d[2].type, KMETA_BROKER_REGISTRATION_CHANGE_RECORD);
+    const broker_registration_change_record_t *rc = d[2].rec;
+    assert_int_equal(rc->broker_id, 1);
+    assert_int_equal(rc->broker_epoch, 2);
+    assert_int_equal(rc->fenced, -1); /* unfenced */
+
+    d += 1; /* the topic's records follow as they always did */
     assert_int_equal(d[2].type, KMETA_TOPIC_RECORD);
     const topic_record_t *tr = d[2].rec;
     assert_true(kstr_eqc(tr->name, "framed"));
@@ -904,7 +925,7 @@ static void test_second_broker_from_log(void **state)
     assert_int_equal(m->brokers[0].id, 1);
     assert_int_equal(m->brokers[1].id, 2);
     assert_true(m->brokers[2].fenced);
-    assert_int_equal(m->offset, 3);
+    assert_int_equal(m->offset, 5); /* then LeaderChange, broker 1 registered and unfenced */
     mimage_release(m);
 
     static const int32_t one[] = {1}, one_two[] = {1, 2}, three[] = {3};
@@ -943,17 +964,19 @@ static void test_second_broker_from_log(void **state)
     assert_int_equal(t->partitions[0].nreplicas, 3);
     assert_int_equal(t->partitions[0].replicas[2], 3);
     assert_int_equal(t->partitions[0].nisr, 2);
-    /* Only the replicas on this node get a local log. */
+    /* Only the replicas on this node get a local log. A new topic's
+     * placement goes on where the last one stopped (5 partitions so far),
+     * so leaders spread over topics too. */
     t = mimage_topic(m, KSTR("one"));
     for (int32_t p = 0; p < 4; p++) {
         struct partition *pp = preg_get(f->b.partitions, &t->id, p);
         assert_int_equal(pp != NULL, t->partitions[p].replicas[0] == 1);
-        assert_int_equal(t->partitions[p].replicas[0], 1 + p % 2);
+        assert_int_equal(t->partitions[p].replicas[0], 1 + (p + 1) % 2);
         if (pp)
             partition_put(pp);
     }
-    assert_true(dir_exists(f, "one-0"));
-    assert_false(dir_exists(f, "one-1"));
+    assert_false(dir_exists(f, "one-0"));
+    assert_true(dir_exists(f, "one-1"));
     mimage_release(m);
 }
 

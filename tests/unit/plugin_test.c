@@ -200,6 +200,11 @@ static void test_abi_1_0_fixture(void **st)
     plugin_caps_text(reg, 0, caps, sizeof caps);
     assert_string_equal(caps, "codec:fixture-xor(6),sasl:FIXTURE,assignor:fixture,tier:fixture,"
                               "authorizer:fixture,partitioner:fixture");
+    /* what the server reports as samsa.plugins.loaded */
+    char *loaded = plugin_registry_loaded_text(reg);
+    assert_string_equal(loaded, "abi-1-0:1.0-fixture:1.0:codec:fixture-xor(6)+sasl:FIXTURE+assignor:fixture+"
+                                "tier:fixture+authorizer:fixture+partitioner:fixture");
+    free(loaded);
     assert_int_equal(metric("samsa.plugin.abi-1-0.greeting_len"), (int64_t)strlen("hello, samsa"));
 
     /* codec through the registry, on this thread and on another one whose
@@ -413,6 +418,9 @@ static void test_load_config(void **st)
     assert_int_equal(plugin_registry_load_config(reg, cfg, errbuf, sizeof errbuf), -1);
     assert_string_equal(errbuf, refusal("bad_magic", "bad magic 0xdeadbeef (expected 0x534d5341)", "unknown"));
     assert_int_equal(plugin_count(reg), 0);
+    char *loaded = plugin_registry_loaded_text(reg);
+    assert_string_equal(loaded, "");
+    free(loaded);
     plugin_registry_free(reg);
     config_free(cfg);
 

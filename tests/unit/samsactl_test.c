@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "consume.h"
 #include "linereader.h"
 #include "opts.h"
@@ -174,6 +175,64 @@ static void test_produce_args(void **state)
     produce_opts_free(&o);
     assert_int_equal(PARSE(produce_parse_args, &o, &g, "--help"), ARGS_HELP);
     produce_opts_free(&o);
+
+    /* Compression: Kafka's console producer option and producer property. */
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t"), ARGS_OK);
+    assert_int_equal(o.compression, RB_CODEC_NONE);
+    produce_opts_free(&o);
+    static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--compression-codec", codecs[i]),
+                         ARGS_OK);
+        assert_int_equal(o.compression, i);
+        produce_opts_free(&o);
+    }
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--producer-property", "compression.type=lz4"),
+                     ARGS_OK);
+    assert_int_equal(o.compression, RB_CODEC_LZ4);
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--compression-codec", "brotli"), ARGS_ERROR);
+    assert_string_equal(err, "invalid --compression-codec 'brotli' (want none, gzip, snappy, lz4 or zstd)");
+    produce_opts_free(&o);
+    assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--compression-codec", "uncompressed"),
+                     ARGS_ERROR);
+    produce_opts_free(&o);
+}
+
+static void test_cluster_plugins_value(void **state)
+{
+    (void)state;
+    char err[256];
+    struct cluster_plugin *v;
+    char empty[] = "";
+    assert_int_equal(cluster_plugins_parse(empty, &v, err, sizeof err), 0);
+    assert_null(v);
+    char value[] = "codec-zstd:0.1.0:1.0:codec:zstd(4),lua::1.0:authorizer:lua+partitioner:lua,bare:1:1.0:";
+    assert_int_equal(cluster_plugins_parse(value, &v, err, sizeof err), 3);
+    assert_string_equal(v[0].name, "codec-zstd");
+    assert_string_equal(v[0].version, "0.1.0");
+    assert_string_equal(v[0].abi, "1.0");
+    assert_string_equal(v[0].caps, "codec:zstd(4)");
+    assert_string_equal(v[1].name, "lua");
+    assert_string_equal(v[1].version, "");
+    assert_string_equal(v[1].caps, "authorizer:lua,partitioner:lua");
+    assert_string_equal(v[2].name, "bare");
+    assert_string_equal(v[2].caps, "");
+    free(v);
+    char bad[] = "ok:1:1.0:codec:gzip(1),broken:1";
+    assert_int_equal(cluster_plugins_parse(bad, &v, err, sizeof err), -1);
+    assert_string_equal(err, "malformed samsa.plugins.loaded entry 'broken'");
+
+    struct cluster_plugins_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(cluster_plugins_parse_args, &o, &g, "--bootstrap-server", "h:2"), ARGS_OK);
+    assert_int_equal(o.broker, -1);
+    assert_int_equal(PARSE(cluster_plugins_parse_args, &o, &g, "--broker", "3", "--bootstrap-server", "h:1"),
+                     ARGS_OK);
+    assert_int_equal(o.broker, 3);
+    assert_string_equal(g.bootstrap, "h:1");
+    assert_int_equal(PARSE(cluster_plugins_parse_args, &o, &g, "--broker", "x"), ARGS_ERROR);
+    assert_string_equal(err, "invalid --broker 'x' (want a node id >= 0)");
 }
 
 static void test_consume_args(void **state)
@@ -927,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_murmur2_java_generated),
         cmocka_unit_test(test_partition_choice),
         cmocka_unit_test(test_produce_args),
+        cmocka_unit_test(test_cluster_plugins_value),
         cmocka_unit_test(test_consume_args),
         cmocka_unit_test(test_topics_args),
         cmocka_unit_test(test_topic_selection),

@@ -322,6 +322,55 @@ static void test_roll_on_full_index(void **state)
     plog_close(l, false);
 }
 
+/* Open fds of this process whose path ends in suffix. */
+static int count_fds(const char *suffix)
+{
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, target, sizeof target - 1);
+        if (len <= 0)
+            continue;
+        target[len] = '\0';
+        size_t sl = strlen(suffix);
+        if ((size_t)len >= sl && strcmp(target + len - sl, suffix) == 0)
+            n++;
+    }
+    return n;
+}
+
+static void test_index_fds_released(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(2000, 100);
+    struct plog *l = open_log(f->dir, &c);
+    for (int i = 0; i < 40; i++)
+        append_n(l, 5, i * 5, 1000);
+    assert_true(plog_segment_count(l) >= 5);
+    /* Rolled but not flushed: their index files must still be synced. */
+    assert_int_equal(count_fds(".index"), plog_segment_count(l));
+    assert_int_equal(plog_flush(l), 0);
+    /* Flushed: only the active segment keeps its index fds (the mappings
+     * stay, lookups still work). */
+    assert_int_equal(count_fds(".index"), 1);
+    assert_int_equal(count_fds(".timeindex"), 1);
+    assert_int_equal(scan_log(l, 0, NULL, NULL), 200);
+    int64_t off, ts;
+    assert_int_equal(plog_offset_for_timestamp(l, 1003, &off, &ts), 0);
+    assert_int_equal(off, 3);
+    /* A truncation into a sealed segment opens its index again. */
+    assert_int_equal(plog_truncate_to(l, 12), 0);
+    append_n(l, 5, 0, 2000);
+    assert_int_equal(scan_log(l, 0, NULL, NULL), 15);
+    plog_purge_deleted(l, 0, true);
+    plog_close(l, true);
+    /* A clean open keeps fds for the active segment only. */
+    l = open_log(f->dir, &c);
+    assert_int_equal(count_fds(".index"), 1);
+    plog_close(l, false);
+}
+
 /* ---- recovery ---- */
 
 /* A log of nseg segments of 3 batches each; returns the batch size. */
@@ -1262,6 +1311,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_index_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_on_full_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_index_fds_released, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovery_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovery_cut_every_byte, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovery_random_corruption, setup, teardown),

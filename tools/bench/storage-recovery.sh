@@ -16,6 +16,7 @@
 #   STORAGE_BENCH_GB="1 10"   sizes for (a)
 #   STORAGE_BENCH_SERVER_GB=1 size for (b)
 #   STORAGE_BENCH_DIR=...     where data goes (default: a temp dir under /tmp)
+#   STORAGE_BENCH_KEEP=1      keep it (data, samsa.log) afterwards
 set -u -o pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 SIZES=${STORAGE_BENCH_GB:-1 10}
@@ -25,7 +26,7 @@ TMP=$(mktemp -d "${STORAGE_BENCH_DIR:-${TMPDIR:-/tmp}}/samsa-storage-recovery.XX
 SPID=
 cleanup() {
     [ -n "$SPID" ] && kill -9 "$SPID" 2>/dev/null
-    rm -rf "$TMP"
+    if [ "${STORAGE_BENCH_KEEP:-0}" = 1 ]; then echo "storage-recovery: kept $TMP"; else rm -rf "$TMP"; fi
 }
 trap cleanup EXIT
 die() { echo "storage-recovery: $*" >&2; exit 1; }

@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "autoconfig.h"
+#include "cluster.h"
 #include "consume.h"
 #include "dumplog.h"
 #include "opts.h"
 #include "produce.h"
+#include "quorum.h"
 #include "topics.h"
 
 struct command {
@@ -23,6 +25,8 @@ static const struct command commands[] = {
     {"produce", cmd_produce, "send lines from stdin as records (console producer)"},
     {"consume", cmd_consume, "print the records of a topic (console consumer)"},
     {"dump-log", cmd_dump_log, "print segment and index files (like kafka-dump-log)"},
+    {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
+    {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
     {NULL, NULL, NULL},
 };
 

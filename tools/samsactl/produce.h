@@ -30,6 +30,7 @@ struct produce_opts {
     int32_t batch_size;                /* bytes, Kafka's batch.size */
     int32_t linger_ms;
     int32_t request_timeout_ms;
+    int compression; /* codec id (RB_CODEC_*), 0 = none */
 };
 
 /* Parses the command line (after "produce") into o (owned by the caller,
@@ -56,6 +57,10 @@ struct produce_line {
 int produce_parse_line(const struct produce_opts *o, const char *line, size_t len, long line_no,
                        struct produce_line *out, char *err, size_t errlen);
 void produce_line_free(struct produce_line *l);
+
+/* The codec id of Kafka's compression.type name (none, gzip, snappy,
+ * lz4, zstd), or -1. */
+int produce_codec_id(const char *name);
 
 void produce_usage(FILE *f);
 int cmd_produce(int argc, char **argv, const struct global_opts *g);

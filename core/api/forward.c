@@ -1,0 +1,167 @@
+/* Waiting for proposals and forwarding to the active controller. See
+ * forward.h. */
+#include "api/forward.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/request.h"
+#include "broker.h"
+#include "controller/controller.h"
+#include "net/conn.h"
+#include "net/worker.h"
+#include "proto/kerr.h"
+
+/* ------------------------------------------------------------------ */
+/* Waiting for proposals                                               */
+
+struct ops_wait {
+    struct delayed d; /* first: the worker's handle */
+    struct request *req;
+    struct ctl_op **ops;
+    int16_t *errs;
+    int n;
+    api_ops_finish_fn finish;
+    void *arg;
+};
+
+static void ops_release(struct ops_wait *w)
+{
+    for (int i = 0; i < w->n; i++) {
+        ctl_op_release(w->ops[i]);
+        w->ops[i] = NULL;
+    }
+}
+
+static bool ops_try(struct delayed *d, bool expired)
+{
+    struct ops_wait *w = (struct ops_wait *)d;
+    bool all = true;
+    for (int i = 0; i < w->n; i++) {
+        int err = 0;
+        if (!w->ops[i])
+            continue;
+        if (ctl_op_done(w->ops[i], &err))
+            w->errs[i] = (int16_t)err;
+        else if (expired)
+            w->errs[i] = KERR_REQUEST_TIMED_OUT;
+        else
+            all = false;
+    }
+    if (!all)
+        return false;
+    w->req->cancel = NULL;
+    w->finish(w->req, w->arg, w->errs);
+    ops_release(w);
+    return true;
+}
+
+static void ops_cancel(struct request *req)
+{
+    struct ops_wait *w = req->handler_state;
+    worker_unpark(&w->d);
+    ops_release(w);
+}
+
+void api_wait_ops(struct request *req, struct ctl_op **ops, int n, int64_t timeout_ms, api_ops_finish_fn finish,
+                  void *arg)
+{
+    struct ops_wait *w = arena_alloc(&req->arena, sizeof *w);
+    w->req = req;
+    w->n = n;
+    w->ops = arena_alloc(&req->arena, (size_t)(n > 0 ? n : 1) * sizeof *w->ops);
+    w->errs = arena_alloc(&req->arena, (size_t)(n > 0 ? n : 1) * sizeof *w->errs);
+    bool pending = false;
+    for (int i = 0; i < n; i++) {
+        w->ops[i] = ops[i];
+        pending |= ops[i] != NULL;
+    }
+    w->finish = finish;
+    w->arg = arg;
+    if (!pending) {
+        finish(req, arg, w->errs);
+        return;
+    }
+    req->handler_state = w;
+    req->cancel = ops_cancel;
+    w->d.try_complete = ops_try;
+    worker_park(req->worker, &w->d, timeout_ms > 0 ? timeout_ms : 30000);
+}
+
+/* ------------------------------------------------------------------ */
+/* Forwarding                                                          */
+
+struct fwd_wait {
+    struct delayed d;
+    struct request *req;
+    struct ctl_fwd *f;
+    api_fail_fn fail;
+};
+
+static bool fwd_try(struct delayed *d, bool expired)
+{
+    struct fwd_wait *w = (struct fwd_wait *)d;
+    int err;
+    const uint8_t *resp;
+    size_t len;
+    if (!ctl_fwd_done(w->f, &err, &resp, &len)) {
+        if (!expired)
+            return false;
+        err = KERR_REQUEST_TIMED_OUT;
+        resp = NULL;
+    }
+    w->req->cancel = NULL;
+    if (err || !resp) {
+        w->fail(w->req, (int16_t)(err ? err : KERR_UNKNOWN_SERVER_ERROR));
+    } else {
+        struct kwriter body;
+        kw_init(&body);
+        kw_raw(&body, resp, len);
+        req_respond_body(w->req, &body);
+        kw_free(&body);
+    }
+    ctl_fwd_release(w->f);
+    w->f = NULL;
+    return true;
+}
+
+static void fwd_cancel(struct request *req)
+{
+    struct fwd_wait *w = req->handler_state;
+    worker_unpark(&w->d);
+    ctl_fwd_release(w->f);
+    w->f = NULL;
+}
+
+void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail)
+{
+    if (timeout_ms <= 0)
+        timeout_ms = 30000;
+    struct kwriter w;
+    kw_init(&w);
+    req->api->req_encode(&w, req->api_version, req->body);
+    struct fwd_wait *fw = arena_alloc(&req->arena, sizeof *fw);
+    fw->req = req;
+    fw->fail = fail;
+    fw->f = controller_forward(req->broker->controller, req->api_key, req->api_version, w.b.data, w.b.len,
+                               timeout_ms);
+    kw_free(&w);
+    req->handler_state = fw;
+    req->cancel = fwd_cancel;
+    fw->d.try_complete = fwd_try;
+    /* A little longer than the forward's own deadline, which answers. */
+    worker_park(req->worker, &fw->d, timeout_ms + 1000);
+}
+
+bool api_should_forward(struct request *req, bool *not_controller)
+{
+    *not_controller = false;
+    struct controller *c = req->broker->controller;
+    if (!c || controller_is_active(c))
+        return false;
+    if (req->conn && req->conn->controller_listener) {
+        *not_controller = true;
+        return false;
+    }
+    return true;
+}

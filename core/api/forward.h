@@ -1,0 +1,47 @@
+/* Admin requests and the metadata quorum, for request handlers:
+ *   - waiting for proposals: a handler that got ctl_ops back from the
+ *     controller parks the request until they are committed (or lost, or
+ *     the request's timeout passes) and then answers;
+ *   - forwarding: a broker that is not the active controller sends the
+ *     request, as it is, to the one that is and answers the client with
+ *     that answer (Kafka's ForwardingManager, without the Envelope: the
+ *     request goes as itself).
+ * Both run on the request's worker; the controller wakes it through
+ * net_notify_data. */
+#ifndef SAMSA_API_FORWARD_H
+#define SAMSA_API_FORWARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct request;
+struct ctl_op;
+
+/* Called once, on the worker: errs[i] is 0 when ops[i] committed, its
+ * error (NOT_CONTROLLER), or REQUEST_TIMED_OUT. It must answer req. The
+ * ops are released afterwards. If the connection dies first, finish is
+ * not called. */
+typedef void (*api_ops_finish_fn)(struct request *req, void *arg, const int16_t *errs);
+
+/* Parks req until every op (n of them, NULL entries count as done) is
+ * done or timeout_ms passed; takes over the op references. With no op
+ * pending, finish runs at once. */
+void api_wait_ops(struct request *req, struct ctl_op **ops, int n, int64_t timeout_ms, api_ops_finish_fn finish,
+                  void *arg);
+
+/* Answers req with error err for everything it asked (each API's own
+ * error response). */
+typedef void (*api_fail_fn)(struct request *req, int16_t err);
+
+/* Forwards req (its decoded body, encoded again at its version) to the
+ * active controller and answers with the controller's answer, or with
+ * fail(req, NOT_CONTROLLER / REQUEST_TIMED_OUT). */
+void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail);
+
+/* Whether req must be forwarded: this node is not the active controller
+ * and req came in on a broker listener. When it came in on a controller
+ * listener of a node that is not active, *not_controller is set (answer
+ * NOT_CONTROLLER, as Kafka's ControllerApis does). */
+bool api_should_forward(struct request *req, bool *not_controller);
+
+#endif

@@ -1,0 +1,182 @@
+/* The controller's private state, shared by controller.c (operations,
+ * proposals, applying the log), brokers.c (registration, heartbeats,
+ * sessions, the broker side's lifecycle, forwarding) and snapshot.c
+ * (image <-> snapshot files). Not for request handlers. */
+#ifndef SAMSA_CONTROLLER_CONTROLLER_INTERNAL_H
+#define SAMSA_CONTROLLER_CONTROLLER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "controller/controller.h"
+#include "controller/image_build.h"
+#include "raft/raft.h"
+#include "util/arena.h"
+#include "util/buf.h"
+
+struct quorum;
+struct kclient;
+struct samsa_config;
+
+/* Records of one operation; the structs and their strings live in arena. */
+struct mrec {
+    int16_t type;
+    int16_t version;
+    const void *rec;
+};
+
+struct recs {
+    struct mrec *a;
+    size_t n, cap;
+    struct arena arena;
+};
+
+void recs_init(struct recs *r);
+void recs_free(struct recs *r);
+void recs_add(struct recs *r, int16_t type, int16_t version, const void *rec);
+
+/* A proposal: one batch of records, from the worker (or loop) that built
+ * it to the loop that hands it to Raft and completes it once committed
+ * and applied. Two references while in flight (the creator's and the
+ * controller's). err and done are written by the loop. */
+struct ctl_op {
+    atomic_int refs;
+    atomic_bool done;
+    int16_t err;
+    uint8_t *batch; /* owned; freed once proposed */
+    size_t len;
+    int32_t epoch;    /* leader epoch it was decided in */
+    uint64_t gen;     /* speculative-state generation it was built on */
+    int64_t base;     /* predicted base offset */
+    int64_t end;      /* last offset + 1 */
+    /* Loop-thread completion hook (the broker side's local calls). */
+    void (*on_done)(void *arg, struct ctl_op *op);
+    void *on_done_arg;
+    /* Heartbeat replies computed when the op was built. */
+    bool hb_fenced, hb_caught_up, hb_shut_down;
+    int64_t broker_epoch;
+    struct ctl_op *next;
+};
+
+/* A request a broker forwards to the active controller (any worker ->
+ * loop -> kclient -> loop -> worker). */
+struct ctl_fwd {
+    atomic_int refs;
+    atomic_bool done;
+    int16_t err;       /* nonzero: no answer (NOT_CONTROLLER, REQUEST_TIMED_OUT) */
+    int16_t api_key, version;
+    uint8_t *body;     /* request body, owned */
+    size_t len;
+    uint8_t *resp;     /* response body, owned (set when done && !err) */
+    size_t resp_len;
+    int64_t deadline_ms;
+    int64_t retry_ms;  /* not before (after a failed attempt) */
+    void (*on_done)(void *arg, struct ctl_fwd *f); /* loop-side hook, optional */
+    void *on_done_arg;
+    struct ctl_fwd *next;
+};
+
+/* Controller-side liveness of one registered broker (active controller
+ * only, under op_lock). */
+struct ctl_session {
+    int32_t id;
+    int64_t last_heartbeat_ms; /* monotonic */
+};
+
+/* The broker side of this node: registration and heartbeats to the
+ * active controller (loop thread only). */
+enum life_state { LIFE_OFF = 0, LIFE_REGISTER, LIFE_WAIT_REGISTER, LIFE_RUNNING, LIFE_WAIT_HEARTBEAT };
+
+struct controller {
+    struct broker *b;
+    struct quorum *q;
+    char *dir;
+
+    pthread_mutex_t img_lock; /* held only to swap cur or take a reference */
+    struct mimage *cur;       /* the committed image, published; loop writes */
+
+    /* Broker configs this controller published into b->cfg (dynamic
+     * broker config changes), oldest first; owned here. Workers may still
+     * read a replaced one, so none is freed before controller_close (they
+     * are small and changes are rare). orig_cfg is b->cfg at open, owned
+     * by the caller. Loop thread only (and open/close). */
+    struct samsa_config **cfgs;
+    size_t ncfgs;
+    struct samsa_config *orig_cfg;
+
+    /* ---- the active controller's speculative state, under op_lock ---- */
+    pthread_mutex_t op_lock;
+    atomic_bool active;      /* this node leads and has caught up */
+    int32_t active_epoch;
+    uint64_t spec_gen;       /* bumped whenever spec is thrown away */
+    struct mimage *spec;     /* cur + what was proposed after it */
+    int64_t next_offset;     /* where the next proposal lands */
+    struct ctl_op *queue_head, *queue_tail; /* built, not yet proposed */
+    struct ctl_session *sessions;
+    int32_t nsessions;
+
+    /* ---- loop thread ---- */
+    struct ctl_op *inflight_head, *inflight_tail; /* proposed, not committed */
+    int64_t hw;              /* the quorum's high watermark, as told */
+    bool hw_known;           /* told at least once since start */
+    int64_t applied;         /* next offset to apply */
+    enum raft_role role;
+    int32_t epoch, leader_id;
+    int64_t epoch_start;     /* a leader's first offset of its epoch */
+    bool load_pending;       /* a fetched snapshot replaced the log */
+    struct raft_snapshot_id load_id;
+    int64_t snap_end;        /* end offset of the newest snapshot */
+    int64_t bytes_since_snap;
+    int64_t snap_at_ms;
+    int64_t snap_max_bytes, snap_max_interval_ms;
+    struct buf rbuf;         /* log reads */
+    struct ev_timer *tick;   /* sessions, heartbeats, forwarding timeouts */
+
+    /* forwarding and the broker side (loop thread) */
+    pthread_mutex_t fwd_lock;
+    struct ctl_fwd *fwd_in_head, *fwd_in_tail; /* submitted by workers */
+    struct ctl_fwd *fwd_wait;                  /* waiting for a known controller */
+    struct kclient **ctl_clients;              /* per voter, for controller RPCs */
+    size_t nctl_clients;
+    enum life_state life;
+    int64_t life_next_ms;
+    kuuid_t incarnation;
+    int64_t broker_epoch;
+    int64_t prev_epoch;      /* from the last clean shutdown, -1 none */
+    bool fenced;             /* as the controller last said */
+    atomic_bool ready;       /* broker: registered, caught up, unfenced */
+    atomic_bool caught_up;   /* applied up to the quorum's high watermark once */
+    int32_t hb_interval_ms, session_timeout_ms;
+
+    /* waiters for synchronous calls (tests, start-up) */
+    pthread_mutex_t wait_mu;
+    pthread_cond_t wait_cv;
+};
+
+/* controller.c */
+int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, size_t msglen,
+                      struct ctl_op **out);
+void ctl_wake_waiters(struct controller *c);
+int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms);
+int16_t register_broker_record_version(const struct mimage *img);
+void ctl_notify_workers(struct controller *c);
+
+/* brokers.c (loop thread unless said) */
+void ctl_brokers_activate(struct controller *c, int64_t now_ms);  /* op_lock held */
+void ctl_brokers_tick(struct controller *c, int64_t now_ms);
+void ctl_brokers_idle(struct controller *c);
+void ctl_brokers_start(struct controller *c);
+void ctl_brokers_stop(struct controller *c, bool clean);
+
+/* snapshot.c */
+/* Writes the image as a snapshot with id through the Raft log. 0 or a
+ * Kafka error code. */
+int ctl_snapshot_write(struct controller *c, const struct mimage *img, const struct raft_snapshot_id *id);
+/* Replays snapshot id into a fresh draft (its records only). NULL with
+ * err on failure. */
+struct mi_draft *ctl_snapshot_load(struct controller *c, const struct raft_snapshot_id *id,
+                                   const struct samsa_config *cfg, char *err, size_t errlen);
+
+#endif
