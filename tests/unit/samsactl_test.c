@@ -180,7 +180,7 @@ static void test_produce_args(void **state)
     assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t"), ARGS_OK);
     assert_int_equal(o.compression, RB_CODEC_NONE);
     produce_opts_free(&o);
-    static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+    static char *codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
     for (int i = 0; i < 5; i++) {
         assert_int_equal(PARSE(produce_parse_args, &o, &g, "--topic", "t", "--compression-codec", codecs[i]),
                          ARGS_OK);
