@@ -50,7 +50,7 @@ static void usage(FILE *f)
 /* The config being built at startup: a root LeakSanitizer can see, so an
  * exit through die() (which may print text held by the config) is not
  * reported as a leak. */
-static struct samsa_config *startup_cfg;
+static struct samsa_config *volatile startup_cfg;
 
 static void die(const char *fmt, const char *a, const char *b)
 {

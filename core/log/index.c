@@ -16,6 +16,8 @@
 
 static int map_file(struct idx_file *x, size_t len)
 {
+    /* A new length may have dropped blocks (a trim) or added holes. */
+    x->backed = 0;
     if (len == 0) {
         x->map = NULL;
         x->map_len = 0;
@@ -117,6 +119,34 @@ int idxf_resize(struct idx_file *x, size_t bytes)
     return map_file(x, bytes);
 }
 
+int idxf_reserve(struct idx_file *x, size_t entries)
+{
+    size_t want = (x->n + entries) * x->entry_size;
+    if (want > x->map_len)
+        want = x->map_len;
+    if (want <= x->backed)
+        return 0;
+    int e = reopen(x);
+    if (e)
+        return e;
+    /* Whole pages: a store faults in the page, whatever the block size.
+     * Blocks already there cost nothing to allocate again. */
+    long ps = sysconf(_SC_PAGESIZE);
+    size_t page = ps > 0 ? (size_t)ps : 4096;
+    size_t from = x->backed - x->backed % page;
+    size_t to = want + (page - want % page) % page;
+    if (to > x->map_len)
+        to = x->map_len;
+    while ((e = posix_fallocate(x->file->fd, (off_t)from, (off_t)(to - from))) == EINTR)
+        ;
+    if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL)
+        e = 0; /* cannot preallocate here: stores take their chances, as before */
+    if (e)
+        return e;
+    x->backed = to;
+    return 0;
+}
+
 int idxf_sync(struct idx_file *x)
 {
     if (!x->file)
@@ -148,12 +178,15 @@ struct offset_position oidx_entry(const struct offset_index *x, size_t i)
     return (struct offset_position){x->base_offset + rd32(p), rd32(p + 4)};
 }
 
-void oidx_append(struct offset_index *x, int64_t offset, int64_t position)
+bool oidx_append(struct offset_index *x, int64_t offset, int64_t position)
 {
+    if (idxf_reserve(&x->f, 1) != 0)
+        return false;
     uint8_t *p = x->f.map + x->f.n * OIDX_ENTRY_SIZE;
     be32_write(p, (uint32_t)(int32_t)(offset - x->base_offset));
     be32_write(p + 4, (uint32_t)(int32_t)position);
     x->f.n++;
+    return true;
 }
 
 struct offset_position oidx_lookup(const struct offset_index *x, int64_t target)
@@ -229,7 +262,7 @@ void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset)
 {
     if (x->f.n > 0 && timestamp <= tidx_entry(x, x->f.n - 1).timestamp)
         return;
-    if (idxf_full(&x->f))
+    if (idxf_full(&x->f) || idxf_reserve(&x->f, 1) != 0)
         return;
     uint8_t *p = x->f.map + x->f.n * TIDX_ENTRY_SIZE;
     be64_write(p, (uint64_t)timestamp);

@@ -41,6 +41,8 @@ struct idx_file {
     size_t map_len;      /* bytes mapped, == file length */
     size_t entry_size;
     size_t n;            /* entries in use */
+    size_t backed;       /* bytes [0, backed) have disk blocks behind them
+                          * (idxf_reserve); 0 after every (re)map */
 };
 
 /* Opens (creating when missing, emptying when truncate) path and maps
@@ -58,6 +60,13 @@ static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x
 /* Entries the file can hold at its current length. */
 static inline size_t idxf_capacity(const struct idx_file *x) { return x->map_len / x->entry_size; }
 static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_capacity(x); }
+/* Makes sure the pages that `entries` more entries would be stored in
+ * have disk blocks (posix_fallocate), so that storing them through the
+ * mapping cannot fault. The files are sparse: on a full disk the first
+ * store to a page with no block behind it is SIGBUS, not ENOSPC (tmpfs,
+ * ext4, xfs alike), which would kill the server. 0 or an errno value
+ * (ENOSPC, EIO); 0 too where the file system cannot preallocate. */
+int idxf_reserve(struct idx_file *x, size_t entries);
 /* fdatasync of the file (pages stored through the mapping included); 0
  * at once when the fd was released. */
 int idxf_sync(struct idx_file *x);
@@ -90,8 +99,11 @@ struct offset_index {
 struct offset_position oidx_entry(const struct offset_index *x, size_t i);
 /* offset must be larger than the last entry's and fit a relative int32,
  * position must fit an int32 and the index must not be full (the segment
- * layer guarantees all three). */
-void oidx_append(struct offset_index *x, int64_t offset, int64_t position);
+ * layer guarantees all three). False when the entry's page could not be
+ * allocated (idxf_reserve): the entry is left out, which a sparse index
+ * allows (a lookup scans from the entry before; the next open finds it
+ * missing and rebuilds the index). */
+bool oidx_append(struct offset_index *x, int64_t offset, int64_t position);
 /* The entry with the largest offset <= target, or (base_offset, 0) when
  * there is none: a scan for target starts there. */
 struct offset_position oidx_lookup(const struct offset_index *x, int64_t target);
@@ -118,7 +130,8 @@ struct timestamp_offset tidx_last(const struct time_index *x);
 /* Adds (timestamp, offset) only when timestamp is larger than the last
  * entry's, as Kafka's TimeIndex.maybeAppend: entries then rise strictly
  * in both fields and a binary search on either works. Does nothing when
- * the index is full (the segment rolls before that matters). */
+ * the index is full (the segment rolls before that matters) or when the
+ * entry's page cannot be allocated (see oidx_append). */
 void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset);
 /* The entry with the largest timestamp <= target, or (-1, base_offset):
  * every batch before that offset's batch has a smaller maxTimestamp, so a

@@ -663,7 +663,18 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
     hmap_free(&seen);
     char *p = path_in(d->path, file);
     int rc = ckpt_write(p, e, n);
-    if (rc) {
+    if (rc == ENOSPC || rc == EDQUOT) {
+        /* A full disk is not a failed one. The file is replaced by
+         * rename, so the previous one is intact and merely older: recovery
+         * starts earlier, and a log start offset that moved since may come
+         * back lower after a crash -- as in Kafka, which cannot write it
+         * either. Appends on a full disk fail one by one and keep their
+         * log online (plog_append); taking the dir offline here would make
+         * the outcome of a disk-full depend on whether a checkpoint fell
+         * due during it, and stop reads that need no space. Retried at
+         * the next interval. */
+        slog_warn("log dir %s: cannot write %s: %s; keeping the previous one", d->path, file, strerror(rc));
+    } else if (rc) {
         char why[700];
         snprintf(why, sizeof why, "cannot write %s: %s", p, strerror(rc));
         logmgr_fail_dir(m, dir, why);

@@ -858,6 +858,17 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         rc = KERR_RECORD_LIST_TOO_LARGE;
         goto out;
     }
+    /* The index pages this append may store into get their disk blocks
+     * now: on a full disk, a store into a hole of the (sparse, mapped)
+     * index would be SIGBUS after the bytes were written; this way the
+     * append fails whole, with nothing written, and the log stays online. */
+    int re = segment_reserve_index(seg, nbatches);
+    if (re) {
+        slog_error("log: %s: cannot allocate index space for %zu batch(es): %s", seg->log_path, nbatches,
+                   strerror(re));
+        rc = KERR_KAFKA_STORAGE_ERROR;
+        goto out;
+    }
     /* A new leader epoch is on disk before any batch carrying it. */
     pthread_mutex_lock(&l->epoch_lock);
     if (epoch_assign_locked(l, leader_epoch, base))

@@ -202,6 +202,14 @@ size_t segment_index_room(const struct segment *s)
     return o < t ? o : t;
 }
 
+int segment_reserve_index(struct segment *s, size_t nbatches)
+{
+    int e = idxf_reserve(&s->oidx.f, nbatches);
+    if (e == 0)
+        e = idxf_reserve(&s->tidx.f, nbatches + 1);
+    return e;
+}
+
 int segment_seal(struct segment *s)
 {
     if (s->max_timestamp != RB_NO_TIMESTAMP)

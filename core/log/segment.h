@@ -137,6 +137,12 @@ void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t po
  * time-index slot for the seal), else the log rolls first. */
 size_t segment_index_room(const struct segment *s);
 
+/* Allocates disk blocks for the index slots an append of n batches may
+ * fill (as segment_index_room counts them), before its bytes are written:
+ * on a full disk the append then fails with ENOSPC instead of the index
+ * store faulting (see idxf_reserve). 0 or an errno value. */
+int segment_reserve_index(struct segment *s, size_t nbatches);
+
 /* The segment stops being the active one: the final max timestamp goes
  * into the time index (as Kafka's onBecomeInactiveSegment) and both
  * index files are trimmed to their entries. 0 or an errno value. */
