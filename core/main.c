@@ -255,16 +255,8 @@ int main(int argc, char **argv)
     b.controller = controller_open(&b, metadir, err, sizeof err);
     if (!b.controller)
         die("%s%s", err, "");
-    /* A node that is ready has replayed the metadata: its partitions
-     * must open now. Others sync once caught up (the controller does). */
-    int rc = 0;
-    if (controller_ready(b.controller)) {
-        struct mimage *img = controller_image(b.controller);
-        rc = preg_sync(b.partitions, img, err, sizeof err);
-        mimage_release(img);
-    }
-    if (rc < 0)
-        die("%s%s", err, "");
+    /* The controller brings the partition registry in line with the
+     * metadata once this node has caught up (a ready single node has). */
 
     /* Partition logs found on disk open in parallel; a quick restart
      * serves all of them from the first request, a long recovery only

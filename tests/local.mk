@@ -9,6 +9,7 @@ include tests/unit/config.mk
 include tests/unit/log.mk
 include tests/unit/controller.mk
 include tests/unit/raft.mk
+include tests/unit/quorum.mk
 include tests/unit/samsactl.mk
 include tests/unit/plugin.mk
 include tests/fuzz/fuzz.mk

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,16 +93,52 @@ static void publish(struct controller *c, struct mimage *img)
     mimage_release(old);
 }
 
-/* The partition registry follows the image only once this node has
- * caught up with the quorum: an image still being replayed lacks topics
- * that exist, and their logs would be set aside as strays. */
+/* The partition registry follows the image on a thread of its own (the
+ * publisher): creating and deleting partition logs costs fsyncs, and
+ * the quorum loop must keep answering Raft meanwhile. It follows only
+ * once this node has caught up with the quorum: an image still being
+ * replayed lacks topics that exist, and their logs would be set aside as
+ * strays. c->synced tells the loop how far it got: a proposal completes
+ * once its partitions' logs exist, as a single node always promised. */
 static void sync_partitions(struct controller *c)
 {
-    if (!c->b->partitions || !atomic_load(&c->caught_up))
+    if (!atomic_load(&c->caught_up))
         return;
-    char err[512];
-    if (preg_sync(c->b->partitions, c->cur, err, sizeof err) < 0)
-        slog_error("partition registry: %s (retried at the next metadata change)", err);
+    pthread_mutex_lock(&c->pub_mu);
+    c->pub_want = true;
+    pthread_cond_signal(&c->pub_cv);
+    pthread_mutex_unlock(&c->pub_mu);
+}
+
+static void *publisher_main(void *arg)
+{
+    struct controller *c = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    pthread_mutex_lock(&c->pub_mu);
+    for (;;) {
+        while (!c->pub_want && !c->pub_stop)
+            pthread_cond_wait(&c->pub_cv, &c->pub_mu);
+        if (c->pub_stop)
+            break;
+        c->pub_want = false;
+        pthread_mutex_unlock(&c->pub_mu);
+        struct mimage *img = controller_image(c);
+        char err[512];
+        if (c->b->partitions && preg_sync(c->b->partitions, img, err, sizeof err) < 0) {
+            slog_error("partition registry: %s (retried at the next metadata change)", err);
+            pthread_mutex_lock(&c->pub_mu);
+            snprintf(c->pub_err, sizeof c->pub_err, "%s", err);
+            pthread_mutex_unlock(&c->pub_mu);
+        }
+        atomic_store(&c->synced, img->offset);
+        mimage_release(img);
+        quorum_wake(c->q); /* proposals waiting for their logs complete */
+        pthread_mutex_lock(&c->pub_mu);
+    }
+    pthread_mutex_unlock(&c->pub_mu);
+    return NULL;
 }
 
 /* Publishes cfg as b->cfg (a dynamic broker config change); the
@@ -317,6 +354,8 @@ static void respec_locked(struct controller *c)
     struct mi_draft *d = mi_draft_begin(c->cur, c->b->cfg, c->b->node_id);
     for (struct ctl_op *op = c->inflight_head; op; op = op->next) {
         char err[256];
+        if (op->end <= c->applied)
+            continue; /* committed: in cur already */
         if (op->batch && mi_draft_apply_batch(d, op->batch, op->len, err, sizeof err) < 0)
             slog_error("metadata: proposal at offset %" PRId64 " no longer applies: %s", op->base, err);
     }
@@ -337,7 +376,8 @@ static void deactivate(struct controller *c)
     c->inflight_head = c->inflight_tail = NULL;
     while (op) {
         struct ctl_op *n = op->next;
-        op_complete(c, op, KERR_NOT_CONTROLLER);
+        /* committed (only its logs pending) is a success all the same */
+        op_complete(c, op, op->end <= c->applied ? 0 : KERR_NOT_CONTROLLER);
         op = n;
     }
     if (was) {
@@ -508,14 +548,6 @@ static void apply_committed(struct controller *c)
     }
     publish_draft(c, d, base);
     sync_partitions(c);
-    /* Proposals whose batches are now in the image are done. */
-    while (c->inflight_head && c->inflight_head->end <= c->applied) {
-        struct ctl_op *op = c->inflight_head;
-        c->inflight_head = op->next;
-        if (!c->inflight_head)
-            c->inflight_tail = NULL;
-        op_complete(c, op, 0);
-    }
     /* Nothing in flight: the speculative image is the committed one. */
     pthread_mutex_lock(&c->op_lock);
     if (atomic_load(&c->active) && !c->inflight_head && !c->queue_head) {
@@ -525,6 +557,26 @@ static void apply_committed(struct controller *c)
     pthread_mutex_unlock(&c->op_lock);
     ctl_notify_workers(c);
     ctl_wake_waiters(c);
+}
+
+/* Proposals whose batches are in the image and whose partitions the
+ * registry has caught up with are done. */
+static void complete_synced(struct controller *c)
+{
+    int64_t synced = atomic_load(&c->synced);
+    bool any = false;
+    while (c->inflight_head && c->inflight_head->end <= c->applied && c->inflight_head->end - 1 <= synced) {
+        struct ctl_op *op = c->inflight_head;
+        c->inflight_head = op->next;
+        if (!c->inflight_head)
+            c->inflight_tail = NULL;
+        op_complete(c, op, 0);
+        any = true;
+    }
+    if (any) {
+        ctl_notify_workers(c);
+        ctl_wake_waiters(c);
+    }
 }
 
 /* Once per start: this node has applied what the quorum had committed
@@ -677,6 +729,7 @@ static void host_idle(void *arg)
     }
     apply_committed(c);
     check_caught_up(c);
+    complete_synced(c);
     maybe_activate(c);
     propose_queued(c);
     ctl_brokers_idle(c);
@@ -1699,6 +1752,9 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     pthread_mutex_init(&c->fwd_lock, NULL);
     pthread_mutex_init(&c->wait_mu, NULL);
     pthread_cond_init(&c->wait_cv, NULL);
+    pthread_mutex_init(&c->pub_mu, NULL);
+    pthread_cond_init(&c->pub_cv, NULL);
+    atomic_init(&c->synced, -1);
     buf_init(&c->rbuf);
     if (ends_with_metadata_dir(dir)) {
         c->dir = xstrdup(dir);
@@ -1741,6 +1797,11 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     if (load_initial(c, err, errlen) < 0)
         goto fail;
     ctl_brokers_start(c);
+    if (pthread_create(&c->pub_thread, NULL, publisher_main, c) != 0) {
+        snprintf(err, errlen, "metadata: cannot start the publisher thread");
+        goto fail;
+    }
+    c->pub_started = true;
     quorum_start(c->q);
 
     /* The only voter leads at once: wait for it to be what a single node
@@ -1766,6 +1827,15 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
                      OPEN_WAIT_MS / 1000);
             goto fail;
         }
+        /* A partition registry that cannot follow the image at start
+         * (a log dir gone bad) stops startup, as it always did. */
+        pthread_mutex_lock(&c->pub_mu);
+        bool bad = c->pub_err[0] != 0;
+        if (bad)
+            snprintf(err, errlen, "%s", c->pub_err);
+        pthread_mutex_unlock(&c->pub_mu);
+        if (bad)
+            goto fail;
     }
     struct mimage *img = controller_image(c);
     slog_info("metadata: %s at offset %lld: %d topic(s), %d broker(s)", c->dir, (long long)img->offset,
@@ -1783,6 +1853,13 @@ void controller_close(struct controller *c, bool clean)
         return;
     if (c->q)
         quorum_stop(c->q, 300);
+    if (c->pub_started) {
+        pthread_mutex_lock(&c->pub_mu);
+        c->pub_stop = true;
+        pthread_cond_signal(&c->pub_cv);
+        pthread_mutex_unlock(&c->pub_mu);
+        pthread_join(c->pub_thread, NULL);
+    }
     ctl_brokers_stop(c, clean);
     /* Nothing runs on the loop any more: fail what is still pending. */
     pthread_mutex_lock(&c->op_lock);
@@ -1826,5 +1903,7 @@ void controller_close(struct controller *c, bool clean)
     pthread_mutex_destroy(&c->fwd_lock);
     pthread_mutex_destroy(&c->wait_mu);
     pthread_cond_destroy(&c->wait_cv);
+    pthread_mutex_destroy(&c->pub_mu);
+    pthread_cond_destroy(&c->pub_cv);
     free(c);
 }

@@ -150,6 +150,17 @@ struct controller {
     atomic_bool caught_up;   /* applied up to the quorum's high watermark once */
     int32_t hb_interval_ms, session_timeout_ms;
 
+    /* the publisher thread: brings the partition registry in line with
+     * the published image (sync_partitions); synced is the offset of the
+     * last image it finished with */
+    pthread_t pub_thread;
+    bool pub_started;
+    pthread_mutex_t pub_mu;
+    pthread_cond_t pub_cv;
+    bool pub_want, pub_stop;
+    char pub_err[512];
+    atomic_int_least64_t synced;
+
     /* waiters for synchronous calls (tests, start-up) */
     pthread_mutex_t wait_mu;
     pthread_cond_t wait_cv;

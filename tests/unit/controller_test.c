@@ -980,6 +980,83 @@ static void test_second_broker_from_log(void **state)
     mimage_release(m);
 }
 
+/* Racks: brokers 2-7 in racks a, a, b, b, c, c (from a hand-written log)
+ * and this node without one. RF 3: every partition's replicas sit in
+ * three different racks, and leaders spread over the brokers. */
+static void test_rack_aware_placement(void **state)
+{
+    struct fx *f = *state;
+    fx_close(f);
+    fs_remove_tree(f->dir);
+    assert_int_equal(fs_mkdirs(f->dir, NULL), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/__cluster_metadata-0", f->dir);
+    kuuid_t meta_id;
+    memcpy(meta_id.b, uuid_metadata_topic_id, 16);
+    struct plog_config pc = PLOG_CONFIG_INIT;
+    struct plog *log;
+    assert_int_equal(plog_open(path, &meta_id, &pc, &log), 0);
+    struct arena a = ARENA_INIT;
+    struct buf out = BUF_INIT;
+    struct kwriter w;
+    kw_init(&w);
+    struct rb_builder bld;
+    int64_t now = clock_wall_ms();
+    rb_builder_begin(&bld, &out, 0, now, NULL);
+    feature_level_record_t fl;
+    feature_level_record_init(&fl);
+    fl.name = KSTR_LIT("metadata.version");
+    fl.feature_level = CONTROLLER_METADATA_VERSION;
+    mrec_write(&w, KMETA_FEATURE_LEVEL_RECORD, 0, &fl);
+    assert_int_equal(rb_builder_add(&bld, now, KBYTES_NULL, (kbytes_t){w.b.data, (int32_t)w.b.len}, NULL, 0), 0);
+    static const char *const racks[] = {"a", "a", "b", "b", "c", "c"};
+    for (int i = 0; i < 6; i++) {
+        register_broker_record_t rb;
+        register_broker_record_init(&rb);
+        rb.broker_id = 2 + i;
+        rb.broker_epoch = 1 + i;
+        rb.end_points.a = register_broker_record_broker_endpoint_new_array(&a, 1);
+        rb.end_points.n = 1;
+        rb.end_points.a[0].name = KSTR_LIT("PLAINTEXT");
+        rb.end_points.a[0].host = KSTR_LIT("10.0.0.2");
+        rb.end_points.a[0].port = (uint16_t)(9100 + i);
+        rb.rack = KSTR(racks[i]);
+        rb.fenced = false;
+        buf_reset(&w.b);
+        mrec_write(&w, KMETA_REGISTER_BROKER_RECORD, 3, &rb);
+        assert_int_equal(rb_builder_add(&bld, now, KBYTES_NULL, (kbytes_t){w.b.data, (int32_t)w.b.len}, NULL, 0),
+                         0);
+    }
+    size_t len;
+    assert_int_equal(rb_builder_finish(&bld, &len), 0);
+    assert_int_equal(plog_append(log, out.data, len, 1, -1, NULL), 0);
+    plog_close(log, true);
+    kw_free(&w);
+    buf_free(&out);
+    arena_free(&a);
+
+    fx_open(f);
+    expect(create(f, "racked", 14, 3), 0, "", f);
+    struct mimage *m = controller_image(f->c);
+    const struct mi_topic *t = mimage_topic(m, KSTR("racked"));
+    int leads[8] = {0};
+    for (int32_t p = 0; p < t->npartitions; p++) {
+        const struct mi_partition *part = &t->partitions[p];
+        assert_int_equal(part->nreplicas, 3);
+        const char *seen[3];
+        for (int32_t r = 0; r < 3; r++) {
+            const struct mi_broker *br = mimage_broker(m, part->replicas[r]);
+            seen[r] = br->rack ? br->rack : "";
+            for (int32_t q = 0; q < r; q++)
+                assert_string_not_equal(seen[q], seen[r]);
+        }
+        leads[part->leader]++;
+    }
+    for (int b = 1; b <= 7; b++)
+        assert_int_equal(leads[b], 2); /* 14 partitions, 7 brokers */
+    mimage_release(m);
+}
+
 /* Several log dirs: new partitions go to the dir with the fewest, and a
  * restart finds them where they are. Leftovers are dealt with at start:
  * an interrupted deletion is finished, a partition of a topic the
@@ -1074,6 +1151,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reregisters_on_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_broker_from_log, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rack_aware_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_dirs_and_leftovers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

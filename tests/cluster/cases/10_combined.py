@@ -98,8 +98,13 @@ def stale_metadata_client_recovers():
     left = p.flush(C.bound(25))
     check(left == 0 and results and results[0][0] is None, "record not delivered after the leader died: %s",
           results)
-    md = C.admin(others[0]).list_topics("moving", timeout=10)
-    new = md.topics["moving"].partitions[0].leader
+    deadline = time.monotonic() + C.bound(10)
+    while True:  # (the producer may have heard from a broker ahead of this one)
+        md = C.admin(others[0]).list_topics("moving", timeout=10)
+        new = md.topics["moving"].partitions[0].leader
+        if new != old or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     check(new != old and new in [n.node_id for n in others], "leader did not move: %d -> %d", old, new)
     log("leader of moving-0 moved %d -> %d; the producer followed", old, new)
     CL.node(old).start()

@@ -5,6 +5,7 @@ a failed acks=0 produce closes the connection (as Kafka does, so the
 client notices), and an invalid acks value is INVALID_REQUIRED_ACKS."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (Server, Suite, check, eq, bound, ck_create_topic, ck_produce, kp_produce,  # noqa: E402
@@ -28,6 +29,15 @@ def values(topic):
     return [r["value"] for r in recs]
 
 
+def wait_stored(topic, n):
+    """acks=0 gives no confirmation: wait (bounded) until n records are
+    stored, so the next phase, on another connection, lands after them."""
+    deadline = time.monotonic() + bound(10)
+    while len(values(topic)) < n:
+        check(time.monotonic() < deadline, "%s: %d records stored, want %d", topic, len(values(topic)), n)
+        time.sleep(0.05)
+
+
 @S.case
 def confluent_kafka_all_acks():
     want = []
@@ -35,6 +45,7 @@ def confluent_kafka_all_acks():
         recs = [rec(b"k", b"ck-%s-%d" % (acks.encode(), i)) for i in range(50)]
         ck_produce(srv.bootstrap, "acks-ck", recs, conf={"acks": acks, "linger.ms": 5})
         want += [r["value"] for r in recs]
+        wait_stored("acks-ck", len(want))
     eq(values("acks-ck"), want, "records of acks=0, 1 and all, in order")
 
 
@@ -45,6 +56,7 @@ def kafka_python_all_acks():
         recs = [rec(b"k", b"kp-%s-%d" % (str(acks).encode(), i)) for i in range(50)]
         kp_produce(srv.bootstrap, "acks-kp", recs, acks=acks)
         want += [r["value"] for r in recs]
+        wait_stored("acks-kp", len(want))
     eq(values("acks-kp"), want, "records of acks=0, 1 and all, in order")
 
 
