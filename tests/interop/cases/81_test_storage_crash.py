@@ -112,16 +112,24 @@ def read_all():
         c.assign([TopicPartition(TOPIC, q, 0) for q in range(PARTS)])
         for q in range(PARTS):
             out[q] = []
-        want = sum(hws.values())
-        got = 0
+        # Done when every partition has delivered its last offset. A
+        # redelivered offset is recorded, not counted, so that a consumer
+        # seeing duplicates fails with that said plainly.
+        nxt = {q: 0 for q in range(PARTS)}
+        dups = []
         deadline = time.monotonic() + bound(120)
-        while got < want:
-            check(time.monotonic() < deadline, "read %d of %d records", got, want)
+        while any(nxt[q] < hws[q] for q in range(PARTS)):
+            check(time.monotonic() < deadline, "read up to %s of high watermarks %s", nxt, hws)
             for m in c.consume(num_messages=10000, timeout=0.5):
                 if m.error():
                     continue  # partition EOF
-                out[m.partition()].append((m.offset(), int(m.value()[4:12])))
-                got += 1
+                q, off = m.partition(), m.offset()
+                if off < nxt[q]:
+                    dups.append((q, off))
+                    continue
+                out[q].append((off, int(m.value()[4:12])))
+                nxt[q] = off + 1
+        eq(dups[:5], [], "offsets delivered twice (%d)" % len(dups))
         return out, hws
     finally:
         c.close()
