@@ -44,6 +44,7 @@ struct fetch_part {
     /* result of the latest read */
     int16_t rerr;
     int64_t hw, lso, log_start;
+    int32_t seen_epoch;        /* partition leader epoch at that read */
     struct sfile *file;        /* ref, or NULL */
     int64_t file_pos;
     int32_t len;
@@ -105,6 +106,7 @@ static int64_t read_all(struct fetch_op *op, int *errors)
             continue;
         }
         int32_t epoch = atomic_load(&p->leader_epoch);
+        fp->seen_epoch = epoch;
         if (fp->current_leader_epoch >= 0 && fp->current_leader_epoch != epoch) {
             fp->rerr = fp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
             (*errors)++;
@@ -233,9 +235,29 @@ static void respond(struct fetch_op *op)
     release_parts(op);
 }
 
+/* A parked fetch is woken by any append anywhere. Before reading its
+ * partitions again, look at what the last read saw: if no high watermark
+ * moved and no partition went away, nothing could have changed the
+ * answer (log start moves only below the HW a reader cares about, and
+ * epoch changes come with the image and a deleted/moved partition). */
+static bool nothing_changed(const struct fetch_op *op)
+{
+    for (int32_t i = 0; i < op->nparts; i++) {
+        const struct fetch_part *fp = &op->parts[i];
+        if (!fp->p)
+            continue;
+        if (atomic_load(&fp->p->deleted) || atomic_load(&fp->p->high_watermark) != fp->hw ||
+            atomic_load(&fp->p->leader_epoch) != fp->seen_epoch)
+            return false;
+    }
+    return true;
+}
+
 static bool fetch_try_complete(struct delayed *d, bool expired)
 {
     struct fetch_op *op = (struct fetch_op *)d;
+    if (!expired && nothing_changed(op))
+        return false;
     int errors;
     int64_t bytes = read_all(op, &errors);
     if (!expired && errors == 0 && bytes < op->min_bytes) {

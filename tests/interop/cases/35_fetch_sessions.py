@@ -33,10 +33,10 @@ def produce(c, partition, n, tag):
     eq(res["error_code"], 0, "produce to partition %d" % partition)
 
 
-def fetch_v7(c, session_id, epoch, parts, forgotten=()):
+def fetch_v7(c, session_id, epoch, parts, forgotten=(), max_wait_ms=0, min_bytes=1):
     """parts: [(partition, offset)]; forgotten: [partition]. Returns
     (error_code, session_id, {partition: (error, hw, values)})."""
-    w = kwire.W().i32(-1).i32(0).i32(1).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
+    w = kwire.W().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
     topics = [TOPIC] if parts else []
     w.array(topics, lambda w, t: w.string(t).array(
         parts, lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
@@ -128,6 +128,36 @@ def sessionless_full_fetch():
         check(len(parts[0][2]) >= 3, "records from offset 0")
     finally:
         c.close()
+
+
+@S.case
+def long_poll_wakes_on_produce():
+    """A fetch parked at the end of the log (max wait 8 s) answers as soon
+    as a record arrives, not when the wait runs out."""
+    import threading
+    import time
+    c, p = conn(), conn()
+    try:
+        _, _, parts = fetch_v7(c, 0, -1, [(1, 0)])
+        end = parts[1][1]
+        t = threading.Timer(0.3, lambda: produce(p, 1, 1, b"late"))
+        t0 = time.monotonic()
+        t.start()
+        err, _, parts = fetch_v7(c, 0, -1, [(1, end)], max_wait_ms=8000)
+        took = time.monotonic() - t0
+        t.join()
+        eq((err, parts[1][2]), (0, [b"late-0"]), "the parked fetch returns the new record")
+        check(0.25 <= took < bound(3), "answered after the produce, not at the deadline (%.2fs)" % took)
+        # min_bytes larger than what arrives: the fetch waits its full time
+        # and then answers with what there is.
+        t0 = time.monotonic()
+        err, _, parts = fetch_v7(c, 0, -1, [(1, end)], max_wait_ms=700, min_bytes=1 << 20)
+        took = time.monotonic() - t0
+        eq((err, parts[1][2]), (0, [b"late-0"]), "min_bytes not reached: the records there are")
+        check(0.65 <= took < bound(3), "waited for max_wait_ms (%.2fs)" % took)
+    finally:
+        c.close()
+        p.close()
 
 
 if __name__ == "__main__":
