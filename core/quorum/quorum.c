@@ -720,6 +720,15 @@ void quorum_submit(struct quorum *q, struct qin *j)
 /* ------------------------------------------------------------------ */
 /* open / start / stop / close                                         */
 
+/* samsa.log.level=debug: the Raft node's transitions and messages, as
+ * the simulation prints them, for diagnosing elections on a live cluster. */
+static void raft_trace_to_log(void *arg, const struct raft *r, const char *line)
+{
+    (void)arg;
+    (void)r;
+    slog_debug("raft: %s", line);
+}
+
 int quorum_open(const struct quorum_config *cfg, struct quorum **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -809,6 +818,8 @@ int quorum_open(const struct quorum_config *cfg, struct quorum **out, char *err,
         snprintf(err, errlen, "metadata quorum: cannot start the Raft node: %s", kerr_name((int16_t)rc));
         goto fail;
     }
+    if (slog_get_level() <= SLOG_DEBUG)
+        raft_set_trace(q->raft, raft_trace_to_log, NULL);
     *out = q;
     return 0;
 fail:

@@ -10,6 +10,7 @@ Needs root and `ip netns` (iproute2); prints SKIP otherwise."""
 # limit: 150
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -71,17 +72,29 @@ def setup():
 
 
 def make_node3_leader():
-    for attempt in range(10):
+    """Node 3 wins the next election by construction, not by chance: the
+    other follower is stopped (SIGSTOP) while the leader and node 3
+    commit two more changes, so that follower's log is behind node 3's
+    (only two: the first still reaches the stopped node, as the answer
+    to the fetch it had parked at the leader, waiting in its socket).
+    Then the leader dies (SIGKILL) and the follower resumes: node 3 is
+    the only voter whose log is up to date, so it is the only one the
+    other can grant a (pre-)vote to."""
+    for attempt in range(3):
         leader, epoch, hw = CL.quorum(via=CL.controllers)
         if leader == 3:
             return epoch
-        # The leader dies (SIGKILL: no EndQuorumEpoch, whose successor
-        # order would always prefer the same node); the randomized
-        # election timeouts of the other two decide who leads next.
-        n = CL.node(leader)
-        n.kill9()
-        CL.quorum(via=[x for x in CL.controllers if x.alive()])
-        n.start()
+        lead = CL.node(leader)
+        other = CL.node(3 - leader)  # the follower that is neither the leader nor node 3
+        os.kill(other.proc.pid, signal.SIGSTOP)
+        try:
+            C.create_topics(lead, ["ahead-%d-a" % attempt])
+            C.create_topics(lead, ["ahead-%d-b" % attempt])
+            lead.kill9()
+        finally:
+            os.kill(other.proc.pid, signal.SIGCONT)
+        CL.quorum(via=[CL.node(3), other], limit=20)
+        lead.start()
         CL.wait_ready()
     raise Failure("node 3 never became the leader")
 
