@@ -15,6 +15,7 @@ struct net;
 struct fetch_session_cache;
 struct plugin_registry;
 struct logmgr;
+struct coord;
 
 struct broker {
     /* The broker config in effect. A published config is never modified:
@@ -46,6 +47,8 @@ struct broker {
     /* Loaded plugins and their capabilities (codecs, ...): filled at
      * startup before the workers run, read-only afterwards. */
     struct plugin_registry *plugins;
+    /* The group coordinator (coord/coord.h): set at startup. */
+    struct coord *coord;
 };
 
 #endif

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "controller/format.h"
+#include "coord/coord.h"
 #include "log/logmgr.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
@@ -138,6 +139,17 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
     }
     free(missing);
     snprintf(b->cluster_id, sizeof b->cluster_id, "%s", cluster_id);
+}
+
+/* SIGTERM: the broker side's controlled shutdown first (its leaderships
+ * move while clients are still served); the main loop stops when the
+ * controller approved it (or it timed out). */
+static void stop_serving(void *arg) { net_stop(((struct broker *)arg)->net); }
+
+static void begin_controlled_shutdown(void *arg)
+{
+    struct broker *b = arg;
+    controller_begin_shutdown(b->controller, stop_serving, b);
 }
 
 int main(int argc, char **argv)
@@ -262,22 +274,34 @@ int main(int argc, char **argv)
      * serves all of them from the first request, a long recovery only
      * holds back the partitions still recovering (they answer
      * NOT_LEADER_OR_FOLLOWER until ready). */
+    /* The group coordinator loads the __consumer_offsets partitions
+     * this node leads, on its own thread, as their logs open. */
+    b.coord = coord_create(&b);
+    coord_start(b.coord);
+
     int recovering = logmgr_wait_opens(b.logs, STARTUP_RECOVERY_WAIT_MS);
     if (recovering > 0)
         slog_info("%d partition log(s) still recovering; serving the others meanwhile", recovering);
     slog_info("samsa %s started: node %d, cluster %s, listening on %s, data in %s", PACKAGE_VERSION, b.node_id,
               b.cluster_id, listening, cfg->log_dirs[0]);
+    /* A broker hands its leaderships over before it stops serving. */
+    net_set_shutdown_hook(b.net, begin_controlled_shutdown, &b);
     net_run(b.net);
 
     /* Background log work stops first (the flusher's wakeups go to the
      * workers' loops, freed by net_free); then every log is closed
      * cleanly and the final checkpoints are written. */
     logmgr_stop(b.logs);
+    /* Groups unload (waiting requests are answered) while the workers'
+     * loops still exist to be woken. */
+    coord_stop(b.coord);
     /* The quorum thread stops (a leader resigns) before the workers'
      * loops go: it wakes them. */
     controller_close(b.controller, true);
     net_free(b.net);
     b.net = NULL;
+    coord_destroy(b.coord);
+    b.coord = NULL;
     preg_destroy(b.partitions, true);
     logmgr_destroy(b.logs);
     fetch_session_cache_destroy(&sessions);

@@ -8,6 +8,7 @@ include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
 include tests/unit/controller.mk
+include tests/unit/coord.mk
 include tests/unit/raft.mk
 include tests/unit/quorum.mk
 include tests/unit/samsactl.mk

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/dispatch.h"
+#include "api/features.h"
 #include "api/handlers.h"
 #include "api/request.h"
 #include "net/conn.h"
@@ -58,5 +59,7 @@ void api_handle_api_versions(struct request *req)
         resp.api_keys.a[i].min_version = t[i].min_version;
         resp.api_keys.a[i].max_version = t[i].max_version;
     }
+    if (req->api_version >= 3)
+        api_versions_add_features(req, &resp);
     req_respond(req, &resp);
 }

@@ -7,9 +7,19 @@
  * and ControllerConfigurationValidator: topic names, topic configs,
  * existence), which persists ConfigRecords.
  *
- * Broker configs are changed only through controller_alter_broker_configs,
- * which applies the change to a copy of the config and swaps b->cfg (see
- * broker.h); handlers load b->cfg once per request.
+ * A broker that is not the active controller preprocesses (its own
+ * BROKER resource checked against its own config) and forwards what is
+ * left to the active controller, merging the answers, as Kafka's
+ * KafkaApis does; on its controller listener the active controller does
+ * the controller's part only, so a BROKER resource naming another broker
+ * (the one that forwarded it, having checked it) is stored for that
+ * broker (controller_alter_broker_resource). DescribeConfigs of a BROKER
+ * resource is answered only by that broker, as Kafka's ConfigHelper does
+ * (clients send it there).
+ *
+ * This node's broker configs are changed only through
+ * controller_alter_broker_configs and the records it writes, applied by
+ * swapping b->cfg (see broker.h); handlers load b->cfg once per request.
  *
  * BROKER_LOGGER, GROUP and CLIENT_METRICS resources are not supported:
  * they get INVALID_REQUEST with the message Kafka gives a resource type
@@ -23,6 +33,7 @@
 #include "api/handlers.h"
 #include "api/request.h"
 #include "auth/authz.h"
+#include "net/conn.h"
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
@@ -642,7 +653,8 @@ static struct config_alter *broker_changes(struct request *req, const struct alt
 
 /* ConfigAdminManager.preprocess for a BROKER resource: the name must be
  * "" or this node's id, the operations known, and the change valid
- * (checked against the current config, nothing applied). */
+ * (checked against the current config, nothing applied; on any node:
+ * a broker checks before it forwards). */
 static bool preprocess_broker(struct request *req, struct alt_res *r)
 {
     struct arena *a = &req->arena;
@@ -666,8 +678,8 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
             return false;
         }
     char msg[1024];
-    int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
-                                             broker_changes(req, r), (size_t)r->n, true, msg, sizeof msg, NULL);
+    int rc = controller_check_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
+                                             broker_changes(req, r), (size_t)r->n, msg, sizeof msg);
     if (rc != 0) {
         answer_c(req, r, (int16_t)rc, msg);
         return false;
@@ -675,15 +687,33 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
     return true;
 }
 
+/* Whether r names a broker other than this node (the controller's part
+ * of a change that broker checked and forwarded). */
+static bool names_other_broker(const struct request *req, const struct alt_res *r)
+{
+    int32_t id;
+    return r->name.len > 0 && !(parse_java_int(r->name, &id) && id == req->broker->node_id);
+}
+
 static void alter_broker(struct request *req, struct alt_res *r, bool validate_only)
 {
+    char msg[1024];
+    int rc;
+    if (names_other_broker(req, r)) {
+        /* Checked by the broker it names (which forwarded it); stored as
+         * given, as Kafka's controller does. */
+        rc = controller_alter_broker_resource(req->broker->controller, r->name, r->ops == NULL,
+                                              broker_changes(req, r), (size_t)r->n, validate_only, msg, sizeof msg,
+                                              validate_only ? NULL : &r->op);
+        answer_c(req, r, (int16_t)rc, msg);
+        return;
+    }
     if (validate_only) { /* checked in full by preprocess_broker */
         answer(r, KERR_NONE, KSTR_NULL);
         return;
     }
-    char msg[1024];
-    int rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
-                                             broker_changes(req, r), (size_t)r->n, false, msg, sizeof msg, &r->op);
+    rc = controller_alter_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
+                                         broker_changes(req, r), (size_t)r->n, false, msg, sizeof msg, &r->op);
     answer_c(req, r, (int16_t)rc, msg);
 }
 
@@ -718,9 +748,19 @@ static bool has_duplicate_keys(struct arena *a, const struct alt_res *r)
     return dup;
 }
 
+/* Which parts of the two steps this node does. */
+enum alt_mode {
+    ALT_LOCAL,      /* the active controller, asked by a client: both */
+    ALT_PREPROCESS, /* a broker about to forward: ConfigAdminManager's */
+    ALT_FORWARDED,  /* the active controller, on its controller listener
+                     * (a broker's forward): ControllerApis' */
+};
+
 /* Both alter APIs: ConfigAdminManager.preprocess, then ControllerApis
- * (authorization) and the controller. Every resource ends answered. */
-static void alter_resources(struct request *req, struct alt_res *res, int32_t n, bool validate_only)
+ * (authorization) and the controller. Every resource ends answered,
+ * except (ALT_PREPROCESS) those left for the controller. */
+static void alter_resources(struct request *req, struct alt_res *res, int32_t n, bool validate_only,
+                            enum alt_mode mode)
 {
     struct arena *a = &req->arena;
 
@@ -765,11 +805,19 @@ static void alter_resources(struct request *req, struct alt_res *res, int32_t n,
             answer(r, KERR_INVALID_REQUEST, KSTR(m));
             continue;
         }
-        if (r->type == RES_BROKER)
+        if (r->type == RES_BROKER && mode != ALT_FORWARDED) {
             (void)preprocess_broker(req, r);
-        else if (r->type != RES_TOPIC)
+        } else if (r->type == RES_BROKER) {
+            /* The broker named (or any, for "") checked it already. */
+            for (int32_t j = 0; j < r->n && !r->answered; j++)
+                if (!op_known(op_of(r, j)))
+                    answer(r, KERR_INVALID_REQUEST, kfmt(a, "Unknown operations type %d", (int)op_of(r, j)));
+        } else if (r->type != RES_TOPIC) {
             answer(r, KERR_INVALID_REQUEST, kfmt(a, "Unknown resource type %d", (int)r->type));
+        }
     }
+    if (mode == ALT_PREPROCESS)
+        return;
 
     /* The controller's part: authorization, then the change. */
     for (int32_t i = 0; i < n; i++) {
@@ -857,15 +905,89 @@ static void alter_configs_fail(struct request *req, int16_t err)
     alter_configs_respond(req, res, n);
 }
 
+/* The controller's answer to what a broker forwarded goes into the
+ * resources left for it (matched by type and name: each appears once). */
+static void merge_answers(struct request *req, struct alt_res *res, int32_t n, int16_t err, const int8_t *types,
+                          const kstr_t *names, const int16_t *codes, const kstr_t *msgs, int32_t nans)
+{
+    for (int32_t i = 0; i < n; i++) {
+        struct alt_res *r = &res[i];
+        if (r->answered)
+            continue;
+        if (err) {
+            answer(r, err, KSTR_NULL);
+            continue;
+        }
+        for (int32_t k = 0; k < nans; k++)
+            if (types[k] == r->type && names[k].len == r->name.len &&
+                (r->name.len <= 0 || memcmp(names[k].p, r->name.p, (size_t)r->name.len) == 0)) {
+                /* (the answer's bytes go when this returns) */
+                answer(r, codes[k], msgs[k].len >= 0 ? (kstr_t){kstr_dup(&req->arena, msgs[k]), msgs[k].len} : KSTR_NULL);
+                break;
+            }
+        if (!r->answered)
+            answer(r, KERR_UNKNOWN_SERVER_ERROR, KSTR_NULL); /* the controller left it out */
+    }
+}
+
+struct alt_fwd {
+    struct alt_res *res;
+    int32_t n;
+};
+
+static void alter_configs_forwarded(struct request *req, void *arg, int16_t err, const uint8_t *resp, size_t len)
+{
+    struct alt_fwd *x = arg;
+    alter_configs_response_t ans;
+    alter_configs_response_init(&ans);
+    struct kreader r;
+    kr_init(&r, resp, len, &req->arena);
+    if (!err && (alter_configs_response_decode(&r, req->api_version, &ans) < 0 || r.err))
+        err = KERR_UNKNOWN_SERVER_ERROR;
+    int32_t na = err ? 0 : ans.responses.n;
+    int8_t *types = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1));
+    kstr_t *names = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *names);
+    int16_t *codes = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *codes);
+    kstr_t *msgs = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *msgs);
+    for (int32_t k = 0; k < na; k++) {
+        types[k] = ans.responses.a[k].resource_type;
+        names[k] = ans.responses.a[k].resource_name;
+        codes[k] = ans.responses.a[k].error_code;
+        msgs[k] = ans.responses.a[k].error_message;
+    }
+    merge_answers(req, x->res, x->n, err, types, names, codes, msgs, na);
+    alter_configs_respond(req, x->res, x->n);
+}
+
+/* Kafka's broker (KafkaApis): ConfigAdminManager.preprocess here, the
+ * rest forwarded to the active controller. */
+static void alter_configs_forward(struct request *req, struct alt_res *res, int32_t n)
+{
+    const alter_configs_request_t *q = req->body;
+    alter_resources(req, res, n, q->validate_only, ALT_PREPROCESS);
+    alter_configs_request_t *left = arena_alloc(&req->arena, sizeof *left);
+    *left = *q;
+    left->resources.a = alter_configs_request_alter_configs_resource_new_array(&req->arena, n);
+    left->resources.n = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (!res[i].answered)
+            left->resources.a[left->resources.n++] = q->resources.a[i];
+    if (left->resources.n == 0) {
+        alter_configs_respond(req, res, n);
+        return;
+    }
+    struct alt_fwd *x = arena_alloc(&req->arena, sizeof *x);
+    x->res = res;
+    x->n = n;
+    api_forward_body(req, left, 30000, alter_configs_forwarded, x);
+}
+
 void api_handle_alter_configs(struct request *req)
 {
     const alter_configs_request_t *q = req->body;
     struct arena *a = &req->arena;
     bool not_controller;
-    if (api_should_forward(req, &not_controller)) {
-        api_forward(req, 30000, alter_configs_fail);
-        return;
-    }
+    bool forward = api_should_forward(req, &not_controller);
     if (not_controller) {
         alter_configs_fail(req, KERR_NOT_CONTROLLER);
         return;
@@ -888,7 +1010,11 @@ void api_handle_alter_configs(struct request *req)
         r->values = vals;
         r->ops = NULL;
     }
-    alter_resources(req, res, n, q->validate_only);
+    if (forward) {
+        alter_configs_forward(req, res, n);
+        return;
+    }
+    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
     alt_wait_all(req, res, n, alter_configs_respond);
 }
 
@@ -921,15 +1047,57 @@ static void incremental_fail(struct request *req, int16_t err)
     incremental_respond(req, res, n);
 }
 
+static void incremental_forwarded(struct request *req, void *arg, int16_t err, const uint8_t *resp, size_t len)
+{
+    struct alt_fwd *x = arg;
+    incremental_alter_configs_response_t ans;
+    incremental_alter_configs_response_init(&ans);
+    struct kreader r;
+    kr_init(&r, resp, len, &req->arena);
+    if (!err && (incremental_alter_configs_response_decode(&r, req->api_version, &ans) < 0 || r.err))
+        err = KERR_UNKNOWN_SERVER_ERROR;
+    int32_t na = err ? 0 : ans.responses.n;
+    int8_t *types = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1));
+    kstr_t *names = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *names);
+    int16_t *codes = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *codes);
+    kstr_t *msgs = arena_alloc(&req->arena, (size_t)(na > 0 ? na : 1) * sizeof *msgs);
+    for (int32_t k = 0; k < na; k++) {
+        types[k] = ans.responses.a[k].resource_type;
+        names[k] = ans.responses.a[k].resource_name;
+        codes[k] = ans.responses.a[k].error_code;
+        msgs[k] = ans.responses.a[k].error_message;
+    }
+    merge_answers(req, x->res, x->n, err, types, names, codes, msgs, na);
+    incremental_respond(req, x->res, x->n);
+}
+
+static void incremental_forward(struct request *req, struct alt_res *res, int32_t n)
+{
+    const incremental_alter_configs_request_t *q = req->body;
+    alter_resources(req, res, n, q->validate_only, ALT_PREPROCESS);
+    incremental_alter_configs_request_t *left = arena_alloc(&req->arena, sizeof *left);
+    *left = *q;
+    left->resources.a = incremental_alter_configs_request_alter_configs_resource_new_array(&req->arena, n);
+    left->resources.n = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (!res[i].answered)
+            left->resources.a[left->resources.n++] = q->resources.a[i];
+    if (left->resources.n == 0) {
+        incremental_respond(req, res, n);
+        return;
+    }
+    struct alt_fwd *x = arena_alloc(&req->arena, sizeof *x);
+    x->res = res;
+    x->n = n;
+    api_forward_body(req, left, 30000, incremental_forwarded, x);
+}
+
 void api_handle_incremental_alter_configs(struct request *req)
 {
     const incremental_alter_configs_request_t *q = req->body;
     struct arena *a = &req->arena;
     bool not_controller;
-    if (api_should_forward(req, &not_controller)) {
-        api_forward(req, 30000, incremental_fail);
-        return;
-    }
+    bool forward = api_should_forward(req, &not_controller);
     if (not_controller) {
         incremental_fail(req, KERR_NOT_CONTROLLER);
         return;
@@ -954,6 +1122,10 @@ void api_handle_incremental_alter_configs(struct request *req)
         r->values = vals;
         r->ops = ops;
     }
-    alter_resources(req, res, n, q->validate_only);
+    if (forward) {
+        incremental_forward(req, res, n);
+        return;
+    }
+    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
     alt_wait_all(req, res, n, incremental_respond);
 }

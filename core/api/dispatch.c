@@ -27,6 +27,21 @@ const struct api_handler api_handlers[] = {
     {KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, api_handle_incremental_alter_configs},
     {KAPI_API_VERSIONS, 0, 4, api_handle_api_versions},
     {KAPI_DESCRIBE_QUORUM, 0, 2, api_handle_describe_quorum},
+    /* Groups (api/groups.c). OffsetCommit from v1 and OffsetFetch from
+     * v1, as librdkafka's balanced consumer requires (OffsetCommit 1-2,
+     * OffsetFetch v1, the group APIs and FindCoordinator from v0). */
+    {KAPI_FIND_COORDINATOR, 0, 4, api_handle_find_coordinator},
+    {KAPI_JOIN_GROUP, 0, 9, api_handle_join_group},
+    {KAPI_SYNC_GROUP, 0, 5, api_handle_sync_group},
+    {KAPI_HEARTBEAT, 0, 4, api_handle_heartbeat},
+    {KAPI_LEAVE_GROUP, 0, 5, api_handle_leave_group},
+    {KAPI_OFFSET_COMMIT, 1, 9, api_handle_offset_commit},
+    {KAPI_OFFSET_FETCH, 1, 9, api_handle_offset_fetch},
+    {KAPI_LIST_GROUPS, 0, 5, api_handle_list_groups},
+    {KAPI_DESCRIBE_GROUPS, 0, 5, api_handle_describe_groups},
+    {KAPI_DELETE_GROUPS, 0, 2, api_handle_delete_groups},
+    {KAPI_OFFSET_DELETE, 0, 0, api_handle_offset_delete},
+    {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 

@@ -96,6 +96,8 @@ struct fwd_wait {
     struct request *req;
     struct ctl_fwd *f;
     api_fail_fn fail;
+    api_fwd_answer_fn answer; /* instead of relaying the answer as it is */
+    void *arg;
 };
 
 static bool fwd_try(struct delayed *d, bool expired)
@@ -111,7 +113,10 @@ static bool fwd_try(struct delayed *d, bool expired)
         resp = NULL;
     }
     w->req->cancel = NULL;
-    if (err || !resp) {
+    if (w->answer) {
+        w->answer(w->req, w->arg, (int16_t)(err || !resp ? (err ? err : KERR_UNKNOWN_SERVER_ERROR) : 0), resp,
+                  resp ? len : 0);
+    } else if (err || !resp) {
         w->fail(w->req, (int16_t)(err ? err : KERR_UNKNOWN_SERVER_ERROR));
     } else {
         struct kwriter body;
@@ -133,16 +138,19 @@ static void fwd_cancel(struct request *req)
     w->f = NULL;
 }
 
-void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail)
+static void forward(struct request *req, const void *body, int64_t timeout_ms, api_fail_fn fail,
+                    api_fwd_answer_fn answer, void *arg)
 {
     if (timeout_ms <= 0)
         timeout_ms = 30000;
     struct kwriter w;
     kw_init(&w);
-    req->api->req_encode(&w, req->api_version, req->body);
+    req->api->req_encode(&w, req->api_version, body);
     struct fwd_wait *fw = arena_alloc(&req->arena, sizeof *fw);
     fw->req = req;
     fw->fail = fail;
+    fw->answer = answer;
+    fw->arg = arg;
     fw->f = controller_forward(req->broker->controller, req->api_key, req->api_version, w.b.data, w.b.len,
                                timeout_ms);
     kw_free(&w);
@@ -151,6 +159,16 @@ void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail)
     fw->d.try_complete = fwd_try;
     /* A little longer than the forward's own deadline, which answers. */
     worker_park(req->worker, &fw->d, timeout_ms + 1000);
+}
+
+void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail)
+{
+    forward(req, req->body, timeout_ms, fail, NULL, NULL);
+}
+
+void api_forward_body(struct request *req, const void *body, int64_t timeout_ms, api_fwd_answer_fn answer, void *arg)
+{
+    forward(req, body, timeout_ms, NULL, answer, arg);
 }
 
 bool api_should_forward(struct request *req, bool *not_controller)

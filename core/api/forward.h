@@ -12,6 +12,7 @@
 #define SAMSA_API_FORWARD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct request;
@@ -37,6 +38,18 @@ typedef void (*api_fail_fn)(struct request *req, int16_t err);
  * active controller and answers with the controller's answer, or with
  * fail(req, NOT_CONTROLLER / REQUEST_TIMED_OUT). */
 void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail);
+
+/* Called once, on the worker, with the controller's answer to a
+ * forwarded body (resp, len: the response body at req's version, valid
+ * during the call) or err (NOT_CONTROLLER, REQUEST_TIMED_OUT, ...; resp
+ * NULL). It must answer req. Not called if the connection dies first. */
+typedef void (*api_fwd_answer_fn)(struct request *req, void *arg, int16_t err, const uint8_t *resp, size_t len);
+
+/* Forwards body (a request struct of req's API, encoded at req's
+ * version: a part of what the client asked, the rest having been
+ * answered here, as Kafka's brokers forward what their preprocessing
+ * left) and hands the answer to answer. */
+void api_forward_body(struct request *req, const void *body, int64_t timeout_ms, api_fwd_answer_fn answer, void *arg);
 
 /* Whether req must be forwarded: this node is not the active controller
  * and req came in on a broker listener. When it came in on a controller

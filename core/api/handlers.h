@@ -18,5 +18,19 @@ void api_handle_describe_configs(struct request *req);   /* configs.c */
 void api_handle_alter_configs(struct request *req);      /* configs.c */
 void api_handle_incremental_alter_configs(struct request *req); /* configs.c */
 void api_handle_describe_quorum(struct request *req);   /* quorum.c */
+void api_handle_find_coordinator(struct request *req);  /* groups.c */
+void api_handle_join_group(struct request *req);        /* groups.c */
+void api_handle_sync_group(struct request *req);        /* groups.c */
+void api_handle_heartbeat(struct request *req);         /* groups.c */
+void api_handle_leave_group(struct request *req);       /* groups.c */
+void api_handle_list_groups(struct request *req);       /* groups.c */
+void api_handle_describe_groups(struct request *req);   /* groups.c */
+void api_handle_delete_groups(struct request *req);     /* groups.c */
+void api_handle_offset_commit(struct request *req);     /* groups.c */
+void api_handle_offset_fetch(struct request *req);      /* groups.c */
+void api_handle_offset_delete(struct request *req);     /* groups.c */
+void api_handle_alter_partition(struct request *req);   /* controlplane.c */
+void api_handle_allocate_producer_ids(struct request *req); /* controlplane.c */
+void api_handle_update_features(struct request *req);   /* features.c */
 
 #endif

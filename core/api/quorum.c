@@ -227,6 +227,9 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_FETCH_SNAPSHOT, 0, 1, handle_fetch_snapshot},
     {KAPI_BROKER_REGISTRATION, 0, 4, handle_broker_registration},
     {KAPI_BROKER_HEARTBEAT, 0, 1, handle_broker_heartbeat},
+    {KAPI_ALTER_PARTITION, 0, 3, api_handle_alter_partition},
+    {KAPI_ALLOCATE_PRODUCER_IDS, 0, 0, api_handle_allocate_producer_ids},
+    {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
 };
 const int api_controller_handlers_len = (int)(sizeof api_controller_handlers / sizeof api_controller_handlers[0]);
 

@@ -68,6 +68,8 @@ static struct ctl_session *session(struct controller *c, int32_t id, bool create
     struct ctl_session *s = &c->sessions[c->nsessions++];
     s->id = id;
     s->last_heartbeat_ms = clock_mono_ms();
+    s->metadata_offset = -1;
+    s->shutdown_offset = -1;
     return s;
 }
 
@@ -77,8 +79,15 @@ static struct ctl_session *session(struct controller *c, int32_t id, bool create
 void ctl_brokers_activate(struct controller *c, int64_t now_ms)
 {
     c->nsessions = 0;
-    for (int32_t i = 0; i < c->spec->nbrokers; i++)
-        session(c, c->spec->brokers[i].id, true)->last_heartbeat_ms = now_ms;
+    for (int32_t i = 0; i < c->spec->nbrokers; i++) {
+        const struct mi_broker *br = &c->spec->brokers[i];
+        struct ctl_session *s = session(c, br->id, true);
+        s->last_heartbeat_ms = now_ms;
+        /* One this controller did not see start its controlled shutdown
+         * waits until every active broker has what is in the log now. */
+        if (br->in_controlled_shutdown && !br->fenced)
+            s->shutdown_offset = c->next_offset - 1;
+    }
 }
 
 static bool in_list(const int32_t *a, int32_t n, int32_t id)
@@ -158,42 +167,57 @@ static void leadership_changes(struct recs *rs, const struct mimage *img, int32_
     }
 }
 
-/* Fences or unfences broker id: its registration change, then the
- * leadership changes, in batches of at most CONTROLLER_MAX_RECORDS_PER_OP
- * (Kafka too splits these, non-atomically). The first op is returned in
- * *first (may be NULL). Caller holds op_lock, active. */
-static int set_fencing_locked(struct controller *c, const struct mi_broker *br, bool fence, bool shutdown,
-                              struct ctl_op **first)
+/* What a broker's registration change says. */
+enum fencing_change {
+    CHANGE_FENCE,      /* fenced: out of every ISR it can leave, leads nothing */
+    CHANGE_UNFENCE,    /* unfenced: leads the partitions that have no leader */
+    CHANGE_SHUTDOWN,   /* controlled shutdown: as fencing, but still unfenced */
+};
+
+/* The broker's registration change, then the leadership changes, in
+ * batches of at most CONTROLLER_MAX_RECORDS_PER_OP (Kafka too splits
+ * these, non-atomically). The first op is returned in *first (may be
+ * NULL); *last_offset (may be NULL) gets the last offset of the last
+ * batch (-1 when nothing was written). Caller holds op_lock, active. */
+static int set_fencing_locked(struct controller *c, const struct mi_broker *br, enum fencing_change change,
+                              struct ctl_op **first, int64_t *last_offset)
 {
     int32_t id = br->id;
     int64_t epoch = br->epoch;
     if (first)
         *first = NULL;
+    if (last_offset)
+        *last_offset = -1;
     char msg[256];
     bool more = true, head = true;
     int rc = 0;
     while (more && rc == 0) {
         struct recs rs;
         recs_init(&rs);
-        if (head) {
+        /* Kafka's MetadataVersion.isInControlledShutdownStateSupported
+         * (3.3-IV3): older ones only move the leaderships. */
+        if (head && (change != CHANGE_SHUTDOWN || c->spec->metadata_version >= 7)) {
             broker_registration_change_record_t *r = arena_alloc(&rs.arena, sizeof *r);
             broker_registration_change_record_init(r);
             r->broker_id = id;
             r->broker_epoch = epoch;
-            r->fenced = fence ? FENCE : UNFENCE;
-            r->in_controlled_shutdown = shutdown ? 1 : 0;
-            recs_add(&rs, KMETA_BROKER_REGISTRATION_CHANGE_RECORD, 0, r);
+            r->fenced = change == CHANGE_FENCE ? FENCE : change == CHANGE_UNFENCE ? UNFENCE : 0;
+            r->in_controlled_shutdown = change == CHANGE_SHUTDOWN ? 1 : 0;
+            /* InControlledShutdown is a v1 field (a v0 record drops it). */
+            recs_add(&rs, KMETA_BROKER_REGISTRATION_CHANGE_RECORD, change == CHANGE_SHUTDOWN ? 1 : 0, r);
         }
-        /* Leaderships are decided on the image with the fencing applied
-         * (spec, after the first batch) so a fenced broker never gets
-         * elected by its own change. */
+        /* Leaderships are decided on the image with the change applied
+         * (spec, after the first batch) so a fenced or departing broker
+         * never gets elected by its own change. */
         const struct mimage *img = c->spec;
-        leadership_changes(&rs, img, id, fence, CONTROLLER_MAX_RECORDS_PER_OP, &more);
+        leadership_changes(&rs, img, id, change != CHANGE_UNFENCE, CONTROLLER_MAX_RECORDS_PER_OP, &more);
         struct ctl_op *op = NULL;
         if (rs.n > 0)
             rc = ctl_submit_locked(c, &rs, msg, sizeof msg, &op);
         recs_free(&rs);
         if (rc == 0 && op) {
+            if (last_offset)
+                *last_offset = op->end - 1;
             if (head && first)
                 *first = op;
             else
@@ -206,20 +230,39 @@ static int set_fencing_locked(struct controller *c, const struct mi_broker *br, 
     return rc;
 }
 
+/* Whether broker id leads any partition (Kafka's
+ * BrokersToIsrs.hasLeaderships). */
+static bool has_leaderships(const struct mimage *img, int32_t id)
+{
+    for (int32_t ti = 0; ti < img->ntopics; ti++) {
+        const struct mi_topic *t = img->topics[ti];
+        for (int32_t p = 0; p < t->npartitions; p++)
+            if (t->partitions[p].leader == id)
+                return true;
+    }
+    return false;
+}
+
+/* The lowest metadata offset the active brokers (unfenced, not shutting
+ * down) have said they applied; INT64_MAX when there are none (Kafka's
+ * BrokerHeartbeatManager.lowestActiveOffset). Caller holds op_lock. */
+static int64_t lowest_active_offset(struct controller *c)
+{
+    int64_t low = INT64_MAX;
+    for (int32_t i = 0; i < c->spec->nbrokers; i++) {
+        const struct mi_broker *br = &c->spec->brokers[i];
+        if (br->fenced || br->in_controlled_shutdown)
+            continue;
+        struct ctl_session *s = session(c, br->id, false);
+        int64_t off = s ? s->metadata_offset : -1;
+        if (off < low)
+            low = off;
+    }
+    return low;
+}
+
 /* ------------------------------------------------------------------ */
 /* Controller side: registration and heartbeats                        */
-
-static int16_t check_features(const broker_registration_request_t *req)
-{
-    for (int32_t i = 0; i < req->features.n; i++) {
-        const broker_registration_request_feature_t *f = &req->features.a[i];
-        if (kstr_eqc(f->name, "metadata.version") &&
-            (f->min_supported_version > CONTROLLER_METADATA_VERSION ||
-             f->max_supported_version < CONTROLLER_METADATA_VERSION))
-            return KERR_UNSUPPORTED_VERSION;
-    }
-    return 0;
-}
 
 int controller_register_broker(struct controller *c, const struct broker_registration_request_s *req,
                                int64_t *broker_epoch, struct ctl_op **op)
@@ -238,8 +281,11 @@ int controller_register_broker(struct controller *c, const struct broker_registr
         rc = KERR_INCONSISTENT_CLUSTER_ID;
         goto out;
     }
-    if ((rc = check_features(req)) != 0)
+    char why[512];
+    if ((rc = ctl_check_registration_features(c->spec, req, why, sizeof why)) != 0) {
+        slog_warn("metadata: refusing the registration of broker %d: %s", (int)req->broker_id, why);
         goto out;
+    }
     const struct mi_broker *have = mimage_broker(c->spec, req->broker_id);
     int64_t now = clock_mono_ms();
     struct ctl_session *s = session(c, req->broker_id, false);
@@ -274,12 +320,22 @@ int controller_register_broker(struct controller *c, const struct broker_registr
         r->end_points.a[i].security_protocol = req->listeners.a[i].security_protocol;
     }
     int32_t nf = req->features.n > 0 ? req->features.n : 0;
-    r->features.a = register_broker_record_broker_feature_new_array(&rs.arena, nf);
+    r->features.a = register_broker_record_broker_feature_new_array(&rs.arena, nf + 1);
     r->features.n = nf;
+    bool has_mv = false;
     for (int32_t i = 0; i < nf; i++) {
         r->features.a[i].name = req->features.a[i].name;
         r->features.a[i].min_supported_version = req->features.a[i].min_supported_version;
         r->features.a[i].max_supported_version = req->features.a[i].max_supported_version;
+        has_mv |= kstr_eqc(req->features.a[i].name, "metadata.version");
+    }
+    if (!has_mv) {
+        /* Kafka: a broker that names no metadata.version range supports
+         * the first KRaft version only. */
+        r->features.a[nf].name = KSTR_LIT("metadata.version");
+        r->features.a[nf].min_supported_version = 1;
+        r->features.a[nf].max_supported_version = 1;
+        r->features.n = nf + 1;
     }
     r->rack = req->rack;
     r->fenced = true;
@@ -324,22 +380,56 @@ int controller_broker_heartbeat(struct controller *c, const struct broker_heartb
         rc = KERR_STALE_BROKER_EPOCH;
         goto out;
     }
-    session(c, req->broker_id, true)->last_heartbeat_ms = clock_mono_ms();
+    struct ctl_session *sess = session(c, req->broker_id, true);
+    sess->last_heartbeat_ms = clock_mono_ms();
+    sess->metadata_offset = req->current_metadata_offset;
     /* Caught up: it has applied its own registration (Kafka's rule for
      * unfencing: currentMetadataOffset >= the registration's offset). */
     *caught_up = req->current_metadata_offset >= br->epoch;
-    *fenced = br->fenced;
-    if (req->want_shut_down && !br->in_controlled_shutdown) {
-        rc = set_fencing_locked(c, br, true, true, op);
+    /* Kafka's BrokerHeartbeatManager.calculateNextBrokerState, from the
+     * state the image gives (fenced; unfenced; unfenced in controlled
+     * shutdown). */
+    int32_t id = br->id;
+    if (br->fenced) {
         *fenced = true;
-        *shut_down = true;
-        slog_info("metadata: broker %d shuts down (controlled)", (int)req->broker_id);
-    } else if (req->want_shut_down) {
-        *shut_down = true;
-    } else if (br->fenced && !req->want_fence && *caught_up && !br->in_controlled_shutdown) {
-        rc = set_fencing_locked(c, br, false, false, op);
+        sess->shutdown_offset = -1;
+        if (req->want_shut_down) {
+            *shut_down = true; /* nothing to move: it may go at once */
+        } else if (!req->want_fence && *caught_up && !br->in_controlled_shutdown) {
+            rc = set_fencing_locked(c, br, CHANGE_UNFENCE, op, NULL);
+            *fenced = false;
+            slog_info("metadata: unfencing broker %d", (int)id);
+        }
+    } else if (!br->in_controlled_shutdown) {
         *fenced = false;
-        slog_info("metadata: unfencing broker %d", (int)req->broker_id);
+        if (req->want_fence || (req->want_shut_down && !has_leaderships(c->spec, id))) {
+            rc = set_fencing_locked(c, br, CHANGE_FENCE, op, NULL);
+            *fenced = true;
+            *shut_down = req->want_shut_down;
+            slog_info("metadata: broker %d %s", (int)id,
+                      req->want_shut_down ? "leads nothing: it may shut down now" : "asked to be fenced");
+        } else if (req->want_shut_down) {
+            int64_t last = -1;
+            rc = set_fencing_locked(c, br, CHANGE_SHUTDOWN, op, &last);
+            sess->shutdown_offset = last;
+            slog_info("metadata: broker %d begins a controlled shutdown: its leaderships move (up to offset %" PRId64
+                      ")",
+                      (int)id, last);
+        }
+    } else {
+        /* In controlled shutdown: it may go once it leads nothing and
+         * every active broker has applied the changes that moved its
+         * leaderships (so clients they answer find the new leaders). */
+        *fenced = false;
+        int64_t low = lowest_active_offset(c);
+        if (!has_leaderships(c->spec, id) && sess->shutdown_offset <= low) {
+            rc = set_fencing_locked(c, br, CHANGE_FENCE, op, NULL);
+            *fenced = true;
+            *shut_down = true;
+            sess->shutdown_offset = -1;
+            slog_info("metadata: broker %d may shut down: the active brokers have applied offset %" PRId64,
+                      (int)id, low);
+        }
     }
     if (*op) {
         (*op)->hb_fenced = *fenced;
@@ -368,7 +458,7 @@ static void expire_sessions(struct controller *c, int64_t now)
             s->last_heartbeat_ms = now; /* once per session timeout at most */
             int32_t id = br->id;
             struct ctl_op *op = NULL;
-            (void)set_fencing_locked(c, br, true, false, &op);
+            (void)set_fencing_locked(c, br, CHANGE_FENCE, &op, NULL);
             ctl_op_release(op);
             /* spec changed: find our place again */
             for (i = 0; i < c->spec->nbrokers && c->spec->brokers[i].id != id; i++)
@@ -549,7 +639,20 @@ static void life_registered(struct controller *c, int err, int64_t epoch, int64_
     c->life_next_ms = now;
 }
 
-static void life_heartbeat_done(struct controller *c, int err, bool fenced, int64_t now)
+/* The controlled shutdown is over (approved, timed out, or not needed):
+ * the broker side stops (a heartbeat without WantShutDown would get a
+ * fenced broker unfenced again) and the caller goes on. */
+static void shutdown_finish(struct controller *c)
+{
+    if (c->cs == CS_DONE)
+        return;
+    c->cs = CS_DONE;
+    c->life = LIFE_OFF;
+    if (c->shutdown_cb)
+        c->shutdown_cb(c->shutdown_arg);
+}
+
+static void life_heartbeat_done(struct controller *c, int err, bool fenced, bool shut, int64_t now)
 {
     if (err == KERR_STALE_BROKER_EPOCH || err == KERR_BROKER_ID_NOT_REGISTERED) {
         slog_warn("broker %d: the controller does not know this registration (%s): registering again",
@@ -561,6 +664,19 @@ static void life_heartbeat_done(struct controller *c, int err, bool fenced, int6
     c->life = LIFE_RUNNING;
     if (err) {
         c->life_next_ms = now + RETRY_MS;
+        return;
+    }
+    if (c->cs == CS_PENDING) {
+        c->fenced = fenced;
+        if (shut) {
+            slog_info("broker %d: the controller approved the controlled shutdown", (int)c->b->node_id);
+            shutdown_finish(c);
+            return;
+        }
+        /* Kafka asks again at once after the first answer, then at the
+         * heartbeat interval. */
+        c->life_next_ms = c->cs_answered ? now + c->hb_interval_ms : now;
+        c->cs_answered |= c->hb_shutdown_sent;
         return;
     }
     if (fenced && !c->fenced)
@@ -580,7 +696,7 @@ static void local_register_done(void *arg, struct ctl_op *op)
 static void local_heartbeat_done(void *arg, struct ctl_op *op)
 {
     struct controller *c = arg;
-    life_heartbeat_done(c, op->err, op->err ? true : op->hb_fenced, clock_mono_ms());
+    life_heartbeat_done(c, op->err, op->err ? true : op->hb_fenced, !op->err && op->hb_shut_down, clock_mono_ms());
 }
 
 static void remote_register_done(void *ctx, int err, int16_t version, void *resp, struct arena *ar)
@@ -602,7 +718,7 @@ static void remote_heartbeat_done(void *ctx, int err, int16_t version, void *res
     const broker_heartbeat_response_t *r = resp;
     if (!err)
         err = r->error_code;
-    life_heartbeat_done(c, err, err ? true : r->is_fenced, clock_mono_ms());
+    life_heartbeat_done(c, err, err ? true : r->is_fenced, !err && r->should_shut_down, clock_mono_ms());
 }
 
 /* directory.id of each log dir's meta.properties; *n = 0 unless every
@@ -667,8 +783,47 @@ static void build_registration(struct controller *c, broker_registration_request
 }
 
 /* The next step of the broker side, when due. */
+/* A controlled shutdown asked for: starts it, or ends it when there is
+ * nothing to wait for or the bound passed. */
+static void shutdown_step(struct controller *c, int64_t now)
+{
+    if (c->cs == CS_DONE || !atomic_load(&c->shutdown_req))
+        return;
+    if (c->cs == CS_NONE) {
+        /* Only a registered, unfenced broker has anything to hand over. */
+        if (!atomic_load(&c->ready) || c->fenced || (c->life != LIFE_RUNNING && c->life != LIFE_WAIT_HEARTBEAT)) {
+            shutdown_finish(c);
+            return;
+        }
+        c->cs = CS_PENDING;
+        c->cs_answered = false;
+        c->cs_deadline_ms = now + c->session_timeout_ms;
+        if (c->life == LIFE_RUNNING)
+            c->life_next_ms = now;
+        slog_info("broker %d: controlled shutdown: asking the controller to move this broker's leaderships",
+                  (int)c->b->node_id);
+        return;
+    }
+    if (now >= c->cs_deadline_ms) {
+        slog_warn("broker %d: timed out after %d ms waiting for the controller to approve the controlled shutdown",
+                  (int)c->b->node_id, (int)c->session_timeout_ms);
+        shutdown_finish(c);
+    }
+}
+
+void controller_begin_shutdown(struct controller *c, void (*done)(void *arg), void *arg)
+{
+    if (atomic_load(&c->shutdown_req))
+        return;
+    c->shutdown_cb = done;
+    c->shutdown_arg = arg;
+    atomic_store(&c->shutdown_req, true); /* publishes the callback to the loop */
+    quorum_wake(c->q);
+}
+
 static void life_step(struct controller *c, int64_t now)
 {
+    shutdown_step(c, now);
     if ((c->life != LIFE_REGISTER && c->life != LIFE_RUNNING) || now < c->life_next_ms)
         return;
     int32_t leader = quorum_leader_id(c->q);
@@ -705,14 +860,21 @@ static void life_step(struct controller *c, int64_t now)
         broker_heartbeat_request_init(&q);
         q.broker_id = c->b->node_id;
         q.broker_epoch = c->broker_epoch;
+        /* What this broker has published, partition logs included (the
+         * controller lets a broker in controlled shutdown go once every
+         * active broker reports the leadership changes). */
         struct mimage *img = controller_image(c);
         q.current_metadata_offset = img->offset;
         mimage_release(img);
+        int64_t synced = atomic_load(&c->synced);
+        if (atomic_load(&c->caught_up) && synced < q.current_metadata_offset)
+            q.current_metadata_offset = synced;
         /* Fenced until this node has applied what the quorum had
          * committed when it learned the high watermark (Kafka's
          * isCaughtUp). */
         q.want_fence = !atomic_load(&c->caught_up);
-        q.want_shut_down = false;
+        q.want_shut_down = c->cs == CS_PENDING;
+        c->hb_shutdown_sent = q.want_shut_down;
         q.offline_log_dirs.n = 0;
         c->life = LIFE_WAIT_HEARTBEAT;
         if (local) {
@@ -720,7 +882,7 @@ static void life_step(struct controller *c, int64_t now)
             struct ctl_op *op;
             int rc = controller_broker_heartbeat(c, &q, &fenced, &caught_up, &shut, &op);
             if (rc || !op) {
-                life_heartbeat_done(c, rc, fenced, now);
+                life_heartbeat_done(c, rc, fenced, !rc && shut, now);
             } else {
                 op->on_done = local_heartbeat_done;
                 op->on_done_arg = c;
@@ -728,7 +890,7 @@ static void life_step(struct controller *c, int64_t now)
             }
         } else if (kclient_send(kc, BROKER_HEARTBEAT_REQUEST_API_KEY, HEARTBEAT_VERSION, &q, remote_heartbeat_done,
                                 c) != 0) {
-            life_heartbeat_done(c, KERR_NETWORK_EXCEPTION, true, now);
+            life_heartbeat_done(c, KERR_NETWORK_EXCEPTION, true, false, now);
         }
     }
     arena_free(&a);

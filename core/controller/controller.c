@@ -322,6 +322,13 @@ static int op_finish(struct controller *c, int rc, struct ctl_op *mine, struct c
     return rc;
 }
 
+int ctl_not_active(struct controller *c) { return not_active(c, NULL, 0); }
+
+int ctl_op_finish(struct controller *c, int rc, struct ctl_op *mine, struct ctl_op **op)
+{
+    return op_finish(c, rc, mine, op);
+}
+
 static int64_t log_end(struct controller *c)
 {
     struct raft_log l = rlog_raft_log(quorum_rlog(c->q));
@@ -795,6 +802,14 @@ static int16_t partition_record_version(const struct mimage *img)
     if (img->metadata_version >= 17) /* IBP_3_7_IV2: directory assignment */
         return 1;
     return 0;
+}
+
+bool ctl_broker_active(const struct mimage *img, int32_t id) { return broker_active(img, id); }
+
+/* Kafka's MetadataVersion.partitionChangeRecordVersion. */
+int16_t ctl_partition_change_record_version(const struct mimage *img)
+{
+    return partition_record_version(img);
 }
 
 int16_t register_broker_record_version(const struct mimage *img)
@@ -1335,6 +1350,16 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
         spec.replication_factor = cfg->offsets_topic_replication_factor;
         snprintf(seg, sizeof seg, "%lld",
                  (long long)(config_get_long(cfg, "offsets.topic.segment.bytes", &v) ? v : 104857600));
+        /* samsa: capped to the live brokers, so that a cluster smaller
+         * than offsets.topic.replication.factor still gets its group
+         * coordinator (Kafka would refuse until enough brokers live). */
+        struct mimage *live_img = controller_image(c);
+        int16_t live = 0;
+        for (int32_t i = 0; i < live_img->nbrokers; i++)
+            live += !live_img->brokers[i].fenced;
+        mimage_release(live_img);
+        if (live > 0 && spec.replication_factor > live)
+            spec.replication_factor = live;
         keys[0] = KSTR_LIT("cleanup.policy"), values[0] = KSTR_LIT("compact");
         keys[1] = KSTR_LIT("compression.type"), values[1] = KSTR_LIT("producer");
         keys[2] = KSTR_LIT("segment.bytes"), values[2] = KSTR(seg);
@@ -1675,6 +1700,153 @@ int controller_alter_broker_configs(struct controller *c, bool cluster_default, 
         rc = alter_broker_locked(c, cluster_default, replace, changes, n, validate_only, msg, msglen, &mine);
     pthread_mutex_unlock(&c->op_lock);
     return op_finish(c, rc, mine, op);
+}
+
+/* Java's Integer.valueOf, as Kafka's ControllerConfigurationValidator
+ * parses a broker resource name. */
+static bool java_int(kstr_t s, int32_t *out)
+{
+    int32_t i = 0;
+    if (s.len <= 0)
+        return false;
+    bool neg = s.p[0] == '-';
+    if (s.p[0] == '-' || s.p[0] == '+')
+        i = 1;
+    if (i == s.len)
+        return false;
+    int64_t v = 0;
+    for (; i < s.len; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return false;
+        v = v * 10 + (s.p[i] - '0');
+        if (v > (int64_t)INT32_MAX + 1)
+            return false;
+    }
+    v = neg ? -v : v;
+    if (v > INT32_MAX || v < INT32_MIN)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+static const char *op_name(enum config_op op)
+{
+    return op == CONFIG_OP_APPEND ? "APPEND" : "SUBTRACT";
+}
+
+/* Kafka's ConfigurationControlManager for a BROKER resource naming a
+ * broker, on the raw values the image keeps (the named broker validated
+ * the change against its own config before forwarding it, as Kafka's
+ * ConfigAdminManager does; every broker applies its own layer when the
+ * records come). Caller holds op_lock, active. */
+static int alter_broker_resource_locked(struct controller *c, kstr_t name, bool replace, const struct config_alter *ch,
+                                        size_t n, bool validate_only, char *msg, size_t msglen, struct ctl_op **op)
+{
+    struct recs rs;
+    recs_init(&rs);
+    char *rname = kstr_dup(&rs.arena, name);
+    const struct mi_broker_configs *layer = mimage_broker_configs(c->spec, rname);
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *value = NULL;
+        if (replace || ch[i].op == CONFIG_OP_SET) {
+            value = ch[i].value;
+        } else if (ch[i].op == CONFIG_OP_APPEND || ch[i].op == CONFIG_OP_SUBTRACT) {
+            const struct config_def *d = config_def_find(ch[i].name);
+            if (!d || d->type != CONFIG_TYPE_LIST) {
+                rc = err_msg(msg, msglen, KERR_INVALID_CONFIG, "Can't %s to key %s because its type is not LIST.",
+                             op_name(ch[i].op), ch[i].name);
+                break;
+            }
+            const char *cur = NULL;
+            for (int32_t k = 0; layer && k < layer->n && !cur; k++)
+                if (strcmp(layer->configs[k].key, ch[i].name) == 0)
+                    cur = layer->configs[k].value;
+            char *next = config_list_apply(cur ? cur : d->dflt, ch[i].op, ch[i].value ? ch[i].value : "");
+            value = arena_strndup(&rs.arena, next, strlen(next));
+            free(next);
+        }
+        /* Kafka writes a record for every key of a broker change, changed
+         * or not (KAFKA-14136: brokers reload on it). */
+        config_record_t *cr = arena_alloc(&rs.arena, sizeof *cr);
+        config_record_init(cr);
+        cr->resource_type = CONTROLLER_RESOURCE_BROKER;
+        cr->resource_name = KSTR(rname);
+        cr->name = kstr_arena(&rs.arena, ch[i].name);
+        cr->value = value ? kstr_arena(&rs.arena, value) : KSTR_NULL;
+        recs_add(&rs, KMETA_CONFIG_RECORD, 0, cr);
+    }
+    /* The legacy API removes the keys it does not name. */
+    for (int32_t k = 0; rc == 0 && replace && layer && k < layer->n; k++) {
+        bool named = false;
+        for (size_t i = 0; i < n && !named; i++)
+            named = strcmp(ch[i].name, layer->configs[k].key) == 0;
+        if (named)
+            continue;
+        config_record_t *cr = arena_alloc(&rs.arena, sizeof *cr);
+        config_record_init(cr);
+        cr->resource_type = CONTROLLER_RESOURCE_BROKER;
+        cr->resource_name = KSTR(rname);
+        cr->name = kstr_arena(&rs.arena, layer->configs[k].key);
+        cr->value = KSTR_NULL;
+        recs_add(&rs, KMETA_CONFIG_RECORD, 0, cr);
+    }
+    /* ControllerConfigurationValidator.validateBrokerName, then the
+     * existence check (QuorumController.ConfigResourceExistenceChecker:
+     * a registered broker or a voter). */
+    int32_t id = 0;
+    if (rc == 0 && !java_int(name, &id))
+        rc = err_msg(msg, msglen, KERR_INVALID_REQUEST, "Unable to parse broker name as a base 10 number.");
+    else if (rc == 0 && id < 0)
+        rc = err_msg(msg, msglen, KERR_INVALID_REQUEST, "Invalid negative broker ID.");
+    if (rc == 0 && !mimage_broker(c->spec, id)) {
+        bool voter = false;
+        for (size_t v = 0; v < c->b->cfg->n_voters && !voter; v++)
+            voter = c->b->cfg->voters[v].id == id;
+        if (!voter)
+            rc = err_msg(msg, msglen, KERR_BROKER_ID_NOT_REGISTERED, "No node with id %d found.", (int)id);
+    }
+    if (rc == 0 && !validate_only && rs.n > 0) {
+        rc = ctl_submit_locked(c, &rs, msg, msglen, op);
+        if (rc == 0)
+            slog_info("metadata: %zu dynamic config change(s) for broker %s", rs.n, rname);
+    }
+    recs_free(&rs);
+    return rc;
+}
+
+int controller_alter_broker_resource(struct controller *c, kstr_t name, bool replace, const struct config_alter *changes,
+                                     size_t n, bool validate_only, char *msg, size_t msglen, struct ctl_op **op)
+{
+    msg[0] = 0;
+    struct ctl_op *mine = NULL;
+    pthread_mutex_lock(&c->op_lock);
+    int rc = not_active(c, msg, msglen);
+    if (rc == 0)
+        rc = alter_broker_resource_locked(c, name, replace, changes, n, validate_only, msg, msglen, &mine);
+    pthread_mutex_unlock(&c->op_lock);
+    return op_finish(c, rc, mine, op);
+}
+
+int controller_check_broker_configs(struct controller *c, bool cluster_default, bool replace,
+                                    const struct config_alter *changes, size_t n, char *msg, size_t msglen)
+{
+    msg[0] = 0;
+    /* The layer as committed here (a broker that is not the active
+     * controller has no speculative state). */
+    struct samsa_config *next = config_dup(c->b->cfg);
+    struct mimage *img = controller_image(c);
+    const struct mi_config *layer = cluster_default ? img->broker_default_configs : img->broker_configs;
+    int32_t nlayer = cluster_default ? img->nbroker_default_configs : img->nbroker_configs;
+    char why[256];
+    if (replace)
+        for (int32_t i = 0; i < nlayer; i++)
+            if (!alter_names_key(changes, n, layer[i].key))
+                (void)config_set_dynamic(next, cluster_default, layer[i].key, NULL, why, sizeof why);
+    int rc = config_alter_broker(next, cluster_default, changes, n, true, msg, msglen);
+    mimage_release(img);
+    config_free(next);
+    return rc;
 }
 
 int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)

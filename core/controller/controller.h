@@ -70,6 +70,16 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
  * again. Nothing may read b->cfg concurrently any more. */
 void controller_close(struct controller *c, bool clean);
 
+/* Controlled shutdown of this node's broker side (Kafka's
+ * BrokerLifecycleManager.beginControlledShutdown): it heartbeats with
+ * WantShutDown until the active controller, having moved its
+ * leaderships to other ISR members and seen every active broker apply
+ * that, answers ShouldShutDown; then it stops heartbeating and done(arg)
+ * runs once, on the quorum thread. Bounded by broker.session.timeout.ms
+ * (then done runs all the same, with a warning); at once for a node that
+ * is not a ready broker. Any thread; a second call is ignored. */
+void controller_begin_shutdown(struct controller *c, void (*done)(void *arg), void *arg);
+
 /* The current image, with a reference the caller must release. */
 struct mimage *controller_image(struct controller *c);
 
@@ -105,6 +115,48 @@ int controller_broker_heartbeat(struct controller *c, const struct broker_heartb
                                 bool *fenced, bool *caught_up, bool *shut_down, struct ctl_op **op);
 int64_t ctl_op_broker_epoch(const struct ctl_op *op);
 void ctl_op_heartbeat(const struct ctl_op *op, bool *fenced, bool *caught_up, bool *shut_down);
+
+/* AlterPartition (brokers, to the active controller), as Kafka's
+ * ReplicationControlManager.alterPartition answers request version
+ * version: returns a top-level error (NOT_CONTROLLER,
+ * STALE_BROKER_EPOCH) with nothing in resp, or 0 with resp filled (its
+ * arrays from arena a, names and ids pointing into req) and, when some
+ * partition changed, *op: the answer holds once that op is done (if it
+ * fails, the answer is its error alone, as Kafka fails the whole
+ * request). */
+struct alter_partition_request_s;
+struct alter_partition_response_s;
+struct arena;
+int controller_alter_partition(struct controller *c, const struct alter_partition_request_s *req, int16_t version,
+                               struct alter_partition_response_s *resp, struct arena *a, struct ctl_op **op);
+
+/* Feature levels this node supports (metadata.version 1 to
+ * CONTROLLER_METADATA_VERSION; no other feature: see features.c for
+ * why). true for a supported feature, with its range; false with 0, 0
+ * (Kafka's DISABLED range). */
+bool controller_supported_feature(const char *name, int16_t *min, int16_t *max);
+
+/* FeatureUpdate.UpgradeType codes. */
+#define CONTROLLER_FEATURE_UPGRADE 1
+#define CONTROLLER_FEATURE_SAFE_DOWNGRADE 2
+#define CONTROLLER_FEATURE_UNSAFE_DOWNGRADE 3
+/* UpdateFeatures, as Kafka's FeatureControlManager.updateFeatures: n
+ * features to set to levels[i] with upgrade types types[i], all or
+ * nothing. 0 (with *op unless validate_only), or NOT_CONTROLLER, or
+ * INVALID_UPDATE_VERSION with the first failing feature's message in
+ * msg. */
+int controller_update_features(struct controller *c, int32_t n, const kstr_t *names, const int16_t *levels,
+                               const int8_t *types, bool validate_only, char *msg, size_t msglen, struct ctl_op **op);
+
+/* Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE. */
+#define CONTROLLER_PRODUCER_ID_BLOCK_SIZE 1000
+/* AllocateProducerIds, as Kafka's ProducerIdControlManager answers it:
+ * 0 with the block [*first, *first + *len) and *op (the block is the
+ * broker's once the op is done), or NOT_CONTROLLER, STALE_BROKER_EPOCH
+ * (broker_epoch is not the one broker_id registered with),
+ * UNKNOWN_SERVER_ERROR (ids exhausted). */
+int controller_allocate_producer_ids(struct controller *c, int32_t broker_id, int64_t broker_epoch, int64_t *first,
+                                     int32_t *len, struct ctl_op **op);
 
 /* A topic to create (CreateTopics or auto-creation). All pointers are the
  * caller's and only read during the call. */
@@ -190,6 +242,25 @@ int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t 
 int controller_alter_broker_configs(struct controller *c, bool cluster_default, bool replace,
                                     const struct config_alter *changes, size_t n, bool validate_only,
                                     char *msg, size_t msglen, struct ctl_op **op);
+
+/* The same check as controller_alter_broker_configs with validate_only,
+ * on any node (Kafka's ConfigAdminManager.preprocess on the broker that
+ * received the request): against b->cfg and the committed image. */
+int controller_check_broker_configs(struct controller *c, bool cluster_default, bool replace,
+                                    const struct config_alter *changes, size_t n, char *msg, size_t msglen);
+
+/* A dynamic config change of the BROKER resource name (a broker id, as
+ * forwarded by that broker after it checked the change against its own
+ * config), as Kafka's controller does it (ConfigurationControlManager):
+ * the name must parse as a non-negative id (INVALID_REQUEST) of a
+ * registered broker or a voter (BROKER_ID_NOT_REGISTERED); values are
+ * stored as given (APPEND/SUBTRACT resolved on the stored value or the
+ * default, LIST keys only: INVALID_CONFIG), one ConfigRecord per key,
+ * the legacy API (replace) removing the keys it does not name. The
+ * named broker applies them to its config when it applies the records;
+ * the image and snapshots keep every broker's layer. */
+int controller_alter_broker_resource(struct controller *c, kstr_t name, bool replace, const struct config_alter *changes,
+                                     size_t n, bool validate_only, char *msg, size_t msglen, struct ctl_op **op);
 
 /* Kafka's Topic.validate: 0, or INVALID_TOPIC_EXCEPTION with Kafka's
  * message ("Topic name is invalid: ...") in msg. */

@@ -83,6 +83,11 @@ struct ctl_fwd {
 struct ctl_session {
     int32_t id;
     int64_t last_heartbeat_ms; /* monotonic */
+    int64_t metadata_offset;   /* as its last heartbeat said; -1 none yet */
+    /* Controlled shutdown: the last offset of the batch that moved its
+     * leaderships away; it may go once every active broker has applied
+     * that (Kafka's controlledShutdownOffset). -1: not shutting down. */
+    int64_t shutdown_offset;
 };
 
 /* The broker side of this node: registration and heartbeats to the
@@ -149,6 +154,16 @@ struct controller {
     atomic_bool ready;       /* broker: registered, caught up, unfenced */
     atomic_bool caught_up;   /* applied up to the quorum's high watermark once */
     int32_t hb_interval_ms, session_timeout_ms;
+    /* Controlled shutdown of the broker side (Kafka's
+     * BrokerLifecycleManager): asked from any thread (shutdown_req, with
+     * the callback set before it), then run on the loop. */
+    atomic_bool shutdown_req;
+    void (*shutdown_cb)(void *arg);
+    void *shutdown_arg;
+    enum { CS_NONE = 0, CS_PENDING, CS_DONE } cs;
+    int64_t cs_deadline_ms;
+    bool cs_answered;        /* an answer to WantShutDown came already */
+    bool hb_shutdown_sent;   /* the heartbeat in flight says WantShutDown */
 
     /* the publisher thread: brings the partition registry in line with
      * the published image (sync_partitions); synced is the offset of the
@@ -172,7 +187,24 @@ int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, si
 void ctl_wake_waiters(struct controller *c);
 int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms);
 int16_t register_broker_record_version(const struct mimage *img);
+/* PartitionChangeRecord's version at the image's metadata.version. */
+int16_t ctl_partition_change_record_version(const struct mimage *img);
 void ctl_notify_workers(struct controller *c);
+/* Caller holds op_lock: 0 when this node is the active controller, else
+ * NOT_CONTROLLER. */
+int ctl_not_active(struct controller *c);
+/* The end of an operation (rc, and the proposal it made, if any): hands
+ * the op to *op, or (op NULL) waits for its commit. */
+int ctl_op_finish(struct controller *c, int rc, struct ctl_op *mine, struct ctl_op **op);
+/* Kafka's ClusterControlManager.isActive: registered, unfenced, not in
+ * controlled shutdown. */
+bool ctl_broker_active(const struct mimage *img, int32_t id);
+
+/* features.c: 0, or UNSUPPORTED_VERSION with Kafka's message when the
+ * registering broker does not support every finalized feature level. */
+struct broker_registration_request_s;
+int ctl_check_registration_features(const struct mimage *img, const struct broker_registration_request_s *req,
+                                    char *msg, size_t msglen);
 
 /* brokers.c (loop thread unless said) */
 void ctl_brokers_activate(struct controller *c, int64_t now_ms);  /* op_lock held */

@@ -15,6 +15,7 @@
 #include "proto/gen/kmeta.h"
 #include "proto/gen/partition_change_record.h"
 #include "proto/gen/partition_record.h"
+#include "proto/gen/producer_ids_record.h"
 #include "proto/gen/register_broker_record.h"
 #include "proto/gen/remove_topic_record.h"
 #include "proto/gen/topic_record.h"
@@ -90,6 +91,60 @@ static int find_config(const struct mi_config *c, int32_t n, const char *key, bo
     return lo;
 }
 
+static int find_broker_configs(const struct mi_broker_configs *c, int32_t n, const char *name, bool *found)
+{
+    int32_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(c[mid].name, name);
+        if (cmp == 0) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    *found = false;
+    return lo;
+}
+
+const struct mi_broker_configs *mimage_broker_configs(const struct mimage *m, const char *name)
+{
+    bool found;
+    int i = find_broker_configs(m->per_broker, m->nper_broker, name, &found);
+    return found ? &m->per_broker[i] : NULL;
+}
+
+static int find_feature(const struct mi_feature *f, int32_t n, const char *name, bool *found)
+{
+    int32_t lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        int cmp = strcmp(f[mid].name, name);
+        if (cmp == 0) {
+            *found = true;
+            return mid;
+        }
+        if (cmp < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    *found = false;
+    return lo;
+}
+
+int16_t mimage_feature_level(const struct mimage *m, const char *name)
+{
+    if (strcmp(name, "metadata.version") == 0)
+        return m->metadata_version;
+    bool found;
+    int i = find_feature(m->features, m->nfeatures, name, &found);
+    return found ? m->features[i].level : 0;
+}
+
 const char *mi_topic_config(const struct mi_topic *t, const char *key)
 {
     bool found;
@@ -143,6 +198,22 @@ static void topic_unref(struct mi_topic *t)
         topic_free(t);
 }
 
+static void per_broker_free(struct mi_broker_configs *p, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        free(p[i].name);
+        configs_free(p[i].configs, p[i].n);
+    }
+    free(p);
+}
+
+static void features_free(struct mi_feature *f, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        free(f[i].name);
+    free(f);
+}
+
 static void broker_fini(struct mi_broker *b)
 {
     free(b->host);
@@ -153,6 +224,9 @@ static void broker_fini(struct mi_broker *b)
     }
     free(b->endpoints);
     free(b->log_dirs);
+    for (int32_t i = 0; i < b->nfeatures; i++)
+        free(b->features[i].name);
+    free(b->features);
 }
 
 static void brokers_free(struct mi_broker *b, int32_t n)
@@ -179,7 +253,8 @@ void mimage_release(struct mimage *m)
     hmap_free(&m->by_id);
     brokers_free(m->brokers, m->nbrokers);
     configs_free(m->broker_default_configs, m->nbroker_default_configs);
-    configs_free(m->broker_configs, m->nbroker_configs);
+    per_broker_free(m->per_broker, m->nper_broker);
+    features_free(m->features, m->nfeatures);
     free(m);
 }
 
@@ -239,6 +314,39 @@ static void broker_copy(struct mi_broker *dst, const struct mi_broker *src)
         }
     }
     dst->log_dirs = uuids_dup(src->log_dirs, src->nlog_dirs);
+    dst->features = NULL;
+    if (src->nfeatures > 0) {
+        dst->features = xcalloc((size_t)src->nfeatures, sizeof *dst->features);
+        for (int32_t i = 0; i < src->nfeatures; i++) {
+            dst->features[i] = src->features[i];
+            dst->features[i].name = xstrdup(src->features[i].name);
+        }
+    }
+}
+
+static struct mi_broker_configs *per_broker_dup(const struct mi_broker_configs *p, int32_t n)
+{
+    if (n <= 0)
+        return NULL;
+    struct mi_broker_configs *r = xcalloc((size_t)n, sizeof *r);
+    for (int32_t i = 0; i < n; i++) {
+        r[i].name = xstrdup(p[i].name);
+        r[i].configs = configs_dup(p[i].configs, p[i].n);
+        r[i].n = p[i].n;
+    }
+    return r;
+}
+
+static struct mi_feature *features_dup(const struct mi_feature *f, int32_t n)
+{
+    if (n <= 0)
+        return NULL;
+    struct mi_feature *r = xcalloc((size_t)n, sizeof *r);
+    for (int32_t i = 0; i < n; i++) {
+        r[i].name = xstrdup(f[i].name);
+        r[i].level = f[i].level;
+    }
+    return r;
 }
 
 /* A private, modifiable copy of t (one reference, owned by a draft). */
@@ -287,10 +395,13 @@ struct mi_draft {
     int32_t nbrokers;
     struct mi_config *bdefault;      /* sorted by key, owned */
     int32_t nbdefault;
-    struct mi_config *bnode;
-    int32_t nbnode;
+    struct mi_broker_configs *per;   /* sorted by name, owned */
+    int32_t nper;
     bool all_configs_dirty;
     int16_t metadata_version;
+    struct mi_feature *features;     /* sorted by name, owned */
+    int32_t nfeatures;
+    int64_t next_producer_id;
 };
 
 struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_config *cfg,
@@ -301,12 +412,16 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
     d->node_id = node_id;
     snprintf(d->node_resource, sizeof d->node_resource, "%d", (int)node_id);
     d->offset = -1;
+    d->next_producer_id = -1;
     hmap_init(&d->by_id);
     hmap_init(&d->by_name);
     if (!base)
         return d;
     d->offset = base->offset;
     d->metadata_version = base->metadata_version;
+    d->features = features_dup(base->features, base->nfeatures);
+    d->nfeatures = base->nfeatures;
+    d->next_producer_id = base->next_producer_id;
     for (int32_t i = 0; i < base->ntopics; i++) {
         struct mi_topic *t = base->topics[i];
         atomic_fetch_add(&t->refs, 1);
@@ -321,8 +436,8 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
     }
     d->bdefault = configs_dup(base->broker_default_configs, base->nbroker_default_configs);
     d->nbdefault = base->nbroker_default_configs;
-    d->bnode = configs_dup(base->broker_configs, base->nbroker_configs);
-    d->nbnode = base->nbroker_configs;
+    d->per = per_broker_dup(base->per_broker, base->nper_broker);
+    d->nper = base->nper_broker;
     return d;
 }
 
@@ -339,15 +454,22 @@ void mi_draft_abort(struct mi_draft *d)
     hmap_free(&d->by_name);
     brokers_free(d->brokers, d->nbrokers);
     configs_free(d->bdefault, d->nbdefault);
-    configs_free(d->bnode, d->nbnode);
+    per_broker_free(d->per, d->nper);
+    features_free(d->features, d->nfeatures);
     free(d);
 }
 
 const struct mi_config *mi_draft_broker_configs(const struct mi_draft *d, bool cluster_default,
                                                 int32_t *n)
 {
-    *n = cluster_default ? d->nbdefault : d->nbnode;
-    return cluster_default ? d->bdefault : d->bnode;
+    if (cluster_default) {
+        *n = d->nbdefault;
+        return d->bdefault;
+    }
+    bool found;
+    int i = find_broker_configs(d->per, d->nper, d->node_resource, &found);
+    *n = found ? d->per[i].n : 0;
+    return found ? d->per[i].configs : NULL;
 }
 
 void mi_draft_touch_all_configs(struct mi_draft *d) { d->all_configs_dirty = true; }
@@ -531,12 +653,37 @@ static int apply_config(struct mi_draft *d, const config_record_t *r)
                        (int)r->resource_name.len, r->resource_name.p);
         }
     } else if (r->resource_type == RESOURCE_BROKER) {
-        if (r->resource_name.len == 0) {
+        if (r->resource_name.len <= 0) {
             mi_config_set(&d->bdefault, &d->nbdefault, key, value);
             d->all_configs_dirty = true;
-        } else if (kstr_eqc(r->resource_name, d->node_resource)) {
-            mi_config_set(&d->bnode, &d->nbnode, key, value);
-            d->all_configs_dirty = true;
+        } else {
+            /* Every broker's layer is kept (the active controller edits
+             * them, snapshots carry them); this node's own changes the
+             * broker config it runs with. */
+            char *name = xstrndup(r->resource_name.p, (size_t)r->resource_name.len);
+            bool found;
+            int i = find_broker_configs(d->per, d->nper, name, &found);
+            if (!found && value) {
+                d->per = xrealloc(d->per, (size_t)(d->nper + 1) * sizeof *d->per);
+                memmove(&d->per[i + 1], &d->per[i], (size_t)(d->nper - i) * sizeof *d->per);
+                d->per[i] = (struct mi_broker_configs){.name = name};
+                d->nper++;
+                name = NULL;
+                found = true;
+            }
+            if (found) {
+                struct mi_broker_configs *pb = &d->per[i];
+                mi_config_set(&pb->configs, &pb->n, key, value);
+                if (pb->n == 0) {
+                    free(pb->name);
+                    free(pb->configs);
+                    memmove(pb, pb + 1, (size_t)(d->nper - i - 1) * sizeof *d->per);
+                    d->nper--;
+                }
+            }
+            free(name);
+            if (kstr_eqc(r->resource_name, d->node_resource))
+                d->all_configs_dirty = true;
         }
     }
     free(value);
@@ -604,6 +751,18 @@ static void apply_register_broker(struct mi_draft *d, const register_broker_reco
     b.port = b.nendpoints > 0 ? b.endpoints[0].port : -1;
     b.log_dirs = uuids_dup(r->log_dirs.a, r->log_dirs.n);
     b.nlog_dirs = r->log_dirs.n > 0 ? r->log_dirs.n : 0;
+    if (r->features.n > 0) {
+        b.features = xcalloc((size_t)r->features.n, sizeof *b.features);
+        for (int32_t i = 0; i < r->features.n; i++) {
+            const register_broker_record_broker_feature_t *f = &r->features.a[i];
+            b.features[i].name = kstr_strdup(f->name);
+            if (!b.features[i].name)
+                b.features[i].name = xstrdup("");
+            b.features[i].min = f->min_supported_version;
+            b.features[i].max = f->max_supported_version;
+        }
+        b.nfeatures = r->features.n;
+    }
 
     bool found;
     int i = broker_index(d, b.id, &found);
@@ -616,6 +775,32 @@ static void apply_register_broker(struct mi_draft *d, const register_broker_reco
     memmove(&d->brokers[i + 1], &d->brokers[i], (size_t)(d->nbrokers - i) * sizeof *d->brokers);
     d->brokers[i] = b;
     d->nbrokers++;
+}
+
+/* Kafka's FeatureControlManager.replay: level 0 removes a feature. */
+static void apply_feature_level(struct mi_draft *d, const feature_level_record_t *r)
+{
+    if (kstr_eqc(r->name, "metadata.version")) {
+        d->metadata_version = r->feature_level;
+        return;
+    }
+    char *name = xstrndup(r->name.len > 0 ? r->name.p : "", (size_t)(r->name.len > 0 ? r->name.len : 0));
+    bool found;
+    int i = find_feature(d->features, d->nfeatures, name, &found);
+    if (found && r->feature_level == 0) {
+        free(d->features[i].name);
+        memmove(&d->features[i], &d->features[i + 1], (size_t)(d->nfeatures - i - 1) * sizeof *d->features);
+        d->nfeatures--;
+    } else if (found) {
+        d->features[i].level = r->feature_level;
+    } else if (r->feature_level != 0) {
+        d->features = xrealloc(d->features, (size_t)(d->nfeatures + 1) * sizeof *d->features);
+        memmove(&d->features[i + 1], &d->features[i], (size_t)(d->nfeatures - i) * sizeof *d->features);
+        d->features[i] = (struct mi_feature){.name = name, .level = r->feature_level};
+        d->nfeatures++;
+        name = NULL;
+    }
+    free(name);
 }
 
 static void apply_unregister_broker(struct mi_draft *d, int32_t id)
@@ -663,10 +848,18 @@ int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t ver
     case KMETA_REMOVE_TOPIC_RECORD:
         rc = apply_remove_topic(d, rec, err, errlen);
         break;
-    case KMETA_FEATURE_LEVEL_RECORD: {
-        const feature_level_record_t *r = rec;
-        if (kstr_eqc(r->name, "metadata.version"))
-            d->metadata_version = r->feature_level;
+    case KMETA_FEATURE_LEVEL_RECORD:
+        apply_feature_level(d, rec);
+        break;
+    case KMETA_PRODUCER_IDS_RECORD: {
+        /* Kafka's ProducerIdControlManager.replay: blocks only move on. */
+        const producer_ids_record_t *r = rec;
+        if (d->next_producer_id >= 0 && r->next_producer_id <= d->next_producer_id) {
+            rc = fail(err, errlen, "ProducerIdsRecord next producer id %lld is not above %lld",
+                      (long long)r->next_producer_id, (long long)d->next_producer_id);
+            break;
+        }
+        d->next_producer_id = r->next_producer_id;
         break;
     }
     case KMETA_REGISTER_BROKER_RECORD:
@@ -797,8 +990,14 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     m->nbrokers = d->nbrokers;
     m->broker_default_configs = d->bdefault;
     m->nbroker_default_configs = d->nbdefault;
-    m->broker_configs = d->bnode;
-    m->nbroker_configs = d->nbnode;
+    m->per_broker = d->per;
+    m->nper_broker = d->nper;
+    const struct mi_broker_configs *own = mimage_broker_configs(m, d->node_resource);
+    m->broker_configs = own ? own->configs : NULL;
+    m->nbroker_configs = own ? own->n : 0;
+    m->features = d->features;
+    m->nfeatures = d->nfeatures;
+    m->next_producer_id = d->next_producer_id;
     free(d);
     return m;
 }

@@ -66,6 +66,27 @@ struct mi_endpoint {
     int16_t security_protocol;  /* Kafka's SecurityProtocol id */
 };
 
+/* A feature and the levels a broker supports (its RegisterBrokerRecord). */
+struct mi_feature_range {
+    char *name;
+    int16_t min, max;
+};
+
+/* A finalized feature other than metadata.version (FeatureLevelRecord;
+ * a level of 0 removes it, as Kafka's FeatureControlManager replays it). */
+struct mi_feature {
+    char *name;
+    int16_t level;
+};
+
+/* The dynamic configs of one broker (ConfigRecords of the BROKER resource
+ * named name, which is that broker's id as the request spelled it). */
+struct mi_broker_configs {
+    char *name;
+    struct mi_config *configs;  /* sorted by key */
+    int32_t n;
+};
+
 struct mi_broker {
     int32_t id;
     char *host;                 /* the first endpoint's host and port */
@@ -79,6 +100,8 @@ struct mi_broker {
     int32_t nendpoints;
     kuuid_t *log_dirs;          /* directory ids (RegisterBrokerRecord v3) */
     int32_t nlog_dirs;
+    struct mi_feature_range *features; /* as registered, in record order */
+    int32_t nfeatures;
 };
 
 struct mimage {
@@ -91,14 +114,24 @@ struct mimage {
     struct mi_broker *brokers;  /* sorted by id */
     int32_t nbrokers;
     int32_t controller_id;
-    /* Dynamic broker configs: cluster default (resource "") and this
-     * node's own (resource "<node.id>"), each sorted by key. */
+    /* Dynamic broker configs: cluster default (resource "") and every
+     * broker's own (resource "<id>"; per_broker sorted by name, owned),
+     * each sorted by key. broker_configs is this node's layer: it points
+     * into per_broker (NULL, 0 when it has none). */
     struct mi_config *broker_default_configs;
     int32_t nbroker_default_configs;
-    struct mi_config *broker_configs;
+    struct mi_broker_configs *per_broker;
+    int32_t nper_broker;
+    const struct mi_config *broker_configs;
     int32_t nbroker_configs;
     /* FeatureLevelRecord "metadata.version"; 0 before the first one. */
     int16_t metadata_version;
+    /* The other finalized features, sorted by name (levels >= 1). */
+    struct mi_feature *features;
+    int32_t nfeatures;
+    /* ProducerIdsRecord: the first producer id of the next block the
+     * controller hands out; -1 before the first block. */
+    int64_t next_producer_id;
 };
 
 /* Lookups; NULL when absent. Valid while the image is held. */
@@ -111,6 +144,11 @@ static inline const struct mi_partition *mi_topic_partition(const struct mi_topi
 {
     return p >= 0 && p < t->npartitions ? &t->partitions[p] : NULL;
 }
+/* The dynamic configs of broker resource name ("<id>"), or NULL. */
+const struct mi_broker_configs *mimage_broker_configs(const struct mimage *m, const char *name);
+/* The finalized level of feature name (metadata.version included); 0
+ * when it is not finalized. */
+int16_t mimage_feature_level(const struct mimage *m, const char *name);
 /* The topic's override for key, or NULL (the broker default applies). */
 const char *mi_topic_config(const struct mi_topic *t, const char *key);
 /* Kafka's Topic.isInternal: __consumer_offsets, __transaction_state,

@@ -15,6 +15,7 @@
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/kmeta.h"
 #include "proto/gen/partition_record.h"
+#include "proto/gen/producer_ids_record.h"
 #include "proto/gen/register_broker_record.h"
 #include "proto/gen/snapshot_footer_record.h"
 #include "proto/gen/snapshot_header_record.h"
@@ -155,6 +156,13 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
         fr->feature_level = img->metadata_version;
         sw_add(&s, KMETA_FEATURE_LEVEL_RECORD, 0, fr);
     }
+    for (int32_t i = 0; i < img->nfeatures; i++) {
+        feature_level_record_t *fr = arena_alloc(&a, sizeof *fr);
+        feature_level_record_init(fr);
+        fr->name = KSTR(img->features[i].name);
+        fr->feature_level = img->features[i].level;
+        sw_add(&s, KMETA_FEATURE_LEVEL_RECORD, 0, fr);
+    }
     for (int32_t i = 0; i < img->nbrokers; i++) {
         const struct mi_broker *br = &img->brokers[i];
         register_broker_record_t *r = arena_alloc(&a, sizeof *r);
@@ -170,11 +178,13 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
             r->end_points.a[k].port = (uint16_t)br->endpoints[k].port;
             r->end_points.a[k].security_protocol = br->endpoints[k].security_protocol;
         }
-        r->features.a = register_broker_record_broker_feature_new_array(&a, 1);
-        r->features.n = 1;
-        r->features.a[0].name = KSTR_LIT("metadata.version");
-        r->features.a[0].min_supported_version = 1;
-        r->features.a[0].max_supported_version = CONTROLLER_METADATA_VERSION;
+        r->features.a = register_broker_record_broker_feature_new_array(&a, br->nfeatures);
+        r->features.n = br->nfeatures;
+        for (int32_t k = 0; k < br->nfeatures; k++) {
+            r->features.a[k].name = KSTR(br->features[k].name);
+            r->features.a[k].min_supported_version = br->features[k].min;
+            r->features.a[k].max_supported_version = br->features[k].max;
+        }
         r->rack = br->rack ? KSTR(br->rack) : KSTR_NULL;
         r->fenced = br->fenced;
         r->in_controlled_shutdown = br->in_controlled_shutdown;
@@ -184,9 +194,18 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
     }
     add_configs(&s, &a, CONTROLLER_RESOURCE_BROKER, KSTR_LIT(""), img->broker_default_configs,
                 img->nbroker_default_configs);
-    char node[16];
-    snprintf(node, sizeof node, "%d", (int)c->b->node_id);
-    add_configs(&s, &a, CONTROLLER_RESOURCE_BROKER, KSTR(node), img->broker_configs, img->nbroker_configs);
+    for (int32_t i = 0; i < img->nper_broker; i++)
+        add_configs(&s, &a, CONTROLLER_RESOURCE_BROKER, KSTR(img->per_broker[i].name), img->per_broker[i].configs,
+                    img->per_broker[i].n);
+    if (img->next_producer_id >= 0) {
+        /* As Kafka's ProducerIdsImage writes it: who asked is not kept. */
+        producer_ids_record_t *pr = arena_alloc(&a, sizeof *pr);
+        producer_ids_record_init(pr);
+        pr->broker_id = -1;
+        pr->broker_epoch = -1;
+        pr->next_producer_id = img->next_producer_id;
+        sw_add(&s, KMETA_PRODUCER_IDS_RECORD, 0, pr);
+    }
     int16_t pv = partition_version(img);
     for (int32_t i = 0; i < img->ntopics; i++) {
         const struct mi_topic *t = img->topics[i];

@@ -39,6 +39,11 @@ struct net {
     ev_async ready_async;
     atomic_bool broker_ready;   /* broker listeners may accept */
     ev_signal sigterm, sigint;
+    /* Called at the first SIGTERM/SIGINT instead of stopping: it calls
+     * net_stop when the node may go (a broker's controlled shutdown). */
+    void (*shutdown_hook)(void *arg);
+    void *shutdown_arg;
+    bool shutting_down;
     struct listener listeners[MAX_LISTENERS];
     int nlisteners;
     struct worker *workers;
@@ -241,8 +246,24 @@ void net_broker_ready(struct net *n)
 static void on_signal(struct ev_loop *loop, ev_signal *s, int revents)
 {
     (void)revents;
-    slog_info("received %s, shutting down", s->signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    struct net *n = s->data;
+    const char *name = s->signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (n->shutdown_hook && !n->shutting_down) {
+        /* Clients keep being served meanwhile; a second signal does not
+         * wait. */
+        n->shutting_down = true;
+        slog_info("received %s, shutting down (again to stop at once)", name);
+        n->shutdown_hook(n->shutdown_arg);
+        return;
+    }
+    slog_info("received %s, shutting down", name);
     ev_break(loop, EVBREAK_ALL);
+}
+
+void net_set_shutdown_hook(struct net *n, void (*hook)(void *arg), void *arg)
+{
+    n->shutdown_hook = hook;
+    n->shutdown_arg = arg;
 }
 
 int net_run(struct net *n)
@@ -269,6 +290,8 @@ int net_run(struct net *n)
     ev_async_start(n->loop, &n->stop_async);
     ev_signal_init(&n->sigterm, on_signal, SIGTERM);
     ev_signal_init(&n->sigint, on_signal, SIGINT);
+    n->sigterm.data = n;
+    n->sigint.data = n;
     ev_signal_start(n->loop, &n->sigterm);
     ev_signal_start(n->loop, &n->sigint);
 

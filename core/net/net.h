@@ -17,6 +17,10 @@ int net_listen(struct net *n, const char *name, const char *host, int port, char
 /* Starts the workers and runs the main loop until SIGTERM/SIGINT or
  * net_stop. Returns 0 after all workers have stopped. */
 int net_run(struct net *n);
+/* At the first SIGTERM/SIGINT, net_run calls hook(arg) (on the main
+ * thread) instead of returning, and keeps serving until net_stop; a
+ * second signal returns at once. Set before net_run. */
+void net_set_shutdown_hook(struct net *n, void (*hook)(void *arg), void *arg);
 /* Asks net_run to return; callable from any thread. */
 void net_stop(struct net *n);
 void net_free(struct net *n);

@@ -192,6 +192,23 @@ static int64_t random_election_timeout(struct raft *r)
     return r->election_timeout_ms + rnd_below(r, r->election_timeout_ms);
 }
 
+/* How long a voter follows a leader it does not hear from before it
+ * stands (Kafka's FollowerState fetch timer: fetch.timeout.ms), minus a
+ * random tenth of it. The leader answers its followers' parked fetches
+ * together whenever it appends, so their timers start in the same
+ * millisecond and, with a fixed timeout, run out together: both
+ * followers pre-vote at once, each grants the other (a prospective
+ * grants pre-votes, KIP-996), both become candidates of the same epoch
+ * and split the vote, and the dead leader's missing answer keeps either
+ * from seeing a rejection by a majority, so the quorum waits out a whole
+ * election timeout (1-2 s) before the next try. Kafka has the same
+ * timers; samsa staggers them within the configured bound, so failure
+ * detection never takes longer than fetch.timeout.ms. */
+static int64_t follower_timeout(struct raft *r)
+{
+    return r->fetch_timeout_ms - (r->is_voter ? rnd_below(r, r->fetch_timeout_ms / 10) : 0);
+}
+
 static struct rvoter *find_voter(struct raft *r, int32_t id)
 {
     for (int32_t i = 0; i < r->nvoters; i++)
@@ -424,7 +441,7 @@ static void to_follower(struct raft *r, int32_t epoch, int32_t leader)
     r->epoch = epoch;
     r->leader_id = leader;
     r->voted_id = voted;
-    r->fetch_deadline = r->now + r->fetch_timeout_ms;
+    r->fetch_deadline = r->now + follower_timeout(r);
     r->has_fetched = false;
     r->retries = 0;
     persist(r);
@@ -930,7 +947,7 @@ static void start(struct raft *r)
 {
     r->started = true;
     r->election_deadline = r->now + random_election_timeout(r);
-    r->fetch_deadline = r->now + r->fetch_timeout_ms;
+    r->fetch_deadline = r->now + follower_timeout(r);
     persist(r);
     emit_role(r);
     /* The only voter elects itself at once, whatever it was (Kafka's
@@ -1906,7 +1923,7 @@ static void handle_fetch_response(struct raft *r, int32_t from, const struct raf
         }
     }
     r->has_fetched = true;
-    r->fetch_deadline = r->now + r->fetch_timeout_ms;
+    r->fetch_deadline = r->now + follower_timeout(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2013,7 +2030,7 @@ static void handle_fsnap_response(struct raft *r, int32_t from, const struct raf
     if (p->error_code == KERR_SNAPSHOT_NOT_FOUND || p->snapshot_id.end_offset < 0 || p->snapshot_id.epoch < 0) {
         /* The leader dropped that snapshot: start over with a Fetch. */
         r->fetching_snapshot = false;
-        r->fetch_deadline = r->now + r->fetch_timeout_ms;
+        r->fetch_deadline = r->now + follower_timeout(r);
         return;
     }
     if (p->error_code != KERR_NONE) {
@@ -2041,7 +2058,7 @@ static void handle_fsnap_response(struct raft *r, int32_t from, const struct raf
         r->snap_pos += p->unaligned_records.len;
     }
     r->has_fetched = true;
-    r->fetch_deadline = r->now + r->fetch_timeout_ms;
+    r->fetch_deadline = r->now + follower_timeout(r);
     if (r->snap_pos == r->snap_size) {
         struct raft_snapshot_id id = r->snap_id;
         r->fetching_snapshot = false;

@@ -124,6 +124,9 @@ class Cluster:
         for i in range(controllers + 1, controllers + brokers + 1):
             self.nodes.append(Node(self, i, ["broker"], overrides, host=self.hosts.get(i, "127.0.0.1"),
                                    netns=(netns_for or {}).get(i)))
+        # The harness stops its servers in list order at the end: brokers
+        # first (see stop()).
+        harness._servers.sort(key=lambda s: getattr(s, "controller", False))
         rc, out, err = 0, subprocess.run([SAMSA_BIN, "random-uuid"], capture_output=True, text=True).stdout, ""
         self.cluster_id = out.strip()
         for n in self.nodes:
@@ -197,7 +200,9 @@ class Cluster:
                       % (bound(limit), want, last, "\n".join(n.log_tail(8) for n in self.nodes)))
 
     def stop(self):
-        for n in self.nodes:
+        # Brokers first, as Kafka's operators do: a broker's SIGTERM waits
+        # for the active controller to approve its controlled shutdown.
+        for n in sorted(self.nodes, key=lambda n: n.controller):
             if n.alive():
                 n.stop()
 

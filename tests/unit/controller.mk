@@ -4,3 +4,10 @@ TESTS += tests/unit/controller_test
 tests_unit_controller_test_SOURCES = tests/unit/controller_test.c
 tests_unit_controller_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_controller_test_LDADD = $(UNIT_LIBS)
+# unit tests: the controller's broker-facing operations (AlterPartition,
+# AllocateProducerIds, UpdateFeatures, controlled shutdown, per-broker configs)
+check_PROGRAMS += tests/unit/controller_ops_test
+TESTS += tests/unit/controller_ops_test
+tests_unit_controller_ops_test_SOURCES = tests/unit/controller_ops_test.c
+tests_unit_controller_ops_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_controller_ops_test_LDADD = $(UNIT_LIBS)

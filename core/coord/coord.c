@@ -1,0 +1,1430 @@
+/* The group coordinator service: shards, loading, timers, appends. See
+ * coord.h for the threading model and group.c for the group logic. */
+#include "coord/coord.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "coord/records.h"
+#include "log/plog.h"
+#include "net/net.h"
+#include "plugin/codec.h"
+#include "proto/kerr.h"
+#include "proto/record_batch.h"
+#include "replica/partition.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/sfile.h"
+#include "util/slog.h"
+
+/* How often the thread looks at the metadata image when nothing else
+ * wakes it (leadership changes), in ms. */
+#define IMAGE_POLL_MS 200
+
+enum shard_state {
+    SHARD_UNLOADED = 0,
+    SHARD_LOADING,
+    SHARD_ACTIVE,
+};
+
+struct coord_shard {
+    struct coord *c;
+    int32_t index;
+    pthread_mutex_t lock;
+    enum shard_state state;
+    int32_t epoch;        /* partition leader epoch it was loaded at */
+    kuuid_t topic_id;
+    struct partition *p;  /* reference while ACTIVE */
+    struct hmap groups;   /* id -> struct cgroup* */
+    struct cgroup **heap; /* by next deadline */
+    int32_t nheap, capheap;
+};
+
+/* Settings read once (all read-only broker configs). */
+struct coord_settings {
+    int32_t initial_rebalance_delay_ms;
+    int32_t max_size;
+    int32_t metadata_max_bytes;
+    int64_t retention_ms;
+    int64_t retention_check_ms;
+    int32_t load_buffer;
+};
+
+struct coord {
+    struct broker *b;
+    struct coord_settings s;
+    pthread_rwlock_t shards_lock; /* the array, not the shards */
+    struct coord_shard **shards;
+    int32_t nshards;
+
+    pthread_mutex_t lock; /* the fields below */
+    pthread_cond_t cond;
+    bool stop, started;
+    bool kicked;     /* look at the image now (a shard to load) */
+    bool timer_kick; /* a deadline moved closer */
+    int64_t next_wake; /* monotonic ms the thread sleeps until */
+    pthread_t thread;
+};
+
+static int64_t cfg_long(const struct samsa_config *cfg, const char *key, int64_t dflt)
+{
+    int64_t v;
+    return config_get_long(cfg, key, &v) ? v : dflt;
+}
+
+/* ------------------------------------------------------------------ */
+/* thread wakeups                                                      */
+
+static void kick(struct coord *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->kicked = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A timer of some group moved to deadline: wake the thread if it would
+ * sleep past it. */
+static void wake_by(struct coord *c, int64_t deadline)
+{
+    pthread_mutex_lock(&c->lock);
+    if (deadline < c->next_wake) {
+        c->next_wake = deadline;
+        c->timer_kick = true;
+        pthread_cond_signal(&c->cond);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* deadline heap (per shard, under its lock)                           */
+
+static void heap_swap(struct coord_shard *s, int32_t i, int32_t j)
+{
+    struct cgroup *t = s->heap[i];
+    s->heap[i] = s->heap[j];
+    s->heap[j] = t;
+    s->heap[i]->heap_index = i;
+    s->heap[j]->heap_index = j;
+}
+
+static void heap_fix(struct coord_shard *s, int32_t i)
+{
+    while (i > 0 && s->heap[(i - 1) / 2]->heap_key > s->heap[i]->heap_key) {
+        heap_swap(s, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->nheap && s->heap[l]->heap_key < s->heap[m]->heap_key)
+            m = l;
+        if (r < s->nheap && s->heap[r]->heap_key < s->heap[m]->heap_key)
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(s, i, m);
+        i = m;
+    }
+}
+
+static void heap_remove(struct coord_shard *s, struct cgroup *g)
+{
+    int32_t i = g->heap_index;
+    if (i < 0)
+        return;
+    g->heap_index = -1;
+    s->nheap--;
+    if (i != s->nheap) {
+        s->heap[i] = s->heap[s->nheap];
+        s->heap[i]->heap_index = i;
+        heap_fix(s, i);
+    }
+}
+
+/* Files g under its next deadline (or takes it out). */
+static void refile(struct coord_shard *s, struct cgroup *g)
+{
+    int64_t d = cg_next_deadline(g);
+    if (d == CG_NO_DEADLINE) {
+        heap_remove(s, g);
+        return;
+    }
+    g->heap_key = d;
+    if (g->heap_index < 0) {
+        if (s->nheap == s->capheap) {
+            s->capheap = s->capheap ? 2 * s->capheap : 16;
+            s->heap = xrealloc(s->heap, (size_t)s->capheap * sizeof *s->heap);
+        }
+        g->heap_index = s->nheap;
+        s->heap[s->nheap++] = g;
+    }
+    heap_fix(s, g->heap_index);
+    wake_by(s->c, d);
+}
+
+/* ------------------------------------------------------------------ */
+/* appends                                                             */
+
+/* Kafka's CoordinatorOperationExceptionHelper mapping of append errors. */
+static int16_t map_append_error(int err)
+{
+    switch (err) {
+    case 0:
+        return 0;
+    case KERR_UNKNOWN_TOPIC_OR_PARTITION:
+    case KERR_NOT_ENOUGH_REPLICAS:
+    case KERR_REQUEST_TIMED_OUT:
+        return KERR_COORDINATOR_NOT_AVAILABLE;
+    case KERR_NOT_LEADER_OR_FOLLOWER:
+    case KERR_KAFKA_STORAGE_ERROR:
+        return KERR_NOT_COORDINATOR;
+    case KERR_MESSAGE_TOO_LARGE:
+    case KERR_RECORD_LIST_TOO_LARGE:
+    case KERR_INVALID_FETCH_SIZE:
+    case KERR_CORRUPT_MESSAGE:
+        return KERR_UNKNOWN_SERVER_ERROR;
+    default:
+        return (int16_t)err;
+    }
+}
+
+/* Records of one operation: one batch, as Kafka writes them. */
+struct batch {
+    struct buf out;
+    struct rb_builder b;
+    struct buf k, v;
+    int n;
+};
+
+static void batch_begin(struct batch *bt)
+{
+    buf_init(&bt->out);
+    buf_init(&bt->k);
+    buf_init(&bt->v);
+    rb_builder_begin(&bt->b, &bt->out, 0, clock_wall_ms(), NULL);
+    bt->n = 0;
+}
+
+/* k/v hold the record; v.len 0 with tombstone: null value. */
+static int batch_add(struct batch *bt, bool tombstone)
+{
+    kbytes_t key = {bt->k.data, (int32_t)bt->k.len};
+    kbytes_t value = tombstone ? (kbytes_t){NULL, -1} : (kbytes_t){bt->v.data, (int32_t)bt->v.len};
+    int rc = rb_builder_add(&bt->b, clock_wall_ms(), key, value, NULL, 0);
+    buf_reset(&bt->k);
+    buf_reset(&bt->v);
+    if (!rc)
+        bt->n++;
+    return rc;
+}
+
+static void batch_free(struct batch *bt)
+{
+    buf_free(&bt->out);
+    buf_free(&bt->k);
+    buf_free(&bt->v);
+}
+
+/* Appends the batch to the shard's partition (under the shard's lock).
+ * Returns 0 with *last set, or the coordinator-mapped error. Frees bt. */
+static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *last)
+{
+    int16_t err = 0;
+    if (bt->n == 0) {
+        rb_builder_abort(&bt->b);
+        batch_free(bt);
+        return 0;
+    }
+    size_t len = 0;
+    int rc = rb_builder_finish(&bt->b, &len);
+    if (rc) {
+        err = map_append_error(rc);
+    } else if (!s->p || s->state != SHARD_ACTIVE) {
+        err = KERR_NOT_COORDINATOR;
+    } else {
+        struct plog_append_result res;
+        rc = partition_append(s->p, bt->out.data + bt->out.len - len, len, false, &res);
+        if (rc) {
+            slog_warn("group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
+                      kerr_name((int16_t)rc));
+            err = map_append_error(rc);
+        } else if (last) {
+            *last = res.last_offset;
+        }
+    }
+    batch_free(bt);
+    return err;
+}
+
+/* cg_env.store: one GroupMetadata record. */
+static int store_group(struct cg_env *e, struct cgroup *g, const kbytes_t *assign)
+{
+    struct coord_shard *s = e->ctx;
+    struct batch bt;
+    batch_begin(&bt);
+    crec_group_key(&bt.k, (kstr_t){g->id, g->id_len});
+    crec_group_value(&bt.v, g, assign);
+    int rc = batch_add(&bt, false);
+    if (rc) {
+        batch_free(&bt);
+        return map_append_error(rc);
+    }
+    int64_t last = -1;
+    int16_t err = batch_append(s, &bt, &last);
+    if (!err) {
+        e->ack_offset = last;
+        g->has_record = true;
+    }
+    return err;
+}
+
+static void env_init(struct coord_shard *s, struct cg_env *e)
+{
+    memset(e, 0, sizeof *e);
+    e->now = clock_mono_ms();
+    e->wall_now = clock_wall_ms();
+    e->initial_rebalance_delay_ms = s->c->s.initial_rebalance_delay_ms;
+    e->new_member_join_timeout_ms = CG_NEW_MEMBER_JOIN_TIMEOUT_MS;
+    e->max_size = s->c->s.max_size;
+    e->store = store_group;
+    e->ctx = s;
+    e->ack_offset = -1;
+}
+
+/* After an operation on g: re-file its timers, drop it when nothing is
+ * left of it. */
+static void after_op(struct coord_shard *s, struct cgroup *g)
+{
+    if (cg_is_disposable(g)) {
+        heap_remove(s, g);
+        hmap_del(&s->groups, g->id, (size_t)g->id_len);
+        cg_free(g, KERR_UNKNOWN_MEMBER_ID);
+        return;
+    }
+    refile(s, g);
+}
+
+static struct cgroup *group_get(struct coord_shard *s, kstr_t id, bool create)
+{
+    size_t len = (size_t)(id.len > 0 ? id.len : 0);
+    struct cgroup *g = hmap_get(&s->groups, id.p ? id.p : "", len);
+    if (!g && create) {
+        g = cg_new(id.p ? id.p : "", (int32_t)len, clock_wall_ms());
+        hmap_put(&s->groups, g->id, len, g);
+    }
+    return g;
+}
+
+static void drop_group(struct coord_shard *s, struct cgroup *g, int16_t err)
+{
+    heap_remove(s, g);
+    hmap_del(&s->groups, g->id, (size_t)g->id_len);
+    cg_free(g, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* shards                                                              */
+
+static struct coord_shard *shard_new(struct coord *c, int32_t index)
+{
+    struct coord_shard *s = xcalloc(1, sizeof *s);
+    s->c = c;
+    s->index = index;
+    pthread_mutex_init(&s->lock, NULL);
+    hmap_init(&s->groups);
+    s->epoch = -1;
+    return s;
+}
+
+static struct coord_shard *shard_at(struct coord *c, int32_t index, bool create)
+{
+    pthread_rwlock_rdlock(&c->shards_lock);
+    struct coord_shard *s = index < c->nshards ? c->shards[index] : NULL;
+    pthread_rwlock_unlock(&c->shards_lock);
+    if (s || !create)
+        return s;
+    pthread_rwlock_wrlock(&c->shards_lock);
+    if (index >= c->nshards) {
+        c->shards = xrealloc(c->shards, (size_t)(index + 1) * sizeof *c->shards);
+        for (int32_t i = c->nshards; i <= index; i++)
+            c->shards[i] = shard_new(c, i);
+        c->nshards = index + 1;
+    }
+    s = c->shards[index];
+    pthread_rwlock_unlock(&c->shards_lock);
+    return s;
+}
+
+int32_t coord_num_partitions(const struct broker *b, const struct mimage *img)
+{
+    const struct mi_topic *t = img ? mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC)) : NULL;
+    if (t && t->npartitions > 0)
+        return t->npartitions;
+    const struct samsa_config *cfg = b->cfg;
+    return cfg->offsets_topic_num_partitions > 0 ? cfg->offsets_topic_num_partitions : 50;
+}
+
+/* Finds the shard of group and locks it, or says why not. */
+static int16_t acquire(struct coord *c, kstr_t group, struct coord_shard **out)
+{
+    *out = NULL;
+    struct mimage *img = controller_image(c->b->controller);
+    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
+    if (!t || t->npartitions <= 0) {
+        mimage_release(img);
+        return KERR_NOT_COORDINATOR;
+    }
+    int32_t idx = coord_partition_for(group, t->npartitions);
+    const struct mi_partition *mp = mi_topic_partition(t, idx);
+    int32_t leader = mp ? mp->leader : -1, epoch = mp ? mp->leader_epoch : -1;
+    mimage_release(img);
+    if (leader != c->b->node_id)
+        return KERR_NOT_COORDINATOR;
+    struct coord_shard *s = shard_at(c, idx, true);
+    pthread_mutex_lock(&s->lock);
+    if (s->state != SHARD_ACTIVE || s->epoch != epoch) {
+        bool idle = s->state != SHARD_LOADING;
+        pthread_mutex_unlock(&s->lock);
+        if (idle)
+            kick(c);
+        return KERR_COORDINATOR_LOAD_IN_PROGRESS;
+    }
+    *out = s;
+    return 0;
+}
+
+static void release(struct coord_shard *s)
+{
+    pthread_mutex_unlock(&s->lock);
+}
+
+int coord_ack_check(const struct coord_ack *a)
+{
+    if (!a->shard || a->offset < 0)
+        return PARTITION_ACK_READY;
+    struct coord_shard *s = a->shard;
+    pthread_mutex_lock(&s->lock);
+    int st;
+    if (s->state != SHARD_ACTIVE || !s->p)
+        st = KERR_NOT_COORDINATOR;
+    else
+        st = partition_ack_wait(s->p, a->offset);
+    pthread_mutex_unlock(&s->lock);
+    if (st > 0)
+        st = map_append_error(st);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* loading and unloading                                               */
+
+static void unload(struct coord_shard *s, const char *why)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->state == SHARD_ACTIVE && hmap_count(&s->groups) > 0)
+        slog_info("group coordinator: unloading %s-%d (%s): %zu group(s)", COORD_OFFSETS_TOPIC, s->index, why,
+                  hmap_count(&s->groups));
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(&s->groups, &it, &k, &kl, &v))
+        cg_free(v, KERR_NOT_COORDINATOR);
+    hmap_free(&s->groups);
+    hmap_init(&s->groups);
+    s->nheap = 0;
+    if (s->p)
+        partition_put(s->p);
+    s->p = NULL;
+    s->state = SHARD_UNLOADED;
+    s->epoch = -1;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Replays one record into groups (a map being built). */
+static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
+{
+    if (r->kind == CREC_OFFSET) {
+        kstr_t gid = r->okey.group;
+        size_t gl = (size_t)(gid.len > 0 ? gid.len : 0);
+        struct cgroup *g = hmap_get(groups, gid.p ? gid.p : "", gl);
+        if (r->tombstone) {
+            if (g)
+                cg_offset_del(g, r->okey.topic, r->okey.partition);
+            return;
+        }
+        if (!g) {
+            g = cg_new(gid.p ? gid.p : "", (int32_t)gl, wall_now);
+            hmap_put(groups, g->id, gl, g);
+        }
+        struct cg_offset o = {
+            .offset = r->ovalue.offset,
+            .leader_epoch = r->ovalue.leader_epoch,
+            .metadata = (char *)(r->ovalue.metadata.p ? r->ovalue.metadata.p : ""),
+            .metadata_len = r->ovalue.metadata.len > 0 ? r->ovalue.metadata.len : 0,
+            .commit_ts = r->ovalue.commit_timestamp,
+            .expire_ts = r->ovalue.expire_timestamp,
+        };
+        cg_offset_put(g, r->okey.topic, r->okey.partition, &o);
+        return;
+    }
+    if (r->kind != CREC_GROUP)
+        return;
+    kstr_t gid = r->gkey.group;
+    size_t gl = (size_t)(gid.len > 0 ? gid.len : 0);
+    struct cgroup *g = hmap_get(groups, gid.p ? gid.p : "", gl);
+    if (r->tombstone) {
+        if (!g)
+            return;
+        /* the group is gone; offsets written after it (a simple group)
+         * would stay */
+        cg_load_metadata(g, KSTR_LIT(""), 0, KSTR_NULL, KSTR_NULL, wall_now, 0, NULL);
+        g->has_record = false;
+        return;
+    }
+    if (!g) {
+        g = cg_new(gid.p ? gid.p : "", (int32_t)gl, wall_now);
+        hmap_put(groups, g->id, gl, g);
+    }
+    const group_metadata_value_t *v = &r->gvalue;
+    struct cg_loaded_member *lm = xcalloc((size_t)(v->members.n > 0 ? v->members.n : 1), sizeof *lm);
+    for (int32_t i = 0; i < v->members.n; i++) {
+        const group_metadata_value_member_metadata_t *m = &v->members.a[i];
+        lm[i] = (struct cg_loaded_member){m->member_id,         m->group_instance_id, m->client_id,
+                                          m->client_host,       m->rebalance_timeout, m->session_timeout,
+                                          m->subscription,      m->assignment};
+    }
+    cg_load_metadata(g, v->protocol_type, v->generation, v->protocol, v->leader, v->current_state_timestamp,
+                     v->members.n, lm);
+    free(lm);
+}
+
+/* Reads the whole partition into groups. Returns 0 or a Kafka error. */
+static int read_partition(struct coord *c, struct partition *p, struct hmap *groups, int64_t *nrecords)
+{
+    struct plog *l = p->log;
+    int64_t off = plog_log_start_offset(l);
+    int64_t end = plog_log_end_offset(l);
+    int64_t wall = clock_wall_ms();
+    struct buf data = BUF_INIT, dec = BUF_INIT;
+    int err = 0;
+    bool warned_other = false;
+    while (off < end) {
+        struct plog_read_result rr;
+        err = plog_read(l, off, c->s.load_buffer, true, -1, &rr);
+        if (err)
+            break;
+        if (rr.len <= 0) {
+            if (rr.file)
+                sfile_unref(rr.file);
+            break;
+        }
+        buf_reset(&data);
+        uint8_t *dst = buf_extend(&data, (size_t)rr.len);
+        size_t got = 0;
+        while (got < (size_t)rr.len) {
+            ssize_t n = pread(rr.file->fd, dst + got, (size_t)rr.len - got, rr.file_pos + (off_t)got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                err = KERR_KAFKA_STORAGE_ERROR;
+                break;
+            }
+            got += (size_t)n;
+        }
+        sfile_unref(rr.file);
+        if (err)
+            break;
+        size_t pos = 0;
+        while (pos < data.len) {
+            size_t size;
+            if (rb_frame(data.data + pos, data.len - pos, &size) != 0)
+                break;
+            struct rb_header h;
+            if (rb_parse_header(data.data + pos, size, &h) != 0) {
+                pos += size;
+                continue;
+            }
+            const uint8_t *batch = data.data + pos;
+            pos += size;
+            /* Control batches, and transactional offset commits (there
+             * is no transaction coordinator yet to decide them). */
+            if (rb_is_control(&h) || rb_is_transactional(&h) || rb_last_offset(&h) < off)
+                continue;
+            struct rb_record_iter it;
+            if (rb_codec(&h) != RB_CODEC_NONE) {
+                buf_reset(&dec);
+                int rc = codec_decompress(c->b->plugins, rb_codec(&h), batch + RB_HEADER_SIZE,
+                                          size - RB_HEADER_SIZE, &dec, CODEC_DECOMPRESS_CEILING);
+                if (rc) {
+                    slog_warn("group coordinator: %s-%d batch at %lld: cannot decompress (%s); skipped",
+                              COORD_OFFSETS_TOPIC, p->index, (long long)h.base_offset, kerr_name((int16_t)rc));
+                    continue;
+                }
+                rb_record_iter_init(&it, dec.data, dec.len, h.records_count);
+            } else if (rb_record_iter_init_batch(&it, batch, size) != 0) {
+                continue;
+            }
+            struct rb_record rec;
+            while (rb_record_next(&it, &rec) == 1) {
+                if (h.base_offset + rec.offset_delta < off)
+                    continue;
+                struct arena a = ARENA_INIT;
+                struct crec cr;
+                if (crec_parse(rec.key, rec.value, &a, &cr) < 0) {
+                    slog_warn("group coordinator: %s-%d offset %lld: record does not parse; skipped",
+                              COORD_OFFSETS_TOPIC, p->index, (long long)(h.base_offset + rec.offset_delta));
+                } else if (cr.kind == CREC_OTHER) {
+                    if (!warned_other)
+                        slog_warn("group coordinator: %s-%d holds records of key version %d (not classic "
+                                  "groups); ignored",
+                                  COORD_OFFSETS_TOPIC, p->index, cr.key_version);
+                    warned_other = true;
+                } else {
+                    replay(groups, &cr, wall);
+                    (*nrecords)++;
+                }
+                arena_free(&a);
+            }
+            off = rb_last_offset(&h) + 1;
+        }
+        off = rr.next_offset > off ? rr.next_offset : off;
+    }
+    buf_free(&data);
+    buf_free(&dec);
+    return err;
+}
+
+static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id, int32_t epoch)
+{
+    struct partition *p = preg_get(c->b->partitions, topic_id, s->index);
+    if (!p)
+        return; /* its log is not open yet: next round */
+    pthread_mutex_lock(&s->lock);
+    s->state = SHARD_LOADING;
+    pthread_mutex_unlock(&s->lock);
+
+    int64_t t0 = clock_mono_ms();
+    struct hmap groups;
+    hmap_init(&groups);
+    int64_t nrec = 0;
+    int err = read_partition(c, p, &groups, &nrec);
+
+    pthread_mutex_lock(&s->lock);
+    if (err) {
+        slog_error("group coordinator: loading %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
+                   kerr_name((int16_t)err));
+        s->state = SHARD_UNLOADED;
+        pthread_mutex_unlock(&s->lock);
+        size_t it = 0;
+        const void *k;
+        size_t kl;
+        void *v;
+        while (hmap_next(&groups, &it, &k, &kl, &v))
+            cg_free(v, KERR_NOT_COORDINATOR);
+        hmap_free(&groups);
+        partition_put(p);
+        return;
+    }
+    s->groups = groups;
+    s->p = p;
+    s->topic_id = *topic_id;
+    s->epoch = epoch;
+    s->nheap = 0;
+    s->state = SHARD_ACTIVE;
+    struct cg_env e;
+    env_init(s, &e);
+    size_t it = 0, n = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    /* collect first: dropping groups changes the map */
+    struct cgroup **all = xcalloc(hmap_count(&s->groups) + 1, sizeof *all);
+    while (hmap_next(&s->groups, &it, &k, &kl, &v))
+        all[n++] = v;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct cgroup *g = all[i];
+        if (cg_is_disposable(g)) {
+            drop_group(s, g, KERR_NOT_COORDINATOR);
+            continue;
+        }
+        cg_loaded(&e, g);
+        refile(s, g);
+        kept++;
+    }
+    free(all);
+    /* an empty partition (most of the 50) is not worth a line */
+    slog(kept || nrec ? SLOG_INFO : SLOG_DEBUG,
+         "group coordinator: loaded %s-%d (epoch %d): %zu group(s) from %lld record(s) in %lld ms",
+         COORD_OFFSETS_TOPIC, s->index, epoch, kept, (long long)nrec, (long long)(clock_mono_ms() - t0));
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Brings the shards in line with the image: load what this node leads,
+ * unload what it no longer does. */
+static void sync_image(struct coord *c)
+{
+    struct mimage *img = controller_image(c->b->controller);
+    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
+    int32_t n = t ? t->npartitions : 0;
+    pthread_rwlock_rdlock(&c->shards_lock);
+    int32_t have = c->nshards;
+    pthread_rwlock_unlock(&c->shards_lock);
+    int32_t upto = n > have ? n : have;
+    for (int32_t i = 0; i < upto; i++) {
+        const struct mi_partition *mp = t ? mi_topic_partition(t, i) : NULL;
+        bool lead = mp && mp->leader == c->b->node_id;
+        struct coord_shard *s = shard_at(c, i, lead);
+        if (!s)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        enum shard_state st = s->state;
+        int32_t epoch = s->epoch;
+        bool same_topic = t && kuuid_eq(&s->topic_id, &t->id);
+        pthread_mutex_unlock(&s->lock);
+        if (!lead) {
+            if (st != SHARD_UNLOADED)
+                unload(s, "no longer the partition leader");
+            continue;
+        }
+        if (st == SHARD_ACTIVE && epoch == mp->leader_epoch && same_topic)
+            continue;
+        if (st == SHARD_ACTIVE)
+            unload(s, "new leader epoch");
+        load(c, s, &t->id, mp->leader_epoch);
+    }
+    mimage_release(img);
+}
+
+/* ------------------------------------------------------------------ */
+/* offset expiration (offsets.retention.minutes)                       */
+
+/* Kafka's ClassicGroup.offsetExpirationCondition: the timestamp an
+ * offset's retention counts from, or -1 when it does not expire. */
+static int64_t expiry_base(const struct cgroup *g, kstr_t topic, const struct cg_offset *o)
+{
+    if (!g->protocol_type)
+        return o->commit_ts; /* simple group */
+    if (g->state == CG_EMPTY)
+        return g->state_ts >= 0 ? g->state_ts : o->commit_ts;
+    if (g->state == CG_STABLE && strcmp(g->protocol_type, "consumer") == 0 && g->subscribed_known &&
+        !cg_subscribed_to(g, topic))
+        return o->commit_ts;
+    return -1;
+}
+
+static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
+{
+    int64_t now = clock_wall_ms();
+    size_t it = 0, n = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    struct cgroup **all = xcalloc(hmap_count(&s->groups) + 1, sizeof *all);
+    while (hmap_next(&s->groups, &it, &k, &kl, &v))
+        all[n++] = v;
+    for (size_t i = 0; i < n; i++) {
+        struct cgroup *g = all[i];
+        struct batch bt;
+        batch_begin(&bt);
+        size_t oit = 0;
+        kstr_t topic;
+        int32_t part;
+        const struct cg_offset *o;
+        /* collected as (topic, partition) pairs to delete after the append */
+        struct arena a = ARENA_INIT;
+        kstr_t *dt = NULL;
+        int32_t *dp = NULL;
+        int32_t nd = 0, capd = 0;
+        while (cg_offset_next(g, &oit, &topic, &part, &o)) {
+            int64_t base = expiry_base(g, topic, o);
+            bool expired = o->expire_ts >= 0 ? now >= o->expire_ts : base >= 0 && now - base >= retention_ms;
+            if (!expired)
+                continue;
+            if (nd == capd) {
+                capd = capd ? 2 * capd : 16;
+                kstr_t *ndt = arena_alloc(&a, (size_t)capd * sizeof *ndt);
+                int32_t *ndp = arena_alloc(&a, (size_t)capd * sizeof *ndp);
+                if (nd) {
+                    memcpy(ndt, dt, (size_t)nd * sizeof *dt);
+                    memcpy(ndp, dp, (size_t)nd * sizeof *dp);
+                }
+                dt = ndt;
+                dp = ndp;
+            }
+            dt[nd] = (kstr_t){arena_strndup(&a, topic.p, (size_t)topic.len), topic.len};
+            dp[nd++] = part;
+            crec_offset_key(&bt.k, (kstr_t){g->id, g->id_len}, topic, part);
+            batch_add(&bt, true);
+        }
+        bool drop = g->state == CG_EMPTY && cg_offset_count(g) == (size_t)nd && g->npending == 0;
+        if (drop && (g->has_record || nd > 0)) {
+            crec_group_key(&bt.k, (kstr_t){g->id, g->id_len});
+            batch_add(&bt, true);
+        }
+        if (bt.n == 0) {
+            batch_free(&bt);
+            arena_free(&a);
+            continue;
+        }
+        int16_t err = batch_append(s, &bt, NULL);
+        if (err) {
+            slog_warn("group coordinator: expiring offsets of group %s failed: %s", g->id, kerr_name(err));
+        } else {
+            for (int32_t j = 0; j < nd; j++)
+                cg_offset_del(g, dt[j], dp[j]);
+            if (nd)
+                slog_info("group coordinator: group %s: %d offset(s) expired", g->id, nd);
+            if (drop) {
+                slog_info("group coordinator: group %s removed (empty, no offsets)", g->id);
+                drop_group(s, g, KERR_UNKNOWN_MEMBER_ID);
+            }
+        }
+        arena_free(&a);
+    }
+    free(all);
+}
+
+/* ------------------------------------------------------------------ */
+/* the thread                                                          */
+
+static void run_timers(struct coord *c, int64_t now, int64_t *next)
+{
+    pthread_rwlock_rdlock(&c->shards_lock);
+    int32_t n = c->nshards;
+    pthread_rwlock_unlock(&c->shards_lock);
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_shard *s = shard_at(c, i, false);
+        if (!s)
+            continue;
+        pthread_mutex_lock(&s->lock);
+        if (s->state == SHARD_ACTIVE) {
+            /* take the due groups out first: a group still due after
+             * its tick comes back in the next round, not this one */
+            int32_t ndue = 0;
+            struct cgroup **due = NULL;
+            while (s->nheap > 0 && s->heap[0]->heap_key <= now) {
+                due = xrealloc(due, (size_t)(ndue + 1) * sizeof *due);
+                due[ndue] = s->heap[0];
+                heap_remove(s, due[ndue]);
+                ndue++;
+            }
+            for (int32_t k = 0; k < ndue; k++) {
+                struct cg_env e;
+                env_init(s, &e);
+                e.now = now;
+                cg_tick(&e, due[k]);
+                after_op(s, due[k]);
+            }
+            free(due);
+            if (s->nheap > 0 && s->heap[0]->heap_key < *next)
+                *next = s->heap[0]->heap_key;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+static void run_expiration(struct coord *c)
+{
+    pthread_rwlock_rdlock(&c->shards_lock);
+    int32_t n = c->nshards;
+    pthread_rwlock_unlock(&c->shards_lock);
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_shard *s = shard_at(c, i, false);
+        pthread_mutex_lock(&s->lock);
+        if (s->state == SHARD_ACTIVE)
+            expire_offsets(s, c->s.retention_ms);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+static void *coord_main(void *arg)
+{
+    struct coord *c = arg;
+    int64_t next_expire = clock_mono_ms() + c->s.retention_check_ms;
+    int64_t next_image = 0;
+    for (;;) {
+        int64_t now = clock_mono_ms();
+        if (now >= next_image) {
+            sync_image(c);
+            next_image = now + IMAGE_POLL_MS;
+        }
+        now = clock_mono_ms();
+        int64_t next = next_image;
+        run_timers(c, now, &next);
+        if (now >= next_expire) {
+            run_expiration(c);
+            next_expire = now + c->s.retention_check_ms;
+        }
+        if (next_expire < next)
+            next = next_expire;
+
+        pthread_mutex_lock(&c->lock);
+        if (c->stop) {
+            pthread_mutex_unlock(&c->lock);
+            break;
+        }
+        if (c->kicked || c->timer_kick) {
+            /* a request wants a shard loaded, or a timer moved closer */
+            bool k = c->kicked;
+            c->kicked = c->timer_kick = false;
+            pthread_mutex_unlock(&c->lock);
+            if (k)
+                next_image = 0;
+            continue;
+        }
+        c->next_wake = next;
+        int64_t wait = next - clock_mono_ms();
+        if (wait > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            ts.tv_sec += wait / 1000;
+            ts.tv_nsec += (wait % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            while (!c->kicked && !c->timer_kick && !c->stop) {
+                if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
+                    break;
+            }
+        }
+        c->next_wake = INT64_MAX;
+        bool kicked = c->kicked;
+        c->kicked = c->timer_kick = false;
+        pthread_mutex_unlock(&c->lock);
+        if (kicked)
+            next_image = 0;
+    }
+    return NULL;
+}
+
+struct coord *coord_create(struct broker *b)
+{
+    struct coord *c = xcalloc(1, sizeof *c);
+    c->b = b;
+    const struct samsa_config *cfg = b->cfg;
+    c->s.initial_rebalance_delay_ms = cfg->group_initial_rebalance_delay_ms;
+    c->s.max_size = (int32_t)cfg_long(cfg, "group.max.size", INT32_MAX);
+    c->s.metadata_max_bytes = (int32_t)cfg_long(cfg, "offset.metadata.max.bytes", 4096);
+    c->s.retention_ms = cfg_long(cfg, "offsets.retention.minutes", 10080) * 60 * 1000;
+    c->s.retention_check_ms = cfg_long(cfg, "offsets.retention.check.interval.ms", 600000);
+    c->s.load_buffer = (int32_t)cfg_long(cfg, "offsets.load.buffer.size", 5242880);
+    if (c->s.load_buffer < 4096)
+        c->s.load_buffer = 4096;
+    pthread_rwlock_init(&c->shards_lock, NULL);
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    c->next_wake = INT64_MAX;
+    return c;
+}
+
+void coord_start(struct coord *c)
+{
+    if (pthread_create(&c->thread, NULL, coord_main, c) == 0)
+        c->started = true;
+    else
+        slog_error("group coordinator: cannot start its thread");
+}
+
+void coord_stop(struct coord *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stop = true;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    if (c->started)
+        pthread_join(c->thread, NULL);
+    c->started = false;
+    for (int32_t i = 0; i < c->nshards; i++)
+        unload(c->shards[i], "shutdown");
+}
+
+void coord_destroy(struct coord *c)
+{
+    if (!c)
+        return;
+    for (int32_t i = 0; i < c->nshards; i++) {
+        struct coord_shard *s = c->shards[i];
+        hmap_free(&s->groups);
+        free(s->heap);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+    }
+    free(c->shards);
+    pthread_rwlock_destroy(&c->shards_lock);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* operations                                                          */
+
+int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, struct cg_waiter *w,
+                   bool *waiting)
+{
+    *waiting = false;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    w->owner = s;
+    /* A known member id names a group that must exist. */
+    struct cgroup *g = group_get(s, group, rq->member_id.len <= 0);
+    if (!g) {
+        w->error = KERR_UNKNOWN_MEMBER_ID;
+        w->member_id = rq->member_id;
+        atomic_store_explicit(&w->done, true, memory_order_release);
+        release(s);
+        return 0;
+    }
+    struct cg_env e;
+    env_init(s, &e);
+    cg_join(&e, g, rq, w);
+    *waiting = w->member != NULL; /* under the lock: done or attached */
+    after_op(s, g);
+    release(s);
+    return 0;
+}
+
+int16_t coord_sync(struct coord *c, kstr_t group, const struct cg_sync_req *rq, struct cg_waiter *w,
+                   bool *waiting)
+{
+    *waiting = false;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    w->owner = s;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g) {
+        w->error = KERR_UNKNOWN_MEMBER_ID;
+        atomic_store_explicit(&w->done, true, memory_order_release);
+        release(s);
+        return 0;
+    }
+    struct cg_env e;
+    env_init(s, &e);
+    cg_sync(&e, g, rq, w);
+    *waiting = w->member != NULL;
+    after_op(s, g);
+    release(s);
+    return 0;
+}
+
+bool coord_cancel(struct cg_waiter *w)
+{
+    struct coord_shard *s = w->owner;
+    if (!s)
+        return false;
+    pthread_mutex_lock(&s->lock);
+    bool r = cg_waiter_detach(w);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
+struct coord_shard *coord_waiter_shard(const struct cg_waiter *w)
+{
+    return w->owner;
+}
+
+int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                        struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err == KERR_COORDINATOR_LOAD_IN_PROGRESS ? 0 : err; /* Kafka answers a heartbeat NONE then */
+    struct cgroup *g = group_get(s, group, false);
+    if (!g) {
+        release(s);
+        return KERR_UNKNOWN_MEMBER_ID;
+    }
+    struct cg_env e;
+    env_init(s, &e);
+    err = cg_heartbeat(&e, g, member_id, instance_id, generation);
+    after_op(s, g);
+    ack->shard = s;
+    ack->offset = e.ack_offset;
+    release(s);
+    return err;
+}
+
+int16_t coord_leave(struct coord *c, kstr_t group, int32_t n, const kstr_t *member_ids, const kstr_t *instance_ids,
+                    int16_t *errs, struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g) {
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = KERR_UNKNOWN_MEMBER_ID;
+        release(s);
+        return 0;
+    }
+    struct cg_env e;
+    env_init(s, &e);
+    err = cg_leave(&e, g, n, member_ids, instance_ids, errs);
+    after_op(s, g);
+    ack->shard = s;
+    ack->offset = e.ack_offset;
+    release(s);
+    return err;
+}
+
+int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                     int16_t version, int64_t retention_ms, struct coord_commit *parts, int32_t n,
+                     struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    bool created = false;
+    if (!g) {
+        if (generation >= 0) {
+            release(s);
+            /* v9+ says so; older versions keep ILLEGAL_GENERATION */
+            return version >= 9 ? KERR_GROUP_ID_NOT_FOUND : KERR_ILLEGAL_GENERATION;
+        }
+        /* a "simple" group: offsets without group management */
+        g = group_get(s, group, true);
+        created = true;
+    }
+    struct cg_env e;
+    env_init(s, &e);
+    err = cg_validate_commit(&e, g, member_id, instance_id, generation);
+    if (err) {
+        after_op(s, g);
+        release(s);
+        return err;
+    }
+    if (created)
+        slog_info("group coordinator: group %.*s created by a manual offset commit", (int)group.len, group.p);
+    int64_t now = e.wall_now;
+    int64_t expire = retention_ms == -1 ? -1 : now + retention_ms;
+    struct batch bt;
+    batch_begin(&bt);
+    struct cg_offset *vals = xcalloc((size_t)(n > 0 ? n : 1), sizeof *vals);
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_commit *p = &parts[i];
+        if (p->error)
+            continue;
+        if (p->metadata.len > c->s.metadata_max_bytes) {
+            p->error = KERR_OFFSET_METADATA_TOO_LARGE;
+            continue;
+        }
+        vals[i] = (struct cg_offset){
+            .offset = p->offset,
+            .leader_epoch = p->leader_epoch,
+            .metadata = (char *)(p->metadata.len > 0 ? p->metadata.p : ""),
+            .metadata_len = p->metadata.len > 0 ? p->metadata.len : 0,
+            .commit_ts = p->commit_ts == -1 ? now : p->commit_ts,
+            .expire_ts = expire,
+        };
+        crec_offset_key(&bt.k, group, p->topic, p->partition);
+        crec_offset_value(&bt.v, &vals[i]);
+        int rc = batch_add(&bt, false);
+        if (rc)
+            p->error = map_append_error(rc);
+    }
+    int64_t last = -1;
+    err = batch_append(s, &bt, &last);
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_commit *p = &parts[i];
+        if (p->error)
+            continue;
+        if (err)
+            p->error = err;
+        else
+            cg_offset_put(g, p->topic, p->partition, &vals[i]);
+    }
+    free(vals);
+    after_op(s, g);
+    ack->shard = s;
+    ack->offset = last;
+    release(s);
+    return 0;
+}
+
+static int cmp_fetched(const void *a, const void *b)
+{
+    const struct coord_fetched *x = a, *y = b;
+    int32_t n = x->topic.len < y->topic.len ? x->topic.len : y->topic.len;
+    int c = memcmp(x->topic.p, y->topic.p, (size_t)n);
+    if (c)
+        return c;
+    if (x->topic.len != y->topic.len)
+        return x->topic.len < y->topic.len ? -1 : 1;
+    return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+static void fill_fetched(struct arena *a, struct coord_fetched *f, const struct cg_offset *o)
+{
+    if (!o) {
+        f->offset = -1;
+        f->leader_epoch = -1;
+        f->metadata = KSTR_LIT("");
+        return;
+    }
+    f->offset = o->offset;
+    f->leader_epoch = o->leader_epoch;
+    f->metadata = (kstr_t){arena_strndup(a, o->metadata, (size_t)o->metadata_len), o->metadata_len};
+}
+
+int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched *parts, int32_t n, bool all,
+                            struct arena *a, struct coord_fetched **out, int32_t *nout)
+{
+    if (out) {
+        *out = NULL;
+        *nout = 0;
+    }
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (g && g->state == CG_DEAD)
+        g = NULL; /* Kafka: GroupIdNotFound, every partition without offset */
+    for (int32_t i = 0; i < n; i++) {
+        parts[i].error = 0;
+        fill_fetched(a, &parts[i], g ? cg_offset_get(g, parts[i].topic, parts[i].partition) : NULL);
+    }
+    if (all && g) {
+        size_t cnt = cg_offset_count(g);
+        struct coord_fetched *v = arena_alloc(a, (cnt + 1) * sizeof *v);
+        size_t it = 0, k = 0;
+        kstr_t topic;
+        int32_t part;
+        const struct cg_offset *o;
+        while (cg_offset_next(g, &it, &topic, &part, &o) && k < cnt) {
+            v[k].topic = (kstr_t){arena_strndup(a, topic.p, (size_t)topic.len), topic.len};
+            v[k].partition = part;
+            v[k].error = 0;
+            fill_fetched(a, &v[k], o);
+            k++;
+        }
+        qsort(v, k, sizeof *v, cmp_fetched);
+        *out = v;
+        *nout = (int32_t)k;
+    }
+    release(s);
+    return 0;
+}
+
+int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kstr_t *topics,
+                             const int32_t *partitions, int16_t *errs, struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g || g->state == CG_DEAD) {
+        release(s);
+        return KERR_GROUP_ID_NOT_FOUND;
+    }
+    /* ClassicGroup.validateOffsetDelete */
+    if (g->state != CG_EMPTY && !(g->protocol_type && strcmp(g->protocol_type, "consumer") == 0)) {
+        release(s);
+        return KERR_NON_EMPTY_GROUP;
+    }
+    struct batch bt;
+    batch_begin(&bt);
+    bool *del = xcalloc((size_t)(n > 0 ? n : 1), sizeof *del);
+    for (int32_t i = 0; i < n; i++) {
+        if (errs[i])
+            continue;
+        if (cg_subscribed_to(g, topics[i])) {
+            errs[i] = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
+            continue;
+        }
+        if (cg_offset_get(g, topics[i], partitions[i])) {
+            crec_offset_key(&bt.k, group, topics[i], partitions[i]);
+            if (batch_add(&bt, true) == 0)
+                del[i] = true;
+        }
+    }
+    int64_t last = -1;
+    err = batch_append(s, &bt, &last);
+    if (!err) {
+        for (int32_t i = 0; i < n; i++)
+            if (del[i])
+                cg_offset_del(g, topics[i], partitions[i]);
+    }
+    free(del);
+    after_op(s, g);
+    ack->shard = s;
+    ack->offset = last;
+    release(s);
+    return err;
+}
+
+int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g || g->state == CG_DEAD) {
+        release(s);
+        return KERR_GROUP_ID_NOT_FOUND;
+    }
+    if (g->state != CG_EMPTY) {
+        release(s);
+        return KERR_NON_EMPTY_GROUP;
+    }
+    struct batch bt;
+    batch_begin(&bt);
+    size_t it = 0;
+    kstr_t topic;
+    int32_t part;
+    const struct cg_offset *o;
+    while (cg_offset_next(g, &it, &topic, &part, &o)) {
+        crec_offset_key(&bt.k, group, topic, part);
+        batch_add(&bt, true);
+    }
+    crec_group_key(&bt.k, group);
+    batch_add(&bt, true);
+    int64_t last = -1;
+    err = batch_append(s, &bt, &last);
+    if (!err) {
+        slog_info("group coordinator: group %.*s deleted", (int)group.len, group.p);
+        drop_group(s, g, KERR_GROUP_ID_NOT_FOUND);
+    }
+    ack->shard = s;
+    ack->offset = last;
+    release(s);
+    return err;
+}
+
+static kstr_t ak(struct arena *a, const char *s)
+{
+    return s ? kstr_arena(a, s) : KSTR_NULL;
+}
+
+int16_t coord_describe_group(struct coord *c, kstr_t group, struct arena *a, struct coord_group_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g) {
+        out->state = KSTR_LIT("Dead");
+        out->protocol_type = KSTR_LIT("");
+        out->protocol_data = KSTR_LIT("");
+        release(s);
+        return 0;
+    }
+    out->state = KSTR(cg_state_name(g->state));
+    out->protocol_type = g->protocol_type ? ak(a, g->protocol_type) : KSTR_LIT("");
+    bool stable = g->state == CG_STABLE;
+    out->protocol_data = stable && g->protocol_name ? ak(a, g->protocol_name) : KSTR_LIT("");
+    out->members = arena_alloc(a, (size_t)(g->nmembers > 0 ? g->nmembers : 1) * sizeof *out->members);
+    out->nmembers = g->nmembers;
+    for (int32_t i = 0; i < g->nmembers; i++) {
+        const struct cg_member *m = g->members[i];
+        struct coord_member_desc *d = &out->members[i];
+        d->member_id = ak(a, m->member_id);
+        d->instance_id = ak(a, m->instance_id);
+        d->client_id = ak(a, m->client_id);
+        d->client_host = ak(a, m->client_host);
+        d->metadata = (kbytes_t){NULL, 0};
+        d->assignment = (kbytes_t){NULL, 0};
+        if (!stable)
+            continue; /* Kafka: describeNoMetadata outside Stable */
+        for (int32_t k = 0; k < m->nprotocols; k++) {
+            if (g->protocol_name && strcmp(m->protocols[k].name, g->protocol_name) == 0 &&
+                m->protocols[k].meta_len > 0) {
+                uint8_t *p = arena_alloc(a, (size_t)m->protocols[k].meta_len);
+                memcpy(p, m->protocols[k].meta, (size_t)m->protocols[k].meta_len);
+                d->metadata = (kbytes_t){p, m->protocols[k].meta_len};
+            }
+        }
+        if (m->assignment_len > 0) {
+            uint8_t *p = arena_alloc(a, (size_t)m->assignment_len);
+            memcpy(p, m->assignment, (size_t)m->assignment_len);
+            d->assignment = (kbytes_t){p, m->assignment_len};
+        }
+    }
+    release(s);
+    return 0;
+}
+
+int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed **out, int32_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    struct mimage *img = controller_image(c->b->controller);
+    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
+    int16_t err = 0;
+    int32_t cap = 0;
+    for (int32_t i = 0; t && i < t->npartitions && !err; i++) {
+        const struct mi_partition *mp = mi_topic_partition(t, i);
+        if (!mp || mp->leader != c->b->node_id)
+            continue;
+        struct coord_shard *s = shard_at(c, i, true);
+        pthread_mutex_lock(&s->lock);
+        if (s->state != SHARD_ACTIVE || s->epoch != mp->leader_epoch) {
+            err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
+            pthread_mutex_unlock(&s->lock);
+            kick(c);
+            break;
+        }
+        size_t it = 0;
+        const void *k;
+        size_t kl;
+        void *v;
+        while (hmap_next(&s->groups, &it, &k, &kl, &v)) {
+            const struct cgroup *g = v;
+            if (*n == cap) {
+                int32_t ncap = cap ? 2 * cap : 16;
+                struct coord_listed *nv = arena_alloc(a, (size_t)ncap * sizeof *nv);
+                if (*n)
+                    memcpy(nv, *out, (size_t)*n * sizeof *nv);
+                *out = nv;
+                cap = ncap;
+            }
+            struct coord_listed *l = &(*out)[(*n)++];
+            l->group_id = (kstr_t){arena_strndup(a, g->id, (size_t)g->id_len), g->id_len};
+            l->protocol_type = g->protocol_type ? ak(a, g->protocol_type) : KSTR_LIT("");
+            l->state = KSTR(cg_state_name(g->state));
+            l->type = KSTR_LIT("classic");
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    mimage_release(img);
+    return err;
+}

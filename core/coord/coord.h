@@ -1,0 +1,150 @@
+/* The group coordinator: classic consumer groups and committed offsets,
+ * kept in __consumer_offsets as Kafka keeps them.
+ *
+ * Sharding and threads. A group lives in partition
+ * abs(javaHash(groupId)) % n of __consumer_offsets, and this node
+ * coordinates the groups of the partitions it leads. Each such partition
+ * is a shard: its groups, their offsets and their timers, and the
+ * appends to its log, all under the shard's one mutex (Kafka likewise
+ * runs every operation of a partition on one thread at a time). Request
+ * handlers run an operation on their worker under that lock: it is held
+ * for in-memory work and one write(2) of a record batch to the page
+ * cache (partition_append), never for an fsync or a network wait. A
+ * request that must wait (JoinGroup, SyncGroup) parks on its worker with
+ * a struct cg_waiter the group completes later from whichever thread
+ * completes the phase; an answer that depends on records being durable
+ * (flush.messages=1) parks until partition_ack_wait allows it, like
+ * Produce.
+ *
+ * The coordinator's own thread loads a shard by reading its partition
+ * back when this node becomes its leader (at start-up too), unloads it
+ * when the leadership goes, runs the group timers (session expiry,
+ * rebalance and initial-delay timeouts, pending syncs) and expires old
+ * offsets (offsets.retention.minutes). Until a shard is loaded its groups
+ * answer COORDINATOR_LOAD_IN_PROGRESS; groups of a partition led
+ * elsewhere answer NOT_COORDINATOR.
+ *
+ * Every function below may be called from any thread; none blocks on
+ * I/O. Results point into the caller's arena. */
+#ifndef SAMSA_COORD_COORD_H
+#define SAMSA_COORD_COORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord/group.h"
+#include "proto/kcodec.h"
+
+struct broker;
+struct coord;
+struct coord_shard;
+struct mimage;
+
+struct coord *coord_create(struct broker *b);
+/* Starts the coordinator thread. */
+void coord_start(struct coord *c);
+/* Stops the thread and unloads every shard: waiting requests are
+ * answered NOT_COORDINATOR. */
+void coord_stop(struct coord *c);
+/* After coord_stop, once no request can cancel a waiter any more. */
+void coord_destroy(struct coord *c);
+
+/* Partitions of __consumer_offsets: the topic's, or
+ * offsets.topic.num.partitions before it exists. */
+int32_t coord_num_partitions(const struct broker *b, const struct mimage *img);
+
+/* A durability wait after an operation that appended: the shard and the
+ * last offset the answer depends on (offset -1: nothing to wait for). */
+struct coord_ack {
+    struct coord_shard *shard;
+    int64_t offset;
+};
+/* PARTITION_ACK_READY, PARTITION_ACK_WAIT, or a Kafka error to answer
+ * with (NOT_COORDINATOR once the shard moved). */
+int coord_ack_check(const struct coord_ack *a);
+
+/* Every operation returns 0 or the coordinator-level error for the whole
+ * request: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+ * COORDINATOR_NOT_AVAILABLE. */
+
+/* JoinGroup / SyncGroup: on 0, w is either done on return (*waiting
+ * false) or attached to a member (*waiting true: the request parks until
+ * w.done, and calls coord_cancel if it goes away first). */
+int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, struct cg_waiter *w,
+                   bool *waiting);
+int16_t coord_sync(struct coord *c, kstr_t group, const struct cg_sync_req *rq, struct cg_waiter *w,
+                   bool *waiting);
+/* The request is going away; true when w was still waiting (it will not
+ * be completed now). */
+bool coord_cancel(struct cg_waiter *w);
+/* The shard a completed waiter's ack_offset belongs to. */
+struct coord_shard *coord_waiter_shard(const struct cg_waiter *w);
+
+int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                        struct coord_ack *ack);
+/* errs: one per member. */
+int16_t coord_leave(struct coord *c, kstr_t group, int32_t n, const kstr_t *member_ids, const kstr_t *instance_ids,
+                    int16_t *errs, struct coord_ack *ack);
+
+/* One partition of an OffsetCommit. */
+struct coord_commit {
+    kstr_t topic;
+    int32_t partition;
+    int64_t offset;
+    int32_t leader_epoch;
+    kstr_t metadata;   /* len -1: null (stored as "") */
+    int64_t commit_ts; /* -1: now */
+    int16_t error;     /* out */
+};
+/* generation: generation id (or member epoch, v9); retention_ms -1: the
+ * broker's. Partition errors in parts[i].error. */
+int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                     int16_t version, int64_t retention_ms, struct coord_commit *parts, int32_t n,
+                     struct coord_ack *ack);
+
+/* One partition of an OffsetFetch answer. */
+struct coord_fetched {
+    kstr_t topic;
+    int32_t partition;
+    int64_t offset; /* -1: none */
+    int32_t leader_epoch;
+    kstr_t metadata;
+    int16_t error;
+};
+/* parts (n of them, topic and partition set) are filled in; with all,
+ * every committed offset of the group is returned in *out (from a,
+ * sorted by topic and partition). */
+int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched *parts, int32_t n, bool all,
+                            struct arena *a, struct coord_fetched **out, int32_t *nout);
+
+/* OffsetDelete: a top-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP)
+ * or per partition in errs (GROUP_SUBSCRIBED_TO_TOPIC). */
+int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kstr_t *topics,
+                             const int32_t *partitions, int16_t *errs, struct coord_ack *ack);
+
+/* DeleteGroups for one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ... */
+int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack);
+
+struct coord_member_desc {
+    kstr_t member_id, instance_id, client_id, client_host;
+    kbytes_t metadata, assignment;
+};
+
+struct coord_group_desc {
+    kstr_t state, protocol_type, protocol_data;
+    struct coord_member_desc *members;
+    int32_t nmembers;
+};
+
+/* DescribeGroups for one group (an unknown group is Dead, no error). */
+int16_t coord_describe_group(struct coord *c, kstr_t group, struct arena *a, struct coord_group_desc *out);
+
+struct coord_listed {
+    kstr_t group_id, protocol_type, state, type;
+};
+
+/* ListGroups: every group of the shards loaded here. Returns
+ * COORDINATOR_LOAD_IN_PROGRESS while a shard this node leads loads. */
+int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed **out, int32_t *n);
+
+#endif

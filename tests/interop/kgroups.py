@@ -1,0 +1,365 @@
+"""The group APIs by hand (on kwire's framing), for raw-protocol group
+tests: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
+OffsetDelete, and Kafka's ConsumerProtocol subscription/assignment
+encodings. Non-flexible versions unless a function says otherwise."""
+
+from kwire import W, R
+
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
+
+NONE = 0
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+OFFSET_METADATA_TOO_LARGE = 12
+UNKNOWN_TOPIC_OR_PARTITION = 3
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+GROUP_SUBSCRIBED_TO_TOPIC = 86
+
+
+# ---------------------------------------------------------------- consumer protocol
+
+def subscription(topics, user_data=None, version=0):
+    """ConsumerProtocolSubscription (version prefix included)."""
+    w = W().i16(version).array(topics, lambda w, t: w.string(t)).bytes_(user_data)
+    if version >= 1:
+        w.i32(0)  # owned partitions: none
+    return w.bytes()
+
+
+def assignment(parts, user_data=None, version=0):
+    """ConsumerProtocolAssignment from {topic: [partitions]}."""
+    w = W().i16(version)
+    w.array(sorted(parts.items()), lambda w, tp: (w.string(tp[0]), w.array(tp[1], lambda w, p: w.i32(p))))
+    w.bytes_(user_data)
+    return w.bytes()
+
+
+def parse_assignment(data):
+    """{topic: [partitions]} of a ConsumerProtocolAssignment."""
+    if not data:
+        return {}
+    r = R(data)
+    r.i16()
+    out = {}
+    for t, ps in r.array(lambda r: (r.string(), r.array(lambda r: r.i32()))) or []:
+        out[t] = ps
+    return out
+
+
+# ---------------------------------------------------------------- requests
+
+def find_coordinator(conn, key, version=0, key_type=0):
+    if version >= 4:
+        body = W().i8(key_type).carray([key] if isinstance(key, str) else key, lambda w, k: w.cstring(k)).tags().bytes()
+        r = conn.request(FIND_COORDINATOR, version, body, flexible=True)
+        r.i32()
+
+        def coord(r):
+            c = {"key": r.cstring(), "node_id": r.i32(), "host": r.cstring(), "port": r.i32(),
+                 "error_code": r.i16(), "error_message": r.cstring()}
+            r.tags()
+            return c
+        return r.carray(coord)
+    w = W().string(key)
+    if version >= 1:
+        w.i8(key_type)
+    r = conn.request(FIND_COORDINATOR, version, w.bytes())
+    out = {}
+    if version >= 1:
+        out["throttle_time_ms"] = r.i32()
+    out["error_code"] = r.i16()
+    if version >= 1:
+        out["error_message"] = r.string()
+    out["node_id"] = r.i32()
+    out["host"] = r.string()
+    out["port"] = r.i32()
+    return out
+
+
+def join_group(conn, group, member_id="", protocols=(("range", b""),), session_ms=10000, rebalance_ms=30000,
+               version=5, instance_id=None, protocol_type="consumer", timeout=None):
+    """JoinGroup v0-5 (non-flexible)."""
+    w = W().string(group).i32(session_ms)
+    if version >= 1:
+        w.i32(rebalance_ms)
+    w.string(member_id)
+    if version >= 5:
+        w.string(instance_id)
+    w.string(protocol_type)
+    w.array(list(protocols), lambda w, p: (w.string(p[0]), w.bytes_(p[1])))
+    r = conn.request(JOIN_GROUP, version, w.bytes(), timeout=timeout)
+    out = {}
+    if version >= 2:
+        out["throttle_time_ms"] = r.i32()
+    out["error_code"] = r.i16()
+    out["generation_id"] = r.i32()
+    out["protocol_name"] = r.string()
+    out["leader"] = r.string()
+    out["member_id"] = r.string()
+
+    def member(r):
+        m = {"member_id": r.string()}
+        if version >= 5:
+            m["group_instance_id"] = r.string()
+        m["metadata"] = r.bytes_()
+        return m
+    out["members"] = r.array(member)
+    return out
+
+
+def join_group_v9(conn, group, member_id="", protocols=(("range", b""),), session_ms=10000, rebalance_ms=30000,
+                  instance_id=None, protocol_type="consumer", reason=None, timeout=None):
+    """JoinGroup v9 (flexible: protocol type/name, skip_assignment)."""
+    w = W().cstring(group).i32(session_ms).i32(rebalance_ms).cstring(member_id).cstring(instance_id)
+    w.cstring(protocol_type)
+    w.carray(list(protocols), lambda w, p: (w.cstring(p[0]), w.cbytes(p[1]), w.tags()))
+    w.cstring(reason).tags()
+    r = conn.request(JOIN_GROUP, 9, w.bytes(), flexible=True, timeout=timeout)
+    out = {"throttle_time_ms": r.i32(), "error_code": r.i16(), "generation_id": r.i32(),
+           "protocol_type": r.cstring(), "protocol_name": r.cstring(), "leader": r.cstring(),
+           "skip_assignment": r.boolean(), "member_id": r.cstring()}
+
+    def member(r):
+        m = {"member_id": r.cstring(), "group_instance_id": r.cstring(), "metadata": r.cbytes()}
+        r.tags()
+        return m
+    out["members"] = r.carray(member)
+    r.tags()
+    return out
+
+
+def sync_group(conn, group, generation, member_id, assignments=(), version=3, instance_id=None,
+               protocol_type=None, protocol_name=None, timeout=None):
+    """SyncGroup v0-3, or v5 (flexible) with protocol type and name."""
+    if version >= 4:
+        w = W().cstring(group).i32(generation).cstring(member_id).cstring(instance_id)
+        w.cstring(protocol_type).cstring(protocol_name)
+        w.carray(list(assignments), lambda w, a: (w.cstring(a[0]), w.cbytes(a[1]), w.tags())).tags()
+        r = conn.request(SYNC_GROUP, version, w.bytes(), flexible=True, timeout=timeout)
+        out = {"throttle_time_ms": r.i32(), "error_code": r.i16(), "protocol_type": r.cstring(),
+               "protocol_name": r.cstring(), "assignment": r.cbytes()}
+        r.tags()
+        return out
+    w = W().string(group).i32(generation).string(member_id)
+    if version >= 3:
+        w.string(instance_id)
+    w.array(list(assignments), lambda w, a: (w.string(a[0]), w.bytes_(a[1])))
+    r = conn.request(SYNC_GROUP, version, w.bytes(), timeout=timeout)
+    out = {}
+    if version >= 1:
+        out["throttle_time_ms"] = r.i32()
+    out["error_code"] = r.i16()
+    out["assignment"] = r.bytes_()
+    return out
+
+
+def heartbeat(conn, group, generation, member_id, version=3, instance_id=None):
+    w = W().string(group).i32(generation).string(member_id)
+    if version >= 3:
+        w.string(instance_id)
+    r = conn.request(HEARTBEAT, version, w.bytes())
+    if version >= 1:
+        r.i32()
+    return r.i16()
+
+
+def leave_group(conn, group, member_id=None, members=None, version=1):
+    """v0-2: member_id; v3: members [(member_id, instance_id)]. Returns
+    (top-level error, [(member_id, instance_id, error)])."""
+    w = W().string(group)
+    if version >= 3:
+        w.array(members, lambda w, m: (w.string(m[0]), w.string(m[1])))
+    else:
+        w.string(member_id)
+    r = conn.request(LEAVE_GROUP, version, w.bytes())
+    if version >= 1:
+        r.i32()
+    err = r.i16()
+    ms = []
+    if version >= 3:
+        ms = r.array(lambda r: (r.string(), r.string(), r.i16()))
+    return err, ms
+
+
+def offset_commit(conn, group, offsets, generation=-1, member_id="", version=2, instance_id=None,
+                  retention_ms=-1):
+    """offsets: {topic: [(partition, offset, metadata)]}. Returns
+    {(topic, partition): error}. v1-7 (non-flexible)."""
+    w = W().string(group)
+    if version >= 1:
+        w.i32(generation).string(member_id)
+    if version >= 7:
+        w.string(instance_id)
+    if 2 <= version <= 4:
+        w.i64(retention_ms)
+
+    def part(w, p):
+        w.i32(p[0]).i64(p[1])
+        if version >= 6:
+            w.i32(-1)
+        if version == 1:
+            w.i64(-1)
+        w.string(p[2])
+    w.array(sorted(offsets.items()), lambda w, t: (w.string(t[0]), w.array(t[1], part)))
+    r = conn.request(OFFSET_COMMIT, version, w.bytes())
+    if version >= 3:
+        r.i32()
+    out = {}
+    for t, ps in r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16())))):
+        for p, e in ps:
+            out[(t, p)] = e
+    return out
+
+
+def offset_fetch(conn, group, topics=None, version=1):
+    """topics: {topic: [partitions]} or None (all, v2+). Returns
+    (top-level error or None, {(topic, partition): (offset, metadata, error)})."""
+    w = W().string(group)
+    if topics is None:
+        w.i32(-1)
+    else:
+        w.array(sorted(topics.items()), lambda w, t: (w.string(t[0]), w.array(t[1], lambda w, p: w.i32(p))))
+    if version >= 7:
+        w.boolean(False)
+    r = conn.request(OFFSET_FETCH, version, w.bytes())
+    if version >= 3:
+        r.i32()
+
+    def part(r):
+        p = r.i32()
+        off = r.i64()
+        if version >= 5:
+            r.i32()
+        meta = r.string()
+        err = r.i16()
+        return p, off, meta, err
+    out = {}
+    for t, ps in r.array(lambda r: (r.string(), r.array(part))):
+        for p, off, meta, err in ps:
+            out[(t, p)] = (off, meta, err)
+    top = r.i16() if version >= 2 else None
+    return top, out
+
+
+def list_groups(conn, version=2, states=None):
+    """v0-2, or v4 (flexible) with a states filter. [(group, protocol_type, state or None)]."""
+    if version >= 3:
+        w = W()
+        if version >= 4:
+            w.carray(states or [], lambda w, s: w.cstring(s))
+        w.tags()
+        r = conn.request(LIST_GROUPS, version, w.bytes(), flexible=True)
+        r.i32()
+        err = r.i16()
+
+        def g(r):
+            x = (r.cstring(), r.cstring(), r.cstring() if version >= 4 else None)
+            r.tags()
+            return x
+        return err, r.carray(g)
+    r = conn.request(LIST_GROUPS, version, b"")
+    if version >= 1:
+        r.i32()
+    err = r.i16()
+    return err, [(g, p, None) for g, p in r.array(lambda r: (r.string(), r.string()))]
+
+
+def describe_groups(conn, groups, version=4):
+    w = W().array(groups, lambda w, g: w.string(g))
+    if version >= 3:
+        w.boolean(False)
+    r = conn.request(DESCRIBE_GROUPS, version, w.bytes())
+    if version >= 1:
+        r.i32()
+
+    def member(r):
+        m = {"member_id": r.string()}
+        if version >= 4:
+            m["group_instance_id"] = r.string()
+        m["client_id"] = r.string()
+        m["client_host"] = r.string()
+        m["metadata"] = r.bytes_()
+        m["assignment"] = r.bytes_()
+        return m
+
+    def group(r):
+        g = {"error_code": r.i16(), "group_id": r.string(), "state": r.string(), "protocol_type": r.string(),
+             "protocol_data": r.string(), "members": r.array(member)}
+        if version >= 3:
+            g["authorized_operations"] = r.i32()
+        return g
+    return r.array(group)
+
+
+def delete_groups(conn, groups, version=1):
+    r = conn.request(DELETE_GROUPS, version, W().array(groups, lambda w, g: w.string(g)).bytes())
+    r.i32()
+    return dict(r.array(lambda r: (r.string(), r.i16())))
+
+
+def offset_delete(conn, group, topics):
+    """topics: {topic: [partitions]}. (top-level error, {(t, p): error})."""
+    w = W().string(group)
+    w.array(sorted(topics.items()), lambda w, t: (w.string(t[0]), w.array(t[1], lambda w, p: w.i32(p))))
+    r = conn.request(OFFSET_DELETE, 0, w.bytes())
+    err = r.i16()
+    r.i32()
+    out = {}
+    for t, ps in r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i16())))) or []:
+        for p, e in ps:
+            out[(t, p)] = e
+    return err, out
+
+
+def coordinator_port(port, group, limit=10.0):
+    """Asks FindCoordinator until it names a coordinator (the first ask
+    creates __consumer_offsets); returns (node_id, host, port)."""
+    import time
+    import kwire
+    deadline = time.monotonic() + limit
+    last = None
+    while time.monotonic() < deadline:
+        c = kwire.Conn(port)
+        try:
+            res = find_coordinator(c, group, version=1)
+        finally:
+            c.close()
+        if res["error_code"] == NONE:
+            return res["node_id"], res["host"], res["port"]
+        last = res
+        time.sleep(0.05)
+    raise AssertionError("FindCoordinator(%s) never answered: %s" % (group, last))
+
+
+def until_loaded(fn, limit=10.0):
+    """Calls fn() until it stops answering COORDINATOR_LOAD_IN_PROGRESS
+    (returns its last result); fn returns (error, result)."""
+    import time
+    deadline = time.monotonic() + limit
+    while True:
+        err, res = fn()
+        if err != COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+            return err, res
+        time.sleep(0.05)
+

@@ -1,0 +1,7 @@
+# unit tests: the group coordinator (classic group state machine,
+# __consumer_offsets records)
+check_PROGRAMS += tests/unit/coord_test
+TESTS += tests/unit/coord_test
+tests_unit_coord_test_SOURCES = tests/unit/coord_test.c
+tests_unit_coord_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_coord_test_LDADD = $(UNIT_LIBS)
