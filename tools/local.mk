@@ -10,6 +10,7 @@ samsactl_SOURCES = \
 	tools/samsactl/topics.c tools/samsactl/topics.h \
 	tools/samsactl/produce.c tools/samsactl/produce.h \
 	tools/samsactl/consume.c tools/samsactl/consume.h \
+	tools/samsactl/groups.c tools/samsactl/groups.h \
 	tools/samsactl/dumplog.c tools/samsactl/dumplog.h \
 	tools/samsactl/cluster.c tools/samsactl/cluster.h \
 	tools/samsactl/quorum.c tools/samsactl/quorum.h

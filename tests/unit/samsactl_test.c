@@ -1,7 +1,8 @@
 /* samsactl without a server: Kafka's murmur2 against the Java client's
  * values, partition choice, command-line parsing into the option structs,
  * the console producer's line splitting, the console consumer's record
- * layout, bootstrap lists and line input. */
+ * layout, consumer group assignments, lag and offset resets, bootstrap
+ * lists and line input. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,10 +19,12 @@
 #include "client.h"
 #include "cluster.h"
 #include "consume.h"
+#include "groups.h"
 #include "linereader.h"
 #include "opts.h"
 #include "partitioner.h"
 #include "produce.h"
+#include "proto/gen/consumer_protocol_assignment.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "topics.h"
@@ -388,6 +391,267 @@ static void test_topic_selection(void **state)
     assert_true(topic_matches("a.*", "a"));
     assert_false(topic_matches("a.*", "ba")); /* anchored, as Java's matches() */
     assert_true(topic_matches("foo|bar", "bar"));
+}
+
+/* ---- groups ---- */
+
+static void test_groups_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct groups_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "list", "--bootstrap-server", "h:3"), ARGS_OK);
+    assert_int_equal(o.action, GROUPS_LIST);
+    assert_null(o.group);
+    assert_string_equal(g.bootstrap, "h:3");
+    groups_opts_free(&o);
+
+    /* Kafka's spelling of the action; describe shows every section
+     * unless some are picked */
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "--describe", "--group", "g1"), ARGS_OK);
+    assert_int_equal(o.action, GROUPS_DESCRIBE);
+    assert_string_equal(o.group, "g1");
+    assert_int_equal(o.show, GROUPS_SHOW_ALL);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "describe", "--group=g1", "--members", "--verbose"), ARGS_OK);
+    assert_int_equal(o.show, GROUPS_SHOW_MEMBERS);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "describe", "--group", "g1", "--state", "--offsets"), ARGS_OK);
+    assert_int_equal(o.show, GROUPS_SHOW_STATE | GROUPS_SHOW_OFFSETS);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "delete", "--group", "g1"), ARGS_OK);
+    assert_int_equal(o.action, GROUPS_DELETE);
+    groups_opts_free(&o);
+
+    /* reset-offsets: a dry run unless --execute */
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "reset-offsets", "--group", "g", "--topic", "t", "--to-earliest"),
+                     ARGS_OK);
+    assert_int_equal(o.action, GROUPS_RESET_OFFSETS);
+    assert_int_equal(o.reset, RESET_EARLIEST);
+    assert_false(o.execute);
+    assert_false(o.dry_run);
+    assert_int_equal(o.ntopics, 1);
+    assert_string_equal(o.topics[0].topic, "t");
+    assert_int_equal(o.topics[0].n, 0);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "--reset-offsets", "--group", "g", "--topic", "t:2,0",
+                           "--topic", "u", "--to-offset", "42", "--execute"),
+                     ARGS_OK);
+    assert_int_equal(o.reset, RESET_TO_OFFSET);
+    assert_int_equal(o.to_offset, 42);
+    assert_true(o.execute);
+    assert_int_equal(o.ntopics, 2);
+    assert_string_equal(o.topics[0].topic, "t");
+    assert_int_equal(o.topics[0].n, 2);
+    assert_int_equal(o.topics[0].partitions[0], 2);
+    assert_int_equal(o.topics[0].partitions[1], 0);
+    assert_string_equal(o.topics[1].topic, "u");
+    assert_int_equal(o.topics[1].n, 0);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "reset-offsets", "--group", "g", "--all-topics", "--to-latest",
+                           "--dry-run"),
+                     ARGS_OK);
+    assert_true(o.all_topics);
+    assert_int_equal(o.reset, RESET_LATEST);
+    assert_true(o.dry_run);
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "describe", "--help"), ARGS_HELP);
+    groups_opts_free(&o);
+
+    /* the messages of the checks that are Kafka's own */
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "reset-offsets", "--group", "g", "--to-latest"), ARGS_ERROR);
+    assert_string_equal(err, "One of the reset scopes should be defined: --all-topics, --topic.");
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "reset-offsets", "--group", "g", "--topic", "t"), ARGS_ERROR);
+    assert_string_equal(err, "One of the reset specifications should be defined: --to-earliest, --to-latest, "
+                             "--to-offset.");
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "describe"), ARGS_ERROR);
+    assert_string_equal(err, "--group is required for groups describe");
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "describe", "--group", "g", "--to-latest"), ARGS_ERROR);
+    assert_string_equal(err, "option '--to-latest' is not valid with groups describe");
+    groups_opts_free(&o);
+    assert_int_equal(PARSE(groups_parse_args, &o, &g, "reset-offsets", "--group", "g", "--topic", "t", "--to-offset",
+                           "-1"),
+                     ARGS_ERROR);
+    assert_string_equal(err, "invalid --to-offset '-1' (want an offset >= 0)");
+    groups_opts_free(&o);
+
+    static const char *const bad[][9] = {
+        {"frobnicate"},
+        {"--group", "g"},                                                  /* no action */
+        {"list", "--group", "g"},
+        {"list", "--members"},
+        {"delete", "--group", "g", "--execute"},
+        {"delete", "--group", ""},
+        {"describe", "--group", "a", "--group", "b"},
+        {"--list", "--describe", "--group", "g"},
+        {"describe", "--group", "g", "stray"},
+        {"reset-offsets", "--group", "g", "--topic", "t", "--to-earliest", "--to-latest"},
+        {"reset-offsets", "--group", "g", "--topic", "t", "--to-offset", "x"},
+        {"reset-offsets", "--group", "g", "--topic", "t", "--all-topics", "--to-latest"},
+        {"reset-offsets", "--group", "g", "--topic", "t", "--to-latest", "--execute", "--dry-run"},
+        {"reset-offsets", "--group", "g", "--topic", "t:", "--to-latest"},
+        {"reset-offsets", "--group", "g", "--topic", ":1", "--to-latest"},
+        {"reset-offsets", "--group", "g", "--topic", "t:0,,1", "--to-latest"},
+        {"reset-offsets", "--group", "g", "--topic", "t:-1", "--to-latest"},
+        {"reset-offsets", "--topic", "t", "--to-latest"},                  /* no group */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int n = 0;
+        while (n < 9 && bad[i][n])
+            n++;
+        int rc = groups_parse_args(n, (char **)bad[i], &o, &g, err, sizeof err);
+        if (rc != ARGS_ERROR)
+            fail_msg("case %zu parsed", i);
+        assert_true(strlen(err) > 0);
+        groups_opts_free(&o);
+    }
+}
+
+static void expect_format(const struct group_assignment *as, const char *want)
+{
+    struct buf b;
+    buf_init(&b);
+    group_assignment_format(as, &b);
+    buf_append(&b, "", 1);
+    assert_string_equal((const char *)b.data, want);
+    buf_free(&b);
+}
+
+static void test_group_assignment(void **state)
+{
+    (void)state;
+    struct arena a = ARENA_INIT;
+    struct group_assignment as;
+    /* ConsumerProtocolAssignment v1 written by hand: version, topics
+     * [("t", [2, 0]), ("ab", [1])], null user data */
+    static const uint8_t golden[] = {
+        0x00, 0x01,                                     /* version 1 */
+        0x00, 0x00, 0x00, 0x02,                         /* 2 topics */
+        0x00, 0x01, 't',                                /* "t" */
+        0x00, 0x00, 0x00, 0x02, 0, 0, 0, 2, 0, 0, 0, 0, /* [2, 0] */
+        0x00, 0x02, 'a', 'b',                           /* "ab" */
+        0x00, 0x00, 0x00, 0x01, 0, 0, 0, 1,             /* [1] */
+        0xff, 0xff, 0xff, 0xff,                         /* user data: null */
+    };
+    assert_int_equal(group_assignment_decode(golden, sizeof golden, &a, &as), 0);
+    assert_int_equal(as.ntopics, 2);
+    assert_string_equal(as.topics[0].topic, "t");
+    assert_int_equal(as.topics[0].n, 2);
+    assert_int_equal(as.topics[0].partitions[0], 2);
+    assert_string_equal(as.topics[1].topic, "ab");
+    assert_int_equal(group_assignment_count(&as), 3);
+    expect_format(&as, "ab(1),t(0,2)");
+
+    /* a newer version is read with the fields samsactl knows, trailing
+     * ones ignored, as Kafka's ConsumerProtocol does */
+    uint8_t future[sizeof golden + 6];
+    memcpy(future, golden, sizeof golden);
+    future[1] = 9;
+    memcpy(future + sizeof golden, "\x00\x00\x00\x07\x01\x02", 6);
+    assert_int_equal(group_assignment_decode(future, sizeof future, &a, &as), 0);
+    assert_int_equal(group_assignment_count(&as), 3);
+
+    /* what the generated encoder writes round-trips (v0, user data) */
+    consumer_protocol_assignment_t m;
+    consumer_protocol_assignment_init(&m);
+    m.assigned_partitions.a = consumer_protocol_assignment_topic_partition_new_array(&a, 1);
+    m.assigned_partitions.n = 1;
+    int32_t ps[] = {5, 4, 3};
+    m.assigned_partitions.a[0].topic = KSTR_LIT("orders");
+    m.assigned_partitions.a[0].partitions.a = ps;
+    m.assigned_partitions.a[0].partitions.n = 3;
+    m.user_data = (kbytes_t){(const uint8_t *)"ud", 2};
+    struct kwriter w;
+    kw_init(&w);
+    kw_i16(&w, 0);
+    consumer_protocol_assignment_encode(&w, 0, &m);
+    assert_int_equal(group_assignment_decode(w.b.data, (int32_t)w.b.len, &a, &as), 0);
+    expect_format(&as, "orders(3,4,5)");
+    kw_free(&w);
+
+    /* no assignment yet (between JoinGroup and SyncGroup), or one of
+     * nothing */
+    assert_int_equal(group_assignment_decode(NULL, 0, &a, &as), 0);
+    assert_int_equal(as.ntopics, 0);
+    expect_format(&as, "-");
+    static const uint8_t nothing[] = {0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(group_assignment_decode(nothing, sizeof nothing, &a, &as), 0);
+    assert_int_equal(group_assignment_count(&as), 0);
+    expect_format(&as, "-");
+
+    /* not an assignment: truncated anywhere, a negative version */
+    for (size_t len = 1; len < sizeof golden - 4; len++)
+        if (group_assignment_decode(golden, (int32_t)len, &a, &as) != -1)
+            fail_msg("a truncation to %zu bytes decoded", len);
+    static const uint8_t negative[] = {0xff, 0xfe, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(group_assignment_decode(negative, sizeof negative, &a, &as), -1);
+    arena_free(&a);
+}
+
+static void test_group_lag_and_reset(void **state)
+{
+    (void)state;
+    int64_t lag = 99;
+    assert_true(group_lag(5, 10, &lag));
+    assert_int_equal(lag, 5);
+    assert_true(group_lag(10, 10, &lag));
+    assert_int_equal(lag, 0);
+    /* a log truncated below the committed offset: Kafka shows it */
+    assert_true(group_lag(12, 10, &lag));
+    assert_int_equal(lag, -2);
+    assert_false(group_lag(-1, 10, &lag)); /* nothing committed */
+    assert_false(group_lag(3, -1, &lag));  /* log end unknown */
+
+    bool clamped;
+    assert_int_equal(group_reset_target(RESET_EARLIEST, 0, 3, 20, &clamped), 3);
+    assert_false(clamped);
+    assert_int_equal(group_reset_target(RESET_LATEST, 0, 3, 20, &clamped), 20);
+    assert_false(clamped);
+    assert_int_equal(group_reset_target(RESET_TO_OFFSET, 7, 3, 20, &clamped), 7);
+    assert_false(clamped);
+    assert_int_equal(group_reset_target(RESET_TO_OFFSET, 20, 3, 20, &clamped), 20);
+    assert_false(clamped);
+    assert_int_equal(group_reset_target(RESET_TO_OFFSET, 21, 3, 20, &clamped), 20);
+    assert_true(clamped);
+    assert_int_equal(group_reset_target(RESET_TO_OFFSET, 2, 3, 20, &clamped), 3);
+    assert_true(clamped);
+}
+
+static void test_group_offset_rows(void **state)
+{
+    (void)state;
+    struct arena a = ARENA_INIT;
+    int32_t m0t[] = {1, 0}, m1t[] = {2}, m1u[] = {0};
+    struct group_assigned_topic t0[] = {{"t", m0t, 2}};
+    struct group_assigned_topic t1[] = {{"u", m1u, 1}, {"t", m1t, 1}};
+    struct group_assignment as[] = {{t0, 1}, {t1, 2}, {NULL, 0}};
+    const struct group_committed cm[] = {{"t", 0, 5}, {"t", 3, 7}, {"a", 0, 1}, {"u", 0, 0}};
+    struct group_offset_row *rows;
+    int n = group_offset_rows(&a, as, 3, cm, 4, &rows);
+    struct {
+        const char *topic;
+        int32_t partition;
+        int64_t committed;
+        int member;
+    } want[] = {
+        {"a", 0, 1, -1}, /* committed, assigned to nobody */
+        {"t", 0, 5, 0},  {"t", 1, -1, 0}, {"t", 2, -1, 1},
+        {"t", 3, 7, -1}, {"u", 0, 0, 1},
+    };
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(rows[i].topic, want[i].topic);
+        assert_int_equal(rows[i].partition, want[i].partition);
+        assert_int_equal(rows[i].committed, want[i].committed);
+        assert_int_equal(rows[i].member, want[i].member);
+        assert_int_equal(rows[i].log_end, -1);
+    }
+    assert_int_equal(group_offset_rows(&a, NULL, 0, NULL, 0, &rows), 0);
+    arena_free(&a);
 }
 
 static void test_bootstrap_list(void **state)
@@ -990,6 +1254,10 @@ int main(void)
         cmocka_unit_test(test_consume_args),
         cmocka_unit_test(test_topics_args),
         cmocka_unit_test(test_topic_selection),
+        cmocka_unit_test(test_groups_args),
+        cmocka_unit_test(test_group_assignment),
+        cmocka_unit_test(test_group_lag_and_reset),
+        cmocka_unit_test(test_group_offset_rows),
         cmocka_unit_test(test_bootstrap_list),
         cmocka_unit_test(test_line_parsing),
         cmocka_unit_test(test_format_record),

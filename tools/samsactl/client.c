@@ -91,6 +91,18 @@ const char *kc_default_message(int code)
     case KERR_THROTTLING_QUOTA_EXCEEDED: return "The throttling quota has been exceeded.";
     case KERR_UNKNOWN_TOPIC_ID: return "This server does not host this topic ID.";
     case KERR_INCONSISTENT_TOPIC_ID: return "The log's topic ID did not match the topic ID in the request.";
+    case KERR_OFFSET_METADATA_TOO_LARGE: return "The metadata field of the offset request was too large.";
+    case KERR_COORDINATOR_LOAD_IN_PROGRESS: return "The coordinator is loading and hence can't process requests.";
+    case KERR_COORDINATOR_NOT_AVAILABLE: return "The coordinator is not available.";
+    case KERR_NOT_COORDINATOR: return "This is not the correct coordinator.";
+    case KERR_ILLEGAL_GENERATION: return "Specified group generation id is not valid.";
+    case KERR_INVALID_GROUP_ID: return "The configured groupId is invalid.";
+    case KERR_UNKNOWN_MEMBER_ID: return "The coordinator is not aware of this member.";
+    case KERR_REBALANCE_IN_PROGRESS: return "The group is rebalancing, so a rejoin is needed.";
+    case KERR_GROUP_AUTHORIZATION_FAILED: return "Group authorization failed.";
+    case KERR_NON_EMPTY_GROUP: return "The group is not empty.";
+    case KERR_GROUP_ID_NOT_FOUND: return "The group id does not exist.";
+    case KERR_GROUP_SUBSCRIBED_TO_TOPIC: return "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.";
     default: return "";
     }
 }

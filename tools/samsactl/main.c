@@ -1,6 +1,6 @@
 /* samsactl: the operator's command-line tool. Dispatches to one command
- * per file (topics.c, produce.c, consume.c); options before the command
- * name are the global ones. */
+ * per file (topics.c, produce.c, consume.c, groups.c, ...); options
+ * before the command name are the global ones. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +9,7 @@
 #include "cluster.h"
 #include "consume.h"
 #include "dumplog.h"
+#include "groups.h"
 #include "opts.h"
 #include "produce.h"
 #include "quorum.h"
@@ -24,6 +25,7 @@ static const struct command commands[] = {
     {"topics", cmd_topics, "create, list, describe, alter and delete topics"},
     {"produce", cmd_produce, "send lines from stdin as records (console producer)"},
     {"consume", cmd_consume, "print the records of a topic (console consumer)"},
+    {"groups", cmd_groups, "list, describe (lag), delete groups and reset their offsets"},
     {"dump-log", cmd_dump_log, "print segment and index files (like kafka-dump-log)"},
     {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
