@@ -14,7 +14,7 @@ FUZZ_CORE_SRCS = \
 	core/proto/record_batch.c core/proto/crc32c.c \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
-FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz
+FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -30,6 +30,12 @@ tests/fuzz/libgen_fuzz.a: $(FUZZ_GEN_SRCS) $(wildcard $(top_srcdir)/core/proto/g
 
 tests/fuzz/request_fuzz: $(top_srcdir)/tests/fuzz/request_fuzz.c tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) tests/fuzz/libgen_fuzz.a -lpthread
+
+# The coordinator's record decoding: records.c over the generated codecs.
+tests/fuzz/coord_records_fuzz: $(top_srcdir)/tests/fuzz/coord_records_fuzz.c $(top_srcdir)/core/coord/records.c \
+		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/coord/records.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
+		tests/fuzz/libgen_fuzz.a -lpthread
 
 tests/fuzz/%_fuzz: $(top_srcdir)/tests/fuzz/%_fuzz.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		$(wildcard $(top_srcdir)/core/proto/*.h $(top_srcdir)/core/util/*.h)
