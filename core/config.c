@@ -418,8 +418,8 @@ const struct config_def config_defs[] = {
     {"principal.builder.class", T(CLASS),
      "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", PB, NE,
      NOCHECK, "Builds the principal of a connection."},
-    {"sasl.enabled.mechanisms", T(LIST), "GSSAPI", PB, NE, NOCHECK,
-     "SASL mechanisms offered to clients."},
+    {"sasl.enabled.mechanisms", T(LIST), "PLAIN", PB, 0, NOCHECK,
+     "SASL mechanisms offered on SASL listeners (Kafka's default: GSSAPI; samsa: PLAIN)."},
     {"sasl.mechanism.inter.broker.protocol", T(STRING), "GSSAPI", PB, NE, NOCHECK,
      "SASL mechanism between brokers."},
     {"sasl.mechanism.controller.protocol", T(STRING), "GSSAPI", RO, NE, NOCHECK,
@@ -1990,6 +1990,12 @@ struct samsa_config *config_dup(const struct samsa_config *src)
 
 static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
+static bool has_suffix(const char *s, const char *x)
+{
+    size_t n = strlen(s), m = strlen(x);
+    return n >= m && !strcmp(s + n - m, x);
+}
+
 /* "plugin.<name>.<key>" / "listener.name.<name>.<key>" with both parts
  * non-empty. */
 static bool is_prefixed_key(const char *key, const char *prefix)
@@ -2036,7 +2042,9 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
     }
     if (is_prefixed_key(key, "listener.name.")) {
         extra_put(c->store, key, value);
-        warn_no_effect(key);
+        /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain) */
+        if (!has_suffix(key, ".sasl.enabled.mechanisms") && !has_suffix(key, ".sasl.jaas.config"))
+            warn_no_effect(key);
         return 0;
     }
     if (has_prefix(key, "zookeeper.")) {

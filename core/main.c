@@ -15,6 +15,7 @@
 #include "autoconfig.h"
 
 #include "api/fetch_session.h"
+#include "auth/sasl.h"
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
@@ -207,6 +208,9 @@ int main(int argc, char **argv)
         config_free(cfg);
         return 0;
     }
+    /* Every SASL mechanism a listener enables needs its plugin. */
+    if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
     /* Clients see what was loaded through DescribeConfigs (samsactl
      * cluster plugins). */
     char *loaded = plugin_registry_loaded_text(plugins);
@@ -217,6 +221,8 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.cfg = cfg;
     b.plugins = plugins;
+    /* SCRAM credentials come from the metadata image (sasl-scram) */
+    plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, &b);
     b.node_id = cfg->node_id;
     b.socket_request_max_bytes = cfg->socket_request_max_bytes;
     if (cfg->broker_rack)

@@ -13,4 +13,5 @@ include tests/unit/raft.mk
 include tests/unit/quorum.mk
 include tests/unit/samsactl.mk
 include tests/unit/plugin.mk
+include tests/unit/sasl.mk
 include tests/fuzz/fuzz.mk

@@ -13,5 +13,7 @@ samsactl_SOURCES = \
 	tools/samsactl/groups.c tools/samsactl/groups.h \
 	tools/samsactl/dumplog.c tools/samsactl/dumplog.h \
 	tools/samsactl/cluster.c tools/samsactl/cluster.h \
-	tools/samsactl/quorum.c tools/samsactl/quorum.h
+	tools/samsactl/quorum.c tools/samsactl/quorum.h \
+	tools/samsactl/sasl.c tools/samsactl/sasl.h \
+	tools/samsactl/users.c tools/samsactl/users.h
 samsactl_LDADD = $(CORE_LIBS)

@@ -4,6 +4,7 @@
 
 #include "api/handlers.h"
 #include "api/request.h"
+#include "net/conn.h"
 #include "auth/authz.h"
 #include "broker.h"
 #include "controller/controller.h"
@@ -63,8 +64,9 @@ void api_handle_describe_cluster(struct request *req)
             continue;
         describe_cluster_response_describe_cluster_broker_t *o = &resp.brokers.a[resp.brokers.n++];
         o->broker_id = br->id;
-        o->host = KSTR(br->host);
-        o->port = br->port;
+        const char *host;
+        mi_broker_address(br, req->conn ? req->conn->listener : NULL, &host, &o->port);
+        o->host = KSTR(host);
         o->rack = br->rack ? KSTR(br->rack) : KSTR_NULL;
     }
     /* As Metadata: a live broker (this one) takes admin requests and

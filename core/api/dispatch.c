@@ -5,6 +5,7 @@
 
 #include "api/handlers.h"
 #include "api/request.h"
+#include "auth/sasl.h"
 #include "broker.h"
 #include "net/conn.h"
 #include "proto/kerr.h"
@@ -42,6 +43,11 @@ const struct api_handler api_handlers[] = {
     {KAPI_DELETE_GROUPS, 0, 2, api_handle_delete_groups},
     {KAPI_OFFSET_DELETE, 0, 0, api_handle_offset_delete},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
+    /* SASL and SCRAM credentials (api/sasl.c) */
+    {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},
+    {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},
+    {KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_describe_user_scram_credentials},
+    {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 
@@ -152,6 +158,10 @@ static void respond_api_versions_unsupported(struct request *req)
 
 void api_dispatch(struct request *req)
 {
+    if (req->conn && req->conn->sasl_state == SASL_STATE_RAW) {
+        api_sasl_raw_token(req); /* after SaslHandshake v0: no header */
+        return;
+    }
     struct kreader r;
     kr_init(&r, req->frame, req->frame_len, &req->arena);
     req->api_key = kr_i16(&r);
@@ -179,6 +189,13 @@ void api_dispatch(struct request *req)
     }
     if (r.err) {
         snprintf(why, sizeof why, "malformed request header (API key %d)", req->api_key);
+        req_close(req, why);
+        return;
+    }
+    if (req->conn && !sasl_request_allowed(req->conn, req->api_key)) {
+        /* Kafka's IllegalSaslStateException */
+        snprintf(why, sizeof why, "unexpected Kafka request of type %s during SASL %s (ILLEGAL_SASL_STATE)",
+                 req->api->name, req->conn->sasl_state == SASL_STATE_HANDSHAKE ? "handshake" : "authentication");
         req_close(req, why);
         return;
     }

@@ -13,6 +13,7 @@
 #include "api/dispatch.h"
 #include "api/handlers.h"
 #include "api/request.h"
+#include "net/conn.h"
 #include "auth/authz.h"
 #include "broker.h"
 #include "config.h"
@@ -268,8 +269,9 @@ static void find_one(struct request *req, struct mimage **img, kstr_t key, int8_
         return;
     }
     out->node_id = br->id;
-    out->host = KSTR(br->host);
-    out->port = br->port;
+    const char *host;
+    mi_broker_address(br, req->conn ? req->conn->listener : NULL, &host, &out->port);
+    out->host = KSTR(host);
 }
 
 void api_handle_find_coordinator(struct request *req)

@@ -32,5 +32,10 @@ void api_handle_offset_delete(struct request *req);     /* groups.c */
 void api_handle_alter_partition(struct request *req);   /* controlplane.c */
 void api_handle_allocate_producer_ids(struct request *req); /* controlplane.c */
 void api_handle_update_features(struct request *req);   /* features.c */
+void api_handle_sasl_handshake(struct request *req);    /* sasl.c */
+void api_handle_sasl_authenticate(struct request *req); /* sasl.c */
+void api_sasl_raw_token(struct request *req);           /* sasl.c: after SaslHandshake v0 */
+void api_handle_describe_user_scram_credentials(struct request *req); /* sasl.c */
+void api_handle_alter_user_scram_credentials(struct request *req);    /* sasl.c */
 
 #endif

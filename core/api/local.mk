@@ -17,3 +17,5 @@ tests_unit_configs_api_test_LDADD = $(UNIT_LIBS)
 core_libsamsacore_a_SOURCES += core/api/deleterecords.c
 # The group APIs (the group coordinator is core/coord)
 core_libsamsacore_a_SOURCES += core/api/groups.c
+# SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials
+core_libsamsacore_a_SOURCES += core/api/sasl.c

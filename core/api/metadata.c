@@ -7,6 +7,7 @@
 
 #include "api/handlers.h"
 #include "api/request.h"
+#include "net/conn.h"
 #include "auth/authz.h"
 #include "broker.h"
 #include "config.h"
@@ -244,8 +245,9 @@ void api_handle_metadata(struct request *req)
             continue;
         metadata_response_metadata_response_broker_t *o = &resp.brokers.a[resp.brokers.n++];
         o->node_id = br->id;
-        o->host = KSTR(br->host);
-        o->port = br->port;
+        const char *host;
+        mi_broker_address(br, req->conn ? req->conn->listener : NULL, &host, &o->port);
+        o->host = KSTR(host);
         o->rack = br->rack ? KSTR(br->rack) : KSTR_NULL;
     }
     resp.cluster_id = KSTR(b->cluster_id);

@@ -41,6 +41,10 @@ struct request {
 
     bool done;                /* response (or none) decided */
     bool no_response;         /* acks=0 produce */
+    /* Close the connection once this response is written (a failed SASL
+     * exchange, as Kafka does); close_why (in arena) is the log line. */
+    bool close_after;
+    const char *close_why;
     struct kwriter out;       /* size + header + body, ready to send */
     int64_t sent;             /* bytes of out already written */
 

@@ -1,2 +1,3 @@
 core_libsamsacore_a_SOURCES += \
-	core/auth/authz.c core/auth/authz.h
+	core/auth/authz.c core/auth/authz.h \
+	core/auth/sasl.c core/auth/sasl.h

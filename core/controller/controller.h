@@ -262,6 +262,36 @@ int controller_check_broker_configs(struct controller *c, bool cluster_default, 
 int controller_alter_broker_resource(struct controller *c, kstr_t name, bool replace, const struct config_alter *changes,
                                      size_t n, bool validate_only, char *msg, size_t msglen, struct ctl_op **op);
 
+/* AlterUserScramCredentials (controller/scram.c), as Kafka's
+ * ScramControlManager.alterCredentials: n changes (deletions first, then
+ * upsertions, as the request lists them); results get one entry per
+ * distinct user in order of first appearance (room for n), each with its
+ * error code and Kafka's message (static). The valid changes become one
+ * batch: RemoveUserScramCredentialRecord / UserScramCredentialRecord
+ * (stored and server key computed from the salted password). Returns
+ * NOT_CONTROLLER, or 0 with *op when something was written. */
+struct controller_scram_change {
+    kstr_t user;
+    int8_t mechanism;
+    bool is_delete;
+    int32_t iterations;
+    kbytes_t salt, salted_password;
+};
+struct controller_scram_result {
+    kstr_t user;
+    int16_t err;
+    const char *msg;
+    int32_t pending; /* private */
+};
+int controller_alter_scram_credentials(struct controller *c, const struct controller_scram_change *ch, int32_t n,
+                                       struct controller_scram_result *res, int32_t *nres, struct ctl_op **op);
+/* "SCRAM-SHA-256" / "SCRAM-SHA-512" for Kafka's ScramMechanism id; NULL else. */
+const char *controller_scram_mechanism_name(int8_t mechanism);
+/* RFC 5802: StoredKey = H(HMAC(SaltedPassword, "Client Key")), ServerKey
+ * = HMAC(SaltedPassword, "Server Key"); each key_len bytes (room for 64). */
+int controller_scram_keys(int8_t mechanism, const uint8_t *salted, size_t salted_len, uint8_t *stored_key,
+                          uint8_t *server_key, size_t *key_len);
+
 /* Kafka's Topic.validate: 0, or INVALID_TOPIC_EXCEPTION with Kafka's
  * message ("Topic name is invalid: ...") in msg. */
 int controller_check_topic_name(kstr_t name, char *msg, size_t msglen);

@@ -10,6 +10,8 @@
 #include "controller/image_build.h"
 #include "proto/gen/broker_registration_change_record.h"
 #include "proto/gen/config_record.h"
+#include "proto/gen/remove_user_scram_credential_record.h"
+#include "proto/gen/user_scram_credential_record.h"
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/fence_broker_record.h"
 #include "proto/gen/kmeta.h"
@@ -64,6 +66,21 @@ const struct mi_broker *mimage_broker(const struct mimage *m, int32_t id)
             hi = mid - 1;
     }
     return NULL;
+}
+
+const struct mi_endpoint *mi_broker_endpoint(const struct mi_broker *br, const char *listener)
+{
+    for (int32_t i = 0; listener && i < br->nendpoints; i++)
+        if (br->endpoints[i].name && strcmp(br->endpoints[i].name, listener) == 0)
+            return &br->endpoints[i];
+    return NULL;
+}
+
+void mi_broker_address(const struct mi_broker *br, const char *listener, const char **host, int32_t *port)
+{
+    const struct mi_endpoint *ep = mi_broker_endpoint(br, listener);
+    *host = ep ? ep->host : br->host;
+    *port = ep ? ep->port : br->port;
 }
 
 bool mimage_broker_alive(const struct mimage *m, int32_t id)
@@ -145,6 +162,44 @@ int16_t mimage_feature_level(const struct mimage *m, const char *name)
     return found ? m->features[i].level : 0;
 }
 
+static int scram_cmp(const char *user, size_t len, int8_t mech, const struct mi_scram *s)
+{
+    size_t ul = strlen(s->user);
+    int c = memcmp(user, s->user, len < ul ? len : ul);
+    if (c)
+        return c;
+    if (len != ul)
+        return len < ul ? -1 : 1;
+    return mech - s->mechanism;
+}
+
+/* Index of (user, mech) or where it would go. */
+static int find_scram(const struct mi_scram *a, int32_t n, const char *user, size_t len, int8_t mech, bool *found)
+{
+    int lo = 0, hi = n;
+    *found = false;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        int c = scram_cmp(user, len, mech, &a[mid]);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+const struct mi_scram *mimage_scram(const struct mimage *m, const char *user, size_t len, int8_t mechanism)
+{
+    bool found;
+    int i = find_scram(m->scram, m->nscram, user, len, mechanism, &found);
+    return found ? &m->scram[i] : NULL;
+}
+
 const char *mi_topic_config(const struct mi_topic *t, const char *key)
 {
     bool found;
@@ -214,6 +269,30 @@ static void features_free(struct mi_feature *f, int32_t n)
     free(f);
 }
 
+static void scram_free(struct mi_scram *a, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        free(a[i].user);
+        free(a[i].salt);
+    }
+    free(a);
+}
+
+static struct mi_scram *scram_dup(const struct mi_scram *a, int32_t n)
+{
+    if (n <= 0)
+        return NULL;
+    struct mi_scram *r = xcalloc((size_t)n, sizeof *r);
+    for (int32_t i = 0; i < n; i++) {
+        r[i] = a[i];
+        r[i].user = xstrdup(a[i].user);
+        r[i].salt = xmalloc(a[i].salt_len > 0 ? (size_t)a[i].salt_len : 1);
+        if (a[i].salt_len > 0)
+            memcpy(r[i].salt, a[i].salt, (size_t)a[i].salt_len);
+    }
+    return r;
+}
+
 static void broker_fini(struct mi_broker *b)
 {
     free(b->host);
@@ -255,6 +334,7 @@ void mimage_release(struct mimage *m)
     configs_free(m->broker_default_configs, m->nbroker_default_configs);
     per_broker_free(m->per_broker, m->nper_broker);
     features_free(m->features, m->nfeatures);
+    scram_free(m->scram, m->nscram);
     free(m);
 }
 
@@ -402,6 +482,8 @@ struct mi_draft {
     struct mi_feature *features;     /* sorted by name, owned */
     int32_t nfeatures;
     int64_t next_producer_id;
+    struct mi_scram *scram;          /* sorted, owned */
+    int32_t nscram;
 };
 
 struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_config *cfg,
@@ -422,6 +504,8 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
     d->features = features_dup(base->features, base->nfeatures);
     d->nfeatures = base->nfeatures;
     d->next_producer_id = base->next_producer_id;
+    d->scram = scram_dup(base->scram, base->nscram);
+    d->nscram = base->nscram;
     for (int32_t i = 0; i < base->ntopics; i++) {
         struct mi_topic *t = base->topics[i];
         atomic_fetch_add(&t->refs, 1);
@@ -456,6 +540,7 @@ void mi_draft_abort(struct mi_draft *d)
     configs_free(d->bdefault, d->nbdefault);
     per_broker_free(d->per, d->nper);
     features_free(d->features, d->nfeatures);
+    scram_free(d->scram, d->nscram);
     free(d);
 }
 
@@ -803,6 +888,52 @@ static void apply_feature_level(struct mi_draft *d, const feature_level_record_t
     free(name);
 }
 
+/* Kafka's ScramControlManager.replay: a record replaces the user's
+ * credential for its mechanism; a removal drops it. */
+static int apply_scram(struct mi_draft *d, const user_scram_credential_record_t *r, char *err, size_t errlen)
+{
+    if (r->name.len <= 0 || r->stored_key.len < 0 || r->stored_key.len > MI_SCRAM_KEY_MAX ||
+        r->server_key.len < 0 || r->server_key.len > MI_SCRAM_KEY_MAX || r->salt.len < 0)
+        return fail(err, errlen, "UserScramCredentialRecord with an empty name or keys over %d bytes",
+                    MI_SCRAM_KEY_MAX);
+    bool found;
+    int i = find_scram(d->scram, d->nscram, r->name.p, (size_t)r->name.len, r->mechanism, &found);
+    if (!found) {
+        d->scram = xrealloc(d->scram, (size_t)(d->nscram + 1) * sizeof *d->scram);
+        memmove(&d->scram[i + 1], &d->scram[i], (size_t)(d->nscram - i) * sizeof *d->scram);
+        d->nscram++;
+        memset(&d->scram[i], 0, sizeof d->scram[i]);
+        d->scram[i].user = xstrndup(r->name.p, (size_t)r->name.len);
+        d->scram[i].mechanism = r->mechanism;
+    }
+    struct mi_scram *s = &d->scram[i];
+    free(s->salt);
+    s->salt = xmalloc(r->salt.len > 0 ? (size_t)r->salt.len : 1);
+    if (r->salt.len > 0)
+        memcpy(s->salt, r->salt.p, (size_t)r->salt.len);
+    s->salt_len = r->salt.len;
+    s->iterations = r->iterations;
+    memcpy(s->stored_key, r->stored_key.p, (size_t)r->stored_key.len);
+    s->stored_key_len = r->stored_key.len;
+    memcpy(s->server_key, r->server_key.p, (size_t)r->server_key.len);
+    s->server_key_len = r->server_key.len;
+    return 0;
+}
+
+static void apply_remove_scram(struct mi_draft *d, const remove_user_scram_credential_record_t *r)
+{
+    if (r->name.len <= 0)
+        return;
+    bool found;
+    int i = find_scram(d->scram, d->nscram, r->name.p, (size_t)r->name.len, r->mechanism, &found);
+    if (!found)
+        return;
+    free(d->scram[i].user);
+    free(d->scram[i].salt);
+    memmove(&d->scram[i], &d->scram[i + 1], (size_t)(d->nscram - i - 1) * sizeof *d->scram);
+    d->nscram--;
+}
+
 static void apply_unregister_broker(struct mi_draft *d, int32_t id)
 {
     bool found;
@@ -864,6 +995,12 @@ int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t ver
     }
     case KMETA_REGISTER_BROKER_RECORD:
         apply_register_broker(d, rec);
+        break;
+    case KMETA_USER_SCRAM_CREDENTIAL_RECORD:
+        rc = apply_scram(d, rec, err, errlen);
+        break;
+    case KMETA_REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
+        apply_remove_scram(d, rec);
         break;
     case KMETA_UNREGISTER_BROKER_RECORD:
         apply_unregister_broker(d, ((const unregister_broker_record_t *)rec)->broker_id);
@@ -998,6 +1135,8 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     m->features = d->features;
     m->nfeatures = d->nfeatures;
     m->next_producer_id = d->next_producer_id;
+    m->scram = d->scram;
+    m->nscram = d->nscram;
     free(d);
     return m;
 }

@@ -104,6 +104,21 @@ struct mi_broker {
     int32_t nfeatures;
 };
 
+/* A SCRAM credential (UserScramCredentialRecord): one per user and
+ * mechanism (Kafka's ScramMechanism id: 1 SCRAM-SHA-256, 2 SCRAM-SHA-512). */
+#define MI_SCRAM_KEY_MAX 64
+struct mi_scram {
+    char *user;
+    int8_t mechanism;
+    int32_t iterations;
+    uint8_t *salt;
+    int32_t salt_len;
+    uint8_t stored_key[MI_SCRAM_KEY_MAX];
+    int32_t stored_key_len;
+    uint8_t server_key[MI_SCRAM_KEY_MAX];
+    int32_t server_key_len;
+};
+
 struct mimage {
     atomic_int refs;
     int64_t offset;             /* last metadata log offset applied; -1 empty */
@@ -132,6 +147,9 @@ struct mimage {
     /* ProducerIdsRecord: the first producer id of the next block the
      * controller hands out; -1 before the first block. */
     int64_t next_producer_id;
+    /* SCRAM credentials, sorted by user then mechanism. */
+    struct mi_scram *scram;
+    int32_t nscram;
 };
 
 /* Lookups; NULL when absent. Valid while the image is held. */
@@ -144,11 +162,19 @@ static inline const struct mi_partition *mi_topic_partition(const struct mi_topi
 {
     return p >= 0 && p < t->npartitions ? &t->partitions[p] : NULL;
 }
+/* The broker's endpoint of listener name (as clients reach it through
+ * the listener their request came in on), or NULL. */
+const struct mi_endpoint *mi_broker_endpoint(const struct mi_broker *br, const char *listener);
+/* Host and port of br for a request that came in on listener: that
+ * listener's endpoint, else the broker's first one. */
+void mi_broker_address(const struct mi_broker *br, const char *listener, const char **host, int32_t *port);
 /* The dynamic configs of broker resource name ("<id>"), or NULL. */
 const struct mi_broker_configs *mimage_broker_configs(const struct mimage *m, const char *name);
 /* The finalized level of feature name (metadata.version included); 0
  * when it is not finalized. */
 int16_t mimage_feature_level(const struct mimage *m, const char *name);
+/* The SCRAM credential of user (len bytes) for mechanism, or NULL. */
+const struct mi_scram *mimage_scram(const struct mimage *m, const char *user, size_t len, int8_t mechanism);
 /* The topic's override for key, or NULL (the broker default applies). */
 const char *mi_topic_config(const struct mi_topic *t, const char *key);
 /* Kafka's Topic.isInternal: __consumer_offsets, __transaction_state,

@@ -16,6 +16,7 @@
 #include "proto/gen/kmeta.h"
 #include "proto/gen/partition_record.h"
 #include "proto/gen/producer_ids_record.h"
+#include "proto/gen/user_scram_credential_record.h"
 #include "proto/gen/register_broker_record.h"
 #include "proto/gen/snapshot_footer_record.h"
 #include "proto/gen/snapshot_header_record.h"
@@ -205,6 +206,19 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
         pr->broker_epoch = -1;
         pr->next_producer_id = img->next_producer_id;
         sw_add(&s, KMETA_PRODUCER_IDS_RECORD, 0, pr);
+    }
+    for (int32_t i = 0; i < img->nscram; i++) {
+        /* Kafka's ScramImage.write */
+        const struct mi_scram *sc = &img->scram[i];
+        user_scram_credential_record_t *ur = arena_alloc(&a, sizeof *ur);
+        user_scram_credential_record_init(ur);
+        ur->name = KSTR(sc->user);
+        ur->mechanism = sc->mechanism;
+        ur->salt = (kbytes_t){sc->salt, sc->salt_len};
+        ur->stored_key = (kbytes_t){sc->stored_key, sc->stored_key_len};
+        ur->server_key = (kbytes_t){sc->server_key, sc->server_key_len};
+        ur->iterations = sc->iterations;
+        sw_add(&s, KMETA_USER_SCRAM_CREDENTIAL_RECORD, 0, ur);
     }
     int16_t pv = partition_version(img);
     for (int32_t i = 0; i < img->ntopics; i++) {

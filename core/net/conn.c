@@ -14,6 +14,7 @@
 
 #include "api/dispatch.h"
 #include "api/request.h"
+#include "auth/sasl.h"
 #include "broker.h"
 #include "net/worker.h"
 #include "util/clock.h"
@@ -51,7 +52,7 @@ static void peer_name(int fd, char *out, size_t outlen)
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
-struct conn *conn_adopt(struct worker *w, int fd, bool controller)
+struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol)
 {
     struct conn *c = xcalloc(1, sizeof *c);
     c->w = w;
@@ -60,6 +61,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller)
     c->id = __atomic_add_fetch(&next_conn_id, 1, __ATOMIC_RELAXED);
     buf_init(&c->in);
     peer_name(fd, c->peer, sizeof c->peer);
+    sasl_conn_init(c, listener, protocol);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ev_io_init(&c->rio, on_read, fd, EV_READ);
@@ -122,6 +124,7 @@ static void conn_destroy(struct conn *c)
     close(c->fd);
     free(c->frame);
     buf_free(&c->in);
+    sasl_conn_free(c);
     free(c);
 }
 
@@ -222,6 +225,15 @@ static void flush_done(struct conn *c)
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
+        if (r->close_after) {
+            /* the answer that ends the connection (a failed SASL
+             * exchange) is out: close now */
+            char why[256];
+            snprintf(why, sizeof why, "%s", r->close_why ? r->close_why : "closing after the response");
+            request_free(r);
+            conn_close(c, why);
+            return;
+        }
         request_free(r);
     }
     ev_io_stop(c->w->loop, &c->wio);
@@ -302,7 +314,7 @@ static int process_input(struct conn *c)
             conn_close(c, why);
             return -1;
         }
-        if (size < 8) {
+        if (size < 8 && c->sasl_state != SASL_STATE_RAW) {
             conn_close(c, "request frame too short for a request header");
             return -1;
         }

@@ -11,6 +11,7 @@
 
 struct worker;
 struct request;
+struct plugin_cap;
 
 struct conn {
     struct conn *prev, *next;     /* worker's list */
@@ -33,14 +34,27 @@ struct conn {
      * serves the controller's APIs (Kafka's ControllerApis). */
     bool controller_listener;
 
+    /* Security (auth/sasl.h): the listener it came in on, its security
+     * protocol (enum security_protocol), where the SASL exchange stands
+     * (enum sasl_state), the mechanism's session while it runs, and the
+     * authenticated principal ("User:alice"; NULL is User:ANONYMOUS, a
+     * PLAINTEXT listener's). */
+    const char *listener;        /* owned by the net, lives as long */
+    uint8_t protocol;
+    uint8_t sasl_state;
+    const struct plugin_cap *sasl_mech;
+    void *sasl_session;
+    char *principal;
+
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];
     char client_software_version[64];
 };
 
 /* Takes ownership of fd (non-blocking, accepted on this worker);
- * controller: it came in on a controller listener. */
-struct conn *conn_adopt(struct worker *w, int fd, bool controller);
+ * controller: it came in on a controller listener; listener (its name,
+ * kept as a pointer) and protocol (enum security_protocol) say which. */
+struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol);
 /* Marks the connection closing; it is torn down once no handler runs. */
 void conn_close(struct conn *c, const char *why);
 /* A request of this connection completed: write what can be written. */

@@ -27,6 +27,7 @@ struct listener {
     int fd;
     int port;
     bool controller; /* named in controller.listener.names */
+    int protocol;    /* enum security_protocol, from the config */
     bool started;
     ev_io io;
     struct net *net;
@@ -125,6 +126,10 @@ int net_listen(struct net *n, const char *name, const char *host, int port, char
     for (size_t i = 0; cfg && i < cfg->n_controller_listener_names; i++)
         if (!strcmp(cfg->controller_listener_names[i], name))
             l->controller = true;
+    l->protocol = SECURITY_PLAINTEXT;
+    for (size_t i = 0; cfg && i < cfg->n_listeners; i++)
+        if (!strcmp(cfg->listeners[i].name, name))
+            l->protocol = (int)cfg->listeners[i].protocol;
     return 0;
 }
 
@@ -144,7 +149,7 @@ static void adopt_inbox(struct worker *w)
     w->inbox_len -= take;
     pthread_mutex_unlock(&w->inbox_lock);
     for (int i = 0; i < take; i++)
-        conn_adopt(w, fds[i].fd, fds[i].controller);
+        conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol);
     if (take < len)
         ev_async_send(w->loop, &w->wake);
 }
@@ -198,7 +203,7 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             w->inbox_cap = w->inbox_cap ? w->inbox_cap * 2 : 16;
             w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
-        w->inbox[w->inbox_len++] = (struct inbox_entry){fd, l->controller};
+        w->inbox[w->inbox_len++] = (struct inbox_entry){fd, l->controller, l->name, l->protocol};
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
     }

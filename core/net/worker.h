@@ -39,6 +39,8 @@ struct worker {
     struct inbox_entry {
         int fd;
         bool controller;      /* accepted on a controller listener */
+        const char *listener; /* its name (owned by the net) */
+        int protocol;         /* enum security_protocol */
     } *inbox;                 /* accepted fds waiting to be adopted */
     int inbox_len, inbox_cap;
 

@@ -87,6 +87,8 @@ struct plugin_registry {
     size_t ncaps;
     const struct plugin_cap *codec_by_id[SAMSA_CODEC_ID_MAX + 1];
     const struct samsa_config *cfg;
+    plugin_scram_lookup_fn scram_fn;
+    void *scram_arg;
     pthread_key_t tls_key;
     bool tls_key_ok;
 };
@@ -459,6 +461,41 @@ static void api_complete(samsa_async_t *token, int status, const void *result, s
         token->done(token->arg, status, result, result_len);
 }
 
+static const char *api_server_config_get(samsa_host_t *h, const char *key)
+{
+    struct samsa_host *p = host_of(h);
+    const struct samsa_config *cfg = p->reg->cfg;
+    if (!cfg || !key)
+        return NULL;
+    if (config_def_find(key))
+        return config_get(cfg, key);
+    size_t n = config_extra_count(cfg);
+    for (size_t i = 0; i < n; i++) {
+        const char *k, *v;
+        config_extra_get(cfg, i, &k, &v);
+        if (k && strcmp(k, key) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static int api_scram_credential_get(samsa_host_t *h, int mechanism, const char *user,
+                                    struct samsa_scram_credential *cred)
+{
+    struct samsa_host *p = host_of(h);
+    if (!user || !cred || cred->struct_size < sizeof(samsa_scram_credential_t))
+        return SAMSA_EINVAL;
+    if (!p->reg->scram_fn)
+        return SAMSA_EUNSUPPORTED;
+    return p->reg->scram_fn(p->reg->scram_arg, mechanism, user, cred);
+}
+
+void plugin_registry_set_scram_lookup(struct plugin_registry *reg, plugin_scram_lookup_fn fn, void *arg)
+{
+    reg->scram_fn = fn;
+    reg->scram_arg = arg;
+}
+
 static const samsa_host_api_t host_api = {
     .struct_size = sizeof(samsa_host_api_t),
     .abi_major = SAMSA_ABI_MAJOR,
@@ -476,6 +513,8 @@ static const samsa_host_api_t host_api = {
     .free = api_free,
     .worker_local = api_worker_local,
     .complete = api_complete,
+    .server_config_get = api_server_config_get,
+    .scram_credential_get = api_scram_credential_get,
 };
 
 const samsa_host_api_t *plugin_host_api(void) { return &host_api; }

@@ -144,6 +144,13 @@ void plugin_async_init(struct samsa_async *a, void (*done)(void *arg, int status
                                                            size_t len),
                        void *arg);
 
+/* What api->scram_credential_get answers from (the server's metadata
+ * image, core/auth/sasl.c); unset (tools), it answers
+ * SAMSA_EUNSUPPORTED. Set before workers run. */
+typedef int (*plugin_scram_lookup_fn)(void *arg, int mechanism, const char *user,
+                                      samsa_scram_credential_t *cred);
+void plugin_registry_set_scram_lookup(struct plugin_registry *reg, plugin_scram_lookup_fn fn, void *arg);
+
 /* The host API table every plugin receives (for tests). */
 const samsa_host_api_t *plugin_host_api(void);
 

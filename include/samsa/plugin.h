@@ -78,9 +78,11 @@ extern "C" {
 /* Versions and identification                                         */
 
 /* ABI changelog (append a line for every bump; never edit old lines):
- *   1.0  first release: descriptor, host API, six capability kinds. */
+ *   1.0  first release: descriptor, host API, six capability kinds.
+ *   1.1  host API: server_config_get, scram_credential_get (sasl.h:
+ *        samsa_scram_credential_t); the host calls the sasl kind. */
 #define SAMSA_ABI_MAJOR 1
-#define SAMSA_ABI_MINOR 0
+#define SAMSA_ABI_MINOR 1
 
 /* "SMSA" read as a big-endian word: also spots a byte-order mix-up. */
 #define SAMSA_PLUGIN_MAGIC 0x534d5341u
@@ -190,6 +192,8 @@ enum samsa_metric_type {
 /* ------------------------------------------------------------------ */
 /* The host API table                                                  */
 
+struct samsa_scram_credential; /* sasl.h */
+
 /* Handed to init; valid (and unchanged) until the process exits, so a
  * plugin keeps the pointer. Functions appended in later minors are
  * checked with SAMSA_HOST_HAS before use. */
@@ -266,7 +270,29 @@ typedef struct samsa_host_api {
      * @locality any thread */
     void (*complete)(samsa_async_t *token, int status, const void *result, size_t result_len);
 
-    /* ---- ABI 1.1+: append here, never above ---- */
+    /* ---- ABI 1.1 ---- */
+
+    /* Value of any key of the server's config under its Kafka name, as
+     * the server started with it: a key of the broker config table (its
+     * effective value, default included), or a prefixed key the config
+     * file set (e.g. "listener.name.sasl_plaintext.plain.sasl.jaas.config").
+     * NULL when unset, and always NULL outside the server (tools). Owned
+     * by the host, valid until fini.
+     * @locality any thread */
+    const char *(*server_config_get)(samsa_host_t *host, const char *key);
+
+    /* The stored SCRAM credential of user for mechanism (sasl.h:
+     * SAMSA_SCRAM_SHA_256 / SAMSA_SCRAM_SHA_512), as the cluster's
+     * metadata holds it (Kafka's UserScramCredentialRecord, managed with
+     * AlterUserScramCredentials). cred->struct_size must be set by the
+     * caller; the host fills what fits. Returns SAMSA_OK,
+     * SAMSA_ENOTFOUND (no such credential), SAMSA_EUNSUPPORTED (no
+     * metadata here: a tool) or SAMSA_EINVAL. Never blocks.
+     * @locality any thread */
+    int (*scram_credential_get)(samsa_host_t *host, int mechanism, const char *user,
+                                struct samsa_scram_credential *cred);
+
+    /* ---- ABI 1.2+: append here, never above ---- */
 } samsa_host_api_t;
 
 /* True when the host API has function f (a minor newer than 1.0 added it

@@ -6,8 +6,15 @@
  * client token; the mechanism answers with a server token and, at the
  * end, the authenticated principal.
  *
- * Declared in ABI 1.0; the host's security layer that calls it lands
- * with the security work. The contract below is what it will follow.
+ * Declared in ABI 1.0; called by the host since 1.1 (core/auth/sasl.c):
+ * a SaslHandshake naming an enabled mechanism starts a session on the
+ * connection's worker, each SaslAuthenticate (or, after a v0 handshake,
+ * each raw length-prefixed token) is one step, and SAMSA_OK ends the
+ * exchange with principal(). SAMSA_EAUTH answers
+ * SASL_AUTHENTICATION_FAILED with errstr as the error message (write
+ * Kafka's text, e.g. "Authentication failed: Invalid username or
+ * password") and closes the connection. SAMSA_EAGAIN is not accepted
+ * yet by the 1.1 host: it fails the exchange.
  */
 #ifndef SAMSA_SASL_H
 #define SAMSA_SASL_H
@@ -23,6 +30,24 @@ extern "C" {
  * SASL_AUTHENTICATION_FAILED with errstr) and SAMSA_EAGAIN (the answer
  * comes through api->complete; result = the server token). */
 #define SAMSA_SASL_CONTINUE 1 /* send the server token, expect another step */
+
+/* Kafka's ScramMechanism type ids (UserScramCredentialRecord.Mechanism). */
+#define SAMSA_SCRAM_SHA_256 1
+#define SAMSA_SCRAM_SHA_512 2
+
+/* ABI 1.1: a stored SCRAM credential (RFC 5802 section 3), filled by
+ * api->scram_credential_get. Salts longer than the array are refused
+ * when a credential is stored, so every stored one fits. */
+#define SAMSA_SCRAM_SALT_MAX 256
+#define SAMSA_SCRAM_KEY_MAX 64
+typedef struct samsa_scram_credential {
+    uint32_t struct_size; /* set by the caller: sizeof(samsa_scram_credential_t) */
+    int32_t iterations;
+    size_t salt_len, stored_key_len, server_key_len;
+    uint8_t salt[SAMSA_SCRAM_SALT_MAX];
+    uint8_t stored_key[SAMSA_SCRAM_KEY_MAX];
+    uint8_t server_key[SAMSA_SCRAM_KEY_MAX];
+} samsa_scram_credential_t;
 
 /* What the host knows about the connection; borrowed for the call. */
 typedef struct samsa_sasl_conn {

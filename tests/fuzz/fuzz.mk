@@ -14,7 +14,8 @@ FUZZ_CORE_SRCS = \
 	core/proto/record_batch.c core/proto/crc32c.c \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
-FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz
+FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
+	tests/fuzz/sasl_mech_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -36,6 +37,13 @@ tests/fuzz/coord_records_fuzz: $(top_srcdir)/tests/fuzz/coord_records_fuzz.c $(t
 		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/coord/records.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		tests/fuzz/libgen_fuzz.a -lpthread
+
+# The SASL mechanisms' client-message parsers (the modules' sources,
+# with a fake host; libcrypto for SCRAM).
+tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdir)/modules/sasl-plain/plain.c \
+		$(top_srcdir)/modules/sasl-scram/scram.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto
 
 tests/fuzz/%_fuzz: $(top_srcdir)/tests/fuzz/%_fuzz.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		$(wildcard $(top_srcdir)/core/proto/*.h $(top_srcdir)/core/util/*.h)

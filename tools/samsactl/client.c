@@ -1,5 +1,6 @@
 /* samsactl's Kafka client (see client.h). */
 #include "client.h"
+#include "sasl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -220,6 +221,11 @@ int kc_parse_bootstrap(const char *s, struct kc_address **out, char *err, size_t
 int kc_client_init(struct kc_client *c, const char *bootstrap, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
+    if (kc_security.command_config && !kc_security.loaded) {
+        kc_security.loaded = true;
+        if (kc_security_load(kc_security.command_config, err, errlen) < 0)
+            return -1;
+    }
     c->client_id = "samsactl";
     c->timeout_ms = KC_DEFAULT_TIMEOUT_MS;
     int n = kc_parse_bootstrap(bootstrap, &c->bootstrap, err, errlen);
@@ -709,6 +715,8 @@ static int conn_open(struct kc_client *c, struct kc_conn *conn)
     if (rc)
         return rc;
     rc = negotiate(c, conn);
+    if (!rc && kc_security.mechanism)
+        rc = kc_sasl_login(c, conn);
     if (rc)
         kc_conn_close(conn);
     return rc;

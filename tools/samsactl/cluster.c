@@ -224,8 +224,6 @@ static int cmd_cluster_plugins(int argc, char **argv, const struct global_opts *
         fprintf(stderr, "samsactl cluster plugins: %s (see samsactl cluster --help)\n", err);
         return EXIT_USAGE;
     }
-    if (g.command_config)
-        fprintf(stderr, "samsactl: warning: --command-config is not supported yet; ignoring %s\n", g.command_config);
     struct kc_client c;
     if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
         fprintf(stderr, "samsactl cluster plugins: %s\n", err);

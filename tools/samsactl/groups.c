@@ -1441,8 +1441,6 @@ int cmd_groups(int argc, char **argv, const struct global_opts *g0)
         groups_opts_free(&o);
         return EXIT_USAGE;
     }
-    if (g.command_config)
-        fprintf(stderr, "samsactl: warning: --command-config is not supported yet; ignoring %s\n", g.command_config);
     struct kc_client c;
     if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
         fprintf(stderr, "samsactl groups: %s\n", err);

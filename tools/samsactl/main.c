@@ -14,6 +14,7 @@
 #include "produce.h"
 #include "quorum.h"
 #include "topics.h"
+#include "users.h"
 
 struct command {
     const char *name;
@@ -29,6 +30,7 @@ static const struct command commands[] = {
     {"dump-log", cmd_dump_log, "print segment and index files (like kafka-dump-log)"},
     {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
+    {"users", cmd_users, "SCRAM credentials: users scram set, delete, describe"},
     {NULL, NULL, NULL},
 };
 
@@ -41,7 +43,10 @@ static void usage(FILE *f)
     fprintf(f, "\nGlobal options (also accepted after COMMAND):\n"
                "  --bootstrap-server HOST:PORT[,...]  brokers to start from (default $SAMSA_BOOTSTRAP,\n"
                "                                      else " SAMSACTL_DEFAULT_BOOTSTRAP ")\n"
-               "  --command-config FILE               client properties (not supported yet; ignored)\n"
+               "  --command-config FILE               Kafka client properties: security.protocol=SASL_PLAINTEXT,\n"
+               "                                      sasl.mechanism, sasl.jaas.config (username=, password=)\n"
+               "  --sasl-mechanism NAME               PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (SASL_PLAINTEXT)\n"
+               "  --sasl-username NAME, --sasl-password PASSWORD\n"
                "  --help                              this text; COMMAND --help for a command's\n"
                "  --version                           print the version\n"
                "\nExit status: 0 on success, 1 on a Kafka error, 2 on a usage error.\n");
@@ -67,7 +72,9 @@ int main(int argc, char **argv)
         int end = i + 1;
         const char *a = argv[i];
         bool has_value = strchr(a, '=') == NULL &&
-                         (strcmp(a, "--bootstrap-server") == 0 || strcmp(a, "--command-config") == 0);
+                         (strcmp(a, "--bootstrap-server") == 0 || strcmp(a, "--command-config") == 0 ||
+                          strcmp(a, "--sasl-mechanism") == 0 || strcmp(a, "--sasl-username") == 0 ||
+                          strcmp(a, "--sasl-password") == 0);
         if (has_value)
             end = i + 2 <= argc ? i + 2 : argc;
         char err[256];

@@ -1,5 +1,6 @@
 /* Command-line parsing helpers for samsactl (see opts.h). */
 #include "opts.h"
+#include "sasl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,9 @@
 const struct opt_def global_opt_defs[] = {
     {"bootstrap-server", true, OPT_BOOTSTRAP},
     {"command-config", true, OPT_COMMAND_CONFIG},
+    {"sasl-mechanism", true, OPT_SASL_MECHANISM},
+    {"sasl-username", true, OPT_SASL_USERNAME},
+    {"sasl-password", true, OPT_SASL_PASSWORD},
     {"help", false, OPT_HELP},
     {NULL, false, 0},
 };
@@ -86,6 +90,19 @@ bool global_opt_apply(struct global_opts *g, int id, const char *arg)
         return true;
     case OPT_COMMAND_CONFIG:
         g->command_config = arg;
+        kc_security.command_config = arg;
+        return true;
+    case OPT_SASL_MECHANISM:
+        free(kc_security.mechanism);
+        kc_security.mechanism = strdup(arg);
+        return true;
+    case OPT_SASL_USERNAME:
+        free(kc_security.username);
+        kc_security.username = strdup(arg);
+        return true;
+    case OPT_SASL_PASSWORD:
+        free(kc_security.password);
+        kc_security.password = strdup(arg);
         return true;
     default:
         return false;

@@ -29,7 +29,7 @@
  * environment) and live as long as the process. */
 struct global_opts {
     const char *bootstrap;      /* NULL: $SAMSA_BOOTSTRAP, else the default */
-    const char *command_config; /* accepted, ignored with a warning */
+    const char *command_config; /* Kafka client properties (SASL settings) */
 };
 
 /* Ids >= OPT_GLOBAL_BASE belong to the global options; commands number
@@ -38,6 +38,9 @@ enum {
     OPT_GLOBAL_BASE = 1000,
     OPT_BOOTSTRAP = OPT_GLOBAL_BASE,
     OPT_COMMAND_CONFIG,
+    OPT_SASL_MECHANISM,
+    OPT_SASL_USERNAME,
+    OPT_SASL_PASSWORD,
     OPT_HELP,
 };
 

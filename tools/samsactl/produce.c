@@ -771,8 +771,6 @@ int cmd_produce(int argc, char **argv, const struct global_opts *g0)
         produce_opts_free(&o);
         return EXIT_USAGE;
     }
-    if (g.command_config)
-        fprintf(stderr, "samsactl: warning: --command-config is not supported yet; ignoring %s\n", g.command_config);
     /* Refuse before reading stdin: records read but never sent would
      * otherwise be lost to a codec that cannot be had. */
     if (o.compression != 0 && !plugin_codec(plugin_tools_registry(), o.compression)) {

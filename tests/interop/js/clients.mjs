@@ -5,8 +5,8 @@
 // partition, timestamp (ms|null), offset}.
 //
 // Ops:
-//   kafkajs-produce     {topic, acks}            stdin: records
-//   kafkajs-fetch       {topic, partition, offset, count, maxBytes}
+//   kafkajs-produce     {topic, acks, kafkajs}   stdin: records (kafkajs: extra client options, e.g. sasl)
+//   kafkajs-fetch       {topic, partition, offset, count, maxBytes, kafkajs}
 //                        kafkajs's consumer API needs a consumer group, so
 //                        this drives kafkajs's own Broker.fetch and record
 //                        batch decoder directly (no group).
@@ -29,7 +29,7 @@ function out (obj) {
 
 async function kafkajsProduce () {
   const records = await readStdinJson()
-  const kafka = kafkajsClient(bootstrap)
+  const kafka = kafkajsClient(bootstrap, args.kafkajs || {})
   const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 1 } })
   await producer.connect()
   try {
@@ -69,7 +69,7 @@ function kafkajsCluster (kafka) {
 }
 
 async function kafkajsFetch () {
-  const kafka = kafkajsClient(bootstrap)
+  const kafka = kafkajsClient(bootstrap, args.kafkajs || {})
   const cluster = kafkajsCluster(kafka)
   await cluster.connect()
   try {

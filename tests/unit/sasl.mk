@@ -1,0 +1,9 @@
+# unit tests: the SASL mechanism modules (their sources compiled in with
+# a fake host API): SCRAM math against RFC 5802 / RFC 7677, message
+# parsing, PLAIN.
+check_PROGRAMS += tests/unit/sasl_test
+TESTS += tests/unit/sasl_test
+tests_unit_sasl_test_SOURCES = tests/unit/sasl_test.c
+EXTRA_tests_unit_sasl_test_DEPENDENCIES = $(top_srcdir)/modules/sasl-plain/plain.c $(top_srcdir)/modules/sasl-scram/scram.c
+tests_unit_sasl_test_CFLAGS = $(UNIT_CFLAGS) $(OPENSSL_CFLAGS)
+tests_unit_sasl_test_LDADD = $(UNIT_LIBS)

@@ -1,0 +1,42 @@
+/* samsactl's side of SASL: the security settings every connection uses
+ * (from --command-config, Kafka's client properties, or --sasl-*), and
+ * the PLAIN and SCRAM-SHA-256/512 exchanges after ApiVersions. */
+#ifndef SAMSACTL_SASL_H
+#define SAMSACTL_SASL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct kc_client;
+struct kc_conn;
+
+struct kc_security {
+    const char *command_config; /* read once, at the first kc_client_init */
+    bool loaded;
+    char *mechanism;            /* NULL: no SASL (PLAINTEXT) */
+    char *username, *password;
+};
+extern struct kc_security kc_security;
+
+/* Reads Kafka client properties (security.protocol, sasl.mechanism,
+ * sasl.jaas.config with username="..." password="...", or librdkafka's
+ * sasl.username / sasl.password) from path into kc_security; options
+ * given on the command line win. 0 or -1 with one line in err. */
+int kc_security_load(const char *path, char *err, size_t errlen);
+/* The username and password options of a JAAS login module
+ * configuration; returns the number found (each malloc'd). */
+int kc_jaas_credentials(const char *jaas, char **username, char **password);
+
+/* Authenticates conn (ApiVersions done) with kc_security's mechanism.
+ * 0 or a Kafka error code (SASL_AUTHENTICATION_FAILED, ...). */
+int kc_sasl_login(struct kc_client *c, struct kc_conn *conn);
+
+/* SCRAM helpers (RFC 5802), shared with `samsactl users scram`:
+ * mechanism is Kafka's id (1 SCRAM-SHA-256, 2 SCRAM-SHA-512); the salted
+ * password is the digest size (32 or 64 bytes). -1 for another id. */
+int kc_scram_salted_password(int mechanism, const char *password, const uint8_t *salt, size_t salt_len,
+                             int iterations, uint8_t *out, size_t *out_len);
+int kc_scram_mechanism(const char *name); /* 1, 2, or -1 */
+
+#endif
