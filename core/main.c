@@ -25,6 +25,7 @@
 #include "log/meta_properties.h"
 #include "net/net.h"
 #include "plugin/registry.h"
+#include "replica/fetcher.h"
 #include "replica/partition.h"
 #include "util/slog.h"
 
@@ -284,6 +285,9 @@ int main(int argc, char **argv)
      * this node leads, on its own thread, as their logs open. */
     b.coord = coord_create(&b);
     coord_start(b.coord);
+    /* Followers fetch from their leaders on the replica fetcher thread,
+     * which also keeps the ISR of the partitions this node leads. */
+    struct fetcher *fetcher = fetcher_start(&b);
 
     int recovering = logmgr_wait_opens(b.logs, STARTUP_RECOVERY_WAIT_MS);
     if (recovering > 0)
@@ -293,6 +297,9 @@ int main(int argc, char **argv)
     /* A broker hands its leaderships over before it stops serving. */
     net_set_shutdown_hook(b.net, begin_controlled_shutdown, &b);
     net_run(b.net);
+
+    /* Replication stops before the logs close. */
+    fetcher_stop(fetcher);
 
     /* Background log work stops first (the flusher's wakeups go to the
      * workers' loops, freed by net_free); then every log is closed

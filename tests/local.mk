@@ -7,6 +7,7 @@ include tests/unit/net.mk
 include tests/unit/proto.mk
 include tests/unit/config.mk
 include tests/unit/log.mk
+include tests/unit/replica.mk
 include tests/unit/controller.mk
 include tests/unit/coord.mk
 include tests/unit/raft.mk

@@ -1,4 +1,7 @@
-/* Fetch: consumers (and, later, follower replicas) read record data.
+/* Fetch: consumers and follower replicas read record data. A follower
+ * (a replica id in the request) reads up to the log end and its fetch
+ * offset moves the high watermark (replica/partition.h); consumers read
+ * up to the high watermark.
  *
  * Record bytes are never copied: each partition's answer is a file range
  * of one segment, spliced into the response and sent with sendfile(2).
@@ -20,6 +23,7 @@
 #include "net/worker.h"
 #include "proto/kerr.h"
 #include "replica/partition.h"
+#include "replica/repl.h"
 #include "util/clock.h"
 #include "util/sfile.h"
 #include "util/slog.h"
@@ -34,7 +38,14 @@ struct fetch_part {
     int64_t fetch_offset;
     int32_t max_bytes;
     int32_t current_leader_epoch;
+    int32_t last_fetched_epoch; /* v12+: a follower's latest epoch, -1 */
     bool in_request;           /* named in this request (incremental) */
+    /* A follower whose log diverged from ours: answered DivergingEpoch
+     * (div_epoch, div_end) and no records. */
+    bool diverging;
+    int32_t div_epoch;
+    int64_t div_end;
+    int64_t seen_leo;          /* log end at the latest read (replica fetch) */
     int64_t last_hw, last_lso, last_log_start; /* from the session */
     bool answered;
 
@@ -60,6 +71,9 @@ struct fetch_op {
     int32_t min_bytes, max_bytes;
     int8_t isolation;
     int16_t top_error;
+    /* A follower's fetch (its replica id; -1 for a consumer): it may read
+     * up to the log end, not just the high watermark. */
+    int32_t replica_id;
 };
 
 static void release_reads(struct fetch_op *op)
@@ -107,6 +121,7 @@ static int64_t read_all(struct fetch_op *op, int *errors)
         }
         int32_t epoch = atomic_load(&p->leader_epoch);
         fp->seen_epoch = epoch;
+        fp->seen_leo = plog_log_end_offset(p->log);
         if (fp->current_leader_epoch >= 0 && fp->current_leader_epoch != epoch) {
             fp->rerr = fp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
             (*errors)++;
@@ -115,7 +130,12 @@ static int64_t read_all(struct fetch_op *op, int *errors)
         fp->hw = atomic_load(&p->high_watermark);
         fp->lso = fp->hw; /* no transactions yet: the last stable offset is the HW */
         fp->log_start = plog_log_start_offset(p->log);
-        int64_t limit = op->isolation == ISOLATION_READ_COMMITTED ? fp->lso : fp->hw;
+        if (fp->diverging) {
+            total += 1; /* answered at once, without records */
+            continue;
+        }
+        /* Followers read up to the log end; consumers up to the HW. */
+        int64_t limit = op->replica_id >= 0 ? -1 : op->isolation == ISOLATION_READ_COMMITTED ? fp->lso : fp->hw;
         int64_t room = op->max_bytes - total;
         int32_t want = fp->max_bytes;
         if (room < want)
@@ -150,7 +170,7 @@ static bool must_answer(const struct fetch_op *op, const struct fetch_part *fp)
 {
     if (!op->incremental || !fp->answered)
         return true;
-    return fp->rerr != 0 || fp->len > 0 || fp->hw != fp->last_hw || fp->lso != fp->last_lso ||
+    return fp->rerr != 0 || fp->len > 0 || fp->diverging || fp->hw != fp->last_hw || fp->lso != fp->last_lso ||
            fp->log_start != fp->last_log_start;
 }
 
@@ -196,6 +216,10 @@ static void respond(struct fetch_op *op)
         pd->log_start_offset = fp->log_start;
         /* Kafka sends null aborted transactions unless read_committed. */
         pd->aborted_transactions.n = op->isolation == ISOLATION_READ_COMMITTED && !fp->rerr ? 0 : -1;
+        if (fp->diverging && !fp->rerr) {
+            pd->diverging_epoch.epoch = fp->div_epoch;
+            pd->diverging_epoch.end_offset = fp->div_end;
+        }
         if (fp->len > 0)
             pd->records = (krecords_t){NULL, fp->len, fp->file, fp->file_pos};
         else
@@ -248,6 +272,8 @@ static bool nothing_changed(const struct fetch_op *op)
             continue;
         if (atomic_load(&fp->p->deleted) || atomic_load(&fp->p->high_watermark) != fp->hw ||
             atomic_load(&fp->p->leader_epoch) != fp->seen_epoch)
+            return false;
+        if (op->replica_id >= 0 && plog_log_end_offset(fp->p->log) != fp->seen_leo)
             return false;
     }
     return true;
@@ -310,6 +336,37 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     }
 }
 
+/* A follower's fetch: for each partition, either its log diverged from
+ * ours (Kafka's Partition.fetchRecords: our end of the epoch it last
+ * fetched is below its fetch offset, or that epoch is unknown here) and
+ * it is told where, or its fetch offset is its log end, which moves the
+ * high watermark and its ISR standing. */
+static void follower_fetch(struct fetch_op *op)
+{
+    for (int32_t i = 0; i < op->nparts; i++) {
+        struct fetch_part *fp = &op->parts[i];
+        if (fp->error || !fp->p)
+            continue;
+        int32_t epoch = atomic_load(&fp->p->leader_epoch);
+        if (fp->current_leader_epoch >= 0 && fp->current_leader_epoch != epoch)
+            continue; /* read_all answers the epoch error */
+        if (fp->last_fetched_epoch >= 0) {
+            int32_t end_epoch;
+            int64_t end_offset;
+            plog_end_offset_for_epoch(fp->p->log, fp->last_fetched_epoch, &end_epoch, &end_offset);
+            if (repl_diverging(fp->last_fetched_epoch, fp->fetch_offset, end_epoch, end_offset)) {
+                fp->diverging = true;
+                fp->div_epoch = end_epoch;
+                fp->div_end = end_offset;
+                continue;
+            }
+        }
+        if (fp->fetch_offset > plog_log_end_offset(fp->p->log))
+            continue; /* read_all answers OFFSET_OUT_OF_RANGE */
+        partition_follower_fetched(fp->p, op->replica_id, fp->fetch_offset);
+    }
+}
+
 static void fill_from_request_part(struct fetch_part *fp, kstr_t topic, const kuuid_t *topic_id,
                                    const fetch_request_fetch_partition_t *rp)
 {
@@ -320,6 +377,7 @@ static void fill_from_request_part(struct fetch_part *fp, kstr_t topic, const ku
     fp->fetch_offset = rp->fetch_offset;
     fp->max_bytes = rp->partition_max_bytes;
     fp->current_leader_epoch = rp->current_leader_epoch;
+    fp->last_fetched_epoch = rp->last_fetched_epoch;
     fp->in_request = true;
     fp->last_hw = fp->last_lso = fp->last_log_start = -1;
 }
@@ -419,6 +477,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         fp->fetch_offset = sp->fetch_offset;
         fp->max_bytes = sp->max_bytes;
         fp->current_leader_epoch = sp->current_leader_epoch;
+        fp->last_fetched_epoch = -1;
         fp->last_hw = sp->last_hw;
         fp->last_lso = sp->last_lso;
         fp->last_log_start = sp->last_log_start;
@@ -438,6 +497,9 @@ void api_handle_fetch(struct request *req)
     if (op->max_bytes <= 0)
         op->max_bytes = INT32_MAX;
     op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
+    op->replica_id = req->api_version >= 15 ? q->replica_state.replica_id : q->replica_id;
+    if (op->replica_id < 0)
+        op->replica_id = -1;
 
     op->top_error = plan(req, op, q);
     if (op->top_error) {
@@ -451,6 +513,8 @@ void api_handle_fetch(struct request *req)
     struct mimage *img = controller_image(req->broker->controller);
     resolve(req, op, img);
     mimage_release(img);
+    if (op->replica_id >= 0)
+        follower_fetch(op);
 
     req->handler_state = op;
     int errors;

@@ -49,7 +49,14 @@ struct ack_pending {
     struct partition *p; /* reference, NULL once answered */
     int64_t last_offset;
     produce_response_partition_produce_response_t *rp;
+    int32_t epoch;       /* leader epoch of the append */
+    bool all;            /* acks=all: wait for the high watermark */
 };
+
+static int ack_state(struct partition *p, int64_t last_offset, int32_t epoch, bool all)
+{
+    return all ? partition_ack_wait_all(p, last_offset, epoch) : partition_ack_wait(p, last_offset);
+}
 
 struct ack_wait {
     struct delayed d; /* first: the worker hands us d */
@@ -74,7 +81,7 @@ static bool ack_try_complete(struct delayed *d, bool expired)
         struct ack_pending *a = &aw->pending[i];
         if (!a->p)
             continue;
-        int st = partition_ack_wait(a->p, a->last_offset);
+        int st = ack_state(a->p, a->last_offset, a->epoch, a->all);
         if (st == PARTITION_ACK_WAIT && !expired)
             return false;
         if (st != PARTITION_ACK_READY)
@@ -99,7 +106,7 @@ static void ack_cancel(struct request *req)
 
 /* Keeps p's reference for the wait. */
 static void ack_add(struct request *req, struct ack_wait **awp, struct partition *p, int64_t last_offset,
-                    produce_response_partition_produce_response_t *rp)
+                    int32_t epoch, bool all, produce_response_partition_produce_response_t *rp)
 {
     struct ack_wait *aw = *awp;
     if (!aw) {
@@ -114,7 +121,7 @@ static void ack_add(struct request *req, struct ack_wait **awp, struct partition
         aw->pending = v;
         aw->cap = cap;
     }
-    aw->pending[aw->n++] = (struct ack_pending){p, last_offset, rp};
+    aw->pending[aw->n++] = (struct ack_pending){p, last_offset, rp, epoch, all};
 }
 
 static int16_t produce_partition(struct request *req, const struct mimage *img, const struct mi_topic *t,
@@ -184,13 +191,15 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         return preg_unavailable_error(req->broker->partitions, &t->id, pd->index);
     }
     struct plog_append_result res;
+    int32_t epoch = atomic_load(&p->leader_epoch);
     err = partition_append(p, batches, batches_len, tc->message_timestamp_log_append, &res);
     produce_codec_free(&pc);
-    /* acks=0 never hears back; otherwise a durable-ack partition may
-     * make the answer wait for the flusher (see ack_wait). */
-    int st = err || acks == 0 ? PARTITION_ACK_READY : partition_ack_wait(p, res.last_offset);
+    /* acks=0 never hears back; acks=all waits for the ISR (the high
+     * watermark); a durable-ack partition may make the answer wait for
+     * the flusher (see ack_wait). */
+    int st = err || acks == 0 ? PARTITION_ACK_READY : ack_state(p, res.last_offset, epoch, acks == -1);
     if (st == PARTITION_ACK_WAIT)
-        ack_add(req, aw, p, res.last_offset, rp);
+        ack_add(req, aw, p, res.last_offset, epoch, acks == -1, rp);
     else
         partition_put(p);
     if (err)

@@ -8,11 +8,9 @@
  * PartitionChangeRecord per changed partition, all in one batch, and
  * answers with the partition state those records make.
  *
- * Only the controller side exists: samsa has no partition replication
- * yet (followers do not fetch partition data), so no broker sends
- * AlterPartition today. The leader side (shrinking the ISR when a
- * follower falls behind replica.lag.time.max.ms, expanding it when one
- * catches up, and sending this request) comes with replication. */
+ * The leader side (shrinking the ISR when a follower falls behind
+ * replica.lag.time.max.ms, expanding it when one catches up, and sending
+ * this request) is core/replica/fetcher.c. */
 #include <stdio.h>
 #include <string.h>
 

@@ -784,8 +784,23 @@ static bool should_roll(const struct plog *l, const struct segment *seg, size_t 
     return waited > l->cfg.segment_ms - seg->roll_jitter_ms;
 }
 
+static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res);
+
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res)
+{
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, res);
+}
+
+int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res)
+{
+    /* Nothing is written into the batches on this path. */
+    return append_impl(l, (uint8_t *)batches, len, -1, -1, true, res);
+}
+
+static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res)
 {
     if (res) {
         res->base_offset = res->last_offset = -1;
@@ -799,6 +814,7 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
 
     /* Check the framing of every batch before touching any of them. */
     int64_t noffsets = 0, max_ts = RB_NO_TIMESTAMP;
+    int64_t first_base = -1, prev_last = -1;
     size_t nbatches = 0;
     for (size_t pos = 0; pos < len;) {
         size_t size;
@@ -806,6 +822,15 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         if (rb_frame(batches + pos, len - pos, &size) != 0 || rb_parse_header(batches + pos, size, &h) != 0 ||
             h.last_offset_delta < 0)
             return KERR_CORRUPT_MESSAGE;
+        if (follower) {
+            /* The leader's offsets are kept: they must go up, and the
+             * bytes must be what the producer's CRC covers. */
+            if (!rb_crc_ok(batches + pos, size) || h.base_offset <= prev_last || h.base_offset < 0)
+                return KERR_CORRUPT_MESSAGE;
+            if (first_base < 0)
+                first_base = h.base_offset;
+            prev_last = rb_last_offset(&h);
+        }
         noffsets += (int64_t)h.last_offset_delta + 1;
         if (h.max_timestamp > max_ts)
             max_ts = h.max_timestamp;
@@ -841,6 +866,16 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         pos += size;
     }
     int64_t base = atomic_load_explicit(&l->end_offset, memory_order_relaxed);
+    if (follower) {
+        /* Kafka's UnexpectedAppendOffsetException: a follower appends
+         * only past its log end (compaction may leave gaps). */
+        if (first_base < base) {
+            rc = KERR_OFFSET_OUT_OF_RANGE;
+            goto out;
+        }
+        base = first_base;
+        noffsets = prev_last - first_base + 1;
+    }
     if (noffsets > INT64_MAX - base) {
         rc = KERR_RECORD_LIST_TOO_LARGE;
         goto out;
@@ -871,12 +906,25 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
     }
     /* A new leader epoch is on disk before any batch carrying it. */
     pthread_mutex_lock(&l->epoch_lock);
-    if (epoch_assign_locked(l, leader_epoch, base))
+    bool epochs_changed = false;
+    if (follower) {
+        /* The leader's epochs, from the batches (Kafka's follower
+         * append assigns each batch's partitionLeaderEpoch). */
+        for (size_t pos = 0; pos < len;) {
+            struct rb_header h;
+            rb_parse_header(batches + pos, len - pos, &h);
+            epochs_changed |= epoch_assign_locked(l, h.partition_leader_epoch, h.base_offset);
+            pos += (size_t)rb_batch_size(&h);
+        }
+    } else {
+        epochs_changed = epoch_assign_locked(l, leader_epoch, base);
+    }
+    if (epochs_changed)
         epoch_write_locked(l);
     pthread_mutex_unlock(&l->epoch_lock);
 
     int64_t next = base;
-    for (size_t pos = 0; pos < len;) {
+    for (size_t pos = 0; !follower && pos < len;) {
         size_t size = (size_t)be32_read(batches + pos + RB_OFF_BATCH_LENGTH) + RB_LOG_OVERHEAD;
         int32_t delta = (int32_t)be32_read(batches + pos + RB_OFF_LAST_OFFSET_DELTA);
         rb_set_base_offset(batches + pos, next);
@@ -884,6 +932,8 @@ int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epo
         next += (int64_t)delta + 1;
         pos += size;
     }
+    if (follower)
+        next = last + 1;
 
     bool cut_ok;
     int e = segment_write(seg, batches, len, &cut_ok);

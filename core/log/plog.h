@@ -206,6 +206,16 @@ struct plog_append_result {
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res);
 
+/* A follower's append (Kafka's appendAsFollower): whole v2 batches as
+ * the leader stored them, kept byte for byte (offsets and
+ * partitionLeaderEpoch included). Each batch's CRC is checked and the
+ * offsets must go up, starting at or after the log end offset
+ * (KERR_OFFSET_OUT_OF_RANGE when below it, KERR_CORRUPT_MESSAGE for bad
+ * framing or CRC: nothing is written then). The leader-epoch cache
+ * takes each new partitionLeaderEpoch at its batch's base offset. Other
+ * errors as plog_append. */
+int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res);
+
 struct plog_read_result {
     struct sfile *file;        /* NULL when len == 0; else a reference the caller must sfile_unref */
     int64_t file_pos;          /* where the first batch starts in file */

@@ -1,19 +1,37 @@
-/* The append path of a partition this node leads. With a single replica
- * the high watermark follows the log end at once; replication will move
- * it only when the ISR has the data. With flush.messages=1 it follows
- * the recovery point instead (records fsynced by the log manager's
- * flusher), so consumers never see a record a crash could still take. */
+/* The append path of a partition and its replication state.
+ *
+ * Leader: the high watermark is the smallest log end offset over the ISR
+ * (the leader's own log end, or with flush.messages=1 the part of it
+ * that is on disk, and each ISR follower's last fetch offset); it only
+ * moves up. With an ISR of the leader alone it follows the leader's log
+ * end at once, as a single node always did. Followers: the high
+ * watermark is the leader's (from its Fetch answers), capped at the local
+ * log end. */
 #include "replica/partition.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "broker.h"
+#include "controller/image.h"
 #include "log/plog.h"
 #include "net/net.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
+#include "util/buf.h"
+#include "util/slog.h"
 
-/* What the high watermark may be now: the log end, or for durable acks
- * the part of it that is on disk. */
-static int64_t hw_target(struct partition *p, struct plog *l)
+static bool contains(const int32_t *a, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (a[i] == id)
+            return true;
+    return false;
+}
+
+/* The leader's own part: its log end, or for durable acks the part of it
+ * that is on disk. */
+static int64_t own_end(struct partition *p, struct plog *l)
 {
     int64_t leo = plog_log_end_offset(l);
     if (!atomic_load(&p->ack_after_flush))
@@ -22,16 +40,46 @@ static int64_t hw_target(struct partition *p, struct plog *l)
     return rp < leo ? rp : leo;
 }
 
+/* Under repl_lock. */
+static int64_t hw_target_locked(struct partition *p, struct plog *l)
+{
+    int64_t own = own_end(p, l);
+    if (!atomic_load(&p->is_leader)) {
+        int64_t leo = plog_log_end_offset(l);
+        return p->leader_hw < leo ? p->leader_hw : leo;
+    }
+    int32_t me = atomic_load(&p->leader_id);
+    int64_t m = repl_isr_min_leo(me, own, p->isr, p->nisr, p->followers, p->nfollowers);
+    if (p->alter_inflight) {
+        /* Kafka's maximal ISR: a member being added counts already. */
+        int64_t m2 = repl_isr_min_leo(me, own, p->pending_isr, p->npending, p->followers, p->nfollowers);
+        if (m2 < m)
+            m = m2;
+    }
+    return m;
+}
+
 /* Raise, never lower: appends and flushes on several threads may finish
  * out of order. l is p's log (passed in: the flusher may call before the
- * registry has stored p->log). */
-static void raise_hw(struct partition *p, struct plog *l)
+ * registry has stored p->log). Returns whether the HW moved. */
+static bool raise_hw(struct partition *p, struct plog *l)
 {
-    int64_t target = hw_target(p, l);
+    pthread_mutex_lock(&p->repl_lock);
+    int64_t target = hw_target_locked(p, l);
     int64_t hw = atomic_load(&p->high_watermark);
+    bool moved = false;
     while (hw < target && !atomic_compare_exchange_weak(&p->high_watermark, &hw, target))
         ;
+    moved = hw < target;
     plog_set_high_watermark(l, atomic_load(&p->high_watermark));
+    pthread_mutex_unlock(&p->repl_lock);
+    return moved;
+}
+
+static void wake(struct partition *p)
+{
+    if (p->broker && p->broker->net)
+        net_notify_data(p->broker->net);
 }
 
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
@@ -42,8 +90,7 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
     if (err)
         return err;
     raise_hw(p, p->log);
-    if (p->broker && p->broker->net)
-        net_notify_data(p->broker->net);
+    wake(p);
     return 0;
 }
 
@@ -56,17 +103,149 @@ int partition_ack_wait(struct partition *p, int64_t last_offset)
     return plog_recovery_point(p->log) > last_offset ? PARTITION_ACK_READY : PARTITION_ACK_WAIT;
 }
 
+int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch)
+{
+    if (plog_offline(p->log))
+        return KERR_KAFKA_STORAGE_ERROR;
+    if (atomic_load(&p->deleted) || !atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch)
+        return KERR_NOT_LEADER_OR_FOLLOWER;
+    return atomic_load(&p->high_watermark) > last_offset ? PARTITION_ACK_READY : PARTITION_ACK_WAIT;
+}
+
 void partition_log_flushed(void *ctx, struct plog *l)
 {
     struct partition *p = ctx;
     raise_hw(p, l);
-    if (p->broker && p->broker->net)
-        net_notify_data(p->broker->net);
+    wake(p);
 }
 
 void partition_log_ready(struct partition *p)
 {
-    /* One replica: everything in the log is committed (once durable,
-     * with durable acks). */
+    if (raise_hw(p, p->log))
+        wake(p);
+}
+
+static void copy_ids(int32_t **dst, int32_t *n, const int32_t *src, int32_t m)
+{
+    free(*dst);
+    *dst = xcalloc(m > 0 ? (size_t)m : 1, sizeof **dst);
+    if (m > 0)
+        memcpy(*dst, src, (size_t)m * sizeof **dst);
+    *n = m;
+}
+
+void partition_set_state(struct partition *p, const struct mi_partition *mp, int32_t node)
+{
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&p->repl_lock);
+    bool was_leader = atomic_load(&p->is_leader) && atomic_load(&p->leader_id) == node;
+    bool leads = mp->leader == node;
+    bool new_leadership = leads && (!was_leader || atomic_load(&p->leader_epoch) != mp->leader_epoch ||
+                                    p->followers == NULL);
+    copy_ids(&p->replicas, &p->nreplicas, mp->replicas, mp->nreplicas);
+    copy_ids(&p->isr, &p->nisr, mp->isr, mp->nisr);
+    if (mp->partition_epoch != p->partition_epoch || !leads) {
+        /* The controller decided (or the leadership went): whatever
+         * AlterPartition was in flight is settled by this state. */
+        p->alter_inflight = false;
+        p->npending = 0;
+    }
+    p->partition_epoch = mp->partition_epoch;
+    if (new_leadership) {
+        free(p->followers);
+        p->followers = xcalloc(mp->nreplicas > 0 ? (size_t)mp->nreplicas : 1, sizeof *p->followers);
+        p->nfollowers = 0;
+        for (int32_t i = 0; i < mp->nreplicas; i++)
+            if (mp->replicas[i] != node)
+                repl_follower_reset(&p->followers[p->nfollowers++], mp->replicas[i],
+                                    contains(mp->isr, mp->nisr, mp->replicas[i]), now);
+    } else if (leads) {
+        /* Replicas added by a reassignment get a fresh state. */
+        struct repl_follower *f = xcalloc(mp->nreplicas > 0 ? (size_t)mp->nreplicas : 1, sizeof *f);
+        int32_t n = 0;
+        for (int32_t i = 0; i < mp->nreplicas; i++) {
+            if (mp->replicas[i] == node)
+                continue;
+            bool found = false;
+            for (int32_t j = 0; j < p->nfollowers; j++)
+                if (p->followers[j].id == mp->replicas[i]) {
+                    f[n++] = p->followers[j];
+                    found = true;
+                    break;
+                }
+            if (!found)
+                repl_follower_reset(&f[n++], mp->replicas[i], false, now);
+        }
+        free(p->followers);
+        p->followers = f;
+        p->nfollowers = n;
+    }
+    if (!leads) {
+        p->leader_hw = atomic_load(&p->high_watermark);
+    }
+    atomic_store(&p->leader_epoch, mp->leader_epoch);
+    atomic_store(&p->leader_id, mp->leader);
+    atomic_store(&p->is_leader, leads);
+    pthread_mutex_unlock(&p->repl_lock);
+    if (new_leadership && mp->nreplicas > 1)
+        slog_info("partition %s-%d: leader in epoch %d (ISR of %d)", p->topic, (int)p->index, (int)mp->leader_epoch,
+                  (int)mp->nisr);
+    if (was_leader != leads)
+        wake(p); /* parked acks=all produces answer NOT_LEADER_OR_FOLLOWER */
+}
+
+void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fetch_offset)
+{
+    int64_t now = clock_mono_ms();
+    int64_t leo = plog_log_end_offset(p->log);
+    pthread_mutex_lock(&p->repl_lock);
+    for (int32_t i = 0; i < p->nfollowers; i++)
+        if (p->followers[i].id == replica) {
+            repl_follower_fetched(&p->followers[i], fetch_offset, leo, now);
+            break;
+        }
+    pthread_mutex_unlock(&p->repl_lock);
+    if (raise_hw(p, p->log))
+        wake(p);
+}
+
+int partition_append_follower(struct partition *p, const uint8_t *batches, size_t len, int64_t leader_hw)
+{
+    int err = 0;
+    if (len > 0)
+        err = plog_append_follower(p->log, batches, len, NULL);
+    partition_follower_hw(p, leader_hw);
+    return err;
+}
+
+void partition_follower_hw(struct partition *p, int64_t leader_hw)
+{
+    pthread_mutex_lock(&p->repl_lock);
+    if (leader_hw > p->leader_hw)
+        p->leader_hw = leader_hw;
+    pthread_mutex_unlock(&p->repl_lock);
     raise_hw(p, p->log);
+}
+
+int partition_truncate(struct partition *p, int64_t offset)
+{
+    int err = plog_truncate_to(p->log, offset);
+    int64_t leo = plog_log_end_offset(p->log);
+    pthread_mutex_lock(&p->repl_lock);
+    if (p->leader_hw > leo)
+        p->leader_hw = leo;
+    if (atomic_load(&p->high_watermark) > leo)
+        atomic_store(&p->high_watermark, leo);
+    plog_set_high_watermark(p->log, atomic_load(&p->high_watermark));
+    pthread_mutex_unlock(&p->repl_lock);
+    return err;
+}
+
+void partition_repl_free(struct partition *p)
+{
+    free(p->replicas);
+    free(p->isr);
+    free(p->followers);
+    free(p->pending_isr);
+    pthread_mutex_destroy(&p->repl_lock);
 }

@@ -5,11 +5,13 @@
 #ifndef SAMSA_REPLICA_PARTITION_H
 #define SAMSA_REPLICA_PARTITION_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "proto/kcodec.h"
+#include "replica/repl.h"
 
 struct plog;
 struct mimage;
@@ -30,6 +32,26 @@ struct partition {
      * the high watermark) only once the flusher has fsynced it. */
     atomic_bool ack_after_flush;
     struct broker *broker;
+
+    /* Replication (core/replica/partition.c, fetcher.c). The state the
+     * metadata image gives (leader, ISR, partition epoch, replicas), and
+     * on the leader what each follower's fetches told it. is_leader and
+     * leader_id are readable without the lock. */
+    atomic_bool is_leader;
+    atomic_int leader_id;         /* -1: none */
+    pthread_mutex_t repl_lock;    /* guards the fields below */
+    int32_t partition_epoch;
+    int32_t *replicas, nreplicas;
+    int32_t *isr, nisr;
+    struct repl_follower *followers; /* leader: one per other replica */
+    int32_t nfollowers;
+    /* Leader: an AlterPartition in flight (its ISR; the high watermark
+     * counts its members too until the image answers). */
+    bool alter_inflight;
+    int32_t *pending_isr, npending;
+    int64_t alter_sent_ms, alter_retry_ms;
+    /* Follower: the leader's high watermark at the last fetch. */
+    int64_t leader_hw;
 };
 
 struct partition_registry *preg_create(struct broker *b);
@@ -38,6 +60,10 @@ void preg_destroy(struct partition_registry *r, bool clean);
 /* The partition with one more reference, or NULL if not hosted here. */
 struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id, int32_t index);
 void partition_put(struct partition *p);
+/* Every hosted partition whose log is open, each with one more
+ * reference (the caller puts them and frees the array). Returns the
+ * count; *out is NULL when 0. */
+size_t preg_list(struct partition_registry *r, struct partition ***out);
 /* Makes the hosted partitions match img: opens or creates logs for new
  * partitions led or replicated here, deletes the logs of removed topics.
  * Returns 0, or -1 with one line in err. */
@@ -65,12 +91,43 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
 #define PARTITION_ACK_READY 0
 #define PARTITION_ACK_WAIT (-1)
 int partition_ack_wait(struct partition *p, int64_t last_offset);
+/* acks=all: READY once the high watermark (the ISR's, and with
+ * flush.messages=1 the durable part) is past last_offset, appended in
+ * leader epoch epoch; NOT_LEADER_OR_FOLLOWER once this node no longer
+ * leads in that epoch; WAIT otherwise. With an ISR of the leader alone
+ * (replication factor 1) this is as immediate as acks=1. */
+int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch);
+
+/* The image's state of the partition (registry, on every sync; node is
+ * this node's id). A leadership gained resets the followers' state as
+ * Kafka's makeLeader does. The caller then recomputes the high
+ * watermark with partition_log_ready once the log is open. */
+struct mi_partition;
+void partition_set_state(struct partition *p, const struct mi_partition *mp, int32_t node);
+
+/* Leader: a follower's Fetch asked for fetch_offset (its log end). Its
+ * state and the high watermark move; parked requests are woken when the
+ * high watermark did. */
+void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fetch_offset);
+
+/* Follower: appends the leader's batches as they are
+ * (plog_append_follower) and takes the leader's high watermark (capped
+ * at the local log end). Returns a Kafka error code. */
+int partition_append_follower(struct partition *p, const uint8_t *batches, size_t len, int64_t leader_hw);
+/* Follower: sets the leader's high watermark without data. */
+void partition_follower_hw(struct partition *p, int64_t leader_hw);
+/* Follower: truncates a divergent tail (plog_truncate_to); the high
+ * watermark follows down. */
+int partition_truncate(struct partition *p, int64_t offset);
+/* Frees the replication state (registry, when the partition goes). */
+void partition_repl_free(struct partition *p);
 
 /* The log manager's flush callback (logmgr_flushed_fn; ctx is the
  * partition): raises the high watermark over newly durable records and
  * wakes parked requests. */
 void partition_log_flushed(void *ctx, struct plog *l);
-/* The log was just opened: the high watermark starts from it. */
+/* The log was just opened, or the replication state changed: the high
+ * watermark is recomputed (and parked requests woken when it moved). */
 void partition_log_ready(struct partition *p);
 
 #endif

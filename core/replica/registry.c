@@ -164,6 +164,7 @@ void partition_put(struct partition *p)
     } else {
         logmgr_close(lm, p->log, pp->close_clean);
     }
+    partition_repl_free(p);
     free(p->topic);
     free(pp->path);
     free(pp);
@@ -182,6 +183,31 @@ struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id
         pp = NULL;
     pthread_rwlock_unlock(&r->map_lock);
     return pp ? &pp->p : NULL;
+}
+
+size_t preg_list(struct partition_registry *r, struct partition ***out)
+{
+    pthread_rwlock_rdlock(&r->map_lock);
+    size_t n = hmap_count(&r->map), k = 0;
+    struct partition **a = n ? xcalloc(n, sizeof *a) : NULL;
+    const void *key;
+    size_t kl;
+    void *v;
+    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);) {
+        struct preg_part *pp = v;
+        if (atomic_load(&pp->p.deleted) || !atomic_load_explicit(&pp->ready, memory_order_acquire) ||
+            atomic_load(&pp->offline) || !pp->p.log)
+            continue;
+        atomic_fetch_add(&pp->p.refs, 1);
+        a[k++] = &pp->p;
+    }
+    pthread_rwlock_unlock(&r->map_lock);
+    if (k == 0) {
+        free(a);
+        a = NULL;
+    }
+    *out = a;
+    return k;
 }
 
 int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topic_id, int32_t index)
@@ -458,6 +484,11 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     atomic_init(&p->deleted, false);
     atomic_init(&p->ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
     p->broker = r->b;
+    pthread_mutex_init(&p->repl_lock, NULL);
+    atomic_init(&p->is_leader, false);
+    atomic_init(&p->leader_id, -1);
+    p->partition_epoch = -1;
+    partition_set_state(p, part, r->b->node_id);
     if (offline) {
         slog_error("partition %s-%d: its log dir %s is offline; the partition is offline", t->name,
                    (int)part->index, r->dirs[dir]);
@@ -472,6 +503,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
             struct plog *log;
             int rc = logmgr_open(lm, dir, base, &t->id, &pc, partition_log_flushed, p, &log);
             if (rc != 0) {
+                partition_repl_free(p);
                 free(p->topic);
                 free(pp->path);
                 free(pp);
@@ -542,7 +574,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             struct preg_part *have = hmap_get(&r->map, mk, sizeof mk);
             bool loaded = false;
             if (have) {
-                atomic_store(&have->p.leader_epoch, part->leader_epoch);
+                partition_set_state(&have->p, part, node);
                 atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
                 loaded = atomic_load_explicit(&have->ready, memory_order_acquire) && have->p.log;
                 if (loaded)
@@ -555,6 +587,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 struct plog_config pc;
                 part_config(t, &pc);
                 logmgr_set_config(r->b->logs, have->p.log, &pc);
+                partition_log_ready(&have->p); /* the ISR may have changed */
                 partition_put(&have->p);
             }
             if (have)

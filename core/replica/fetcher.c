@@ -1,0 +1,653 @@
+/* Follower fetchers and the leader's ISR maintenance (see fetcher.h).
+ *
+ * Kafka runs num.replica.fetchers threads per source broker; samsa runs
+ * one thread and one loop for every source: a Fetch is I/O-bound on the
+ * leader's side (it parks until data arrives), and the follower's work
+ * per answer is one append per partition. Each step (a timer, an answer,
+ * or a wakeup) lists the hosted partitions, groups the followed ones by
+ * leader, and sends one Fetch to each leader with none in flight. */
+#include "replica/fetcher.h"
+
+#include <ev.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "controller/image.h"
+#include "log/plog.h"
+#include "net/kclient.h"
+#include "proto/gen/alter_partition_request.h"
+#include "proto/gen/alter_partition_response.h"
+#include "proto/gen/fetch_request.h"
+#include "proto/gen/fetch_response.h"
+#include "proto/kerr.h"
+#include "proto/record_batch.h"
+#include "replica/partition.h"
+#include "replica/repl.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/slog.h"
+
+#define STEP_MS 100
+/* The highest Fetch version the follower speaks: ReplicaState (v15) and
+ * DivergingEpoch (v12+); the leader's ApiVersions may lower it. */
+#define FETCH_VERSION_MAX 16
+
+struct source {
+    int32_t id;
+    char host[256];
+    int port;
+    struct kclient *kc;
+    bool inflight;
+    int64_t backoff_until;
+};
+
+struct fetcher {
+    struct broker *b;
+    struct ev_loop *loop;
+    pthread_t thread;
+    bool started;
+    ev_async wake;
+    ev_timer tick;
+    atomic_bool stop;
+    struct source **sources; /* stable pointers: fetches in flight hold them */
+    size_t nsources;
+    int32_t max_wait_ms, min_bytes, max_bytes, partition_max_bytes, backoff_ms;
+    int64_t lag_max_ms;
+    /* Controller clients for AlterPartition, one per voter. */
+    struct kclient **ctl;
+    size_t nctl;
+};
+
+/* One Fetch in flight: the partitions asked for, with references. */
+struct fetch_ctx {
+    struct fetcher *f;
+    struct source *s;
+    int32_t n;
+    struct partition **parts;
+    int32_t *epochs;
+};
+
+static int64_t cfg_long(const struct samsa_config *cfg, const char *key, int64_t dflt)
+{
+    int64_t v;
+    return config_get_long(cfg, key, &v) ? v : dflt;
+}
+
+static struct source *source_for(struct fetcher *f, int32_t id)
+{
+    for (size_t i = 0; i < f->nsources; i++)
+        if (f->sources[i]->id == id)
+            return f->sources[i];
+    f->sources = xrealloc(f->sources, (f->nsources + 1) * sizeof *f->sources);
+    struct source *s = xcalloc(1, sizeof *s);
+    s->id = id;
+    f->sources[f->nsources++] = s;
+    return s;
+}
+
+/* The leader's broker endpoint from the image; (re)creates the client
+ * when it changed. False when the leader is not registered. */
+static bool source_connect(struct fetcher *f, struct source *s, const struct mimage *img)
+{
+    const struct mi_broker *br = mimage_broker(img, s->id);
+    if (!br || !br->host)
+        return false;
+    if (s->kc && (strcmp(s->host, br->host) != 0 || s->port != br->port)) {
+        if (s->inflight)
+            return false;
+        kclient_free(s->kc);
+        s->kc = NULL;
+    }
+    if (!s->kc) {
+        snprintf(s->host, sizeof s->host, "%s", br->host);
+        s->port = br->port;
+        char cid[64];
+        snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->b->node_id);
+        struct kclient_opts ko = {.host = s->host, .port = s->port, .client_id = cid,
+                                  .request_timeout_ms = f->max_wait_ms + 30000};
+        s->kc = kclient_new(f->loop, &ko);
+    }
+    return true;
+}
+
+static void ctx_free(struct fetch_ctx *x)
+{
+    for (int32_t i = 0; i < x->n; i++)
+        partition_put(x->parts[i]);
+    free(x->parts);
+    free(x->epochs);
+    free(x);
+}
+
+static int find_part(const struct fetch_ctx *x, const kuuid_t *id, kstr_t name, int32_t index, bool by_id)
+{
+    for (int32_t i = 0; i < x->n; i++) {
+        struct partition *p = x->parts[i];
+        if (p->index != index)
+            continue;
+        if (by_id ? kuuid_eq(&p->topic_id, id) : kstr_eqc(name, p->topic))
+            return i;
+    }
+    return -1;
+}
+
+/* Whole batches at the front of records (a leader may cut the last one). */
+static size_t whole_batches(const uint8_t *p, size_t len)
+{
+    size_t pos = 0, size;
+    while (pos < len && rb_frame(p + pos, len - pos, &size) == 0)
+        pos += size;
+    return pos;
+}
+
+static void truncate_diverging(struct partition *p, const fetch_response_partition_data_t *pd)
+{
+    int32_t div_epoch = pd->diverging_epoch.epoch;
+    int64_t div_end = pd->diverging_epoch.end_offset;
+    int32_t local_epoch = -1;
+    int64_t local_end = -1;
+    if (div_epoch >= 0)
+        plog_end_offset_for_epoch(p->log, div_epoch, &local_epoch, &local_end);
+    int64_t leo = plog_log_end_offset(p->log);
+    bool complete;
+    int64_t to = repl_truncation_offset(div_epoch, div_end, local_epoch >= 0, local_epoch, local_end, leo,
+                                        atomic_load(&p->high_watermark), &complete);
+    if (to < leo) {
+        slog_info("partition %s-%d: log diverged from the leader's (epoch %d ends at %" PRId64
+                  " there); truncating %" PRId64 " -> %" PRId64,
+                  p->topic, (int)p->index, (int)div_epoch, div_end, leo, to);
+        int err = partition_truncate(p, to);
+        if (err)
+            slog_error("partition %s-%d: truncation to %" PRId64 " failed: %s", p->topic, (int)p->index, to,
+                       kerr_name((int16_t)err));
+    }
+}
+
+static void handle_partition(struct fetcher *f, struct partition *p, int32_t epoch,
+                             const fetch_response_partition_data_t *pd)
+{
+    (void)f;
+    /* Answers to a fetch sent under another leadership are stale. */
+    if (atomic_load(&p->deleted) || atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch)
+        return;
+    switch (pd->error_code) {
+    case 0:
+        break;
+    case KERR_OFFSET_OUT_OF_RANGE: {
+        int64_t leo = plog_log_end_offset(p->log);
+        if (pd->log_start_offset > leo) {
+            slog_warn("partition %s-%d: the leader's log starts at %" PRId64 ", after this log's end %" PRId64
+                      "; starting over there",
+                      p->topic, (int)p->index, pd->log_start_offset, leo);
+            plog_truncate_fully(p->log, pd->log_start_offset);
+        } else {
+            /* Ahead of the leader without epochs to tell where: back to
+             * what is known to be committed. */
+            partition_truncate(p, atomic_load(&p->high_watermark));
+        }
+        return;
+    }
+    default:
+        /* NOT_LEADER_OR_FOLLOWER, epoch errors, ...: the image will
+         * bring the news; the next step asks again. */
+        return;
+    }
+    if (pd->diverging_epoch.epoch >= 0 || pd->diverging_epoch.end_offset >= 0) {
+        truncate_diverging(p, pd);
+        return;
+    }
+    if (pd->records.len > 0 && pd->records.p) {
+        size_t n = whole_batches(pd->records.p, (size_t)pd->records.len);
+        int err = partition_append_follower(p, pd->records.p, n, pd->high_watermark);
+        if (err && err != KERR_OFFSET_OUT_OF_RANGE)
+            slog_error("partition %s-%d: appending the leader's batches failed: %s", p->topic, (int)p->index,
+                       kerr_name((int16_t)err));
+        return;
+    }
+    partition_follower_hw(p, pd->high_watermark);
+}
+
+static void step(struct fetcher *f, bool isr);
+
+static void fetch_done(void *arg, int err, int16_t version, void *resp, struct arena *ar)
+{
+    (void)ar;
+    struct fetch_ctx *x = arg;
+    struct fetcher *f = x->f;
+    struct source *s = x->s;
+    s->inflight = false;
+    const fetch_response_t *r = resp;
+    if (err || r->error_code) {
+        int16_t e = err ? (int16_t)err : r->error_code;
+        if (!atomic_load(&f->stop))
+            slog_debug("replica fetcher: fetch from broker %d failed: %s", (int)s->id, kerr_name(e));
+        s->backoff_until = clock_mono_ms() + f->backoff_ms;
+        ctx_free(x);
+        return;
+    }
+    bool by_id = version >= 13;
+    bool trouble = false;
+    for (int32_t t = 0; t < r->responses.n; t++) {
+        const fetch_response_fetchable_topic_response_t *tr = &r->responses.a[t];
+        for (int32_t i = 0; i < tr->partitions.n; i++) {
+            const fetch_response_partition_data_t *pd = &tr->partitions.a[i];
+            int k = find_part(x, &tr->topic_id, tr->topic, pd->partition_index, by_id);
+            if (k < 0)
+                continue;
+            if (pd->error_code)
+                trouble = true;
+            handle_partition(f, x->parts[k], x->epochs[k], pd);
+        }
+    }
+    if (trouble)
+        s->backoff_until = clock_mono_ms() + (f->backoff_ms < 200 ? f->backoff_ms : 200);
+    ctx_free(x);
+    if (!atomic_load(&f->stop))
+        step(f, false);
+}
+
+static void send_fetch(struct fetcher *f, struct source *s, struct partition **parts, int32_t n)
+{
+    int16_t v = kclient_version(s->kc, FETCH_REQUEST_API_KEY, FETCH_VERSION_MAX);
+    if (v < 0)
+        v = FETCH_VERSION_MAX; /* not connected yet: samsa's own range */
+    struct arena ar;
+    arena_init(&ar);
+    fetch_request_t q;
+    fetch_request_init(&q);
+    q.replica_id = f->b->node_id;
+    q.replica_state.replica_id = f->b->node_id;
+    q.replica_state.replica_epoch = -1;
+    q.max_wait_ms = f->max_wait_ms;
+    q.min_bytes = f->min_bytes;
+    q.max_bytes = f->max_bytes;
+    q.isolation_level = 0;
+    q.session_id = 0;
+    q.session_epoch = -1; /* sessionless: every request is full */
+    q.topics.a = fetch_request_fetch_topic_new_array(&ar, n);
+    q.topics.n = n;
+    struct fetch_ctx *x = xcalloc(1, sizeof *x);
+    x->f = f;
+    x->s = s;
+    x->n = n;
+    x->parts = xcalloc((size_t)n, sizeof *x->parts);
+    x->epochs = xcalloc((size_t)n, sizeof *x->epochs);
+    for (int32_t i = 0; i < n; i++) {
+        struct partition *p = parts[i];
+        atomic_fetch_add(&p->refs, 1);
+        x->parts[i] = p;
+        x->epochs[i] = atomic_load(&p->leader_epoch);
+        fetch_request_fetch_topic_t *ft = &q.topics.a[i];
+        ft->topic = KSTR(p->topic);
+        ft->topic_id = p->topic_id;
+        ft->partitions.a = fetch_request_fetch_partition_new_array(&ar, 1);
+        ft->partitions.n = 1;
+        fetch_request_fetch_partition_t *fp = &ft->partitions.a[0];
+        fp->partition = p->index;
+        fp->current_leader_epoch = x->epochs[i];
+        fp->fetch_offset = plog_log_end_offset(p->log);
+        int32_t last_epoch;
+        int64_t start;
+        plog_latest_epoch(p->log, &last_epoch, &start);
+        fp->last_fetched_epoch = last_epoch;
+        fp->log_start_offset = plog_log_start_offset(p->log);
+        fp->partition_max_bytes = f->partition_max_bytes;
+    }
+    s->inflight = true;
+    if (kclient_send(s->kc, FETCH_REQUEST_API_KEY, v, &q, fetch_done, x) != 0) {
+        s->inflight = false;
+        ctx_free(x);
+    }
+    arena_free(&ar);
+}
+
+/* ------------------------------------------------------------------ */
+/* The leader side: ISR shrink and expansion through AlterPartition.    */
+
+#define ALTER_VERSION_MAX 3
+#define ALTER_RETRY_MS 1000
+/* An answered AlterPartition whose state never shows up in the image is
+ * given up after this long (and sent again if still wanted). */
+#define ALTER_STALE_MS 15000
+
+struct alter_ctx {
+    struct fetcher *f;
+    struct partition *p; /* reference */
+};
+
+static struct kclient *controller_client(struct fetcher *f, int32_t id)
+{
+    const struct samsa_config *cfg = f->b->cfg;
+    if (!f->ctl) {
+        f->nctl = cfg->n_voters;
+        f->ctl = xcalloc(f->nctl ? f->nctl : 1, sizeof *f->ctl);
+    }
+    for (size_t i = 0; i < f->nctl && i < cfg->n_voters; i++) {
+        if (cfg->voters[i].id != id)
+            continue;
+        if (!f->ctl[i]) {
+            char cid[64];
+            snprintf(cid, sizeof cid, "samsa-alter-partition-%d", (int)f->b->node_id);
+            struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
+                                      .request_timeout_ms = 10000};
+            f->ctl[i] = kclient_new(f->loop, &ko);
+        }
+        return f->ctl[i];
+    }
+    return NULL;
+}
+
+static void alter_settle(struct partition *p, int64_t retry_in_ms)
+{
+    pthread_mutex_lock(&p->repl_lock);
+    p->alter_inflight = false;
+    p->npending = 0;
+    p->alter_retry_ms = clock_mono_ms() + retry_in_ms;
+    pthread_mutex_unlock(&p->repl_lock);
+}
+
+static void alter_done(void *arg, int err, int16_t version, void *resp, struct arena *ar)
+{
+    (void)version;
+    (void)ar;
+    struct alter_ctx *x = arg;
+    struct partition *p = x->p;
+    const alter_partition_response_t *r = resp;
+    int16_t e = err ? (int16_t)err : r->error_code;
+    const alter_partition_response_partition_data_t *pd = NULL;
+    if (!e && r->topics.n == 1 && r->topics.a[0].partitions.n == 1)
+        pd = &r->topics.a[0].partitions.a[0];
+    if (!e && pd)
+        e = pd->error_code;
+    if (e) {
+        if (e != KERR_NOT_CONTROLLER && e != KERR_NETWORK_EXCEPTION)
+            slog_info("partition %s-%d: AlterPartition refused: %s", p->topic, (int)p->index, kerr_name(e));
+        alter_settle(p, e == KERR_NOT_CONTROLLER ? 200 : ALTER_RETRY_MS);
+    } else if (pd) {
+        /* The new state comes with the image (partition_set_state);
+         * when the controller had nothing to change, it is settled. */
+        pthread_mutex_lock(&p->repl_lock);
+        if (pd->partition_epoch <= p->partition_epoch) {
+            p->alter_inflight = false;
+            p->npending = 0;
+        }
+        pthread_mutex_unlock(&p->repl_lock);
+    } else {
+        alter_settle(p, ALTER_RETRY_MS);
+    }
+    partition_put(p);
+    free(x);
+}
+
+static bool same_set(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
+{
+    if (na != nb)
+        return false;
+    for (int32_t i = 0; i < na; i++) {
+        bool found = false;
+        for (int32_t j = 0; j < nb && !found; j++)
+            found = a[i] == b[j];
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
+/* Kafka's maybeShrinkIsr / maybeExpandIsr for one partition this node
+ * leads: the ISR it wants, and an AlterPartition when that differs. */
+static void isr_check(struct fetcher *f, struct partition *p, const struct mimage *img, int64_t now)
+{
+    int32_t me = f->b->node_id;
+    pthread_mutex_lock(&p->repl_lock);
+    bool alone = p->nfollowers == 0 && p->nisr <= 1;
+    pthread_mutex_unlock(&p->repl_lock);
+    if (alone)
+        return; /* a single replica: nothing to decide */
+    int64_t leo = plog_log_end_offset(p->log);
+    int32_t epoch = atomic_load(&p->leader_epoch);
+    int32_t last_epoch;
+    int64_t epoch_start;
+    plog_latest_epoch(p->log, &last_epoch, &epoch_start);
+    if (last_epoch != epoch)
+        epoch_start = leo; /* nothing appended in this epoch yet */
+
+    pthread_mutex_lock(&p->repl_lock);
+    if (p->alter_inflight && now - p->alter_sent_ms > ALTER_STALE_MS) {
+        p->alter_inflight = false;
+        p->npending = 0;
+    }
+    if (p->alter_inflight || now < p->alter_retry_ms || p->nisr == 0) {
+        pthread_mutex_unlock(&p->repl_lock);
+        return;
+    }
+    int64_t hw = atomic_load(&p->high_watermark);
+    int32_t cap = p->nisr + p->nfollowers + 1;
+    int32_t *out = xcalloc((size_t)cap, sizeof *out);
+    int32_t *want = xcalloc((size_t)cap, sizeof *want);
+    int32_t nout = repl_out_of_sync(me, leo, p->isr, p->nisr, p->followers, p->nfollowers, now, f->lag_max_ms, out);
+    int32_t nwant = 0;
+    for (int32_t i = 0; i < p->nisr; i++) {
+        bool drop = false;
+        for (int32_t j = 0; j < nout && !drop; j++)
+            drop = out[j] == p->isr[i];
+        if (!drop)
+            want[nwant++] = p->isr[i];
+    }
+    for (int32_t i = 0; i < p->nfollowers; i++) {
+        const struct repl_follower *fl = &p->followers[i];
+        bool in = false;
+        for (int32_t j = 0; j < p->nisr && !in; j++)
+            in = p->isr[j] == fl->id;
+        const struct mi_broker *br = mimage_broker(img, fl->id);
+        if (!in && br && !br->fenced && !br->in_controlled_shutdown && repl_can_join_isr(fl, hw, epoch_start))
+            want[nwant++] = fl->id;
+    }
+    bool change = !same_set(want, nwant, p->isr, p->nisr);
+    int32_t partition_epoch = p->partition_epoch;
+    if (change) {
+        p->alter_inflight = true;
+        p->alter_sent_ms = now;
+        free(p->pending_isr);
+        p->pending_isr = xcalloc((size_t)nwant, sizeof *p->pending_isr);
+        memcpy(p->pending_isr, want, (size_t)nwant * sizeof *want);
+        p->npending = nwant;
+        slog_info("partition %s-%d: asking the controller to change the ISR from %d to %d member(s)%s", p->topic,
+                  (int)p->index, (int)p->nisr, (int)nwant, nout ? " (followers out of sync)" : "");
+    }
+    pthread_mutex_unlock(&p->repl_lock);
+    free(out);
+    if (!change) {
+        free(want);
+        return;
+    }
+    const struct mi_broker *self = mimage_broker(img, me);
+    int32_t ctl = f->b->controller ? controller_leader_id(f->b->controller) : -1;
+    struct kclient *kc = ctl >= 0 && self ? controller_client(f, ctl) : NULL;
+    if (!kc) {
+        free(want);
+        alter_settle(p, 200);
+        return;
+    }
+    int16_t v = kclient_version(kc, ALTER_PARTITION_REQUEST_API_KEY, ALTER_VERSION_MAX);
+    if (v < 0)
+        v = ALTER_VERSION_MAX;
+    struct arena ar;
+    arena_init(&ar);
+    alter_partition_request_t q;
+    alter_partition_request_init(&q);
+    q.broker_id = me;
+    q.broker_epoch = self->epoch;
+    q.topics.a = alter_partition_request_topic_data_new_array(&ar, 1);
+    q.topics.n = 1;
+    alter_partition_request_topic_data_t *td = &q.topics.a[0];
+    td->topic_name = KSTR(p->topic);
+    td->topic_id = p->topic_id;
+    td->partitions.a = alter_partition_request_partition_data_new_array(&ar, 1);
+    td->partitions.n = 1;
+    alter_partition_request_partition_data_t *pd = &td->partitions.a[0];
+    pd->partition_index = p->index;
+    pd->leader_epoch = epoch;
+    pd->partition_epoch = partition_epoch;
+    pd->leader_recovery_state = 0;
+    pd->new_isr.a = want;
+    pd->new_isr.n = nwant;
+    pd->new_isr_with_epochs.a = alter_partition_request_broker_state_new_array(&ar, nwant);
+    pd->new_isr_with_epochs.n = nwant;
+    for (int32_t i = 0; i < nwant; i++) {
+        const struct mi_broker *br = mimage_broker(img, want[i]);
+        pd->new_isr_with_epochs.a[i].broker_id = want[i];
+        pd->new_isr_with_epochs.a[i].broker_epoch = br ? br->epoch : -1;
+    }
+    struct alter_ctx *x = xcalloc(1, sizeof *x);
+    x->f = f;
+    x->p = p;
+    atomic_fetch_add(&p->refs, 1);
+    if (kclient_send(kc, ALTER_PARTITION_REQUEST_API_KEY, v, &q, alter_done, x) != 0) {
+        alter_settle(p, ALTER_RETRY_MS);
+        partition_put(p);
+        free(x);
+    }
+    arena_free(&ar);
+    free(want);
+}
+
+/* Sends the Fetches due; with isr (the timer's steps), the ISR checks
+ * of the partitions led here too. */
+static void step(struct fetcher *f, bool isr)
+{
+    struct partition **all;
+    size_t n = preg_list(f->b->partitions, &all);
+    struct mimage *img = f->b->controller ? controller_image(f->b->controller) : NULL;
+    int64_t now = clock_mono_ms();
+    int32_t me = f->b->node_id;
+    struct partition **mine = n ? xcalloc(n, sizeof *mine) : NULL;
+    bool *done = n ? xcalloc(n, sizeof *done) : NULL;
+    /* Followed partitions, by leader: one Fetch per idle leader. */
+    for (size_t i = 0; i < n && img; i++) {
+        if (done[i])
+            continue;
+        struct partition *p = all[i];
+        int32_t leader = atomic_load(&p->leader_id);
+        if (atomic_load(&p->is_leader) || leader < 0 || leader == me)
+            continue;
+        int32_t k = 0;
+        for (size_t j = i; j < n; j++) {
+            struct partition *q = all[j];
+            if (!done[j] && !atomic_load(&q->is_leader) && atomic_load(&q->leader_id) == leader) {
+                done[j] = true;
+                mine[k++] = q;
+            }
+        }
+        struct source *s = source_for(f, leader);
+        if (s->inflight || now < s->backoff_until)
+            continue;
+        if (source_connect(f, s, img))
+            send_fetch(f, s, mine, k); /* takes references of its own */
+    }
+    for (size_t i = 0; i < n && img && isr; i++)
+        if (atomic_load(&all[i]->is_leader))
+            isr_check(f, all[i], img, now);
+    for (size_t i = 0; i < n; i++)
+        partition_put(all[i]);
+    free(done);
+    free(mine);
+    free(all);
+    mimage_release(img);
+}
+
+static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    step(t->data, true);
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
+{
+    (void)revents;
+    struct fetcher *f = a->data;
+    if (atomic_load(&f->stop)) {
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    step(f, false);
+}
+
+static void *fetcher_main(void *arg)
+{
+    struct fetcher *f = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    ev_run(f->loop, 0);
+    return NULL;
+}
+
+struct fetcher *fetcher_start(struct broker *b)
+{
+    struct fetcher *f = xcalloc(1, sizeof *f);
+    f->b = b;
+    const struct samsa_config *cfg = b->cfg;
+    f->max_wait_ms = (int32_t)cfg_long(cfg, "replica.fetch.wait.max.ms", 500);
+    f->min_bytes = (int32_t)cfg_long(cfg, "replica.fetch.min.bytes", 1);
+    f->max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.response.max.bytes", 10485760);
+    f->partition_max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.max.bytes", 1048576);
+    f->backoff_ms = (int32_t)cfg_long(cfg, "replica.fetch.backoff.ms", 1000);
+    f->lag_max_ms = cfg_long(cfg, "replica.lag.time.max.ms", 30000);
+    atomic_init(&f->stop, false);
+    f->loop = ev_loop_new(EVFLAG_AUTO);
+    if (!f->loop) {
+        slog_error("replica fetcher: cannot create its loop");
+        free(f);
+        return NULL;
+    }
+    ev_async_init(&f->wake, on_wake);
+    f->wake.data = f;
+    ev_async_start(f->loop, &f->wake);
+    ev_timer_init(&f->tick, on_tick, STEP_MS / 1000.0, STEP_MS / 1000.0);
+    f->tick.data = f;
+    ev_timer_start(f->loop, &f->tick);
+    if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
+        slog_error("replica fetcher: cannot start its thread");
+        ev_loop_destroy(f->loop);
+        free(f);
+        return NULL;
+    }
+    f->started = true;
+    return f;
+}
+
+void fetcher_wake(struct fetcher *f)
+{
+    if (f)
+        ev_async_send(f->loop, &f->wake);
+}
+
+void fetcher_stop(struct fetcher *f)
+{
+    if (!f)
+        return;
+    atomic_store(&f->stop, true);
+    ev_async_send(f->loop, &f->wake);
+    pthread_join(f->thread, NULL);
+    /* The loop is stopped: what kclient_free fails calls back here. */
+    for (size_t i = 0; i < f->nsources; i++) {
+        if (f->sources[i]->kc)
+            kclient_free(f->sources[i]->kc);
+        free(f->sources[i]);
+    }
+    for (size_t i = 0; i < f->nctl; i++)
+        if (f->ctl[i])
+            kclient_free(f->ctl[i]);
+    free(f->ctl);
+    free(f->sources);
+    ev_loop_destroy(f->loop);
+    free(f);
+}

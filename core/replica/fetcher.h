@@ -1,0 +1,26 @@
+/* Follower fetchers: one thread with its own libev loop fetches, for
+ * every partition this node follows, from that partition's leader (one
+ * kclient and at most one Fetch in flight per leader broker), appends
+ * the leader's batches verbatim (plog_append_follower), takes the
+ * leader's high watermark, and truncates a divergent tail when the
+ * leader answers DivergingEpoch. The set of followed partitions is
+ * re-read from the partition registry (which follows the metadata
+ * image) at every step, so leadership changes need no other signal.
+ *
+ * The same loop runs the leader side's ISR maintenance (replica.lag.
+ * time.max.ms): it asks the active controller to shrink or expand the
+ * ISR of the partitions this node leads with AlterPartition. */
+#ifndef SAMSA_REPLICA_FETCHER_H
+#define SAMSA_REPLICA_FETCHER_H
+
+struct broker;
+struct fetcher;
+
+/* Starts the thread; NULL when it could not (logged). */
+struct fetcher *fetcher_start(struct broker *b);
+/* Stops and joins the thread, fails what is in flight, frees. NULL ok. */
+void fetcher_stop(struct fetcher *f);
+/* Asks for a step soon (any thread): the partitions changed. */
+void fetcher_wake(struct fetcher *f);
+
+#endif
