@@ -249,6 +249,17 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
             p = e ? e + 1 : p + len;
         }
     }
+    /* samsa's own connections between nodes (replication, forwarding,
+     * the quorum) do not authenticate yet */
+    bool cluster = cfg->n_voters > 1 || cfg->n_bootstrap_controllers > 0 || !cfg->role_controller;
+    for (size_t i = 0; cluster && i < cfg->n_listeners; i++) {
+        const struct config_endpoint *l = &cfg->listeners[i];
+        if (l->protocol == SECURITY_SASL_PLAINTEXT && cfg->inter_broker_listener_name &&
+            !strcmp(l->name, cfg->inter_broker_listener_name))
+            slog_warn("listener %s is the inter-broker listener and uses SASL_PLAINTEXT, but samsa's nodes do not "
+                      "authenticate to each other yet: give inter.broker.listener.name a PLAINTEXT listener",
+                      l->name);
+    }
     return 0;
 }
 

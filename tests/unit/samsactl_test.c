@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "opts.h"
 #include "partitioner.h"
 #include "produce.h"
+#include "sasl.h"
 #include "proto/gen/consumer_protocol_assignment.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -1243,6 +1245,73 @@ static void test_error_text(void **state)
     assert_string_equal(kc_default_message(KERR_NONE), "");
 }
 
+/* ---- SASL settings (sasl.c) ---- */
+
+static void test_sasl_settings(void **st)
+{
+    (void)st;
+    char *u, *p;
+    assert_int_equal(kc_jaas_credentials("org.apache.kafka.common.security.scram.ScramLoginModule required "
+                                         "username=\"al ice\" password=\"p\\\"w\";", &u, &p), 2);
+    assert_string_equal(u, "al ice");
+    assert_string_equal(p, "p\"w");
+    free(u);
+    free(p);
+    assert_int_equal(kc_jaas_credentials("X required user_bob=\"b\";", &u, &p), 0);
+    assert_null(u);
+    assert_null(p);
+
+    char path[] = "/tmp/samsactl-props-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *props = "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+                        "  username=\"carol\" password=\"c-pw\";\n";
+    assert_int_equal(write(fd, props, strlen(props)), (ssize_t)strlen(props));
+    close(fd);
+    char err[256];
+    memset(&kc_security, 0, sizeof kc_security);
+    assert_int_equal(kc_security_load(path, err, sizeof err), 0);
+    assert_string_equal(kc_security.mechanism, "SCRAM-SHA-512");
+    assert_string_equal(kc_security.username, "carol");
+    assert_string_equal(kc_security.password, "c-pw");
+    free(kc_security.mechanism);
+    free(kc_security.username);
+    free(kc_security.password);
+    /* command-line options win over the file */
+    memset(&kc_security, 0, sizeof kc_security);
+    kc_security.username = strdup("dave");
+    assert_int_equal(kc_security_load(path, err, sizeof err), 0);
+    assert_string_equal(kc_security.username, "dave");
+    assert_string_equal(kc_security.password, "c-pw");
+    free(kc_security.mechanism);
+    free(kc_security.username);
+    free(kc_security.password);
+    /* TLS is refused; PLAINTEXT means no SASL */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *tls = "security.protocol=SASL_SSL\n";
+    assert_int_equal(write(fd, tls, strlen(tls)), (ssize_t)strlen(tls));
+    close(fd);
+    memset(&kc_security, 0, sizeof kc_security);
+    assert_int_equal(kc_security_load(path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "security.protocol SASL_SSL is not supported"));
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *plain = "security.protocol=PLAINTEXT\nsasl.mechanism=PLAIN\n";
+    assert_int_equal(write(fd, plain, strlen(plain)), (ssize_t)strlen(plain));
+    close(fd);
+    assert_int_equal(kc_security_load(path, err, sizeof err), 0);
+    assert_null(kc_security.mechanism);
+    unlink(path);
+    assert_int_equal(kc_security_load(path, err, sizeof err), -1);
+    uint8_t out[64];
+    size_t n;
+    assert_int_equal(kc_scram_mechanism("SCRAM-SHA-256"), 1);
+    assert_int_equal(kc_scram_mechanism("SCRAM-SHA-1"), -1);
+    assert_int_equal(kc_scram_salted_password(1, "pencil", (const uint8_t *)"salt", 4, 4096, out, &n), 0);
+    assert_int_equal(n, 32);
+    memset(&kc_security, 0, sizeof kc_security);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1267,6 +1336,7 @@ int main(void)
         cmocka_unit_test(test_linereader),
         cmocka_unit_test(test_linereader_long_line),
         cmocka_unit_test(test_error_text),
+        cmocka_unit_test(test_sasl_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,3 +7,10 @@ tests_unit_sasl_test_SOURCES = tests/unit/sasl_test.c
 EXTRA_tests_unit_sasl_test_DEPENDENCIES = $(top_srcdir)/modules/sasl-plain/plain.c $(top_srcdir)/modules/sasl-scram/scram.c
 tests_unit_sasl_test_CFLAGS = $(UNIT_CFLAGS) $(OPENSSL_CFLAGS)
 tests_unit_sasl_test_LDADD = $(UNIT_LIBS)
+# SCRAM credentials in the metadata log (controller/scram.c): validation,
+# keys, replay, snapshots, and the lookup the module reads them with.
+check_PROGRAMS += tests/unit/scram_ctl_test
+TESTS += tests/unit/scram_ctl_test
+tests_unit_scram_ctl_test_SOURCES = tests/unit/scram_ctl_test.c
+tests_unit_scram_ctl_test_CFLAGS = $(UNIT_CFLAGS) $(OPENSSL_CFLAGS)
+tests_unit_scram_ctl_test_LDADD = $(UNIT_LIBS)
