@@ -42,6 +42,8 @@ const struct api_handler api_handlers[] = {
     {KAPI_DESCRIBE_GROUPS, 0, 5, api_handle_describe_groups},
     {KAPI_DELETE_GROUPS, 0, 2, api_handle_delete_groups},
     {KAPI_OFFSET_DELETE, 0, 0, api_handle_offset_delete},
+    {KAPI_CONSUMER_GROUP_HEARTBEAT, 0, 1, api_handle_consumer_group_heartbeat},
+    {KAPI_CONSUMER_GROUP_DESCRIBE, 0, 0, api_handle_consumer_group_describe},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     /* SASL and SCRAM credentials (api/sasl.c) */
     {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},

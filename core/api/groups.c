@@ -970,6 +970,8 @@ void api_handle_offset_fetch(struct request *req)
         }
         struct fetch_group fg;
         fetch_group(req, rg->group_id, all, nt, names, pl, pn, &fg);
+        if (!fg.error && v >= 9) /* a KIP-848 member's fetch: its epoch must be current */
+            fg.error = coord_validate_fetch(req->broker->coord, rg->group_id, rg->member_id, rg->member_epoch);
         og->error_code = fg.error;
         if (fg.error) {
             /* v8+: the group's error alone, as Kafka answers it */

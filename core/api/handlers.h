@@ -29,6 +29,8 @@ void api_handle_delete_groups(struct request *req);     /* groups.c */
 void api_handle_offset_commit(struct request *req);     /* groups.c */
 void api_handle_offset_fetch(struct request *req);      /* groups.c */
 void api_handle_offset_delete(struct request *req);     /* groups.c */
+void api_handle_consumer_group_heartbeat(struct request *req); /* consumer_groups.c */
+void api_handle_consumer_group_describe(struct request *req);  /* consumer_groups.c */
 void api_handle_alter_partition(struct request *req);   /* controlplane.c */
 void api_handle_allocate_producer_ids(struct request *req); /* controlplane.c */
 void api_handle_update_features(struct request *req);   /* features.c */

@@ -13,10 +13,12 @@
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
+#include "coord/consumer.h"
 #include "coord/records.h"
 #include "log/plog.h"
 #include "net/net.h"
 #include "plugin/codec.h"
+#include "plugin/registry.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"
@@ -56,6 +58,12 @@ struct coord_settings {
     int64_t retention_ms;
     int64_t retention_check_ms;
     int32_t load_buffer;
+    /* KIP-848 consumer groups */
+    int32_t cg_session_timeout_ms;
+    int32_t cg_heartbeat_interval_ms;
+    int32_t cg_max_size;
+    char **assignors; /* group.consumer.assignors: the first is the default */
+    int32_t nassignors;
 };
 
 struct coord {
@@ -331,6 +339,108 @@ static void drop_group(struct coord_shard *s, struct cgroup *g, int16_t err)
 }
 
 /* ------------------------------------------------------------------ */
+/* consumer groups (KIP-848): the world of one operation               */
+
+struct ccg_ctx {
+    struct coord_shard *s;
+    struct mimage *img;
+    struct batch own;
+    struct batch *bt; /* where records go: own, or the caller's */
+};
+
+/* An assignor of group.consumer.assignors: a plugin's of that name
+ * first, else the built-in one. */
+static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **state)
+{
+    struct ccg_ctx *x = ctx;
+    const struct coord *c = x->s->c;
+    *state = NULL;
+    if (c->s.nassignors == 0)
+        return NULL;
+    if (!name)
+        name = c->s.assignors[0];
+    bool listed = false;
+    for (int32_t i = 0; i < c->s.nassignors && !listed; i++)
+        listed = strcmp(c->s.assignors[i], name) == 0;
+    if (!listed)
+        return NULL;
+    const struct plugin_cap *cap = c->b->plugins ? plugin_find(c->b->plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
+    if (cap) {
+        *state = cap->state;
+        return &cap->vt.assignor;
+    }
+    if (strcmp(name, "uniform") == 0)
+        return &ccg_uniform_assignor;
+    if (strcmp(name, "range") == 0)
+        return &ccg_range_assignor;
+    return NULL;
+}
+
+static bool env_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
+{
+    struct ccg_ctx *x = ctx;
+    const struct mi_topic *t = x->img ? mimage_topic(x->img, name) : NULL;
+    if (!t || t->npartitions <= 0)
+        return false;
+    *id = t->id;
+    *nparts = t->npartitions;
+    return true;
+}
+
+static void env_emit(struct ccg_env *e, const struct cgroup *g, enum ccg_rec kind, const struct ccg_member *m,
+                     const char *member_id, bool tombstone)
+{
+    struct ccg_ctx *x = e->ctx;
+    crec_ccg_key(&x->bt->k, kind, (kstr_t){g->id, g->id_len}, member_id ? KSTR(member_id) : KSTR_NULL);
+    if (!tombstone)
+        crec_ccg_value(&x->bt->v, kind, g, m);
+    batch_add(x->bt, tombstone);
+}
+
+/* into: a batch being built to add the records to, NULL for a new one
+ * (ccg_env_finish appends it). */
+static void ccg_env_init_into(struct coord_shard *s, struct ccg_env *e, struct ccg_ctx *x, struct batch *into)
+{
+    memset(e, 0, sizeof *e);
+    x->s = s;
+    x->img = controller_image(s->c->b->controller);
+    if (into) {
+        x->bt = into;
+    } else {
+        batch_begin(&x->own);
+        x->bt = &x->own;
+    }
+    e->now = clock_mono_ms();
+    e->session_timeout_ms = s->c->s.cg_session_timeout_ms;
+    e->heartbeat_interval_ms = s->c->s.cg_heartbeat_interval_ms;
+    e->max_size = s->c->s.cg_max_size;
+    e->assignor = env_assignor;
+    e->topic = env_topic;
+    e->ctx = x;
+    e->emit = env_emit;
+}
+
+static void ccg_env_init(struct coord_shard *s, struct ccg_env *e, struct ccg_ctx *x)
+{
+    ccg_env_init_into(s, e, x, NULL);
+}
+
+/* Appends what the operation emitted; returns 0 or the error, *last the
+ * offset to wait for. */
+static int16_t ccg_env_finish(struct ccg_ctx *x, int64_t *last)
+{
+    if (x->img)
+        mimage_release(x->img);
+    x->img = NULL;
+    int64_t l = -1;
+    int16_t err = batch_append(x->s, x->bt, &l);
+    if (last)
+        *last = l;
+    return err;
+}
+
+
+/* ------------------------------------------------------------------ */
 /* shards                                                              */
 
 static struct coord_shard *shard_new(struct coord *c, int32_t index)
@@ -449,9 +559,120 @@ static void unload(struct coord_shard *s, const char *why)
     pthread_mutex_unlock(&s->lock);
 }
 
+static void tp_load(struct ctp_set *dst, const void *arr, int32_t n)
+{
+    /* the TopicPartitions structs of the schemas share one layout */
+    const consumer_group_current_member_assignment_value_topic_partitions_t *v = arr;
+    ctp_set_free(dst);
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t k = 0; k < v[i].partitions.n; k++)
+            ctp_set_add(dst, &v[i].topic_id, v[i].partitions.a[k]);
+}
+
+/* Replays one consumer group record (Kafka's GroupMetadataManager.replay). */
+static void replay_ccg(struct hmap *groups, const struct crec *r, int64_t wall_now)
+{
+    kstr_t gid = r->ccg_group;
+    size_t gl = (size_t)(gid.len > 0 ? gid.len : 0);
+    struct cgroup *g = hmap_get(groups, gid.p ? gid.p : "", gl);
+    if (r->tombstone && (!g || !g->cc))
+        return;
+    if (r->ccg_kind == CCG_REC_METADATA && r->tombstone) {
+        ccg_free(g->cc);
+        g->cc = NULL;
+        return;
+    }
+    if (!g) {
+        g = cg_new(gid.p ? gid.p : "", (int32_t)gl, wall_now);
+        hmap_put(groups, g->id, gl, g);
+    }
+    if (!g->cc)
+        g->cc = ccg_new();
+    struct ccgroup *cc = g->cc;
+    cc->has_records = true;
+    struct ccg_member *m;
+    switch (r->ccg_kind) {
+    case CCG_REC_METADATA:
+        cc->epoch = r->cmeta.epoch;
+        break;
+    case CCG_REC_PARTITION_META:
+        for (int32_t i = 0; i < cc->nmeta; i++)
+            free(cc->meta[i].name);
+        free(cc->meta);
+        cc->meta = NULL;
+        cc->nmeta = 0;
+        if (r->tombstone)
+            break;
+        cc->meta = xcalloc((size_t)(r->cpmeta.topics.n + 1), sizeof *cc->meta);
+        for (int32_t i = 0; i < r->cpmeta.topics.n; i++) {
+            const consumer_group_partition_metadata_value_topic_metadata_t *t = &r->cpmeta.topics.a[i];
+            cc->meta[i] = (struct ccg_topic){t->topic_id, ccg_strdup(t->topic_name), t->num_partitions};
+            if (!cc->meta[i].name)
+                cc->meta[i].name = xstrdup("");
+        }
+        cc->nmeta = r->cpmeta.topics.n;
+        break;
+    case CCG_REC_MEMBER:
+        if (r->tombstone) {
+            ccg_member_remove(cc, r->ccg_member);
+            break;
+        }
+        m = ccg_member_get_or_add(cc, r->ccg_member);
+        free(m->instance_id);
+        m->instance_id = ccg_strdup(r->cmember.instance_id);
+        free(m->rack_id);
+        m->rack_id = ccg_strdup(r->cmember.rack_id);
+        free(m->client_id);
+        m->client_id = ccg_strdup(r->cmember.client_id.len >= 0 ? r->cmember.client_id : KSTR_LIT(""));
+        free(m->client_host);
+        m->client_host = ccg_strdup(r->cmember.client_host.len >= 0 ? r->cmember.client_host : KSTR_LIT(""));
+        free(m->regex);
+        m->regex = ccg_strdup(r->cmember.subscribed_topic_regex);
+        free(m->assignor);
+        m->assignor = ccg_strdup(r->cmember.server_assignor);
+        m->rebalance_timeout_ms = r->cmember.rebalance_timeout_ms;
+        ccg_member_set_topics(m, r->cmember.subscribed_topic_names.n > 0 ? r->cmember.subscribed_topic_names.n : 0,
+                              r->cmember.subscribed_topic_names.a);
+        m->has_metadata = true;
+        break;
+    case CCG_REC_TARGET_META:
+        cc->assign_epoch = r->tombstone ? 0 : r->ctmeta.assignment_epoch;
+        break;
+    case CCG_REC_TARGET_MEMBER:
+        m = r->tombstone ? ccg_member_find(cc, r->ccg_member) : ccg_member_get_or_add(cc, r->ccg_member);
+        if (!m)
+            break;
+        if (r->tombstone)
+            ctp_set_free(&m->target);
+        else
+            tp_load(&m->target, r->ctmember.topic_partitions.a, r->ctmember.topic_partitions.n);
+        break;
+    case CCG_REC_CURRENT:
+        m = r->tombstone ? ccg_member_find(cc, r->ccg_member) : ccg_member_get_or_add(cc, r->ccg_member);
+        if (!m)
+            break;
+        if (r->tombstone) {
+            ctp_set_free(&m->assigned);
+            ctp_set_free(&m->revoking);
+            break;
+        }
+        m->epoch = r->ccurrent.member_epoch;
+        m->prev_epoch = r->ccurrent.previous_member_epoch;
+        m->state = r->ccurrent.state;
+        tp_load(&m->assigned, r->ccurrent.assigned_partitions.a, r->ccurrent.assigned_partitions.n);
+        tp_load(&m->revoking, r->ccurrent.partitions_pending_revocation.a,
+                r->ccurrent.partitions_pending_revocation.n);
+        break;
+    }
+}
+
 /* Replays one record into groups (a map being built). */
 static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
 {
+    if (r->kind == CREC_CCG) {
+        replay_ccg(groups, r, wall_now);
+        return;
+    }
     if (r->kind == CREC_OFFSET) {
         kstr_t gid = r->okey.group;
         size_t gl = (size_t)(gid.len > 0 ? gid.len : 0);
@@ -658,6 +879,16 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
             continue;
         }
         cg_loaded(&e, g);
+        if (g->cc) {
+            struct ccg_env ce;
+            struct ccg_ctx cx;
+            ccg_env_init(s, &ce, &cx);
+            ccg_loaded(&ce, g->cc);
+            if (cx.img)
+                mimage_release(cx.img);
+            rb_builder_abort(&cx.own.b);
+            batch_free(&cx.own);
+        }
         refile(s, g);
         kept++;
     }
@@ -712,6 +943,8 @@ static void sync_image(struct coord *c)
  * offset's retention counts from, or -1 when it does not expire. */
 static int64_t expiry_base(const struct cgroup *g, kstr_t topic, const struct cg_offset *o)
 {
+    if (g->cc) /* ConsumerGroup: offsets of subscribed topics stay */
+        return ccg_subscribed_to(g->cc, topic) ? -1 : o->commit_ts;
     if (!g->protocol_type)
         return o->commit_ts; /* simple group */
     if (g->state == CG_EMPTY)
@@ -766,8 +999,17 @@ static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
             crec_offset_key(&bt.k, (kstr_t){g->id, g->id_len}, topic, part);
             batch_add(&bt, true);
         }
-        bool drop = g->state == CG_EMPTY && cg_offset_count(g) == (size_t)nd && g->npending == 0;
-        if (drop && (g->has_record || nd > 0)) {
+        bool drop = g->state == CG_EMPTY && cg_offset_count(g) == (size_t)nd && g->npending == 0 &&
+                    (!g->cc || g->cc->nmembers == 0);
+        if (drop && g->cc) {
+            if (g->cc->has_records) {
+                struct ccg_env ce;
+                struct ccg_ctx cx;
+                ccg_env_init_into(s, &ce, &cx, &bt); /* one batch */
+                ccg_emit_tombstones(&ce, g);
+                mimage_release(cx.img);
+            }
+        } else if (drop && (g->has_record || nd > 0)) {
             crec_group_key(&bt.k, (kstr_t){g->id, g->id_len});
             batch_add(&bt, true);
         }
@@ -819,6 +1061,19 @@ static void run_timers(struct coord *c, int64_t now, int64_t *next)
                 ndue++;
             }
             for (int32_t k = 0; k < ndue; k++) {
+                if (due[k]->cc) {
+                    struct ccg_env ce;
+                    struct ccg_ctx cx;
+                    ccg_env_init(s, &ce, &cx);
+                    ce.now = now;
+                    ccg_tick(&ce, due[k]);
+                    int16_t err = ccg_env_finish(&cx, NULL);
+                    if (err)
+                        slog_warn("group coordinator: consumer group %s: writing its records failed: %s",
+                                  due[k]->id, kerr_name(err));
+                    after_op(s, due[k]);
+                    continue;
+                }
                 struct cg_env e;
                 env_init(s, &e);
                 e.now = now;
@@ -921,6 +1176,23 @@ struct coord *coord_create(struct broker *b)
     c->s.load_buffer = (int32_t)cfg_long(cfg, "offsets.load.buffer.size", 5242880);
     if (c->s.load_buffer < 4096)
         c->s.load_buffer = 4096;
+    c->s.cg_session_timeout_ms = (int32_t)cfg_long(cfg, "group.consumer.session.timeout.ms", 45000);
+    c->s.cg_heartbeat_interval_ms = (int32_t)cfg_long(cfg, "group.consumer.heartbeat.interval.ms", 5000);
+    c->s.cg_max_size = (int32_t)cfg_long(cfg, "group.consumer.max.size", INT32_MAX);
+    const char *as = config_get(cfg, "group.consumer.assignors");
+    if (!as)
+        as = "uniform,range";
+    char *list = xstrdup(as), *save = NULL;
+    for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+        c->s.assignors = xrealloc(c->s.assignors, (size_t)(c->s.nassignors + 1) * sizeof *c->s.assignors);
+        c->s.assignors[c->s.nassignors++] = xstrdup(t);
+        bool builtin = strcmp(t, "uniform") == 0 || strcmp(t, "range") == 0;
+        if (!builtin && !(b->plugins && plugin_find(b->plugins, SAMSA_CAP_ASSIGNOR, t)))
+            slog_warn("group.consumer.assignors: no assignor '%s' (built in: uniform, range; or a plugin's); "
+                      "consumer groups naming it get UNSUPPORTED_ASSIGNOR",
+                      t);
+    }
+    free(list);
     pthread_rwlock_init(&c->shards_lock, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_condattr_t ca;
@@ -967,6 +1239,9 @@ void coord_destroy(struct coord *c)
         free(s);
     }
     free(c->shards);
+    for (int32_t i = 0; i < c->s.nassignors; i++)
+        free(c->s.assignors[i]);
+    free(c->s.assignors);
     pthread_rwlock_destroy(&c->shards_lock);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
@@ -987,6 +1262,32 @@ int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, 
     w->owner = s;
     /* A known member id names a group that must exist. */
     struct cgroup *g = group_get(s, group, rq->member_id.len <= 0);
+    if (g && g->cc) {
+        if (g->cc->nmembers > 0) {
+            /* a consumer group with members (no online migration) */
+            w->error = KERR_INCONSISTENT_GROUP_PROTOCOL;
+            w->member_id = rq->member_id;
+            atomic_store_explicit(&w->done, true, memory_order_release);
+            release(s);
+            return 0;
+        }
+        /* an empty consumer group becomes a classic one */
+        struct ccg_env ce;
+        struct ccg_ctx cx;
+        ccg_env_init(s, &ce, &cx);
+        if (g->cc->has_records)
+            ccg_emit_tombstones(&ce, g);
+        int16_t terr = ccg_env_finish(&cx, NULL);
+        if (terr) {
+            w->error = terr;
+            w->member_id = rq->member_id;
+            atomic_store_explicit(&w->done, true, memory_order_release);
+            release(s);
+            return 0;
+        }
+        ccg_free(g->cc);
+        g->cc = NULL;
+    }
     if (!g) {
         w->error = KERR_UNKNOWN_MEMBER_ID;
         w->member_id = rq->member_id;
@@ -1118,7 +1419,8 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
     }
     struct cg_env e;
     env_init(s, &e);
-    err = cg_validate_commit(&e, g, member_id, instance_id, generation);
+    err = g->cc ? ccg_validate_commit(g->cc, member_id, generation, version)
+                : cg_validate_commit(&e, g, member_id, instance_id, generation);
     if (err) {
         after_op(s, g);
         release(s);
@@ -1262,7 +1564,7 @@ int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kst
     for (int32_t i = 0; i < n; i++) {
         if (errs[i])
             continue;
-        if (cg_subscribed_to(g, topics[i])) {
+        if (cg_subscribed_to(g, topics[i]) || (g->cc && ccg_subscribed_to(g->cc, topics[i]))) {
             errs[i] = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
             continue;
         }
@@ -1300,9 +1602,21 @@ int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
         release(s);
         return KERR_GROUP_ID_NOT_FOUND;
     }
-    if (g->state != CG_EMPTY) {
+    if (g->state != CG_EMPTY || (g->cc && g->cc->nmembers > 0)) {
         release(s);
         return KERR_NON_EMPTY_GROUP;
+    }
+    if (g->cc && g->cc->has_records) {
+        struct ccg_env ce;
+        struct ccg_ctx cx;
+        ccg_env_init(s, &ce, &cx);
+        ccg_emit_tombstones(&ce, g);
+        int16_t terr = ccg_env_finish(&cx, NULL);
+        if (terr) {
+            release(s);
+            return terr;
+        }
+        g->cc->has_records = false;
     }
     struct batch bt;
     batch_begin(&bt);
@@ -1314,8 +1628,10 @@ int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
         crec_offset_key(&bt.k, group, topic, part);
         batch_add(&bt, true);
     }
-    crec_group_key(&bt.k, group);
-    batch_add(&bt, true);
+    if (!g->cc || g->has_record) {
+        crec_group_key(&bt.k, group);
+        batch_add(&bt, true);
+    }
     int64_t last = -1;
     err = batch_append(s, &bt, &last);
     if (!err) {
@@ -1347,6 +1663,11 @@ int16_t coord_describe_group(struct coord *c, kstr_t group, struct arena *a, str
         out->protocol_data = KSTR_LIT("");
         release(s);
         return 0;
+    }
+    if (g->cc) {
+        /* Kafka: "Group ... is not a classic group." */
+        release(s);
+        return KERR_GROUP_ID_NOT_FOUND;
     }
     out->state = KSTR(cg_state_name(g->state));
     out->protocol_type = g->protocol_type ? ak(a, g->protocol_type) : KSTR_LIT("");
@@ -1419,6 +1740,12 @@ int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed 
             }
             struct coord_listed *l = &(*out)[(*n)++];
             l->group_id = (kstr_t){arena_strndup(a, g->id, (size_t)g->id_len), g->id_len};
+            if (g->cc) {
+                l->protocol_type = KSTR_LIT("consumer");
+                l->state = KSTR(ccg_state_name(ccg_state(g->cc)));
+                l->type = KSTR_LIT("consumer");
+                continue;
+            }
             l->protocol_type = g->protocol_type ? ak(a, g->protocol_type) : KSTR_LIT("");
             l->state = KSTR(cg_state_name(g->state));
             l->type = KSTR_LIT("classic");
@@ -1426,5 +1753,139 @@ int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed 
         pthread_mutex_unlock(&s->lock);
     }
     mimage_release(img);
+    return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* KIP-848 consumer groups                                             */
+
+int16_t coord_consumer_heartbeat(struct coord *c, kstr_t group, const struct ccg_hb_req *rq, struct arena *a,
+                                 struct ccg_hb_resp *out, struct coord_ack *ack)
+{
+    ack->shard = NULL;
+    ack->offset = -1;
+    memset(out, 0, sizeof *out);
+    out->member_id = rq->member_id;
+    out->epoch = rq->epoch;
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct ccg_env ce;
+    struct ccg_ctx cx;
+    ccg_env_init(s, &ce, &cx);
+    const char *msg = NULL;
+    int16_t verr = ccg_validate(rq, &ce, &msg);
+    struct cgroup *g = NULL;
+    if (verr) {
+        out->error = verr;
+        out->message = msg;
+    } else {
+        g = group_get(s, group, false);
+        if (g && !g->cc) {
+            if (rq->epoch == CCG_JOIN_EPOCH && g->nmembers == 0 && g->npending == 0 && g->state == CG_EMPTY) {
+                /* an empty classic group becomes a consumer group */
+                if (g->has_record) {
+                    crec_group_key(&cx.bt->k, group);
+                    batch_add(cx.bt, true);
+                    g->has_record = false;
+                }
+                free(g->protocol_type);
+                g->protocol_type = NULL;
+                g->cc = ccg_new();
+            } else {
+                out->error = KERR_GROUP_ID_NOT_FOUND;
+                out->message = "The group is not a consumer group.";
+                g = NULL;
+            }
+        } else if (!g) {
+            if (rq->epoch == CCG_JOIN_EPOCH) {
+                g = group_get(s, group, true);
+                g->cc = ccg_new();
+            } else {
+                out->error = KERR_GROUP_ID_NOT_FOUND;
+                out->message = "The consumer group does not exist.";
+            }
+        }
+        if (g) {
+            ccg_heartbeat(&ce, g, rq, a, out);
+            if (out->message)
+                out->message = arena_strndup(a, out->message, strlen(out->message));
+        }
+    }
+    int64_t last = -1;
+    err = ccg_env_finish(&cx, &last);
+    if (err && !out->error)
+        out->error = err;
+    if (g)
+        after_op(s, g);
+    ack->shard = s;
+    ack->offset = last;
+    release(s);
+    return 0;
+}
+
+static struct ctp *ctp_copy(struct arena *a, const struct ctp_set *set)
+{
+    struct ctp *v = arena_alloc(a, (size_t)(set->n + 1) * sizeof *v);
+    if (set->n)
+        memcpy(v, set->v, (size_t)set->n * sizeof *v);
+    return v;
+}
+
+int16_t coord_consumer_describe(struct coord *c, kstr_t group, struct arena *a, struct coord_ccg_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g || !g->cc) {
+        out->error = KERR_GROUP_ID_NOT_FOUND;
+        out->message = g ? "Group is not a consumer group." : "Group does not exist.";
+        release(s);
+        return 0;
+    }
+    const struct ccgroup *cc = g->cc;
+    out->state = KSTR(ccg_state_name(ccg_state(cc)));
+    out->epoch = cc->epoch;
+    out->assign_epoch = cc->assign_epoch;
+    out->assignor = cc->last_assignor ? ak(a, cc->last_assignor)
+                                      : (c->s.nassignors ? ak(a, c->s.assignors[0]) : KSTR_LIT(""));
+    out->nmembers = cc->nmembers;
+    out->members = arena_alloc(a, (size_t)(cc->nmembers + 1) * sizeof *out->members);
+    for (int32_t i = 0; i < cc->nmembers; i++) {
+        const struct ccg_member *m = cc->members[i];
+        struct coord_ccg_member_desc *d = &out->members[i];
+        d->member_id = ak(a, m->id);
+        d->instance_id = ak(a, m->instance_id);
+        d->rack_id = ak(a, m->rack_id);
+        d->client_id = ak(a, m->client_id ? m->client_id : "");
+        d->client_host = ak(a, m->client_host ? m->client_host : "");
+        d->regex = ak(a, m->regex);
+        d->epoch = m->epoch;
+        d->ntopics = m->ntopics;
+        d->topics = arena_alloc(a, (size_t)(m->ntopics + 1) * sizeof *d->topics);
+        for (int32_t k = 0; k < m->ntopics; k++)
+            d->topics[k] = ak(a, m->topics[k]);
+        d->assigned = ctp_copy(a, &m->assigned);
+        d->nassigned = m->assigned.n;
+        d->target = ctp_copy(a, &m->target);
+        d->ntarget = m->target.n;
+    }
+    release(s);
+    return 0;
+}
+
+int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, int32_t member_epoch)
+{
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    err = g && g->cc ? ccg_validate_fetch(g->cc, member_id, member_epoch) : 0;
+    release(s);
     return err;
 }

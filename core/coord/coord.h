@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coord/consumer.h"
 #include "coord/group.h"
 #include "proto/kcodec.h"
 
@@ -146,5 +147,37 @@ struct coord_listed {
 /* ListGroups: every group of the shards loaded here. Returns
  * COORDINATOR_LOAD_IN_PROGRESS while a shard this node leads loads. */
 int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed **out, int32_t *n);
+
+/* ---- KIP-848 consumer groups ---- */
+
+/* ConsumerGroupHeartbeat: 0 with the answer in *out (its error
+ * included), or the coordinator-level error. */
+int16_t coord_consumer_heartbeat(struct coord *c, kstr_t group, const struct ccg_hb_req *rq, struct arena *a,
+                                 struct ccg_hb_resp *out, struct coord_ack *ack);
+
+struct coord_ccg_member_desc {
+    kstr_t member_id, instance_id, rack_id, client_id, client_host, regex;
+    int32_t epoch;
+    kstr_t *topics;
+    int32_t ntopics;
+    struct ctp *assigned, *target;
+    int32_t nassigned, ntarget;
+};
+
+struct coord_ccg_desc {
+    int16_t error; /* GROUP_ID_NOT_FOUND: unknown or not a consumer group */
+    const char *message;
+    kstr_t state, assignor;
+    int32_t epoch, assign_epoch;
+    struct coord_ccg_member_desc *members;
+    int32_t nmembers;
+};
+
+/* ConsumerGroupDescribe of one group. */
+int16_t coord_consumer_describe(struct coord *c, kstr_t group, struct arena *a, struct coord_ccg_desc *out);
+
+/* OffsetFetch v9+ of a member (memberId / memberEpoch): 0,
+ * UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH for a consumer group. */
+int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, int32_t member_epoch);
 
 #endif

@@ -2,6 +2,7 @@
  * part of GroupMetadataManager (group-coordinator, Kafka 3.9), function
  * for function where the names below mirror theirs. See group.h. */
 #include "coord/group.h"
+#include "coord/consumer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -395,6 +396,8 @@ static void pending_add(struct cgroup *g, const char *member_id, int64_t deadlin
 
 bool cg_is_disposable(const struct cgroup *g)
 {
+    if (g->cc && (g->cc->nmembers > 0 || g->cc->has_records))
+        return false;
     return g->state == CG_EMPTY && g->nmembers == 0 && g->npending == 0 && hmap_count(&g->offsets) == 0 &&
            !g->has_record;
 }
@@ -1408,6 +1411,11 @@ int64_t cg_next_deadline(const struct cgroup *g)
     for (int32_t i = 0; i < g->npending; i++)
         if (g->pending[i].deadline < d)
             d = g->pending[i].deadline;
+    if (g->cc) {
+        int64_t c = ccg_next_deadline(g->cc);
+        if (c < d)
+            d = c;
+    }
     return d;
 }
 
@@ -1490,6 +1498,7 @@ void cg_free(struct cgroup *g, int16_t err)
     free(g->protocol_type);
     free(g->protocol_name);
     free(g->leader);
+    ccg_free(g->cc);
     free(g->id);
     free(g);
 }

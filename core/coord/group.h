@@ -53,6 +53,7 @@ struct cg_protocol {
 };
 
 struct cg_waiter;
+struct ccgroup;
 
 struct cg_member {
     char *member_id;
@@ -129,6 +130,9 @@ struct cgroup {
     /* A GroupMetadata record of this group is in the log: deleting the
      * group writes a tombstone for it. */
     bool has_record;
+    /* A consumer group of the KIP-848 protocol (coord/consumer.h), or
+     * NULL for a classic one. Its offsets stay in offsets above. */
+    struct ccgroup *cc;
     /* For the coordinator: its deadline heap. */
     int32_t heap_index;
     int64_t heap_key;

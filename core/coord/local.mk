@@ -2,5 +2,8 @@
 # __consumer_offsets (group.c is the state machine, coord.c the service).
 core_libsamsacore_a_SOURCES += \
 	core/coord/group.c core/coord/group.h \
+	core/coord/consumer.c core/coord/consumer.h core/coord/assignors.c \
 	core/coord/records.c core/coord/records.h \
 	core/coord/coord.c core/coord/coord.h
+# ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
+core_libsamsacore_a_SOURCES += core/api/consumer_groups.c

@@ -168,6 +168,8 @@ void crec_group_value(struct buf *out, const struct cgroup *g, const kbytes_t *a
     arena_free(&a);
 }
 
+static int crec_parse_ccg(int16_t kv, struct kreader *r, struct kreader *vr, int16_t vv, struct crec *out);
+
 int crec_parse(kbytes_t key, kbytes_t value, struct arena *a, struct crec *out)
 {
     memset(out, 0, sizeof *out);
@@ -212,6 +214,275 @@ int crec_parse(kbytes_t key, kbytes_t value, struct arena *a, struct crec *out)
         }
         return 0;
     }
+    if (kv >= 3 && kv <= 8)
+        return crec_parse_ccg(kv, &r, &vr, vv, out);
     out->kind = CREC_OTHER;
     return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* consumer groups (KIP-848)                                           */
+
+#include "proto/gen/consumer_group_current_member_assignment_key.h"
+#include "proto/gen/consumer_group_member_metadata_key.h"
+#include "proto/gen/consumer_group_metadata_key.h"
+#include "proto/gen/consumer_group_partition_metadata_key.h"
+#include "proto/gen/consumer_group_target_assignment_member_key.h"
+#include "proto/gen/consumer_group_target_assignment_metadata_key.h"
+
+static void enc_k3(struct kwriter *w, int16_t v, const void *m) { consumer_group_metadata_key_encode(w, v, m); }
+static void enc_k4(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_partition_metadata_key_encode(w, v, m);
+}
+static void enc_k5(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_member_metadata_key_encode(w, v, m);
+}
+static void enc_k6(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_target_assignment_metadata_key_encode(w, v, m);
+}
+static void enc_k7(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_target_assignment_member_key_encode(w, v, m);
+}
+static void enc_k8(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_current_member_assignment_key_encode(w, v, m);
+}
+static void enc_v3(struct kwriter *w, int16_t v, const void *m) { consumer_group_metadata_value_encode(w, v, m); }
+static void enc_v4(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_partition_metadata_value_encode(w, v, m);
+}
+static void enc_v5(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_member_metadata_value_encode(w, v, m);
+}
+static void enc_v6(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_target_assignment_metadata_value_encode(w, v, m);
+}
+static void enc_v7(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_target_assignment_member_value_encode(w, v, m);
+}
+static void enc_v8(struct kwriter *w, int16_t v, const void *m)
+{
+    consumer_group_current_member_assignment_value_encode(w, v, m);
+}
+
+void crec_ccg_key(struct buf *out, enum ccg_rec kind, kstr_t group, kstr_t member)
+{
+    /* every key is {GroupId[, MemberId]} */
+    switch (kind) {
+    case CCG_REC_METADATA: {
+        consumer_group_metadata_key_t k = {group};
+        put_struct(out, 3, enc_k3, &k);
+        break;
+    }
+    case CCG_REC_PARTITION_META: {
+        consumer_group_partition_metadata_key_t k = {group};
+        put_struct(out, 4, enc_k4, &k);
+        break;
+    }
+    case CCG_REC_MEMBER: {
+        consumer_group_member_metadata_key_t k = {group, member};
+        put_struct(out, 5, enc_k5, &k);
+        break;
+    }
+    case CCG_REC_TARGET_META: {
+        consumer_group_target_assignment_metadata_key_t k = {group};
+        put_struct(out, 6, enc_k6, &k);
+        break;
+    }
+    case CCG_REC_TARGET_MEMBER: {
+        consumer_group_target_assignment_member_key_t k = {group, member};
+        put_struct(out, 7, enc_k7, &k);
+        break;
+    }
+    case CCG_REC_CURRENT: {
+        consumer_group_current_member_assignment_key_t k = {group, member};
+        put_struct(out, 8, enc_k8, &k);
+        break;
+    }
+    }
+}
+
+/* A sorted partition set as [{TopicId, Partitions}]: the three
+ * TopicPartitions structs of the schemas have the same layout. */
+struct tp_out {
+    kuuid_t topic_id;
+    struct {
+        int32_t *a;
+        int32_t n;
+    } partitions;
+};
+
+static struct tp_out *tp_group(struct arena *a, const struct ctp_set *s, int32_t *n)
+{
+    struct tp_out *v = arena_alloc(a, (size_t)(s->n + 1) * sizeof *v);
+    int32_t k = 0;
+    for (int32_t i = 0; i < s->n;) {
+        int32_t j = i;
+        while (j < s->n && kuuid_eq(&s->v[j].topic, &s->v[i].topic))
+            j++;
+        v[k].topic_id = s->v[i].topic;
+        v[k].partitions.a = arena_alloc(a, (size_t)(j - i) * sizeof(int32_t));
+        v[k].partitions.n = j - i;
+        for (int32_t x = i; x < j; x++)
+            v[k].partitions.a[x - i] = s->v[x].part;
+        k++;
+        i = j;
+    }
+    *n = k;
+    return v;
+}
+
+_Static_assert(sizeof(struct tp_out) == sizeof(consumer_group_current_member_assignment_value_topic_partitions_t),
+               "TopicPartitions layout");
+_Static_assert(sizeof(struct tp_out) == sizeof(consumer_group_target_assignment_member_value_topic_partition_t),
+               "TopicPartition layout");
+
+void crec_ccg_value(struct buf *out, enum ccg_rec kind, const struct cgroup *g, const struct ccg_member *m)
+{
+    struct arena a = ARENA_INIT;
+    const struct ccgroup *cc = g->cc;
+    switch (kind) {
+    case CCG_REC_METADATA: {
+        consumer_group_metadata_value_t v;
+        consumer_group_metadata_value_init(&v);
+        v.epoch = cc->epoch;
+        put_struct(out, 0, enc_v3, &v);
+        break;
+    }
+    case CCG_REC_PARTITION_META: {
+        consumer_group_partition_metadata_value_t v;
+        consumer_group_partition_metadata_value_init(&v);
+        v.topics.a = consumer_group_partition_metadata_value_topic_metadata_new_array(&a, cc->nmeta);
+        v.topics.n = cc->nmeta;
+        for (int32_t i = 0; i < cc->nmeta; i++) {
+            v.topics.a[i].topic_id = cc->meta[i].id;
+            v.topics.a[i].topic_name = KSTR(cc->meta[i].name);
+            v.topics.a[i].num_partitions = cc->meta[i].nparts;
+        }
+        put_struct(out, 0, enc_v4, &v);
+        break;
+    }
+    case CCG_REC_MEMBER: {
+        consumer_group_member_metadata_value_t v;
+        consumer_group_member_metadata_value_init(&v);
+        v.instance_id = ks(m->instance_id);
+        v.rack_id = ks(m->rack_id);
+        v.client_id = KSTR(m->client_id ? m->client_id : "");
+        v.client_host = KSTR(m->client_host ? m->client_host : "");
+        v.subscribed_topic_names.a = arena_alloc(&a, (size_t)(m->ntopics + 1) * sizeof(kstr_t));
+        v.subscribed_topic_names.n = m->ntopics;
+        for (int32_t i = 0; i < m->ntopics; i++)
+            v.subscribed_topic_names.a[i] = KSTR(m->topics[i]);
+        v.subscribed_topic_regex = ks(m->regex);
+        v.rebalance_timeout_ms = m->rebalance_timeout_ms;
+        v.server_assignor = ks(m->assignor);
+        v.classic_member_metadata = NULL;
+        put_struct(out, 0, enc_v5, &v);
+        break;
+    }
+    case CCG_REC_TARGET_META: {
+        consumer_group_target_assignment_metadata_value_t v;
+        consumer_group_target_assignment_metadata_value_init(&v);
+        v.assignment_epoch = cc->assign_epoch;
+        put_struct(out, 0, enc_v6, &v);
+        break;
+    }
+    case CCG_REC_TARGET_MEMBER: {
+        consumer_group_target_assignment_member_value_t v;
+        consumer_group_target_assignment_member_value_init(&v);
+        int32_t n;
+        v.topic_partitions.a = (void *)tp_group(&a, &m->target, &n);
+        v.topic_partitions.n = n;
+        put_struct(out, 0, enc_v7, &v);
+        break;
+    }
+    case CCG_REC_CURRENT: {
+        consumer_group_current_member_assignment_value_t v;
+        consumer_group_current_member_assignment_value_init(&v);
+        v.member_epoch = m->epoch;
+        v.previous_member_epoch = m->prev_epoch;
+        v.state = m->state;
+        int32_t n;
+        v.assigned_partitions.a = (void *)tp_group(&a, &m->assigned, &n);
+        v.assigned_partitions.n = n;
+        v.partitions_pending_revocation.a = (void *)tp_group(&a, &m->revoking, &n);
+        v.partitions_pending_revocation.n = n;
+        put_struct(out, 0, enc_v8, &v);
+        break;
+    }
+    }
+    arena_free(&a);
+}
+
+/* Decodes a consumer group record (key version 3..8). */
+static int crec_parse_ccg(int16_t kv, struct kreader *r, struct kreader *vr, int16_t vv, struct crec *out)
+{
+    out->kind = CREC_CCG;
+    out->ccg_kind = (enum ccg_rec)kv;
+    out->ccg_member = KSTR_NULL;
+    /* every key starts with GroupId, the member kinds add MemberId */
+    int rc;
+    switch (kv) {
+    case 3: {
+        consumer_group_metadata_key_t k;
+        rc = consumer_group_metadata_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_metadata_value_decode(vr, 0, &out->cmeta);
+        break;
+    }
+    case 4: {
+        consumer_group_partition_metadata_key_t k;
+        rc = consumer_group_partition_metadata_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_partition_metadata_value_decode(vr, 0, &out->cpmeta);
+        break;
+    }
+    case 5: {
+        consumer_group_member_metadata_key_t k;
+        rc = consumer_group_member_metadata_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        out->ccg_member = k.member_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_member_metadata_value_decode(vr, 0, &out->cmember);
+        break;
+    }
+    case 6: {
+        consumer_group_target_assignment_metadata_key_t k;
+        rc = consumer_group_target_assignment_metadata_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_target_assignment_metadata_value_decode(vr, 0, &out->ctmeta);
+        break;
+    }
+    case 7: {
+        consumer_group_target_assignment_member_key_t k;
+        rc = consumer_group_target_assignment_member_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        out->ccg_member = k.member_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_target_assignment_member_value_decode(vr, 0, &out->ctmember);
+        break;
+    }
+    default: {
+        consumer_group_current_member_assignment_key_t k;
+        rc = consumer_group_current_member_assignment_key_decode(r, kv, &k);
+        out->ccg_group = k.group_id;
+        out->ccg_member = k.member_id;
+        if (!rc && !out->tombstone)
+            rc = consumer_group_current_member_assignment_value_decode(vr, 0, &out->ccurrent);
+        break;
+    }
+    }
+    (void)vv;
+    return rc < 0 ? -1 : 0;
 }

@@ -11,6 +11,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coord/consumer.h"
+#include "proto/gen/consumer_group_current_member_assignment_value.h"
+#include "proto/gen/consumer_group_member_metadata_value.h"
+#include "proto/gen/consumer_group_metadata_value.h"
+#include "proto/gen/consumer_group_partition_metadata_value.h"
+#include "proto/gen/consumer_group_target_assignment_member_value.h"
+#include "proto/gen/consumer_group_target_assignment_metadata_value.h"
 #include "proto/gen/group_metadata_key.h"
 #include "proto/gen/group_metadata_value.h"
 #include "proto/gen/offset_commit_key.h"
@@ -37,10 +44,18 @@ void crec_group_key(struct buf *out, kstr_t group);
 /* The group as it is, with assign[i] for members[i] (NULL: their own). */
 void crec_group_value(struct buf *out, const struct cgroup *g, const kbytes_t *assign);
 
+/* The records of a consumer group (KIP-848), key version = kind: the
+ * keys of ConsumerGroupMetadataKey (3) ... ConsumerGroupCurrentMember-
+ * AssignmentKey (8), member is the member id of the member kinds. */
+void crec_ccg_key(struct buf *out, enum ccg_rec kind, kstr_t group, kstr_t member);
+/* The value of kind for g (m for the member kinds). */
+void crec_ccg_value(struct buf *out, enum ccg_rec kind, const struct cgroup *g, const struct ccg_member *m);
+
 enum crec_kind {
-    CREC_OTHER = 0, /* a key version samsa does not keep (KIP-848 records...) */
+    CREC_OTHER = 0, /* a key version samsa does not keep (share groups...) */
     CREC_OFFSET,
     CREC_GROUP,
+    CREC_CCG, /* a consumer group record: ccg_kind says which */
 };
 
 struct crec {
@@ -51,6 +66,15 @@ struct crec {
     offset_commit_value_t ovalue;
     group_metadata_key_t gkey;
     group_metadata_value_t gvalue;
+    /* CREC_CCG */
+    enum ccg_rec ccg_kind;
+    kstr_t ccg_group, ccg_member;
+    consumer_group_metadata_value_t cmeta;
+    consumer_group_partition_metadata_value_t cpmeta;
+    consumer_group_member_metadata_value_t cmember;
+    consumer_group_target_assignment_metadata_value_t ctmeta;
+    consumer_group_target_assignment_member_value_t ctmember;
+    consumer_group_current_member_assignment_value_t ccurrent;
 };
 
 /* Decodes one record (strings point into key/value; arrays from a).

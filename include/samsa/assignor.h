@@ -6,8 +6,13 @@
  * (assign(GroupSpec, SubscribedTopicDescriber) -> GroupAssignment).
  * Clients name it in ConsumerGroupHeartbeat's ServerAssignor field.
  *
- * Declared in ABI 1.0; the group coordinator that calls it lands with
- * the KIP-848 work.
+ * Declared in ABI 1.0. The group coordinator (core/coord/consumer.c)
+ * calls it when a consumer group's epoch moves past its target
+ * assignment's: on a worker or the coordinator thread, under the lock of
+ * the group's __consumer_offsets shard, so it must be quick. The host
+ * passes each member's current target assignment as `current`; its
+ * builder refuses (SAMSA_EINVAL) a partition given a second time, and
+ * an assign that fails keeps the previous target assignment.
  */
 #ifndef SAMSA_ASSIGNOR_H
 #define SAMSA_ASSIGNOR_H

@@ -5,3 +5,9 @@ TESTS += tests/unit/coord_test
 tests_unit_coord_test_SOURCES = tests/unit/coord_test.c
 tests_unit_coord_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_coord_test_LDADD = $(UNIT_LIBS)
+# KIP-848 consumer groups: reconciliation, assignors, records
+check_PROGRAMS += tests/unit/consumer_group_test
+TESTS += tests/unit/consumer_group_test
+tests_unit_consumer_group_test_SOURCES = tests/unit/consumer_group_test.c
+tests_unit_consumer_group_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_consumer_group_test_LDADD = $(UNIT_LIBS)

@@ -4,8 +4,8 @@ with confluent-kafka 1.7 / librdkafka 2.0.2 and raw OffsetFetch /
 DescribeGroups (kgroups.py).
 
 @platformatic/kafka is configured with groupProtocol 'classic' (its
-JoinGroup/SyncGroup/Heartbeat consumer): samsa does not implement KIP-848's
-ConsumerGroupHeartbeat yet, so the 'consumer' protocol cannot be used.
+JoinGroup/SyncGroup/Heartbeat consumer) here; its KIP-848 'consumer'
+protocol (ConsumerGroupHeartbeat) is tested by 95_test_groups_kip848.py.
 
 - One group resumed by each client in turn from another client's commits:
   kafkajs -> kafka-python -> @platformatic/kafka -> kafkajs, each reading

@@ -232,7 +232,7 @@ async function kafkajsAdmin () {
 async function platConsume () {
   const consumer = new platformatic.Consumer(platformaticOptions(bootstrap, {
     groupId: args.group,
-    groupProtocol: 'classic', // samsa has no ConsumerGroupHeartbeat (KIP-848) yet
+    groupProtocol: 'classic', // the KIP-848 'consumer' protocol: groups_kip848.mjs
     autocreateTopics: false,
     sessionTimeout: 10000,
     rebalanceTimeout: 10000,
