@@ -196,8 +196,8 @@ void api_dispatch(struct request *req)
     }
     if (req->conn && !sasl_request_allowed(req->conn, req->api_key)) {
         /* Kafka's IllegalSaslStateException */
-        snprintf(why, sizeof why, "unexpected Kafka request of type %s during SASL %s (ILLEGAL_SASL_STATE)",
-                 req->api->name, req->conn->sasl_state == SASL_STATE_HANDSHAKE ? "handshake" : "authentication");
+        snprintf(why, sizeof why, "unexpected Kafka request of type %s %s (ILLEGAL_SASL_STATE)", req->api->name,
+                 sasl_refusal(req->conn));
         req_close(req, why);
         return;
     }

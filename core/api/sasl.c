@@ -68,7 +68,8 @@ void api_handle_sasl_handshake(struct request *req)
     const struct samsa_config *cfg = req->broker->cfg;
     char enabled[512];
     sasl_enabled_mechanisms(cfg, c->listener, enabled, sizeof enabled);
-    if (c->sasl_state != SASL_STATE_HANDSHAKE) {
+    bool reauth = sasl_may_reauthenticate(c) && req->api_version >= 1; /* KIP-368 */
+    if (c->sasl_state != SASL_STATE_HANDSHAKE && !reauth) {
         /* Kafka's KafkaApis.handleSaslHandshakeRequest: not during an
          * authentication (a PLAINTEXT listener, or after it) */
         respond_handshake(req, KERR_ILLEGAL_SASL_STATE, c->sasl_state == SASL_STATE_NONE ? "" : enabled);
@@ -100,8 +101,8 @@ static void respond_authenticate(struct request *req, int16_t err, const char *m
     resp.error_message = msg ? kstr_arena(&req->arena, msg) : KSTR_NULL;
     resp.auth_bytes = token ? (kbytes_t){token->data ? token->data : (const uint8_t *)"", (int32_t)token->len}
                             : (kbytes_t){(const uint8_t *)"", 0};
-    /* KIP-368 re-authentication is not done: no session lifetime */
-    resp.session_lifetime_ms = 0;
+    /* KIP-368: the authenticated session's lifetime (0: no limit) */
+    resp.session_lifetime_ms = err == 0 && req->conn->sasl_state == SASL_STATE_DONE ? req->conn->sasl_lifetime_ms : 0;
     req_respond(req, &resp);
 }
 

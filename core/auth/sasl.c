@@ -11,6 +11,8 @@
 #include "net/conn.h"
 #include "plugin/registry.h"
 #include "proto/gen/kapi.h"
+#include "net/worker.h"
+#include "util/clock.h"
 #include "util/slog.h"
 
 /* Bound of one server token (SCRAM's are under 300 bytes). */
@@ -25,6 +27,9 @@ void sasl_conn_init(struct conn *c, const char *listener, int protocol)
     c->sasl_mech = NULL;
     c->sasl_session = NULL;
     c->principal = NULL;
+    c->sasl_expiry_ms = 0;
+    c->sasl_lifetime_ms = 0;
+    c->sasl_done_mech = NULL;
 }
 
 static void end_session(struct conn *c)
@@ -43,14 +48,34 @@ void sasl_conn_free(struct conn *c)
 
 const char *conn_principal(const struct conn *c) { return c->principal ? c->principal : SASL_ANONYMOUS; }
 
+static bool expired(const struct conn *c)
+{
+    return c->sasl_state == SASL_STATE_DONE && c->sasl_expiry_ms > 0 && clock_mono_ms() >= c->sasl_expiry_ms;
+}
+
 bool sasl_request_allowed(const struct conn *c, int16_t api_key)
 {
     switch (c->sasl_state) {
     case SASL_STATE_HANDSHAKE: return api_key == KAPI_API_VERSIONS || api_key == KAPI_SASL_HANDSHAKE;
     case SASL_STATE_AUTHENTICATE: return api_key == KAPI_SASL_AUTHENTICATE;
     case SASL_STATE_RAW: return false;
+    case SASL_STATE_DONE: return !expired(c) || api_key == KAPI_SASL_HANDSHAKE;
     default: return true;
     }
+}
+
+const char *sasl_refusal(const struct conn *c)
+{
+    switch (c->sasl_state) {
+    case SASL_STATE_HANDSHAKE: return "during SASL handshake";
+    case SASL_STATE_AUTHENTICATE: return c->sasl_done_mech ? "during SASL re-authentication" : "during SASL authentication";
+    default: return "after the SASL session expired (connections.max.reauth.ms)";
+    }
+}
+
+bool sasl_may_reauthenticate(const struct conn *c)
+{
+    return c->sasl_state == SASL_STATE_DONE && c->sasl_expiry_ms > 0;
 }
 
 static void trim_copy(char *out, size_t outlen, const char *s, size_t n)
@@ -124,6 +149,12 @@ int sasl_start(struct conn *c, const struct plugin_registry *reg, const char *me
     if (!cap) {
         snprintf(errstr, errlen, "no plugin provides SASL mechanism %s", mech);
         return SAMSA_EUNSUPPORTED;
+    }
+    if (c->sasl_done_mech && c->sasl_done_mech != cap) {
+        /* Kafka: a re-authentication keeps the mechanism */
+        snprintf(errstr, errlen, "SASL mechanism %s is not the one the connection authenticated with (%s)", mech,
+                 c->sasl_done_mech->name);
+        return SAMSA_EINVAL;
     }
     samsa_sasl_conn_t info = {
         .struct_size = sizeof info,
@@ -200,6 +231,26 @@ int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, ch
             end_session(c);
             return SAMSA_EAUTH;
         }
+        if (c->sasl_done_mech && c->principal && strcmp(c->principal, p) != 0) {
+            /* Kafka's SaslServerAuthenticator.ReauthInfo */
+            snprintf(errstr, errlen, "Cannot change principals during re-authentication from %s: %s", c->principal, p);
+            end_session(c);
+            return SAMSA_EAUTH;
+        }
+        /* KIP-368: the session lives connections.max.reauth.ms, or less
+         * when the mechanism's credentials end sooner */
+        const struct samsa_config *cfg = c->w && c->w->broker ? c->w->broker->cfg : NULL;
+        int64_t life = 0;
+        if (cfg)
+            config_get_long(cfg, "connections.max.reauth.ms", &life);
+        if (cap->vt.sasl.session_lifetime_ms) {
+            int64_t m = cap->vt.sasl.session_lifetime_ms(cap->state, c->sasl_session);
+            if (m > 0 && (life <= 0 || m < life))
+                life = m;
+        }
+        c->sasl_lifetime_ms = life > 0 ? life : 0;
+        c->sasl_expiry_ms = life > 0 ? clock_mono_ms() + life : 0;
+        c->sasl_done_mech = cap;
         free(c->principal);
         c->principal = xstrdup(p);
         c->sasl_state = SASL_STATE_DONE;

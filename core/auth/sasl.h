@@ -17,9 +17,13 @@
  * or nothing (raw tokens) and closes. Connections on PLAINTEXT listeners
  * are SASL_STATE_NONE with principal User:ANONYMOUS.
  *
- * Re-authentication (KIP-368, connections.max.reauth.ms) is not done:
- * SaslAuthenticate answers SessionLifetimeMs 0. All on the connection's
- * worker. */
+ * Re-authentication (KIP-368): with connections.max.reauth.ms > 0 (or a
+ * mechanism that gives its credentials a lifetime) SaslAuthenticate v1+
+ * answers the session's lifetime; the client re-authenticates on the
+ * same connection with SaslHandshake v1 and SaslAuthenticate, with the
+ * same mechanism and principal, before it ends, and a connection whose
+ * session has ended may send nothing else (it is closed, as Kafka
+ * does). All on the connection's worker. */
 #ifndef SAMSA_AUTH_SASL_H
 #define SAMSA_AUTH_SASL_H
 
@@ -54,8 +58,14 @@ const char *conn_principal(const struct conn *c);
 /* Whether a request of api_key may be handled in the connection's
  * state (ApiVersions and SaslHandshake before the handshake,
  * SaslAuthenticate after it, anything once authenticated or on a
- * non-SASL listener). */
+ * non-SASL listener; once an authenticated session has expired
+ * (KIP-368), only SaslHandshake, which starts a re-authentication). */
 bool sasl_request_allowed(const struct conn *c, int16_t api_key);
+/* Why sasl_request_allowed refused: "during SASL handshake", ... */
+const char *sasl_refusal(const struct conn *c);
+/* Whether an authenticated connection may re-authenticate now (KIP-368:
+ * its session has a lifetime). */
+bool sasl_may_reauthenticate(const struct conn *c);
 
 /* The mechanisms enabled on listener (its listener.name.<l>. override,
  * else sasl.enabled.mechanisms), comma-separated as configured, trimmed

@@ -45,6 +45,11 @@ struct conn {
     const struct plugin_cap *sasl_mech;
     void *sasl_session;
     char *principal;
+    /* KIP-368: when the authenticated session ends (monotonic ms; 0:
+     * never) and its mechanism, which a re-authentication must keep */
+    int64_t sasl_expiry_ms;
+    int64_t sasl_lifetime_ms; /* of the last exchange, as answered */
+    const struct plugin_cap *sasl_done_mech;
 
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];

@@ -45,8 +45,10 @@ def samsactl(*args, rc=0, bootstrap=None, limit=30):
     return p.stdout.decode(), p.stderr.decode()
 
 
-def setup():
-    s = h.Server(name="sasl", start=False)
+def sasl_server(name, **extra):
+    """A server with a SASL_PLAINTEXT listener next to the PLAINTEXT one;
+    returns it (started) and the SASL port."""
+    s = h.Server(name=name, start=False)
     sport = h.free_ports(1)[0]
     s.overrides.update({
         "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
@@ -55,7 +57,13 @@ def setup():
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     })
+    s.overrides.update(extra)
     s.start()
+    return s, sport
+
+
+def setup():
+    s, sport = sasl_server("sasl")
     state["server"] = s
     state["sasl_port"] = sport
     samsactl("topics", "create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "1")
@@ -362,6 +370,54 @@ def samsactl_command_config():
                 "username=\"alice\" password=\"wrong\";\n")
     _, err = samsactl("--command-config", path, "topics", "list", bootstrap=sasl_bootstrap(), rc=1)
     h.check("SASL_AUTHENTICATION_FAILED: " + PLAIN_FAIL in err, "stderr: %s", err)
+
+
+def plain_login(c, user, pw, version=1):
+    err, _ = parse_handshake(c.request(17, 1, handshake_body("PLAIN")))
+    h.eq(err, 0, "SaslHandshake error")
+    r = c.request(36, version, kwire.W().bytes_(b"\0" + user.encode() + b"\0" + pw.encode()).bytes())
+    return r.i16(), r.string(), r.bytes_(), r.i64()
+
+
+@suite.case
+def reauthentication_kip368():
+    """connections.max.reauth.ms: SaslAuthenticate v1 answers the session
+    lifetime; re-authenticating (same mechanism and principal) extends it;
+    another principal fails; an expired session may send nothing else."""
+    import time
+    s, sport = sasl_server("reauth", **{"connections.max.reauth.ms": "3000"})
+    try:
+        c = kwire.Conn(sport, timeout=h.bound(5))
+        try:
+            h.eq(plain_login(c, "alice", "alice-secret"), (0, None, b"", 3000), "SaslAuthenticate v1 answer")
+            c.request(3, 0, kwire.W().i32(0).bytes())  # Metadata v0 is served
+            time.sleep(2.0)
+            h.eq(plain_login(c, "alice", "alice-secret"), (0, None, b"", 3000), "re-authentication")
+            time.sleep(2.0)  # past the first session's end, within the second's
+            c.request(3, 0, kwire.W().i32(0).bytes())
+        finally:
+            c.close()
+        c = kwire.Conn(sport, timeout=h.bound(5))
+        try:
+            h.eq(plain_login(c, "alice", "alice-secret")[0], 0, "login")
+            err, msg, _, _ = plain_login(c, "admin", "admin-secret")
+            h.eq((err, msg), (58, "Cannot change principals during re-authentication from User:alice: User:admin"),
+                 "re-authentication as another principal")
+            c.expect_closed(timeout=h.bound(5))
+        finally:
+            c.close()
+        c = kwire.Conn(sport, timeout=h.bound(5))
+        try:
+            h.eq(plain_login(c, "alice", "alice-secret")[0], 0, "login")
+            time.sleep(3.3)
+            since = s.log_size()
+            c.send(3, 0, kwire.W().i32(0).bytes())
+            h.eq(c.expect_closed(timeout=h.bound(5)), b"", "bytes before the close")
+            s.wait_log(r"unexpected Kafka request of type Metadata after the SASL session expired", since)
+        finally:
+            c.close()
+    finally:
+        s.stop()
 
 
 @suite.case
