@@ -109,7 +109,12 @@ int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epo
         return KERR_KAFKA_STORAGE_ERROR;
     if (atomic_load(&p->deleted) || !atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch)
         return KERR_NOT_LEADER_OR_FOLLOWER;
-    return atomic_load(&p->high_watermark) > last_offset ? PARTITION_ACK_READY : PARTITION_ACK_WAIT;
+    if (atomic_load(&p->high_watermark) <= last_offset)
+        return PARTITION_ACK_WAIT;
+    pthread_mutex_lock(&p->repl_lock);
+    int32_t isr = p->nisr > p->npending ? p->nisr : p->npending; /* Kafka's maximal ISR */
+    pthread_mutex_unlock(&p->repl_lock);
+    return isr > 0 && isr < atomic_load(&p->min_isr) ? KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND : PARTITION_ACK_READY;
 }
 
 void partition_log_flushed(void *ctx, struct plog *l)

@@ -39,6 +39,7 @@ struct partition {
      * leader_id are readable without the lock. */
     atomic_bool is_leader;
     atomic_int leader_id;         /* -1: none */
+    atomic_int min_isr;           /* min.insync.replicas of the topic */
     pthread_mutex_t repl_lock;    /* guards the fields below */
     int32_t partition_epoch;
     int32_t *replicas, nreplicas;
@@ -93,9 +94,11 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
 int partition_ack_wait(struct partition *p, int64_t last_offset);
 /* acks=all: READY once the high watermark (the ISR's, and with
  * flush.messages=1 the durable part) is past last_offset, appended in
- * leader epoch epoch; NOT_LEADER_OR_FOLLOWER once this node no longer
- * leads in that epoch; WAIT otherwise. With an ISR of the leader alone
- * (replication factor 1) this is as immediate as acks=1. */
+ * leader epoch epoch, and the ISR still has min.insync.replicas members
+ * (else NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's DelayedProduce);
+ * NOT_LEADER_OR_FOLLOWER once this node no longer leads in that epoch;
+ * WAIT otherwise. With an ISR of the leader alone (replication factor
+ * 1) this is as immediate as acks=1. */
 int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch);
 
 /* The image's state of the partition (registry, on every sync; node is

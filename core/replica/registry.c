@@ -487,6 +487,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     pthread_mutex_init(&p->repl_lock, NULL);
     atomic_init(&p->is_leader, false);
     atomic_init(&p->leader_id, -1);
+    atomic_init(&p->min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
     p->partition_epoch = -1;
     partition_set_state(p, part, r->b->node_id);
     if (offline) {
@@ -574,6 +575,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             struct preg_part *have = hmap_get(&r->map, mk, sizeof mk);
             bool loaded = false;
             if (have) {
+                atomic_store(&have->p.min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
                 partition_set_state(&have->p, part, node);
                 atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
                 loaded = atomic_load_explicit(&have->ready, memory_order_acquire) && have->p.log;

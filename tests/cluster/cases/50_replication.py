@@ -30,7 +30,10 @@ ACKED = []  # (key, value) of every acknowledged record, in produce order
 
 def setup():
     global CL
-    CL = C.Cluster(3, overrides={"replica.lag.time.max.ms": "2000", "replica.fetch.backoff.ms": "200"})
+    # A session long enough for a follower paused past the lag time to
+    # leave the ISR through its leader (AlterPartition), not by fencing.
+    CL = C.Cluster(3, overrides={"replica.lag.time.max.ms": "2000", "replica.fetch.backoff.ms": "200",
+                                 "broker.session.timeout.ms": "6000"})
     CL.start()
 
 
@@ -152,6 +155,34 @@ def acks_all_produce_and_identical_replica_logs():
     log("the 3 replicas hold identical logs (%d batches)", nb)
 
 
+@S.case
+def isr_shrinks_when_a_follower_stalls_and_expands_when_it_catches_up():
+    leader, replicas, isr = partition_state(CL.node(1))
+    ctl = CL.quorum()[0]
+    lead = CL.node(leader)
+    # a follower that is not the active controller (AlterPartition needs one)
+    stall = [n for n in CL.nodes if n.node_id not in (leader, ctl)][0]
+    since = lead.log_size()
+    stall.proc.send_signal(signal.SIGSTOP)
+    t0 = time.monotonic()
+    try:
+        # A follower only falls behind when there is something to fetch:
+        # acks=all waits until the leader has dropped it from the ISR, then
+        # goes on with the two others (min.insync.replicas=2).
+        res = produce(len(ACKED), 50, limit=10)
+        dt = time.monotonic() - t0
+        st = wait_state(lead, lambda l, r, i: stall.node_id not in i, "the stalled follower out of the ISR",
+                        limit=3)
+        lead.wait_log(r"repl-0: asking the controller to change the ISR from 3 to 2", since, limit=2)
+    finally:
+        stall.proc.send_signal(signal.SIGCONT)
+    log("follower %d paused: acks=all answered after %.2fs, once its leader's AlterPartition left ISR %s",
+        stall.node_id, dt, st[2])
+    st = wait_state(lead, lambda l, r, i: i == [1, 2, 3], "the follower back in the ISR", limit=15)
+    log("follower %d resumed: back in the ISR %s; %d more acknowledged meanwhile", stall.node_id, st[2], len(res))
+    wait_identical(CL.nodes)
+
+
 TAIL = 20
 
 
@@ -185,7 +216,7 @@ def kill9_leader_with_an_unreplicated_tail_then_producer_goes_on():
                     "a new leader from the ISR", limit=20)
     check(st[0] in isr, "new leader %d was not in the ISR %s", st[0], isr)
     log("killed leader %d; node %d leads after %.2fs (ISR %s)", leader, st[0], time.monotonic() - t0, st[2])
-    res = produce(N, N)
+    res = produce(len(ACKED), N)
     log("producer went on: %d more acknowledged, offsets %d..%d", len(res), res[0][3], res[-1][3])
     got = consume_all(len(ACKED))
     eq(len(got), len(ACKED), "records consumed")
@@ -211,7 +242,7 @@ def restarted_node_truncates_catches_up_and_rejoins_isr():
     check(trunc, "node %d did not truncate its unreplicated tail; its log:\n%s", dead.node_id, text[-3000:])
     log("node %d caught up (%d identical batches on all 3), ISR %s", dead.node_id, nb, st[2])
     log("%s", trunc[0])
-    produce(2 * N, 10)
+    produce(len(ACKED), 10)
     wait_identical(CL.nodes, limit=20)
 
 
