@@ -29,7 +29,8 @@
 #endif
 
 /* ------------------------------------------------------------------ */
-/* Parsing (pure; unit tests and the fuzz target use these)            */
+/* Parsing (pure; static, but tests/unit/sasl_test.c and the fuzz      */
+/* target compile this file in and call them)                          */
 
 struct plain_msg {
     const char *authzid, *user, *pass;
@@ -38,7 +39,7 @@ struct plain_msg {
 
 /* Kafka's PlainSaslServer.extractTokens: exactly three NUL-separated
  * tokens. Returns 0, or -1 with the number of tokens found in *ntokens. */
-int plain_parse(const uint8_t *in, size_t len, struct plain_msg *m, int *ntokens)
+static int plain_parse(const uint8_t *in, size_t len, struct plain_msg *m, int *ntokens)
 {
     const char *s = (const char *)in;
     const char *tok[4];
@@ -81,7 +82,7 @@ static const char *skip_ws(const char *p)
  * options of its first login module). The password, unquoted (Java's
  * StreamTokenizer escapes \\ \" \n \t \r), goes to out. Returns 1 when
  * found, 0 when not, -1 when out is too small. */
-int plain_jaas_password(const char *jaas, const char *user, size_t user_len, char *out, size_t outlen)
+static int plain_jaas_password(const char *jaas, const char *user, size_t user_len, char *out, size_t outlen)
 {
     const char *p = skip_ws(jaas);
     /* login module class and control flag */
@@ -135,7 +136,7 @@ int plain_jaas_password(const char *jaas, const char *user, size_t user_len, cha
 }
 
 /* The same in plugin.sasl-plain.users: name:password,name:password. */
-int plain_users_password(const char *users, const char *user, size_t user_len, char *out, size_t outlen)
+static int plain_users_password(const char *users, const char *user, size_t user_len, char *out, size_t outlen)
 {
     const char *p = users;
     while (*p) {

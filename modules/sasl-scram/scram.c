@@ -50,7 +50,7 @@ struct scram_mech_info {
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /* Returns the length written (NUL-terminated), or -1 if it does not fit. */
-int scram_b64_encode(const uint8_t *in, size_t len, char *out, size_t outlen)
+static int scram_b64_encode(const uint8_t *in, size_t len, char *out, size_t outlen)
 {
     size_t need = (len + 2) / 3 * 4;
     if (need + 1 > outlen)
@@ -88,7 +88,7 @@ static int b64val(char c)
 
 /* Strict: length a multiple of 4, padding only at the end. Returns the
  * decoded length or -1. */
-int scram_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen)
+static int scram_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen)
 {
     if (len % 4)
         return -1;
@@ -120,7 +120,8 @@ int scram_b64_decode(const char *in, size_t len, uint8_t *out, size_t outlen)
 }
 
 /* ------------------------------------------------------------------ */
-/* Messages (pure parsing; unit tests and the fuzz target use these)   */
+/* Messages (pure parsing; static, but tests/unit/sasl_test.c and the  */
+/* fuzz target compile this file in and call them)                     */
 
 struct scram_client_first {
     char gs2[SCRAM_FIELD_MAX];        /* "n,," or "y,," or "n,a=x," */
@@ -168,7 +169,7 @@ static bool valid_nonce(const char *s, size_t n)
 }
 
 /* Parses client-first. Returns 0 or -1 with why. */
-int scram_parse_client_first(const uint8_t *in, size_t len, struct scram_client_first *m, const char **why)
+static int scram_parse_client_first(const uint8_t *in, size_t len, struct scram_client_first *m, const char **why)
 {
     const char *s = (const char *)in;
     memset(m, 0, sizeof *m);
@@ -251,7 +252,7 @@ struct scram_client_final {
 };
 
 /* Parses client-final: c=...,r=...[,ext...],p=... with p last. */
-int scram_parse_client_final(const uint8_t *in, size_t len, struct scram_client_final *m, const char **why)
+static int scram_parse_client_final(const uint8_t *in, size_t len, struct scram_client_final *m, const char **why)
 {
     const char *s = (const char *)in;
     memset(m, 0, sizeof *m);
@@ -318,7 +319,7 @@ int scram_parse_client_final(const uint8_t *in, size_t len, struct scram_client_
 /* The math (RFC 5802 section 3)                                       */
 
 /* SaltedPassword := Hi(Normalize(password), salt, i) (PBKDF2). */
-int scram_salted_password(const EVP_MD *md, const char *password, const uint8_t *salt, size_t salt_len,
+static __attribute__((unused)) int scram_salted_password(const EVP_MD *md, const char *password, const uint8_t *salt, size_t salt_len,
                           int iterations, uint8_t *out)
 {
     return PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, (int)salt_len, iterations, md,
@@ -328,7 +329,7 @@ int scram_salted_password(const EVP_MD *md, const char *password, const uint8_t 
 }
 
 /* StoredKey and ServerKey from SaltedPassword. */
-int scram_keys(const EVP_MD *md, const uint8_t *salted, uint8_t *stored_key, uint8_t *server_key)
+static __attribute__((unused)) int scram_keys(const EVP_MD *md, const uint8_t *salted, uint8_t *stored_key, uint8_t *server_key)
 {
     uint8_t ck[EVP_MAX_MD_SIZE];
     unsigned int n = 0, m = 0;
@@ -342,7 +343,7 @@ int scram_keys(const EVP_MD *md, const uint8_t *salted, uint8_t *stored_key, uin
 
 /* Checks proof against stored_key over auth_message; on success writes
  * the ServerSignature (EVP_MD_size bytes) to server_sig. 0 or -1. */
-int scram_verify(const EVP_MD *md, const uint8_t *stored_key, const uint8_t *server_key, const char *auth_message,
+static int scram_verify(const EVP_MD *md, const uint8_t *stored_key, const uint8_t *server_key, const char *auth_message,
                  size_t am_len, const uint8_t *proof, size_t proof_len, uint8_t *server_sig)
 {
     int sz = EVP_MD_size(md);
