@@ -1,6 +1,7 @@
 /* KIP-848 consumer groups: see consumer.h. */
 #include "coord/consumer.h"
 
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,7 @@ static void member_free(struct ccg_member *m)
     free(m->client_id);
     free(m->client_host);
     free(m->assignor);
-    free(m->regex);
+    ccg_member_set_regex(m, NULL);
     for (int32_t i = 0; i < m->ntopics; i++)
         free(m->topics[i]);
     free(m->topics);
@@ -203,6 +204,7 @@ static struct ccg_member *member_add(struct ccgroup *cc, kstr_t id)
     m->rebalance_timeout_ms = -1;
     m->session_deadline = CG_NO_DEADLINE;
     m->revoke_deadline = CG_NO_DEADLINE;
+    m->re_version = -1;
     m->client_id = xstrdup("");
     m->client_host = xstrdup("");
     if (cc->nmembers == cc->capmembers) {
@@ -256,6 +258,93 @@ void ccg_member_set_topics(struct ccg_member *m, int32_t n, const kstr_t *topics
     qsort(m->topics, (size_t)m->ntopics, sizeof *m->topics, cmp_str);
 }
 
+static void free_rtopics(struct ccg_member *m)
+{
+    for (int32_t i = 0; i < m->nrtopics; i++)
+        free(m->rtopics[i]);
+    free(m->rtopics);
+    m->rtopics = NULL;
+    m->nrtopics = 0;
+    m->re_version = -1;
+}
+
+/* The pattern anchored at both ends: Kafka matches whole names. */
+static bool compile_regex(const char *regex, regex_t *re)
+{
+    size_t n = strlen(regex);
+    char *anchored = xmalloc(n + 5);
+    snprintf(anchored, n + 5, "^(%s)$", regex);
+    int rc = regcomp(re, anchored, REG_EXTENDED | REG_NOSUB);
+    free(anchored);
+    return rc == 0;
+}
+
+bool ccg_member_set_regex(struct ccg_member *m, const char *regex)
+{
+    if (m->re) {
+        regfree(m->re);
+        free(m->re);
+        m->re = NULL;
+    }
+    free(m->regex);
+    m->regex = NULL;
+    free_rtopics(m);
+    if (!regex)
+        return true;
+    m->regex = xstrdup(regex);
+    regex_t *re = xmalloc(sizeof *re);
+    if (!compile_regex(regex, re)) {
+        free(re);
+        return false;
+    }
+    m->re = re;
+    return true;
+}
+
+struct regex_walk {
+    struct ccg_member *m;
+    int32_t cap;
+};
+
+static void regex_visit(void *arg, const char *name)
+{
+    struct regex_walk *w = arg;
+    struct ccg_member *m = w->m;
+    if (strncmp(name, "__", 2) == 0 || regexec(m->re, name, 0, NULL, 0) != 0)
+        return; /* internal topics never match */
+    if (m->nrtopics == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 8;
+        m->rtopics = xrealloc(m->rtopics, (size_t)w->cap * sizeof *m->rtopics);
+    }
+    m->rtopics[m->nrtopics++] = xstrdup(name);
+}
+
+/* Re-resolves the member's regex against the topics there are now. */
+static void resolve_regex(struct ccg_env *e, struct ccg_member *m)
+{
+    if (!m->re || !e->each_topic)
+        return;
+    if (e->topics_version >= 0 && m->re_version == e->topics_version)
+        return; /* no topic came or went since */
+    free_rtopics(m);
+    m->re_version = e->topics_version;
+    struct regex_walk w = {m, 0};
+    e->each_topic(e->ctx, regex_visit, &w);
+    if (m->nrtopics > 1)
+        qsort(m->rtopics, (size_t)m->nrtopics, sizeof *m->rtopics, cmp_str);
+}
+
+/* The i-th topic of the member's subscription (names, then regex matches). */
+static const char *sub_topic(const struct ccg_member *m, int32_t i)
+{
+    return i < m->ntopics ? m->topics[i] : m->rtopics[i - m->ntopics];
+}
+
+static int32_t sub_count(const struct ccg_member *m)
+{
+    return m->ntopics + m->nrtopics;
+}
+
 static bool topics_equal(const struct ccg_member *m, int32_t n, const kstr_t *topics)
 {
     struct ccg_member tmp = {0};
@@ -272,8 +361,8 @@ static bool topics_equal(const struct ccg_member *m, int32_t n, const kstr_t *to
 bool ccg_subscribed_to(const struct ccgroup *cc, kstr_t topic)
 {
     for (int32_t i = 0; i < cc->nmembers; i++)
-        for (int32_t k = 0; k < cc->members[i]->ntopics; k++)
-            if (eqk(cc->members[i]->topics[k], topic))
+        for (int32_t k = 0; k < sub_count(cc->members[i]); k++)
+            if (eqk(sub_topic(cc->members[i], k), topic))
                 return true;
     return false;
 }
@@ -320,20 +409,22 @@ static bool refresh_metadata(struct ccg_env *e, struct ccgroup *cc)
     int32_t cap = 0, n = 0;
     struct ccg_topic *v = NULL;
     for (int32_t i = 0; i < cc->nmembers; i++) {
-        const struct ccg_member *m = cc->members[i];
-        for (int32_t k = 0; k < m->ntopics; k++) {
+        struct ccg_member *m = cc->members[i];
+        resolve_regex(e, m);
+        for (int32_t k = 0; k < sub_count(m); k++) {
+            const char *name = sub_topic(m, k);
             bool seen = false;
             for (int32_t j = 0; j < n && !seen; j++)
-                seen = strcmp(v[j].name, m->topics[k]) == 0;
+                seen = strcmp(v[j].name, name) == 0;
             kuuid_t id;
             int32_t np;
-            if (seen || !e->topic || !e->topic(e->ctx, KSTR(m->topics[k]), &id, &np))
+            if (seen || !e->topic || !e->topic(e->ctx, KSTR(name), &id, &np))
                 continue;
             if (n == cap) {
                 cap = cap ? 2 * cap : 8;
                 v = xrealloc(v, (size_t)cap * sizeof *v);
             }
-            v[n++] = (struct ccg_topic){id, xstrdup(m->topics[k]), np};
+            v[n++] = (struct ccg_topic){id, xstrdup(name), np};
         }
     }
     if (n)
@@ -458,11 +549,14 @@ static void compute_target(struct ccg_env *e, struct cgroup *g)
         bool homogeneous = true;
         for (size_t i = 0; i < n; i++) {
             const struct ccg_member *m = cc->members[i];
-            subs[i] = xcalloc((size_t)m->ntopics + 1, sizeof **subs);
+            subs[i] = xcalloc((size_t)sub_count(m) + 1, sizeof **subs);
             size_t ns = 0;
-            for (int32_t k = 0; k < m->ntopics; k++) {
-                const struct ccg_topic *t = meta_by_name(cc, m->topics[k]);
-                if (t)
+            for (int32_t k = 0; k < sub_count(m); k++) {
+                const struct ccg_topic *t = meta_by_name(cc, sub_topic(m, k));
+                bool dup = false;
+                for (size_t x = 0; t && x < ns && !dup; x++)
+                    dup = memcmp(subs[i][x].b, t->id.b, 16) == 0;
+                if (t && !dup)
                     memcpy(subs[i][ns++].b, t->id.b, 16);
             }
             /* current target per topic (stickiness) */
@@ -752,9 +846,16 @@ int16_t ccg_validate(const struct ccg_hb_req *rq, struct ccg_env *e, const char 
         }
     }
     if (rq->regex.len >= 0) {
-        /* samsa does not evaluate RE2/J regular expressions yet */
-        *message = "SubscribedTopicRegex is not supported by this broker.";
-        return KERR_INVALID_REQUEST;
+        char *rx = ccg_strdup(rq->regex);
+        regex_t re;
+        bool ok = rq->regex.len > 0 && compile_regex(rx, &re);
+        if (ok)
+            regfree(&re);
+        free(rx);
+        if (!ok) {
+            *message = "SubscribedTopicRegex is not a valid regular expression.";
+            return KERR_INVALID_REGULAR_EXPRESSION_CODE;
+        }
     }
     if (rq->assignor.len >= 0) {
         char *name = ccg_strdup(rq->assignor);
@@ -895,6 +996,8 @@ void ccg_heartbeat(struct ccg_env *e, struct cgroup *g, const struct ccg_hb_req 
                 m->rack_id = old->rack_id ? xstrdup(old->rack_id) : NULL;
                 m->assignor = old->assignor ? xstrdup(old->assignor) : NULL;
                 m->rebalance_timeout_ms = old->rebalance_timeout_ms;
+                if (old->regex)
+                    ccg_member_set_regex(m, old->regex);
                 m->topics = xcalloc((size_t)old->ntopics + 1, sizeof *m->topics);
                 for (int32_t k = 0; k < old->ntopics; k++)
                     m->topics[k] = xstrdup(old->topics[k]);
@@ -961,6 +1064,12 @@ void ccg_heartbeat(struct ccg_env *e, struct cgroup *g, const struct ccg_hb_req 
                    m->id, rq->ntopics, m->ntopics, rq->ntopics > 0 ? ", first " : "",
                    rq->ntopics > 0 ? (int)rq->topics[0].len : 0, rq->ntopics > 0 ? rq->topics[0].p : "");
         ccg_member_set_topics(m, rq->ntopics, rq->topics);
+        sub_changed = true;
+    }
+    if (rq->regex.len >= 0 && !eqk(m->regex, rq->regex)) {
+        char *rx = ccg_strdup(rq->regex);
+        ccg_member_set_regex(m, rx); /* validated */
+        free(rx);
         sub_changed = true;
     }
     set_str(&m->instance_id, rq->instance_id.len >= 0 ? rq->instance_id : KSTR_NULL, &meta_changed);
@@ -1048,6 +1157,11 @@ void ccg_loaded(struct ccg_env *e, struct ccgroup *cc)
         if (!m->has_metadata) {
             ccg_member_remove(cc, KSTR(m->id));
             continue;
+        }
+        if (m->regex && !m->re) {
+            char *rx = xstrdup(m->regex);
+            ccg_member_set_regex(m, rx);
+            free(rx);
         }
         m->session_deadline = e->now + e->session_timeout_ms;
         m->revoke_deadline = CG_NO_DEADLINE;

@@ -75,6 +75,12 @@ struct ccg_member {
     char *regex;    /* SubscribedTopicRegex, NULL: none */
     char **topics;  /* subscribed names, sorted */
     int32_t ntopics;
+    /* The topics the regex matched at the last metadata refresh, sorted;
+     * part of the member's subscription. */
+    char **rtopics;
+    int32_t nrtopics;
+    void *re; /* the compiled regex (regex_t), NULL: none */
+    int64_t re_version; /* ccg_env.topics_version rtopics were resolved at, -1: never */
     int32_t rebalance_timeout_ms;
     int32_t epoch, prev_epoch;
     int8_t state;
@@ -123,6 +129,11 @@ struct ccg_env {
     const samsa_assignor_t *(*assignor)(void *ctx, const char *name, void **state);
     /* A topic by name: true with its id and partition count. */
     bool (*topic)(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts);
+    /* Calls fn with the name of every topic (regex subscriptions). */
+    void (*each_topic)(void *ctx, void (*fn)(void *arg, const char *name), void *arg);
+    /* Changes whenever the set of topics may have changed (the metadata
+     * offset); a regex is resolved again only then. -1: always. */
+    int64_t topics_version;
     void *ctx;
     /* A record of g to write: m is the member for the member kinds
      * (member_id when m is gone: tombstones), tombstone a null value. */
@@ -170,8 +181,13 @@ struct ccg_hb_resp {
     int32_t nassignment;
 };
 
+/* Kafka 4.0's error for a SubscribedTopicRegex that does not compile. */
+#define KERR_INVALID_REGULAR_EXPRESSION_CODE 128
+
 /* Checks the request alone (Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid):
- * 0 or INVALID_REQUEST / UNSUPPORTED_ASSIGNOR with a message. */
+ * 0 or INVALID_REQUEST / UNSUPPORTED_ASSIGNOR / INVALID_REGULAR_EXPRESSION
+ * with a message. Regular expressions are POSIX extended ones matched
+ * against whole topic names (Kafka: RE2/J), internal topics excepted. */
 int16_t ccg_validate(const struct ccg_hb_req *rq, struct ccg_env *e, const char **message);
 
 /* The heartbeat on g (g->cc set; the group is created by the caller for
@@ -199,6 +215,8 @@ extern const samsa_assignor_t ccg_range_assignor;
 struct ccg_member *ccg_member_get_or_add(struct ccgroup *cc, kstr_t member_id);
 void ccg_member_remove(struct ccgroup *cc, kstr_t member_id);
 void ccg_member_set_topics(struct ccg_member *m, int32_t n, const kstr_t *topics);
+/* Sets (NULL: clears) the member's regex; false when it does not compile. */
+bool ccg_member_set_regex(struct ccg_member *m, const char *regex);
 /* After loading: sessions start now, members without metadata go. */
 void ccg_loaded(struct ccg_env *e, struct ccgroup *cc);
 char *ccg_strdup(kstr_t s); /* NULL for a null string */

@@ -387,6 +387,13 @@ static bool env_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
     return true;
 }
 
+static void env_each_topic(void *ctx, void (*fn)(void *arg, const char *name), void *arg)
+{
+    struct ccg_ctx *x = ctx;
+    for (int32_t i = 0; x->img && i < x->img->ntopics; i++)
+        fn(arg, x->img->topics[i]->name);
+}
+
 static void env_emit(struct ccg_env *e, const struct cgroup *g, enum ccg_rec kind, const struct ccg_member *m,
                      const char *member_id, bool tombstone)
 {
@@ -416,6 +423,8 @@ static void ccg_env_init_into(struct coord_shard *s, struct ccg_env *e, struct c
     e->max_size = s->c->s.cg_max_size;
     e->assignor = env_assignor;
     e->topic = env_topic;
+    e->each_topic = env_each_topic;
+    e->topics_version = x->img ? x->img->offset : -1;
     e->ctx = x;
     e->emit = env_emit;
 }

@@ -4,7 +4,7 @@
  * Kafka's CurrentAssignmentBuilder (a partition reaches its new owner
  * only after the old one revoked it; member epochs, UNREVOKED and
  * UNRELEASED states), fencing, leaving, session and revocation
- * timeouts, static members, offset commit checks, and the records
+ * timeouts, static members, regex subscriptions, offset commit checks, and the records
  * written (kinds, order, and their schemas decoding back). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -80,6 +80,15 @@ static bool fake_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
     return false;
 }
 
+static void fake_each_topic(void *ctx, void (*fn)(void *arg, const char *name), void *arg)
+{
+    struct fx *f = ctx;
+    fn(arg, "__consumer_offsets");
+    if (f->t6_parts > 0)
+        fn(arg, T6);
+    fn(arg, T3);
+}
+
 static void fake_emit(struct ccg_env *e, const struct cgroup *g, enum ccg_rec kind, const struct ccg_member *m,
                       const char *member_id, bool tombstone)
 {
@@ -107,6 +116,8 @@ static int setup(void **state)
     f->e.max_size = 100;
     f->e.assignor = fake_assignor;
     f->e.topic = fake_topic;
+    f->e.each_topic = fake_each_topic;
+    f->e.topics_version = -1;
     f->e.emit = fake_emit;
     f->e.ctx = f;
     f->t6_parts = 6;
@@ -169,6 +180,7 @@ struct hb {
     const char *owned6, *owned3; /* T6 and T3 partitions owned, NULL: not listed */
     bool owned_null;
     const char *assignor;
+    const char *regex;
     int16_t version;
 };
 
@@ -190,7 +202,7 @@ static struct ccg_hb_resp heartbeat(struct fx *f, struct hb h)
         .has_topics = h.send_topics || nt > 0,
         .ntopics = nt,
         .topics = topics,
-        .regex = KSTR_NULL,
+        .regex = h.regex ? KSTR(h.regex) : KSTR_NULL,
         .assignor = h.assignor ? KSTR(h.assignor) : KSTR_NULL,
         .has_owned = !h.owned_null,
         .nowned = o.n,
@@ -568,6 +580,67 @@ static void test_metadata_change(void **state)
     assert_int_equal(member(f, "A")->state, CCG_STABLE);
 }
 
+static void test_regex_subscription(void **state)
+{
+    struct fx *f = *state;
+    struct ccg_hb_resp r = heartbeat(f, (struct hb){.member = "A", .epoch = 0, .regex = "(", .version = 1});
+    assert_int_equal(r.error, KERR_INVALID_REGULAR_EXPRESSION_CODE);
+    /* whole names only: "s.*" is six, not three; T6 does not exist yet */
+    f->t6_parts = 0;
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 0, .regex = "s.*", .version = 1});
+    assert_int_equal(r.error, 0);
+    assert_int_equal(r.epoch, 1);
+    assert_string_equal(answer(&r), "");
+    assert_int_equal(f->g->cc->nmeta, 0);
+    /* the topic is created: the next heartbeat subscribes to it */
+    f->t6_parts = 6;
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 1, .owned6 = "", .version = 1});
+    assert_int_equal(r.epoch, 2);
+    assert_string_equal(answer(&r), "0,1,2,3,4,5");
+    assert_true(ccg_subscribed_to(f->g->cc, KSTR_LIT(T6)));
+    assert_false(ccg_subscribed_to(f->g->cc, KSTR_LIT(T3)));
+    /* ".*" matches every topic but the internal ones */
+    r = heartbeat(f, (struct hb){.member = "B", .epoch = 0, .regex = ".*", .version = 1});
+    assert_int_equal(r.error, 0);
+    assert_int_equal(f->g->cc->nmeta, 2);
+    assert_false(ccg_subscribed_to(f->g->cc, KSTR_LIT("__consumer_offsets")));
+    /* uniform over heterogeneous subscriptions: B takes T3 at once and
+     * T6's partition 5 once A let it go (5 and 4 partitions) */
+    assert_int_equal(r.epoch, 3);
+    assert_string_equal(fmt_parts(r.assignment, r.nassignment, 1), "0,1,2");
+    assert_string_equal(answer(&r), "");
+    assert_int_equal(member(f, "B")->state, CCG_UNRELEASED_PARTITIONS);
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 2, .owned6 = "0,1,2,3,4,5", .version = 1});
+    assert_int_equal(r.epoch, 2);
+    assert_string_equal(revoking(member(f, "A")), "5");
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 2, .owned6 = "0,1,2,3,4", .version = 1});
+    assert_int_equal(r.epoch, 3);
+    r = heartbeat(f, (struct hb){.member = "B", .epoch = 3, .owned6 = "", .owned3 = "0,1,2", .version = 1});
+    assert_int_equal(r.epoch, 3);
+    assert_string_equal(answer(&r), "5");
+    assert_string_equal(fmt_parts(r.assignment, r.nassignment, 1), "0,1,2");
+    assert_int_equal(ccg_state(f->g->cc), CCG_G_STABLE);
+}
+
+static void test_regex_resolved_once_per_metadata(void **state)
+{
+    struct fx *f = *state;
+    f->e.topics_version = 5;
+    f->t6_parts = 0;
+    struct ccg_hb_resp r = heartbeat(f, (struct hb){.member = "A", .epoch = 0, .regex = "s.*", .version = 1});
+    assert_int_equal(r.epoch, 1);
+    /* the same metadata: the regex is not evaluated again */
+    f->t6_parts = 6;
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 1, .owned6 = "", .version = 1});
+    assert_int_equal(r.epoch, 1);
+    assert_int_equal(f->g->cc->nmeta, 0);
+    /* new metadata: it is */
+    f->e.topics_version = 6;
+    r = heartbeat(f, (struct hb){.member = "A", .epoch = 1, .owned6 = "", .version = 1});
+    assert_int_equal(r.epoch, 2);
+    assert_string_equal(answer(&r), "0,1,2,3,4,5");
+}
+
 static void test_commit_checks(void **state)
 {
     struct fx *f = *state;
@@ -629,6 +702,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leave_and_timeouts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_static_member, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metadata_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_regex_subscription, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_regex_resolved_once_per_metadata, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_records_decode, setup, teardown),
     };

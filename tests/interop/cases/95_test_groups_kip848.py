@@ -6,8 +6,9 @@ ListGroups / OffsetCommit v9 (below, on kwire) and confluent-kafka 1.7.
 - Raw protocol: a join (epoch 0) gets a member epoch and the whole topic;
   a greater epoch is FENCED_MEMBER_EPOCH (110), an unknown member
   UNKNOWN_MEMBER_ID (25), an unknown assignor UNSUPPORTED_ASSIGNOR (112),
-  a v1 join without a member id INVALID_REQUEST (42), a regex
-  subscription INVALID_REQUEST (not supported); OffsetCommit v9 with an
+  a v1 join without a member id INVALID_REQUEST (42), a regex that does
+  not compile INVALID_REGULAR_EXPRESSION (128); a v1 regex subscription
+  gets the topics whose whole name matches; OffsetCommit v9 with an
   old epoch is STALE_MEMBER_EPOCH (113) and with the current one NONE;
   a non-empty classic group used with the new protocol is
   GROUP_ID_NOT_FOUND (69) and JoinGroup on a consumer group with
@@ -54,6 +55,7 @@ INVALID_REQUEST = 42
 FENCED_MEMBER_EPOCH = 110
 UNSUPPORTED_ASSIGNOR = 112
 STALE_MEMBER_EPOCH = 113
+INVALID_REGULAR_EXPRESSION = 128
 
 
 def setup():
@@ -352,8 +354,16 @@ def raw_protocol():
     tid = topic_id(topic)
     r = heartbeat(group, "", 0, topics=[topic], owned=[], version=1)
     h.eq((r["error_code"], r["error_message"]), (INVALID_REQUEST, "MemberId can't be empty."), "v1 join without id")
-    r = heartbeat(group, "m-1", 0, topics=None, owned=[], version=1, regex="kip848-.*")
-    h.eq(r["error_code"], INVALID_REQUEST, "regex subscription")
+    r = heartbeat(group, "m-1", 0, topics=None, owned=[], version=1, regex="kip848-(")
+    h.eq(r["error_code"], INVALID_REGULAR_EXPRESSION, "a regex that does not compile")
+    # a regex subscription (v1): whole topic names, internal topics never
+    r = heartbeat(group + "-re", "re-1", 0, topics=None, owned=[], version=1, regex="kip848-r.w|__.*")
+    h.eq((r["error_code"], r["member_epoch"], r["assignment"]), (0, 1, {tid: [0, 1]}), "regex join")
+    d = describe(group + "-re")
+    h.eq((d["members"][0]["regex"], d["members"][0]["topics"], d["members"][0]["assignment"]),
+         ("kip848-r.w|__.*", [], {topic: [0, 1]}), "regex member described")
+    r = heartbeat(group + "-re", "re-1", -1, owned=[], version=1)
+    h.eq(r["error_code"], 0, "regex member leaves")
     r = heartbeat(group, "", 0, topics=[topic], owned=[], assignor="sticky")
     h.eq(r["error_code"], UNSUPPORTED_ASSIGNOR, "unknown assignor")
     r = heartbeat(group, "", 0, topics=[topic], owned=[])
