@@ -418,7 +418,15 @@ static void log_opened(void *ctx, int rc, struct plog *l)
         p->log = l;
         partition_log_ready(p);
     }
-    atomic_store_explicit(&pp->ready, true, memory_order_release);
+    atomic_store(&pp->ready, true);
+    /* Once more after publishing: a preg_sync that made this node the
+     * leader between the call above and the store saw the partition not
+     * ready and left the high watermark to us, but the call above may
+     * have computed it as a follower's (0 after a restart). Both sides
+     * are sequentially consistent, so one of the two calls sees the
+     * leadership. */
+    if (!rc)
+        partition_log_ready(p);
     partition_put(p); /* the open's reference */
 }
 
@@ -578,7 +586,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 atomic_store(&have->p.min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
                 partition_set_state(&have->p, part, node);
                 atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
-                loaded = atomic_load_explicit(&have->ready, memory_order_acquire) && have->p.log;
+                loaded = atomic_load(&have->ready) && have->p.log;
                 if (loaded)
                     atomic_fetch_add(&have->p.refs, 1);
             }
