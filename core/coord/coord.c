@@ -1674,9 +1674,14 @@ int16_t coord_describe_group(struct coord *c, kstr_t group, struct arena *a, str
         return 0;
     }
     if (g->cc) {
-        /* Kafka: "Group ... is not a classic group." */
+        /* Kafka answers DescribeGroups v0-5 for a group that is not a
+         * classic one as for an unknown group: Dead, no error (v6+ adds
+         * GROUP_ID_NOT_FOUND "Group ... is not a classic group.") */
+        out->state = KSTR_LIT("Dead");
+        out->protocol_type = KSTR_LIT("");
+        out->protocol_data = KSTR_LIT("");
         release(s);
-        return KERR_GROUP_ID_NOT_FOUND;
+        return 0;
     }
     out->state = KSTR(cg_state_name(g->state));
     out->protocol_type = g->protocol_type ? ak(a, g->protocol_type) : KSTR_LIT("");

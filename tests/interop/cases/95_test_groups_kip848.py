@@ -13,7 +13,9 @@ ListGroups / OffsetCommit v9 (below, on kwire) and confluent-kafka 1.7.
   a non-empty classic group used with the new protocol is
   GROUP_ID_NOT_FOUND (69) and JoinGroup on a consumer group with
   members INCONSISTENT_GROUP_PROTOCOL (23); ListGroups v5 shows type
-  "consumer"; DeleteGroups of a group with members NON_EMPTY_GROUP (68);
+  "consumer"; DescribeGroups v4 describes it as Dead (Kafka's answer
+  below v6 for a group that is not classic); DeleteGroups of a group with
+  members NON_EMPTY_GROUP (68);
   leaving (epoch -1) answers epoch -1 and empties the group.
 - Members over a 6-partition topic with the default 'uniform' assignor:
   one member (all six), a second (3/3), a third (2/2/2), the second
@@ -386,6 +388,9 @@ def raw_protocol():
             group, groups)
     c = kwire.Conn(srv.port)
     try:
+        d = kg.describe_groups(c, [group], version=4)[0]
+        h.eq((d["error_code"], d["state"], d["protocol_type"], d["members"]), (0, "Dead", "", []),
+             "DescribeGroups v4 of a consumer group (not a classic group)")
         h.eq(kg.delete_groups(c, [group]), {group: kg.NON_EMPTY_GROUP}, "DeleteGroups with a member")
         j = kg.join_group(c, group, protocols=(("range", kg.subscription([topic])),))
         h.eq(j["error_code"], kg.INCONSISTENT_GROUP_PROTOCOL, "classic JoinGroup on a consumer group")
