@@ -1,8 +1,8 @@
 """SASL authentication on a SASL_PLAINTEXT listener, with the PLAIN
 (sasl-plain) and SCRAM-SHA-256/512 (sasl-scram) mechanisms, through real
 clients: confluent-kafka and kcat (librdkafka: SaslHandshake v1 +
-SaslAuthenticate), kafkajs, and kafka-python (SaslHandshake v0, raw
-tokens). Each produces and reads back exact records after authenticating;
+SaslAuthenticate v1), kafkajs, @platformatic/kafka (SaslAuthenticate v2),
+and kafka-python (SaslHandshake v0, raw tokens). Each produces and reads back exact records after authenticating;
 a wrong password fails with each client's own form of
 SASL_AUTHENTICATION_FAILED and Kafka's message; a request other than
 ApiVersions/SaslHandshake before authentication closes the connection;
@@ -209,6 +209,30 @@ def kafkajs_wrong_password():
         name = {"plain": "PLAIN", "scram-sha-256": "SCRAM SHA256"}[mech]
         want = "KafkaJSSASLAuthenticationError: SASL %s authentication failed: %s" % (name, msg)
         h.check(want in res.get("error", ""), "kafkajs %s error: %s", mech, res.get("error"))
+
+
+@suite.case
+def platformatic_plain_and_scram():
+    """@platformatic/kafka speaks SaslAuthenticate v2 (flexible)."""
+    for mech, user, pw in (("PLAIN", "alice", "alice-secret"), ("SCRAM-SHA-256", "carol", "carol-256"),
+                           ("SCRAM-SHA-512", "carol", "carol-512")):
+        sasl = {"platformatic": {"sasl": {"mechanism": mech, "username": user, "password": pw}}}
+        want = records("plat-" + mech)
+        start = next_offset()
+        res = h.node("plat-produce", sasl_bootstrap(), dict(topic=TOPIC, **sasl), stdin=h.to_json_records(want))
+        h.check(res.get("ok"), "platformatic produce: %s", res)
+        res = h.node("plat-fetch", sasl_bootstrap(), dict(topic=TOPIC, partition=0, offset=start, count=len(want),
+                                                          **sasl))
+        got = h.from_json_records(res["records"])
+        h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "platformatic " + mech,
+                          timestamps=False)
+    res = h.node("plat-produce", sasl_bootstrap(),
+                 {"topic": TOPIC, "platformatic": {"sasl": {"mechanism": "PLAIN", "username": "alice",
+                                                            "password": "bad"}}},
+                 stdin=h.to_json_records(records("plat-bad")), check_rc=False)
+    h.check(not res.get("ok"), "platformatic with a wrong password succeeded")
+    h.check("SASL_AUTHENTICATION_FAILED" in res.get("types", []), "platformatic error: %s %s", res.get("error"),
+            res.get("types"))
 
 
 # ------------------------------------------------------------ kafka-python

@@ -11,8 +11,8 @@
 //                        this drives kafkajs's own Broker.fetch and record
 //                        batch decoder directly (no group).
 //   kafkajs-offsets     {topic, timestamp?}       fetchTopicOffsets / ...ByTimestamp
-//   plat-produce        {topic, acks}            stdin: records
-//   plat-fetch          {topic, partition, offset, count, maxBytes}
+//   plat-produce        {topic, acks, platformatic}  stdin: records (platformatic: extra options, e.g. sasl)
+//   plat-fetch          {topic, partition, offset, count, maxBytes, platformatic}
 //                        Consumer.fetch: a plain Fetch, no group.
 //   plat-offsets        {topic, timestamp?}
 import { b64, unb64, bound, kafkajs, loadPlatformatic, readStdinJson, withTimeout, errorTypes, describeError, kafkajsClient, platformaticOptions, jsonReplacer } from './lib.mjs'
@@ -134,7 +134,7 @@ async function kafkajsOffsets () {
 
 async function platProduce () {
   const records = await readStdinJson()
-  const producer = new platformatic.Producer(platformaticOptions(bootstrap, { idempotent: false, autocreateTopics: false }))
+  const producer = new platformatic.Producer(platformaticOptions(bootstrap, { idempotent: false, autocreateTopics: false, ...(args.platformatic || {}) }))
   try {
     const byPartition = new Map()
     records.forEach((r, i) => {
@@ -165,7 +165,7 @@ async function platProduce () {
 }
 
 async function platFetch () {
-  const consumer = new platformatic.Consumer(platformaticOptions(bootstrap, { groupId: 'samsa-interop-unused', autocreateTopics: false }))
+  const consumer = new platformatic.Consumer(platformaticOptions(bootstrap, { groupId: 'samsa-interop-unused', autocreateTopics: false, ...(args.platformatic || {}) }))
   try {
     const md = await consumer.metadata({ topics: [args.topic] })
     const t = md.topics.get(args.topic)
@@ -206,7 +206,7 @@ async function platFetch () {
 }
 
 async function platOffsets () {
-  const consumer = new platformatic.Consumer(platformaticOptions(bootstrap, { groupId: 'samsa-interop-unused', autocreateTopics: false }))
+  const consumer = new platformatic.Consumer(platformaticOptions(bootstrap, { groupId: 'samsa-interop-unused', autocreateTopics: false, ...(args.platformatic || {}) }))
   try {
     const opts = { topics: [args.topic] }
     if (args.timestamp != null) opts.timestamp = BigInt(args.timestamp)
