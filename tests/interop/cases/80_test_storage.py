@@ -213,7 +213,9 @@ def timestamps_in_compressed_batches_are_exact():
     t = "st-gz"
     ck_create_topic(srv.bootstrap, t, 1)
     recs = [rec(b"k%d" % i, b"value-%d" % i, [], 0, NOW + 1000 * i) for i in range(20)]
-    ck_produce(srv.bootstrap, t, recs, conf={"linger.ms": 100, "compression.type": "gzip"})
+    # A long linger: under load the 20 produce calls may span 100 ms and
+    # librdkafka would split them into two batches.
+    ck_produce(srv.bootstrap, t, recs, conf={"linger.ms": 5000, "compression.type": "gzip"})
     batches = [l for l in dump_log([os.path.join(pdir(t), "00000000000000000000.log")])[1].splitlines()
                if l.startswith("baseOffset:")]
     eq(len(batches), 1, "one gzip batch")
