@@ -30,7 +30,7 @@ static bool eqk(const char *a, kstr_t b)
     if (!a || b.len < 0)
         return false;
     size_t n = strlen(a);
-    return n == (size_t)b.len && memcmp(a, b.p, n) == 0;
+    return n == (size_t)b.len && (n == 0 || memcmp(a, b.p, n) == 0);
 }
 
 static bool eqs_null(const char *a, const char *b)
@@ -920,7 +920,8 @@ static void respond(struct ccg_hb_resp *out, struct arena *a, const struct ccg_m
     out->has_assignment = with_assignment;
     if (with_assignment) {
         out->assignment = arena_alloc(a, (size_t)(m->assigned.n + 1) * sizeof *out->assignment);
-        memcpy(out->assignment, m->assigned.v, (size_t)m->assigned.n * sizeof *out->assignment);
+        if (m->assigned.n > 0)
+            memcpy(out->assignment, m->assigned.v, (size_t)m->assigned.n * sizeof *out->assignment);
         out->nassignment = m->assigned.n;
     }
 }
