@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "client.h"
+#include "proto/gen/consumer_group_describe_request.h"
+#include "proto/gen/consumer_group_describe_response.h"
 #include "proto/gen/consumer_protocol_assignment.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
@@ -1024,7 +1026,76 @@ static int cmp_member(const void *a, const void *b)
 
 static bool is_rebalancing(const char *state)
 {
-    return strcmp(state, "PreparingRebalance") == 0 || strcmp(state, "CompletingRebalance") == 0;
+    /* classic groups' states, then the consumer protocol's (KIP-848) */
+    return strcmp(state, "PreparingRebalance") == 0 || strcmp(state, "CompletingRebalance") == 0 ||
+           strcmp(state, "Assigning") == 0 || strcmp(state, "Reconciling") == 0;
+}
+
+static int consumer_group_error(const struct kc_response *r)
+{
+    const consumer_group_describe_response_t *m = r->msg;
+    return m->groups.n > 0 ? m->groups.a[0].error_code : 0;
+}
+
+/* A consumer-protocol (KIP-848) group, which DescribeGroups below v6
+ * calls Dead as Kafka does: its state, assignor and members with their
+ * current assignments from ConsumerGroupDescribe. Everything returned
+ * lives in arena a. GROUP_ID_NOT_FOUND when no such group exists
+ * (UNSUPPORTED_VERSION from a broker without the API). */
+static int describe_consumer_group(struct kc_client *c, struct coordinator *co, struct arena *a, const char **state,
+                                   const char **strategy, struct member **ms, int *nm)
+{
+    consumer_group_describe_request_t req;
+    consumer_group_describe_request_init(&req);
+    kstr_t name = KSTR(co->group);
+    req.group_ids.a = &name;
+    req.group_ids.n = 1;
+    struct kc_response r;
+    int rc = coord_call(c, co, KAPI_CONSUMER_GROUP_DESCRIBE, &req, &r, consumer_group_error);
+    if (rc)
+        return rc;
+    const consumer_group_describe_response_t *m = r.msg;
+    const consumer_group_describe_response_described_group_t *g = NULL;
+    for (int32_t i = 0; i < m->groups.n; i++)
+        if (kstr_eqc(m->groups.a[i].group_id, co->group))
+            g = &m->groups.a[i];
+    if (!g)
+        rc = kc_fail(c, KERR_UNKNOWN_SERVER_ERROR, "ConsumerGroupDescribe answer does not mention group '%s'",
+                     co->group);
+    else if (g->error_code)
+        rc = kc_fail(c, g->error_code, "group '%s': %s", co->group, kc_default_message(g->error_code));
+    if (rc) {
+        kc_response_free(&r);
+        return rc;
+    }
+    *state = kstr_dup(a, g->group_state);
+    *strategy = text_cell(a, g->assignor_name);
+    int n = g->members.n > 0 ? g->members.n : 0;
+    struct member *v = arena_alloc(a, (size_t)(n > 0 ? n : 1) * sizeof *v);
+    for (int i = 0; i < n; i++) {
+        const consumer_group_describe_response_member_t *x = &g->members.a[i];
+        v[i].member_id = kstr_dup(a, x->member_id);
+        v[i].client_id = text_cell(a, x->client_id);
+        v[i].host = text_cell(a, x->client_host);
+        const consumer_group_describe_response_assignment_t *as = &x->assignment;
+        int32_t nt = as->topic_partitions.n > 0 ? as->topic_partitions.n : 0;
+        v[i].as.ntopics = nt;
+        v[i].as.topics = arena_alloc(a, (size_t)(nt > 0 ? nt : 1) * sizeof *v[i].as.topics);
+        for (int32_t t = 0; t < nt; t++) {
+            const consumer_group_describe_response_topic_partitions_t *tp = &as->topic_partitions.a[t];
+            struct group_assigned_topic *o = &v[i].as.topics[t];
+            o->topic = kstr_dup(a, tp->topic_name);
+            o->n = tp->partitions.n > 0 ? tp->partitions.n : 0;
+            o->partitions = arena_alloc(a, (size_t)(o->n > 0 ? o->n : 1) * sizeof *o->partitions);
+            if (o->n > 0)
+                memcpy(o->partitions, tp->partitions.a, (size_t)o->n * sizeof *o->partitions);
+        }
+        v[i].decoded = true;
+    }
+    kc_response_free(&r);
+    *ms = v;
+    *nm = n;
+    return 0;
 }
 
 static int not_found(struct kc_client *c, const char *group)
@@ -1043,28 +1114,39 @@ static int do_describe(struct kc_client *c, const struct groups_opts *o)
     struct arena a = ARENA_INIT;
     const char *state = kstr_dup(&a, g->group_state);
     const char *strategy = text_cell(&a, g->protocol_data);
-    /* Kafka's DescribeGroups answers an unknown group as Dead, no error */
+    struct member *ms;
+    int nm;
     if (strcmp(state, "Dead") == 0) {
+        /* Kafka's DescribeGroups answers an unknown group, and a
+         * consumer-protocol one, as Dead without an error */
         kc_response_free(&dr);
-        arena_free(&a);
-        return not_found(c, o->group);
+        rc = describe_consumer_group(c, &co, &a, &state, &strategy, &ms, &nm);
+        if (rc == KERR_GROUP_ID_NOT_FOUND || rc == KERR_UNSUPPORTED_VERSION || (rc == 0 && !strcmp(state, "Dead"))) {
+            arena_free(&a);
+            return not_found(c, o->group);
+        }
+        if (rc) {
+            arena_free(&a);
+            return rc;
+        }
+    } else {
+        /* Only the consumer protocol's assignments have a known layout;
+         * "" is a group of offsets only (no members). */
+        bool consumer = g->protocol_type.len <= 0 || kstr_eqc(g->protocol_type, "consumer");
+        nm = g->members.n > 0 ? g->members.n : 0;
+        ms = arena_alloc(&a, (size_t)(nm > 0 ? nm : 1) * sizeof *ms);
+        for (int i = 0; i < nm; i++) {
+            const describe_groups_response_described_group_member_t *x = &g->members.a[i];
+            ms[i].member_id = kstr_dup(&a, x->member_id);
+            ms[i].client_id = text_cell(&a, x->client_id);
+            ms[i].host = text_cell(&a, x->client_host);
+            ms[i].decoded = consumer && group_assignment_decode(x->member_assignment.p, x->member_assignment.len,
+                                                                &a, &ms[i].as) == 0;
+            if (!ms[i].decoded)
+                memset(&ms[i].as, 0, sizeof ms[i].as);
+        }
+        kc_response_free(&dr);
     }
-    /* Only the consumer protocol's assignments have a known layout;
-     * "" is a group of offsets only (no members). */
-    bool consumer = g->protocol_type.len <= 0 || kstr_eqc(g->protocol_type, "consumer");
-    int nm = g->members.n > 0 ? g->members.n : 0;
-    struct member *ms = arena_alloc(&a, (size_t)(nm > 0 ? nm : 1) * sizeof *ms);
-    for (int i = 0; i < nm; i++) {
-        const describe_groups_response_described_group_member_t *x = &g->members.a[i];
-        ms[i].member_id = kstr_dup(&a, x->member_id);
-        ms[i].client_id = text_cell(&a, x->client_id);
-        ms[i].host = text_cell(&a, x->client_host);
-        ms[i].decoded = consumer && group_assignment_decode(x->member_assignment.p, x->member_assignment.len, &a,
-                                                            &ms[i].as) == 0;
-        if (!ms[i].decoded)
-            memset(&ms[i].as, 0, sizeof ms[i].as);
-    }
-    kc_response_free(&dr);
     qsort(ms, (size_t)nm, sizeof *ms, cmp_member);
 
     if (is_rebalancing(state))

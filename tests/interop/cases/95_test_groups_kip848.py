@@ -452,6 +452,16 @@ def members_join_and_leave():
         d = describe(group)
         h.eq((d["assignor"], sorted(m["client_id"] for m in d["members"])), ("uniform", ["member-a", "member-c"]),
              "assignor and members")
+        # the operator's view: samsactl groups describe asks
+        # ConsumerGroupDescribe for a group DescribeGroups calls Dead
+        r = subprocess.run([h.SAMSACTL_BIN, "groups", "describe", "--group", group, "--state", "--members",
+                            "--bootstrap-server", srv.bootstrap], capture_output=True, text=True, timeout=h.bound(30))
+        h.eq(r.returncode, 0, "samsactl groups describe exit status (stderr %r)" % r.stderr)
+        rows = [l.split() for l in r.stdout.splitlines() if l.startswith(group + " ")]
+        h.eq([(x[-2], x[-1]) for x in rows[:1]], [("Stable", "2")], "samsactl: state and member count")
+        h.eq(sorted((x[2], x[-2], x[-1]) for x in rows[1:]),
+             [("member-a", "3", "%s(0,1,3)" % topic), ("member-c", "3", "%s(2,4,5)" % topic)],
+             "samsactl: members and their assignments")
         for m in (a, c):
             m.close()
             members.remove(m)
