@@ -16,6 +16,7 @@ struct fetch_session_cache;
 struct plugin_registry;
 struct logmgr;
 struct coord;
+struct park_hub;
 
 struct broker {
     /* The broker config in effect. A published config is never modified:
@@ -43,6 +44,9 @@ struct broker {
      * retention, cleaner. Set at startup before partitions are opened. */
     struct logmgr *logs;
     struct net *net;
+    /* Where state changes are announced to parked requests (net/park.h:
+     * park_notify); NULL without a network layer. */
+    struct park_hub *wake;
     struct fetch_session_cache *fetch_sessions;
     /* Loaded plugins and their capabilities (codecs, ...): filled at
      * startup before the workers run, read-only afterwards. */

@@ -248,6 +248,7 @@ int main(int argc, char **argv)
     /* Bind first: a busy port is the most common startup error and
      * should be reported before anything touches the data directory. */
     b.net = net_create(&b, cfg->num_network_threads);
+    b.wake = net_park_hub(b.net);
     char listening[512] = "";
     size_t off = 0;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
@@ -311,6 +312,7 @@ int main(int argc, char **argv)
     /* The quorum thread stops (a leader resigns) before the workers'
      * loops go: it wakes them. */
     controller_close(b.controller, true);
+    b.wake = NULL; /* the hub goes with the net; nothing notifies now */
     net_free(b.net);
     b.net = NULL;
     coord_destroy(b.coord);

@@ -13,8 +13,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "coord/coord.h"
-#include "net/net.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "proto/gen/consumer_group_describe_request.h"
 #include "proto/gen/consumer_group_describe_response.h"
 #include "proto/gen/consumer_group_heartbeat_request.h"
@@ -26,7 +25,7 @@
 
 /* A heartbeat answer waiting for its records to be durable. */
 struct hb_op {
-    struct delayed d; /* first */
+    struct parked pk; /* first */
     struct request *req;
     struct coord_ack ack;
     consumer_group_heartbeat_response_t resp;
@@ -42,9 +41,9 @@ static void hb_answer(struct hb_op *op, int st)
     req_respond(op->req, &op->resp);
 }
 
-static bool hb_try_complete(struct delayed *d, bool expired)
+static bool hb_try_complete(struct parked *pk, bool expired)
 {
-    struct hb_op *op = (struct hb_op *)d;
+    struct hb_op *op = (struct hb_op *)pk;
     int st = coord_ack_check(&op->ack);
     if (st == PARTITION_ACK_WAIT) {
         if (!expired)
@@ -58,7 +57,7 @@ static bool hb_try_complete(struct delayed *d, bool expired)
 static void hb_cancel(struct request *req)
 {
     struct hb_op *op = req->handler_state;
-    worker_unpark(&op->d);
+    park_stop(&op->pk);
 }
 
 static int64_t commit_timeout_ms(const struct request *req)
@@ -193,8 +192,9 @@ void api_handle_consumer_group_heartbeat(struct request *req)
     }
     req->handler_state = op;
     req->cancel = hb_cancel;
-    op->d.try_complete = hb_try_complete;
-    worker_park(req->worker, &op->d, commit_timeout_ms(req));
+    park_init(&op->pk, req, hb_try_complete);
+    park_watch(&op->pk, coord_ack_park_key(&op->ack));
+    park_start(&op->pk, commit_timeout_ms(req));
 }
 
 /* Kafka's AclEntry.supportedOperations for GROUP, as a bit set. */

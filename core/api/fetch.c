@@ -20,7 +20,7 @@
 #include "broker.h"
 #include "controller/controller.h"
 #include "log/plog.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
@@ -62,7 +62,7 @@ struct fetch_part {
 };
 
 struct fetch_op {
-    struct delayed d;          /* first: the worker hands us d */
+    struct parked pk;          /* first */
     struct request *req;
     struct fetch_part *parts;
     int32_t nparts;
@@ -279,9 +279,9 @@ static bool nothing_changed(const struct fetch_op *op)
     return true;
 }
 
-static bool fetch_try_complete(struct delayed *d, bool expired)
+static bool fetch_try_complete(struct parked *pk, bool expired)
 {
-    struct fetch_op *op = (struct fetch_op *)d;
+    struct fetch_op *op = (struct fetch_op *)pk;
     if (!expired && nothing_changed(op))
         return false;
     int errors;
@@ -297,7 +297,7 @@ static bool fetch_try_complete(struct delayed *d, bool expired)
 static void fetch_cancel(struct request *req)
 {
     struct fetch_op *op = req->handler_state;
-    worker_unpark(&op->d);
+    park_stop(&op->pk);
     release_parts(op);
 }
 
@@ -525,6 +525,9 @@ void api_handle_fetch(struct request *req)
     }
     release_reads(op);
     req->cancel = fetch_cancel;
-    op->d.try_complete = fetch_try_complete;
-    worker_park(req->worker, &op->d, q->max_wait_ms);
+    park_init(&op->pk, req, fetch_try_complete);
+    for (int32_t i = 0; i < op->nparts; i++)
+        if (op->parts[i].p)
+            park_watch(&op->pk, partition_park_key(op->parts[i].p));
+    park_start(&op->pk, q->max_wait_ms);
 }

@@ -9,14 +9,14 @@
 #include "broker.h"
 #include "controller/controller.h"
 #include "net/conn.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "proto/kerr.h"
 
 /* ------------------------------------------------------------------ */
 /* Waiting for proposals                                               */
 
 struct ops_wait {
-    struct delayed d; /* first: the worker's handle */
+    struct parked pk;
     struct request *req;
     struct ctl_op **ops;
     int16_t *errs;
@@ -33,9 +33,9 @@ static void ops_release(struct ops_wait *w)
     }
 }
 
-static bool ops_try(struct delayed *d, bool expired)
+static bool ops_try(struct parked *pk, bool expired)
 {
-    struct ops_wait *w = (struct ops_wait *)d;
+    struct ops_wait *w = (struct ops_wait *)pk;
     bool all = true;
     for (int i = 0; i < w->n; i++) {
         int err = 0;
@@ -59,7 +59,7 @@ static bool ops_try(struct delayed *d, bool expired)
 static void ops_cancel(struct request *req)
 {
     struct ops_wait *w = req->handler_state;
-    worker_unpark(&w->d);
+    park_stop(&w->pk);
     ops_release(w);
 }
 
@@ -84,15 +84,18 @@ void api_wait_ops(struct request *req, struct ctl_op **ops, int n, int64_t timeo
     }
     req->handler_state = w;
     req->cancel = ops_cancel;
-    w->d.try_complete = ops_try;
-    worker_park(req->worker, &w->d, timeout_ms > 0 ? timeout_ms : 30000);
+    park_init(&w->pk, req, ops_try);
+    for (int i = 0; i < n; i++)
+        if (ops[i])
+            park_watch(&w->pk, park_key_object(ops[i]));
+    park_start(&w->pk, timeout_ms > 0 ? timeout_ms : 30000);
 }
 
 /* ------------------------------------------------------------------ */
 /* Forwarding                                                          */
 
 struct fwd_wait {
-    struct delayed d;
+    struct parked pk;
     struct request *req;
     struct ctl_fwd *f;
     api_fail_fn fail;
@@ -100,9 +103,9 @@ struct fwd_wait {
     void *arg;
 };
 
-static bool fwd_try(struct delayed *d, bool expired)
+static bool fwd_try(struct parked *pk, bool expired)
 {
-    struct fwd_wait *w = (struct fwd_wait *)d;
+    struct fwd_wait *w = (struct fwd_wait *)pk;
     int err;
     const uint8_t *resp;
     size_t len;
@@ -133,7 +136,7 @@ static bool fwd_try(struct delayed *d, bool expired)
 static void fwd_cancel(struct request *req)
 {
     struct fwd_wait *w = req->handler_state;
-    worker_unpark(&w->d);
+    park_stop(&w->pk);
     ctl_fwd_release(w->f);
     w->f = NULL;
 }
@@ -156,9 +159,10 @@ static void forward(struct request *req, const void *body, int64_t timeout_ms, a
     kw_free(&w);
     req->handler_state = fw;
     req->cancel = fwd_cancel;
-    fw->d.try_complete = fwd_try;
+    park_init(&fw->pk, req, fwd_try);
+    park_watch(&fw->pk, park_key_object(fw->f));
     /* A little longer than the forward's own deadline, which answers. */
-    worker_park(req->worker, &fw->d, timeout_ms + 1000);
+    park_start(&fw->pk, timeout_ms + 1000);
 }
 
 void api_forward(struct request *req, int64_t timeout_ms, api_fail_fn fail)

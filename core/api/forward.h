@@ -6,8 +6,8 @@
  *     request, as it is, to the one that is and answers the client with
  *     that answer (Kafka's ForwardingManager, without the Envelope: the
  *     request goes as itself).
- * Both run on the request's worker; the controller wakes it through
- * net_notify_data. */
+ * Both run on the request's worker, parked (net/park.h) on the
+ * operation's key, which the controller notifies when it is done. */
 #ifndef SAMSA_API_FORWARD_H
 #define SAMSA_API_FORWARD_H
 

@@ -21,7 +21,7 @@
 #include "coord/coord.h"
 #include "coord/records.h"
 #include "net/net.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "proto/gen/delete_groups_request.h"
 #include "proto/gen/delete_groups_response.h"
 #include "proto/gen/describe_groups_request.h"
@@ -62,7 +62,7 @@
  * SyncGroup, waiting for the group (w attached); then, when the answer
  * depends on an append, waiting until the append is durable. */
 struct gop {
-    struct delayed d; /* first: the worker hands us d */
+    struct parked pk; /* first */
     struct request *req;
     struct cg_waiter w;
     bool uses_waiter; /* w initialised */
@@ -74,9 +74,10 @@ struct gop {
     void (*finish)(struct gop *op, int16_t err);
 };
 
-static void notify_workers(void *arg)
+/* Any thread: the group completed w (arg: the broker's park hub). */
+static void waiter_done(void *arg, const struct cg_waiter *w)
 {
-    net_notify_data(arg);
+    park_notify(arg, park_key_object(w));
 }
 
 static struct gop *gop_new(struct request *req, void (*finish)(struct gop *, int16_t))
@@ -91,7 +92,7 @@ static struct gop *gop_new(struct request *req, void (*finish)(struct gop *, int
 
 static void gop_waiter(struct gop *op, int kind)
 {
-    cg_waiter_init(&op->w, kind, notify_workers, op->req->broker->net);
+    cg_waiter_init(&op->w, kind, waiter_done, op->req->broker->wake);
     op->uses_waiter = true;
 }
 
@@ -102,9 +103,9 @@ static void gop_done(struct gop *op, int16_t err)
         cg_waiter_release(&op->w);
 }
 
-static bool gop_try_complete(struct delayed *d, bool expired)
+static bool gop_try_complete(struct parked *pk, bool expired)
 {
-    struct gop *op = (struct gop *)d;
+    struct gop *op = (struct gop *)pk;
     if (op->waiting) {
         if (!atomic_load_explicit(&op->w.done, memory_order_acquire)) {
             if (!expired)
@@ -120,6 +121,8 @@ static bool gop_try_complete(struct delayed *d, bool expired)
         op->waiting = false;
         op->ack.shard = coord_waiter_shard(&op->w);
         op->ack.offset = op->w.ack_offset;
+        /* watched before the check below (park.h) */
+        park_watch(&op->pk, coord_ack_park_key(&op->ack));
     }
     int st = coord_ack_check(&op->ack);
     if (st == PARTITION_ACK_WAIT) {
@@ -134,7 +137,7 @@ static bool gop_try_complete(struct delayed *d, bool expired)
 static void gop_cancel(struct request *req)
 {
     struct gop *op = req->handler_state;
-    worker_unpark(&op->d);
+    park_stop(&op->pk);
     if (op->waiting)
         coord_cancel(&op->w);
     op->waiting = false;
@@ -161,8 +164,9 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
     }
     req->handler_state = op;
     req->cancel = gop_cancel;
-    op->d.try_complete = gop_try_complete;
-    worker_park(req->worker, &op->d, timeout_ms);
+    park_init(&op->pk, req, gop_try_complete);
+    park_watch(&op->pk, op->waiting ? park_key_object(&op->w) : coord_ack_park_key(&op->ack));
+    park_start(&op->pk, timeout_ms);
 }
 
 static int64_t commit_timeout_ms(const struct request *req)

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "log/plog.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "plugin/codec.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -39,9 +39,9 @@ static void set_record_error(struct request *req, produce_response_partition_pro
 
 /* Durable acks (flush.messages=1): the records are appended at once, but
  * the answer waits until the log manager's flusher has fsynced them
- * (partition_ack_wait). The request parks on its worker like a delayed
- * Fetch; the flusher wakes the workers (net_notify_data) after each
- * fsync and the parked request checks again. The worker never blocks on
+ * (partition_ack_wait). The request parks (net/park.h) on the
+ * partitions' keys like a delayed Fetch; the flusher notifies a
+ * partition's key after each fsync and the parked request checks again. The worker never blocks on
  * an fsync, and one fsync acknowledges every append before it (group
  * commit). Past the request's timeout the partition answers
  * REQUEST_TIMED_OUT, as Kafka's DelayedProduce. */
@@ -59,7 +59,7 @@ static int ack_state(struct partition *p, int64_t last_offset, int32_t epoch, bo
 }
 
 struct ack_wait {
-    struct delayed d; /* first: the worker hands us d */
+    struct parked pk; /* first */
     struct request *req;
     produce_response_t *resp; /* in req->arena */
     struct ack_pending *pending;
@@ -74,9 +74,9 @@ static void ack_fail(produce_response_partition_produce_response_t *rp, int16_t 
     rp->log_start_offset = -1;
 }
 
-static bool ack_try_complete(struct delayed *d, bool expired)
+static bool ack_try_complete(struct parked *pk, bool expired)
 {
-    struct ack_wait *aw = (struct ack_wait *)d;
+    struct ack_wait *aw = (struct ack_wait *)pk;
     for (int32_t i = 0; i < aw->n; i++) {
         struct ack_pending *a = &aw->pending[i];
         if (!a->p)
@@ -96,7 +96,7 @@ static bool ack_try_complete(struct delayed *d, bool expired)
 static void ack_cancel(struct request *req)
 {
     struct ack_wait *aw = req->handler_state;
-    worker_unpark(&aw->d);
+    park_stop(&aw->pk);
     for (int32_t i = 0; i < aw->n; i++)
         if (aw->pending[i].p) {
             partition_put(aw->pending[i].p);
@@ -274,8 +274,10 @@ void api_handle_produce(struct request *req)
         *aw->resp = resp; /* its arrays are in the arena already */
         req->handler_state = aw;
         req->cancel = ack_cancel;
-        aw->d.try_complete = ack_try_complete;
-        worker_park(req->worker, &aw->d, q->timeout_ms);
+        park_init(&aw->pk, req, ack_try_complete);
+        for (int32_t i = 0; i < aw->n; i++)
+            park_watch(&aw->pk, partition_park_key(aw->pending[i].p));
+        park_start(&aw->pk, q->timeout_ms);
         return;
     }
     req_respond(req, &resp);

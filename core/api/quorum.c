@@ -17,7 +17,7 @@
 #include "broker.h"
 #include "controller/controller.h"
 #include "net/conn.h"
-#include "net/worker.h"
+#include "net/park.h"
 #include "proto/gen/broker_heartbeat_request.h"
 #include "proto/gen/broker_heartbeat_response.h"
 #include "proto/gen/broker_registration_request.h"
@@ -34,14 +34,16 @@
 #define RAFT_JOB_TIMEOUT_MS 35000
 
 struct qwait {
-    struct delayed d; /* first */
+    struct parked pk; /* first */
     struct request *req;
     struct qin *job;
 };
 
-static bool qwait_try(struct delayed *d, bool expired)
+/* Runs with the connection held (park.h): req_close below defers the
+ * teardown, so w (in the request's arena) stays readable. */
+static bool qwait_try(struct parked *pk, bool expired)
 {
-    struct qwait *w = (struct qwait *)d;
+    struct qwait *w = (struct qwait *)pk;
     if (!atomic_load_explicit(&w->job->done, memory_order_acquire) && !expired)
         return false;
     w->req->cancel = NULL;
@@ -60,7 +62,7 @@ static bool qwait_try(struct delayed *d, bool expired)
 static void qwait_cancel(struct request *req)
 {
     struct qwait *w = req->handler_state;
-    worker_unpark(&w->d);
+    park_stop(&w->pk);
     qin_release(w->job);
     w->job = NULL;
 }
@@ -73,8 +75,9 @@ static void submit_and_park(struct request *req, struct qin *job)
     quorum_submit(controller_quorum(req->broker->controller), job);
     req->handler_state = w;
     req->cancel = qwait_cancel;
-    w->d.try_complete = qwait_try;
-    worker_park(req->worker, &w->d, RAFT_JOB_TIMEOUT_MS);
+    park_init(&w->pk, req, qwait_try);
+    park_watch(&w->pk, park_key_object(job));
+    park_start(&w->pk, RAFT_JOB_TIMEOUT_MS);
 }
 
 static void handle_raft(struct request *req, enum raft_msg_type type)

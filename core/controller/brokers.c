@@ -27,6 +27,7 @@
 #include "log/meta_properties.h"
 #include "net/kclient.h"
 #include "net/net.h"
+#include "net/park.h"
 #include "proto/gen/broker_heartbeat_request.h"
 #include "proto/gen/broker_heartbeat_response.h"
 #include "proto/gen/broker_registration_change_record.h"
@@ -521,7 +522,7 @@ static void fwd_complete(struct controller *c, struct ctl_fwd *f, int16_t err)
     if (f->on_done)
         f->on_done(f->on_done_arg, f);
     ctl_fwd_release(f);
-    ctl_notify_workers(c);
+    park_notify(c->b->wake, park_key_object(f)); /* an identity only */
 }
 
 static struct kclient *ctl_client(struct controller *c, int32_t id)

@@ -21,7 +21,7 @@
 #include "controller/controller_internal.h"
 #include "controller/image_build.h"
 #include "log/meta_properties.h"
-#include "net/net.h"
+#include "net/park.h"
 #include "proto/gen/config_record.h"
 #include "proto/gen/create_topics_request.h"
 #include "proto/gen/feature_level_record.h"
@@ -156,9 +156,10 @@ static void publish_cfg(struct controller *c, struct samsa_config *cfg)
 
 void ctl_notify_workers(struct controller *c)
 {
-    if (c->b->net)
-        net_notify_data(c->b->net);
+    park_notify(c->b->wake, park_key_object(c));
 }
+
+uint64_t controller_park_key(const struct controller *c) { return park_key_object(c); }
 
 void ctl_wake_waiters(struct controller *c)
 {
@@ -204,6 +205,7 @@ static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
     if (op->on_done)
         op->on_done(op->on_done_arg, op);
     ctl_op_release(op);
+    park_notify(c->b->wake, park_key_object(op)); /* an identity only */
 }
 
 /* Waits (not on a worker or the loop) until op is done. */
@@ -1881,7 +1883,11 @@ static bool ends_with_metadata_dir(const char *dir)
     return n >= m && memcmp(dir + n - m, METADATA_DIR_NAME, m) == 0 && (n == m || dir[n - m - 1] == '/');
 }
 
-static void wake_workers(void *arg) { ctl_notify_workers(arg); }
+static void job_done(void *arg, const struct qin *j)
+{
+    struct controller *c = arg;
+    park_notify(c->b->wake, park_key_object(j));
+}
 
 static int32_t cfg_int(const struct samsa_config *cfg, const char *key, int32_t dflt)
 {
@@ -1962,7 +1968,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     qc.retry_backoff_ms = cfg_int(cfg, "controller.quorum.retry.backoff.ms", 20);
     qc.host = (struct quorum_host){.arg = c, .commit = host_commit, .load_snapshot = host_load_snapshot,
                                    .role = host_role, .idle = host_idle};
-    qc.wake = wake_workers;
+    qc.wake = job_done;
     qc.wake_arg = c;
     if (quorum_open(&qc, &c->q, err, errlen) != 0)
         goto fail;

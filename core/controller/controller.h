@@ -33,7 +33,7 @@ struct quorum;
 
 /* A proposed change, until it is committed and applied (err 0) or lost
  * (NOT_CONTROLLER). Owned by the caller once returned: ctl_op_release.
- * Done is announced through net_notify_data (parked requests re-check). */
+ * Done is announced by park_notify(park_key_object(op)) (net/park.h). */
 struct ctl_op;
 /* true when done; *err (may be NULL) gets 0 or the Kafka error. Any thread. */
 bool ctl_op_done(struct ctl_op *op, int *err);
@@ -90,12 +90,15 @@ int32_t controller_leader_id(struct controller *c);
 /* The broker side is registered, caught up and unfenced (a
  * controller-only node: always false). */
 bool controller_ready(struct controller *c);
+/* The key notified (net/park.h) whenever the controller's state moves:
+ * a role change, a snapshot or commit applied. */
+uint64_t controller_park_key(const struct controller *c);
 struct quorum *controller_quorum(struct controller *c);
 
 /* Forwarding (brokers send admin requests to the active controller):
  * body is the request body encoded at version (copied). Never NULL. The
  * answer (or the failure: NOT_CONTROLLER when no controller answered in
- * time, REQUEST_TIMED_OUT) is announced through net_notify_data. */
+ * time, REQUEST_TIMED_OUT) is announced by park_notify(park_key_object(f)). */
 struct ctl_fwd *controller_forward(struct controller *c, int16_t api_key, int16_t version, const uint8_t *body,
                                    size_t len, int64_t timeout_ms);
 /* true when done; then *err is 0 with the response body in *resp, *len

@@ -1903,3 +1903,14 @@ int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, in
     release(s);
     return err;
 }
+
+uint64_t coord_ack_park_key(const struct coord_ack *a)
+{
+    if (!a->shard)
+        return 0;
+    struct coord_shard *s = a->shard;
+    pthread_mutex_lock(&s->lock);
+    uint64_t key = s->p ? partition_park_key(s->p) : 0;
+    pthread_mutex_unlock(&s->lock);
+    return key;
+}

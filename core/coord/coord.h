@@ -63,6 +63,9 @@ struct coord_ack {
 /* PARTITION_ACK_READY, PARTITION_ACK_WAIT, or a Kafka error to answer
  * with (NOT_COORDINATOR once the shard moved). */
 int coord_ack_check(const struct coord_ack *a);
+/* The key (net/park.h) a request waiting on a's append watches: its
+ * __consumer_offsets partition's; 0 (never notified) when there is none. */
+uint64_t coord_ack_park_key(const struct coord_ack *a);
 
 /* Every operation returns 0 or the coordinator-level error for the whole
  * request: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,

@@ -191,7 +191,7 @@ static void set_assignment(struct cg_member *m, const uint8_t *p, int32_t len)
 /* ------------------------------------------------------------------ */
 /* waiters                                                             */
 
-void cg_waiter_init(struct cg_waiter *w, int kind, void (*notify)(void *), void *arg)
+void cg_waiter_init(struct cg_waiter *w, int kind, void (*notify)(void *, const struct cg_waiter *), void *arg)
 {
     memset(w, 0, sizeof *w);
     w->kind = kind;
@@ -231,11 +231,11 @@ static void waiter_finish(struct cg_env *e, struct cg_waiter *w)
 {
     w->member = NULL;
     w->ack_offset = e ? e->ack_offset : -1;
-    void (*notify)(void *) = w->notify;
+    void (*notify)(void *, const struct cg_waiter *) = w->notify;
     void *arg = w->notify_arg;
     atomic_store_explicit(&w->done, true, memory_order_release);
     if (notify)
-        notify(arg);
+        notify(arg, w);
 }
 
 struct join_resp {

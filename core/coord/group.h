@@ -155,7 +155,8 @@ struct cg_waiter {
     /* Under the group's lock: the member whose join_waiter/sync_waiter
      * points here, NULL once completed or detached. */
     struct cg_member *member;
-    void (*notify)(void *arg);
+    /* Any thread, once done: w is an identity only (it may be freed). */
+    void (*notify)(void *arg, const struct cg_waiter *w);
     void *notify_arg;
     void *owner; /* the coordinator's: the shard whose lock guards member */
     struct arena arena;
@@ -172,7 +173,7 @@ struct cg_waiter {
     kbytes_t assignment;
 };
 
-void cg_waiter_init(struct cg_waiter *w, int kind, void (*notify)(void *), void *arg);
+void cg_waiter_init(struct cg_waiter *w, int kind, void (*notify)(void *, const struct cg_waiter *), void *arg);
 /* Frees the result's memory. */
 void cg_waiter_release(struct cg_waiter *w);
 /* Under the group's lock: the request is going away. True when the

@@ -140,6 +140,18 @@ void conn_close_all(struct worker *w)
     }
 }
 
+void conn_hold(struct conn *c) { c->busy++; }
+
+void conn_release(struct conn *c)
+{
+    if (--c->busy > 0)
+        return;
+    if (c->closing)
+        conn_destroy(c);
+    else if (c->head && c->head->done)
+        ev_feed_event(c->w->loop, &c->wio, EV_WRITE); /* what conn_request_done deferred */
+}
+
 static void update_reading(struct conn *c)
 {
     bool want = !c->closing && c->inflight < MAX_INFLIGHT;

@@ -1,5 +1,5 @@
 /* One client connection: framing, the in-order request queue, and writing
- * responses (memory with writev, record data with sendfile). */
+ * responses (memory with send, record data with sendfile). */
 #ifndef SAMSA_NET_CONN_H
 #define SAMSA_NET_CONN_H
 
@@ -62,6 +62,10 @@ struct conn {
 struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol);
 /* Marks the connection closing; it is torn down once no handler runs. */
 void conn_close(struct conn *c, const char *why);
+/* Keeps c (and its requests) allocated across a call that may close it:
+ * a conn_close meanwhile tears it down at the matching conn_release. */
+void conn_hold(struct conn *c);
+void conn_release(struct conn *c);
 /* A request of this connection completed: write what can be written. */
 void conn_request_done(struct conn *c);
 /* Tears down every connection of the worker (shutdown). */

@@ -14,11 +14,10 @@
 #include "broker.h"
 #include "config.h"
 #include "net/conn.h"
+#include "net/park.h"
 #include "net/worker.h"
 #include "util/buf.h"
 #include "util/slog.h"
-
-void worker_check_parked(struct worker *w);
 
 #define MAX_LISTENERS 8
 
@@ -50,6 +49,7 @@ struct net {
     struct worker *workers;
     int nworkers;
     int next_worker;
+    struct park_hub *park; /* owned */
 };
 
 static void on_ready(struct ev_loop *loop, ev_async *a, int revents);
@@ -59,6 +59,12 @@ struct net *net_create(struct broker *b, int nworkers)
     struct net *n = xcalloc(1, sizeof *n);
     n->broker = b;
     n->nworkers = nworkers > 0 ? nworkers : 1;
+    if (n->nworkers > PARK_MAX_WORKERS) {
+        slog_warn("num.network.threads=%d: using %d network threads (the most samsa runs)", n->nworkers,
+                  PARK_MAX_WORKERS);
+        n->nworkers = PARK_MAX_WORKERS;
+    }
+    n->park = park_hub_create();
     n->loop = ev_loop_new(EVFLAG_AUTO);
     n->workers = xcalloc((size_t)n->nworkers, sizeof *n->workers);
     /* Created (and started) now, so that net_broker_ready may come from
@@ -160,12 +166,11 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
     struct worker *w = a->data;
     if (atomic_load(&w->stop)) {
         conn_close_all(w);
+        park_worker_detach(w->park);
         ev_break(loop, EVBREAK_ALL);
         return;
     }
     adopt_inbox(w);
-    if (atomic_exchange(&w->data_arrived, false))
-        worker_check_parked(w);
 }
 
 static void *worker_main(void *arg)
@@ -280,7 +285,7 @@ int net_run(struct net *n)
         w->net = n;
         w->broker = n->broker;
         w->loop = ev_loop_new(EVFLAG_AUTO);
-        w->parked.next = w->parked.prev = &w->parked;
+        w->park = park_worker_attach(n->park, i, w->loop);
         pthread_mutex_init(&w->inbox_lock, NULL);
         ev_async_init(&w->wake, on_wake);
         w->wake.data = w;
@@ -318,16 +323,7 @@ int net_run(struct net *n)
 
 void net_stop(struct net *n) { ev_async_send(n->loop, &n->stop_async); }
 
-void net_notify_data(struct net *n)
-{
-    for (int i = 0; i < n->nworkers; i++) {
-        struct worker *w = &n->workers[i];
-        if (atomic_load(&w->nparked) == 0)
-            continue; /* see worker_park for why no wakeup is lost */
-        if (!atomic_exchange(&w->data_arrived, true))
-            ev_async_send(w->loop, &w->wake);
-    }
-}
+struct park_hub *net_park_hub(struct net *n) { return n->park; }
 
 void net_free(struct net *n)
 {
@@ -343,6 +339,7 @@ void net_free(struct net *n)
         free(w->inbox);
     }
     free(n->workers);
+    park_hub_free(n->park);
     ev_loop_destroy(n->loop);
     free(n);
 }

@@ -28,8 +28,9 @@ void net_free(struct net *n);
  * controller.listener.names) start accepting. Until then only the
  * controller listeners do. */
 void net_broker_ready(struct net *n);
-/* Any thread: some partition received data; parked fetches re-check. */
-void net_notify_data(struct net *n);
+/* The hub that parked requests of this net's workers are woken through
+ * (net/park.h): owned by the net, valid from net_create to net_free. */
+struct park_hub *net_park_hub(struct net *n);
 /* The port a listener actually bound (useful with port 0); -1 if none. */
 int net_bound_port(const struct net *n, int idx);
 

@@ -1,5 +1,5 @@
-/* Worker thread internals shared by the connection code and by handlers
- * that park requests (delayed fetch / produce). */
+/* A network worker thread: its loop, its connections, and the sink its
+ * parked requests are woken through (net/park.h). */
 #ifndef SAMSA_NET_WORKER_H
 #define SAMSA_NET_WORKER_H
 
@@ -12,17 +12,7 @@
 struct net;
 struct conn;
 struct broker;
-
-/* A parked operation: completes when try_complete says so, either on a
- * data notification or when its timer fires (expired = true). */
-struct delayed {
-    struct delayed *prev, *next;
-    struct worker *w;
-    ev_timer timer;
-    bool parked;
-    /* Returns true when the operation completed (it is then unparked). */
-    bool (*try_complete)(struct delayed *d, bool expired);
-};
+struct park_sink;
 
 struct worker {
     int id;
@@ -32,8 +22,7 @@ struct worker {
     struct ev_loop *loop;
     ev_async wake;
     atomic_bool stop;
-    atomic_bool data_arrived;
-    atomic_int nparked;       /* read by notifiers on other threads */
+    struct park_sink *park;   /* its parked requests (net/park.h) */
 
     pthread_mutex_t inbox_lock;
     struct inbox_entry {
@@ -46,16 +35,6 @@ struct worker {
 
     struct conn *conns;       /* doubly linked list of live connections */
     int nconns;
-    struct delayed parked;    /* list head (sentinel) */
 };
-
-/* Parks d on its worker until try_complete returns true or timeout_ms
- * passes (then try_complete runs with expired = true and must complete).
- * try_complete runs once right away too, and may complete d at once.
- * A try_complete that completes must not free d: the request (and d with
- * it) is freed later, when the connection writes the response. */
-void worker_park(struct worker *w, struct delayed *d, int64_t timeout_ms);
-/* Removes d from the parked list and stops its timer (idempotent). */
-void worker_unpark(struct delayed *d);
 
 #endif

@@ -70,7 +70,7 @@ struct quorum {
     size_t npeers;
     bool is_voter;
     struct quorum_host host;
-    void (*wake)(void *arg);
+    void (*wake)(void *arg, const struct qin *j);
     void *wake_arg;
 
     struct rlog *log;
@@ -151,7 +151,7 @@ static void job_done(struct quorum *q, struct qin *j, int16_t error)
     atomic_store_explicit(&j->done, true, memory_order_release);
     qin_release(j);
     if (q->wake)
-        q->wake(q->wake_arg);
+        q->wake(q->wake_arg, j);
 }
 
 /* ------------------------------------------------------------------ */

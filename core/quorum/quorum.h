@@ -37,6 +37,7 @@
 #include "proto/kcodec.h"
 #include "raft/raft.h"
 
+struct qin;
 struct quorum;
 struct rlog;
 struct config_voter;
@@ -65,8 +66,9 @@ struct quorum_config {
     int32_t election_timeout_ms, fetch_timeout_ms, election_backoff_max_ms;
     int32_t request_timeout_ms, retry_backoff_ms;
     struct quorum_host host;
-    /* Any thread: an inbound job is done (the owner wakes the workers). */
-    void (*wake)(void *arg);
+    /* Any thread: inbound job j is done (the owner wakes the request
+     * parked on it; j is only an identity here, it may be freed). */
+    void (*wake)(void *arg, const struct qin *j);
     void *wake_arg;
 };
 

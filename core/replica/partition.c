@@ -15,7 +15,7 @@
 #include "broker.h"
 #include "controller/image.h"
 #include "log/plog.h"
-#include "net/net.h"
+#include "net/park.h"
 #include "proto/kerr.h"
 #include "util/clock.h"
 #include "util/buf.h"
@@ -76,10 +76,12 @@ static bool raise_hw(struct partition *p, struct plog *l)
     return moved;
 }
 
+/* Wakes the requests parked on p: Fetches, acks=all and durable-ack
+ * Produces, group coordinator writes. */
 static void wake(struct partition *p)
 {
-    if (p->broker && p->broker->net)
-        net_notify_data(p->broker->net);
+    if (p->broker)
+        park_notify(p->broker->wake, partition_park_key(p));
 }
 
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
@@ -188,6 +190,7 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
     if (!leads) {
         p->leader_hw = atomic_load(&p->high_watermark);
     }
+    bool epoch_moved = atomic_load(&p->leader_epoch) != mp->leader_epoch;
     atomic_store(&p->leader_epoch, mp->leader_epoch);
     atomic_store(&p->leader_id, mp->leader);
     atomic_store(&p->is_leader, leads);
@@ -195,8 +198,9 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
     if (new_leadership && mp->nreplicas > 1)
         slog_info("partition %s-%d: leader in epoch %d (ISR of %d)", p->topic, (int)p->index, (int)mp->leader_epoch,
                   (int)mp->nisr);
-    if (was_leader != leads)
-        wake(p); /* parked acks=all produces answer NOT_LEADER_OR_FOLLOWER */
+    if (was_leader != leads || epoch_moved)
+        wake(p); /* parked acks=all produces answer NOT_LEADER_OR_FOLLOWER,
+                  * parked Fetches answer with the new epoch */
 }
 
 void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fetch_offset)
@@ -253,4 +257,9 @@ void partition_repl_free(struct partition *p)
     free(p->followers);
     free(p->pending_isr);
     pthread_mutex_destroy(&p->repl_lock);
+}
+
+uint64_t partition_park_key(const struct partition *p)
+{
+    return park_key_partition(p->topic_id.b, p->index);
 }

@@ -55,6 +55,10 @@ struct partition {
     int64_t leader_hw;
 };
 
+/* The key requests parked on p watch (net/park.h): notified whenever its
+ * high watermark, log end, leadership or existence changes. */
+uint64_t partition_park_key(const struct partition *p);
+
 struct partition_registry *preg_create(struct broker *b);
 /* Closes every partition (clean: flush and mark clean) and frees. */
 void preg_destroy(struct partition_registry *r, bool clean);
@@ -86,7 +90,7 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
  * partition_ack_wait after appending: PARTITION_ACK_READY when the
  * records up to last_offset may be acknowledged now, PARTITION_ACK_WAIT
  * when they wait for the flusher's fsync (the handler parks the request;
- * the flusher's wakeup, net_notify_data, makes it ask again), or a Kafka
+ * the flusher's wakeup on partition_park_key makes it ask again), or a Kafka
  * error (KAFKA_STORAGE_ERROR: the log went offline). The worker thread
  * never waits for an fsync itself. */
 #define PARTITION_ACK_READY 0

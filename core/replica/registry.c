@@ -37,6 +37,7 @@
 #include "log/logmgr.h"
 #include "log/partition_metadata.h"
 #include "log/plog.h"
+#include "net/park.h"
 #include "plugin/codec.h"
 #include "proto/kerr.h"
 #include "topic_config.h"
@@ -566,6 +567,8 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         pthread_mutex_lock(&r->del_lock);
         hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
         pthread_mutex_unlock(&r->del_lock);
+        /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
+        park_notify(r->b->wake, partition_park_key(&pp->p));
         partition_put(&pp->p);
     }
     free(gone);

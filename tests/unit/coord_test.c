@@ -50,8 +50,9 @@ static int fake_store(struct cg_env *e, struct cgroup *g, const kbytes_t *assign
     return 0;
 }
 
-static void on_notify(void *arg)
+static void on_notify(void *arg, const struct cg_waiter *w)
 {
+    (void)w;
     ((struct fx *)arg)->notified++;
 }
 
