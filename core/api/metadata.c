@@ -1,10 +1,15 @@
 /* Metadata (v0-12): brokers, cluster and controller ids, and topics with
  * their partitions, as Kafka's KafkaApis.handleTopicMetadataRequest and
- * KRaftMetadataCache answer them. Auto-creation is synchronous here, so a
- * created topic is answered with its real metadata right away. */
+ * KRaftMetadataCache answer them. On the active controller a request
+ * that auto-creates topics parks until the creations are committed
+ * (net/park.h: the worker goes on serving), so a created topic is
+ * answered with its real metadata; elsewhere the creation is forwarded
+ * and the client hears LEADER_NOT_AVAILABLE until it shows up, as from
+ * Kafka. */
 #include <stdio.h>
 #include <string.h>
 
+#include "api/forward.h"
 #include "api/handlers.h"
 #include "api/request.h"
 #include "net/conn.h"
@@ -63,6 +68,8 @@ struct md_ctx {
      * response is encoded. Auto-creation adds newer ones. */
     struct mimage **imgs;
     int32_t nimgs, capimgs;
+    /* per requested topic: how its auto-creation went (NULL: not tried) */
+    int16_t *create_err;
 };
 
 static metadata_response_metadata_response_topic_t *add_topic(struct md_ctx *x)
@@ -159,63 +166,125 @@ static void error_topic(metadata_response_metadata_response_topic_t *out, int16_
     out->partitions.n = 0;
 }
 
-/* A topic named in the request that the image lacks: create it when
- * allowed, else say why not. img may be replaced by a newer image. */
-static void missing_topic(struct md_ctx *x, const metadata_request_t *q, kstr_t name, bool *cluster_create,
-                          int *cluster_create_known, struct mimage **img,
-                          metadata_response_metadata_response_topic_t *out)
+/* Whether this request may auto-create name: 0, or the error to answer
+ * for it instead (Kafka's KafkaApis.getTopicMetadata gating). */
+static int16_t create_refusal(struct md_ctx *x, const metadata_request_t *q, kstr_t name, bool *cluster_create,
+                              int *cluster_create_known)
 {
     struct broker *b = x->req->broker;
-    bool internal = mi_topic_name_is_internal(name.p, (size_t)(name.len > 0 ? name.len : 0));
     bool allow = b->cfg->auto_create_topics_enable && (x->v < 4 || q->allow_auto_topic_creation);
-    if (!allow) {
-        error_topic(out, topic_name_valid(name) ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_INVALID_TOPIC_EXCEPTION,
-                    name, internal);
-        return;
-    }
+    if (!allow)
+        return topic_name_valid(name) ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_INVALID_TOPIC_EXCEPTION;
     if (!*cluster_create_known) {
         *cluster_create = authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
         *cluster_create_known = 1;
     }
-    if (!*cluster_create && !authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_TOPIC, name)) {
-        error_topic(out, KERR_TOPIC_AUTHORIZATION_FAILED, name, internal);
-        return;
-    }
-    if (!topic_name_valid(name)) {
-        error_topic(out, KERR_INVALID_TOPIC_EXCEPTION, name, false);
-        return;
-    }
-    char msg[512];
-    /* On the active controller this waits for the commit (a short,
-     * bounded wait of this worker; the quorum thread never waits for
-     * workers), so the answer already lists the topic, as a single node
-     * always did. Elsewhere the creation is forwarded and the client
-     * hears LEADER_NOT_AVAILABLE until it shows up, as from Kafka. */
-    int rc = controller_auto_create_topic(b->controller, name, msg, sizeof msg, NULL);
-    if (rc != 0) {
-        slog_warn("metadata: auto-creation of topic %.*s for %s failed: %s %s", (int)name.len, name.p,
-                  req_peer(x->req), kerr_name((int16_t)rc), msg);
-        error_topic(out, (int16_t)rc, name, internal);
+    if (!*cluster_create && !authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_TOPIC, name))
+        return KERR_TOPIC_AUTHORIZATION_FAILED;
+    if (!topic_name_valid(name))
+        return KERR_INVALID_TOPIC_EXCEPTION;
+    return 0;
+}
+
+/* A topic named in the request (its index i) that the image lacks: say
+ * why it cannot be created, or how its creation went. img may be
+ * replaced by a newer image. */
+static void missing_topic(struct md_ctx *x, const metadata_request_t *q, int32_t i, bool *cluster_create,
+                          int *cluster_create_known, struct mimage **img,
+                          metadata_response_metadata_response_topic_t *out)
+{
+    struct broker *b = x->req->broker;
+    kstr_t name = q->topics.a[i].name;
+    bool internal = mi_topic_name_is_internal(name.p, (size_t)(name.len > 0 ? name.len : 0));
+    int16_t rc = create_refusal(x, q, name, cluster_create, cluster_create_known);
+    if (!rc && x->create_err)
+        rc = x->create_err[i];
+    if (rc) {
+        error_topic(out, rc, name, rc == KERR_INVALID_TOPIC_EXCEPTION ? false : internal);
         return;
     }
     *img = hold(x, controller_image(b->controller));
     const struct mi_topic *t = mimage_topic(*img, name);
     if (t)
         fill_topic(x, *img, t, out);
-    else if (!controller_is_active(b->controller)) /* being created by the active controller */
+    else if (!controller_is_active(b->controller) || !x->create_err) /* being created (forwarded) */
         error_topic(out, KERR_LEADER_NOT_AVAILABLE, name, internal);
     else /* deleted again in between */
         error_topic(out, KERR_UNKNOWN_TOPIC_OR_PARTITION, name, internal);
 }
 
-void api_handle_metadata(struct request *req)
+static void respond(struct request *req, int16_t *create_err);
+
+/* The auto-creations of one request, waited for together. */
+struct md_create {
+    int16_t *create_err; /* per requested topic: its creation's error */
+    int32_t *topic_of;   /* per op: the requested topic's index */
+};
+
+static void created(struct request *req, void *arg, const int16_t *errs)
+{
+    struct md_create *mc = arg;
+    const metadata_request_t *q = req->body;
+    for (int32_t j = 0; errs && mc->topic_of[j] >= 0; j++)
+        if (errs[j]) {
+            kstr_t name = q->topics.a[mc->topic_of[j]].name;
+            slog_warn("metadata: auto-creation of topic %.*s for %s failed: %s", (int)name.len, name.p, req_peer(req),
+                      kerr_name(errs[j]));
+            mc->create_err[mc->topic_of[j]] = errs[j];
+        }
+    respond(req, mc->create_err);
+}
+
+/* Starts the auto-creation of every requested topic the image lacks and
+ * this request may create, and answers once they are committed (parked
+ * meanwhile) or at once when none is pending. */
+static void start_creations(struct request *req, const metadata_request_t *q)
+{
+    struct broker *b = req->broker;
+    struct md_ctx x = {.req = req, .v = req->api_version};
+    struct mimage *img = controller_image(b->controller);
+    struct md_create *mc = arena_alloc(&req->arena, sizeof *mc);
+    mc->create_err = arena_alloc(&req->arena, (size_t)q->topics.n * sizeof *mc->create_err);
+    mc->topic_of = arena_alloc(&req->arena, (size_t)(q->topics.n + 1) * sizeof *mc->topic_of);
+    struct ctl_op **ops = arena_alloc(&req->arena, (size_t)(q->topics.n + 1) * sizeof *ops);
+    int32_t nops = 0;
+    bool cluster_create = false;
+    int cluster_create_known = 0;
+    for (int32_t i = 0; i < q->topics.n; i++) {
+        kstr_t name = q->topics.a[i].name;
+        if (name.len < 0 || mimage_topic(img, name) || !authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, name) ||
+            create_refusal(&x, q, name, &cluster_create, &cluster_create_known))
+            continue;
+        char msg[512];
+        struct ctl_op *op = NULL;
+        int rc = controller_auto_create_topic(b->controller, name, msg, sizeof msg, &op);
+        if (rc != 0) {
+            slog_warn("metadata: auto-creation of topic %.*s for %s failed: %s %s", (int)name.len, name.p,
+                      req_peer(req), kerr_name((int16_t)rc), msg);
+            mc->create_err[i] = (int16_t)rc;
+        } else if (op) {
+            mc->topic_of[nops] = i;
+            ops[nops++] = op;
+        }
+    }
+    mimage_release(img);
+    mc->topic_of[nops] = -1;
+    if (nops == 0)
+        respond(req, mc->create_err);
+    else
+        api_wait_ops(req, ops, nops, 30000, created, mc);
+}
+
+/* Builds and sends the answer from the newest image. create_err: per
+ * requested topic, how its auto-creation went (NULL: none was tried). */
+static void respond(struct request *req, int16_t *create_err)
 {
     const metadata_request_t *q = req->body;
     struct broker *b = req->broker;
     int16_t v = req->api_version;
     metadata_response_t resp;
     metadata_response_init(&resp);
-    struct md_ctx x = {.req = req, .v = v, .resp = &resp};
+    struct md_ctx x = {.req = req, .v = v, .resp = &resp, .create_err = create_err};
     bool all = q->topics.n < 0 || (v == 0 && q->topics.n == 0);
 
     /* Kafka refuses names left null and topic ids before v12 with
@@ -329,7 +398,7 @@ void api_handle_metadata(struct request *req)
             if (t)
                 fill_topic(&x, img, t, o);
             else
-                missing_topic(&x, q, name, &cluster_create, &cluster_create_known, &img, o);
+                missing_topic(&x, q, i, &cluster_create, &cluster_create_known, &img, o);
             if (want_ops && o->error_code != KERR_TOPIC_AUTHORIZATION_FAILED)
                 o->topic_authorized_operations = authorized_ops(req, ACL_RES_TOPIC, name);
         }
@@ -344,4 +413,20 @@ void api_handle_metadata(struct request *req)
     req_respond(req, &resp);
     for (int32_t i = 0; i < x.nimgs; i++)
         mimage_release(x.imgs[i]);
+}
+
+void api_handle_metadata(struct request *req)
+{
+    const metadata_request_t *q = req->body;
+    int16_t v = req->api_version;
+    bool all = q->topics.n < 0 || (v == 0 && q->topics.n == 0);
+    /* Nothing to create when asking for all topics or by id; and a name
+     * left null (refused with INVALID_REQUEST) creates nothing either. */
+    bool skip = all;
+    for (int32_t i = 0; !skip && i < q->topics.n; i++)
+        skip = !kuuid_is_zero(&q->topics.a[i].topic_id) || q->topics.a[i].name.len < 0;
+    if (skip)
+        respond(req, NULL);
+    else
+        start_creations(req, q);
 }

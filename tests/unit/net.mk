@@ -3,3 +3,9 @@ check_PROGRAMS += tests/unit/kclient_test
 TESTS += tests/unit/kclient_test
 tests_unit_kclient_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
 tests_unit_kclient_test_LDADD = $(UNIT_LIBS)
+
+# Parking: keyed wake-ups, deadlines, cancellation on close.
+check_PROGRAMS += tests/unit/park_test
+TESTS += tests/unit/park_test
+tests_unit_park_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
+tests_unit_park_test_LDADD = $(UNIT_LIBS)
