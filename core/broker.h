@@ -6,6 +6,7 @@
 #define SAMSA_BROKER_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct samsa_config;
@@ -17,6 +18,7 @@ struct plugin_registry;
 struct logmgr;
 struct coord;
 struct park_hub;
+struct mimage;
 
 struct broker {
     /* The broker config in effect. A published config is never modified:
@@ -37,7 +39,6 @@ struct broker {
     char advertised_host[256];
     int32_t advertised_port;
     char rack[64];               /* "" when broker.rack is unset */
-    int32_t socket_request_max_bytes;
     struct controller *controller;
     struct partition_registry *partitions;
     /* The partition logs' manager (log/logmgr.h): recovery, flusher,
@@ -53,6 +54,16 @@ struct broker {
     struct plugin_registry *plugins;
     /* The group coordinator (coord/coord.h): set at startup. */
     struct coord *coord;
+
+    /* What the controller tells the rest of the node, without knowing
+     * it (set by main; NULL in tests without them). On the controller's
+     * publisher thread, each newly applied image: the hosted partitions
+     * follow it (preg_sync); 0, or -1 with one line in err (retried at
+     * the next image). */
+    int (*image_published)(struct broker *b, const struct mimage *img, char *err, size_t errlen);
+    /* Any thread: this broker is registered and unfenced (the broker
+     * listeners may open). */
+    void (*broker_ready)(struct broker *b);
 };
 
 #endif

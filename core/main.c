@@ -14,6 +14,7 @@
 
 #include "autoconfig.h"
 
+#include "api/dispatch.h"
 #include "api/fetch_session.h"
 #include "auth/sasl.h"
 #include "broker.h"
@@ -154,6 +155,12 @@ static void begin_controlled_shutdown(void *arg)
     controller_begin_shutdown(b->controller, stop_serving, b);
 }
 
+static void open_broker_listeners(struct broker *b)
+{
+    if (b->net)
+        net_broker_ready(b->net);
+}
+
 int main(int argc, char **argv)
 {
     if (samsa_format_command(argc, argv))
@@ -225,7 +232,6 @@ int main(int argc, char **argv)
     /* SCRAM credentials come from the metadata image (sasl-scram) */
     plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, &b);
     b.node_id = cfg->node_id;
-    b.socket_request_max_bytes = cfg->socket_request_max_bytes;
     if (cfg->broker_rack)
         snprintf(b.rack, sizeof b.rack, "%s", cfg->broker_rack);
     const struct config_endpoint *adv = NULL;
@@ -247,13 +253,27 @@ int main(int argc, char **argv)
 
     /* Bind first: a busy port is the most common startup error and
      * should be reported before anything touches the data directory. */
-    b.net = net_create(&b, cfg->num_network_threads);
+    static const struct net_handlers handlers = {
+        .dispatch = api_dispatch,
+        .conn_open = sasl_conn_init,
+        .conn_free = sasl_conn_free,
+    };
+    struct net_params np = {
+        .nworkers = cfg->num_network_threads,
+        .max_request_bytes = cfg->socket_request_max_bytes,
+        .handlers = &handlers,
+        .broker = &b,
+    };
+    b.net = net_create(&np);
     b.wake = net_park_hub(b.net);
     char listening[512] = "";
     size_t off = 0;
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (net_listen(b.net, l->name, l->host, l->port, err, sizeof err) < 0)
+        bool controller = false;
+        for (size_t k = 0; k < cfg->n_controller_listener_names; k++)
+            controller |= !strcmp(cfg->controller_listener_names[k], l->name);
+        if (net_listen(b.net, l->name, l->host, l->port, controller, (int)l->protocol, err, sizeof err) < 0)
             die("%s%s", err, "");
         off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
                                 l->host[0] ? l->host : "0.0.0.0", l->port);
@@ -272,6 +292,7 @@ int main(int argc, char **argv)
     char metadir[PATH_MAX];
     const char *mdir = config_get(cfg, "metadata.log.dir");
     snprintf(metadir, sizeof metadir, "%s/__cluster_metadata-0", mdir ? mdir : cfg->log_dirs[0]);
+    b.broker_ready = open_broker_listeners;
     b.controller = controller_open(&b, metadir, err, sizeof err);
     if (!b.controller)
         die("%s%s", err, "");

@@ -1,6 +1,6 @@
 #include "auth/authz.h"
 
-#include "api/request.h"
+#include "net/request.h"
 
 bool authz_allowed(const struct request *req, enum acl_op op, enum acl_resource type, kstr_t name)
 {

@@ -173,6 +173,7 @@ int sasl_start(struct conn *c, const struct plugin_registry *reg, const char *me
     c->sasl_mech = cap;
     c->sasl_session = session;
     c->sasl_state = raw ? SASL_STATE_RAW : SASL_STATE_AUTHENTICATE;
+    c->headerless_frames = raw;
     return SAMSA_OK;
 }
 
@@ -254,6 +255,7 @@ int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, ch
         free(c->principal);
         c->principal = xstrdup(p);
         c->sasl_state = SASL_STATE_DONE;
+        c->headerless_frames = false;
         end_session(c);
         slog_debug("connection from %s on %s authenticated as %s (%s)", c->peer, c->listener, c->principal, cap->name);
         return SAMSA_OK;

@@ -8,7 +8,7 @@
  *   - broker side (every node with the broker role): registering and
  *     heartbeating to the active controller, locally when that is this
  *     node, else through a kclient to its controller listener; the node
- *     is ready (net_broker_ready) once unfenced;
+ *     is ready (the broker_ready hook: main opens the broker listeners) once unfenced;
  *   - forwarding: admin requests a broker received go to the active
  *     controller as they are (CreateTopics, ...), and its answer goes
  *     back to the client.
@@ -26,7 +26,6 @@
 #include "log/fsutil.h"
 #include "log/meta_properties.h"
 #include "net/kclient.h"
-#include "net/net.h"
 #include "net/park.h"
 #include "proto/gen/broker_heartbeat_request.h"
 #include "proto/gen/broker_heartbeat_response.h"
@@ -619,8 +618,8 @@ static void life_ready(struct controller *c)
         return;
     slog_info("broker %d: registered (epoch %" PRId64 "), caught up and unfenced: ready", (int)c->b->node_id,
               c->broker_epoch);
-    if (c->b->net)
-        net_broker_ready(c->b->net);
+    if (c->b->broker_ready)
+        c->b->broker_ready(c->b);
     ctl_wake_waiters(c);
 }
 

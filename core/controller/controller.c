@@ -34,7 +34,6 @@
 #include "proto/record_batch.h"
 #include "quorum/quorum.h"
 #include "quorum/rlog.h"
-#include "replica/partition.h"
 #include "topic_config.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -126,7 +125,7 @@ static void *publisher_main(void *arg)
         pthread_mutex_unlock(&c->pub_mu);
         struct mimage *img = controller_image(c);
         char err[512];
-        if (c->b->partitions && preg_sync(c->b->partitions, img, err, sizeof err) < 0) {
+        if (c->b->image_published && c->b->image_published(c->b, img, err, sizeof err) < 0) {
             slog_error("partition registry: %s (retried at the next metadata change)", err);
             pthread_mutex_lock(&c->pub_mu);
             snprintf(c->pub_err, sizeof c->pub_err, "%s", err);

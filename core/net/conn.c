@@ -12,10 +12,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "api/dispatch.h"
-#include "api/request.h"
-#include "auth/sasl.h"
-#include "broker.h"
+#include "net/net.h"
+#include "net/request.h"
 #include "net/worker.h"
 #include "util/clock.h"
 #include "util/sfile.h"
@@ -61,7 +59,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
     c->id = __atomic_add_fetch(&next_conn_id, 1, __ATOMIC_RELAXED);
     buf_init(&c->in);
     peer_name(fd, c->peer, sizeof c->peer);
-    sasl_conn_init(c, listener, protocol);
+    w->handlers->conn_open(c, listener, protocol);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ev_io_init(&c->rio, on_read, fd, EV_READ);
@@ -124,7 +122,7 @@ static void conn_destroy(struct conn *c)
     close(c->fd);
     free(c->frame);
     buf_free(&c->in);
-    sasl_conn_free(c);
+    c->w->handlers->conn_free(c);
     free(c);
 }
 
@@ -291,13 +289,13 @@ static void submit_frame(struct conn *c, uint8_t *frame, size_t len)
         c->head = r;
     c->tail = r;
     c->inflight++;
-    api_dispatch(r);
+    c->w->handlers->dispatch(r);
 }
 
 /* Frames as many requests as the input holds. Returns -1 if closed. */
 static int process_input(struct conn *c)
 {
-    int32_t max = c->w->broker->socket_request_max_bytes;
+    int32_t max = c->w->max_request_bytes;
     size_t pos = 0;
     while (!c->closing) {
         if (c->frame) {
@@ -326,7 +324,7 @@ static int process_input(struct conn *c)
             conn_close(c, why);
             return -1;
         }
-        if (size < 8 && c->sasl_state != SASL_STATE_RAW) {
+        if (size < 8 && !c->headerless_frames) {
             conn_close(c, "request frame too short for a request header");
             return -1;
         }

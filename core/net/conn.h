@@ -50,6 +50,9 @@ struct conn {
     int64_t sasl_expiry_ms;
     int64_t sasl_lifetime_ms; /* of the last exchange, as answered */
     const struct plugin_cap *sasl_done_mech;
+    /* Frames are bare SASL tokens without a request header (after
+     * SaslHandshake v0, SASL_STATE_RAW): any size goes. Set by auth. */
+    bool headerless_frames;
 
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];

@@ -11,8 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "broker.h"
-#include "config.h"
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
@@ -33,7 +31,9 @@ struct listener {
 };
 
 struct net {
-    struct broker *broker;
+    struct broker *broker;         /* opaque: handed to requests */
+    struct net_handlers handlers;
+    int32_t max_request_bytes;
     struct ev_loop *loop;          /* main thread: accept + signals */
     ev_async stop_async;
     ev_async ready_async;
@@ -54,11 +54,13 @@ struct net {
 
 static void on_ready(struct ev_loop *loop, ev_async *a, int revents);
 
-struct net *net_create(struct broker *b, int nworkers)
+struct net *net_create(const struct net_params *p)
 {
     struct net *n = xcalloc(1, sizeof *n);
-    n->broker = b;
-    n->nworkers = nworkers > 0 ? nworkers : 1;
+    n->broker = p->broker;
+    n->handlers = *p->handlers;
+    n->max_request_bytes = p->max_request_bytes;
+    n->nworkers = p->nworkers > 0 ? p->nworkers : 1;
     if (n->nworkers > PARK_MAX_WORKERS) {
         slog_warn("num.network.threads=%d: using %d network threads (the most samsa runs)", n->nworkers,
                   PARK_MAX_WORKERS);
@@ -75,7 +77,8 @@ struct net *net_create(struct broker *b, int nworkers)
     return n;
 }
 
-int net_listen(struct net *n, const char *name, const char *host, int port, char *err, size_t errlen)
+int net_listen(struct net *n, const char *name, const char *host, int port, bool controller, int protocol, char *err,
+               size_t errlen)
 {
     if (n->nlisteners == MAX_LISTENERS) {
         snprintf(err, errlen, "too many listeners (at most %d)", MAX_LISTENERS);
@@ -128,14 +131,8 @@ int net_listen(struct net *n, const char *name, const char *host, int port, char
     l->fd = fd;
     l->port = bound;
     l->net = n;
-    const struct samsa_config *cfg = n->broker ? n->broker->cfg : NULL;
-    for (size_t i = 0; cfg && i < cfg->n_controller_listener_names; i++)
-        if (!strcmp(cfg->controller_listener_names[i], name))
-            l->controller = true;
-    l->protocol = SECURITY_PLAINTEXT;
-    for (size_t i = 0; cfg && i < cfg->n_listeners; i++)
-        if (!strcmp(cfg->listeners[i].name, name))
-            l->protocol = (int)cfg->listeners[i].protocol;
+    l->controller = controller;
+    l->protocol = protocol;
     return 0;
 }
 
@@ -284,6 +281,8 @@ int net_run(struct net *n)
         w->id = i;
         w->net = n;
         w->broker = n->broker;
+        w->handlers = &n->handlers;
+        w->max_request_bytes = n->max_request_bytes;
         w->loop = ev_loop_new(EVFLAG_AUTO);
         w->park = park_worker_attach(n->park, i, w->loop);
         pthread_mutex_init(&w->inbox_lock, NULL);

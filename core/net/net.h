@@ -4,16 +4,46 @@
 #ifndef SAMSA_NET_NET_H
 #define SAMSA_NET_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct broker;
+struct conn;
 struct net;
+struct request;
 
-/* Creates the network layer with nworkers worker threads (not started). */
-struct net *net_create(struct broker *b, int nworkers);
+/* What the layers above do with connections and requests: the network
+ * layer calls nothing else of theirs. Each runs on the connection's
+ * worker. */
+struct net_handlers {
+    /* A whole request frame arrived (req->frame): decode, handle, and
+     * finish it with req_respond/req_close (api/dispatch.c). */
+    void (*dispatch)(struct request *req);
+    /* A connection was accepted on listener (its name; the net owns it)
+     * of security protocol protocol: set up its security state. */
+    void (*conn_open)(struct conn *c, const char *listener, int protocol);
+    /* The connection is being freed: release that state. */
+    void (*conn_free)(struct conn *c);
+};
+
+struct net_params {
+    int nworkers;
+    /* Frames larger than this close the connection (socket.request.max.bytes). */
+    int32_t max_request_bytes;
+    const struct net_handlers *handlers;
+    /* Handed to every request (req->broker); opaque to the network layer. */
+    struct broker *broker;
+};
+
+/* Creates the network layer (workers not started yet). */
+struct net *net_create(const struct net_params *p);
 /* Binds and listens now, so that a busy port fails startup with one line.
- * Returns 0, or -1 with the reason in err. */
-int net_listen(struct net *n, const char *name, const char *host, int port, char *err, size_t errlen);
+ * controller: it serves the controller's APIs (controller.listener.names);
+ * protocol: its enum security_protocol. Returns 0, or -1 with the reason
+ * in err. */
+int net_listen(struct net *n, const char *name, const char *host, int port, bool controller, int protocol, char *err,
+               size_t errlen);
 /* Starts the workers and runs the main loop until SIGTERM/SIGINT or
  * net_stop. Returns 0 after all workers have stopped. */
 int net_run(struct net *n);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/request.h"
 #include "net/conn.h"
+#include "net/request.h"
 #include "net/worker.h"
 #include "util/buf.h"
 #include "util/hmap.h"

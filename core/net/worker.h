@@ -13,6 +13,7 @@ struct net;
 struct conn;
 struct broker;
 struct park_sink;
+struct net_handlers;
 
 struct worker {
     int id;
@@ -23,6 +24,8 @@ struct worker {
     ev_async wake;
     atomic_bool stop;
     struct park_sink *park;   /* its parked requests (net/park.h) */
+    const struct net_handlers *handlers; /* the net's */
+    int32_t max_request_bytes;
 
     pthread_mutex_t inbox_lock;
     struct inbox_entry {

@@ -59,6 +59,8 @@ struct partition {
  * high watermark, log end, leadership or existence changes. */
 uint64_t partition_park_key(const struct partition *p);
 
+/* Creates the registry of b's partitions; from now on it follows every
+ * image the controller publishes (b->image_published). */
 struct partition_registry *preg_create(struct broker *b);
 /* Closes every partition (clean: flush and mark clean) and frees. */
 void preg_destroy(struct partition_registry *r, bool clean);

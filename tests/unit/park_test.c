@@ -16,6 +16,7 @@
 
 #include "api/request.h"
 #include "net/conn.h"
+#include "net/net.h"
 #include "net/park.h"
 #include "net/worker.h"
 #include "util/buf.h"
@@ -34,6 +35,16 @@ struct fixture {
 
 static struct fixture *fx;
 
+static void no_dispatch(struct request *req) { req_close(req, "test: no requests expected"); }
+static void conn_open(struct conn *c, const char *listener, int protocol)
+{
+    (void)c;
+    (void)listener;
+    (void)protocol;
+}
+static void conn_free(struct conn *c) { (void)c; }
+static const struct net_handlers handlers = {no_dispatch, conn_open, conn_free};
+
 static int setup(void **state)
 {
     (void)state;
@@ -42,6 +53,8 @@ static int setup(void **state)
     for (int i = 0; i < 2; i++) {
         fx->w[i].id = i;
         fx->w[i].loop = ev_loop_new(EVFLAG_AUTO);
+        fx->w[i].handlers = &handlers;
+        fx->w[i].max_request_bytes = 1 << 20;
         fx->w[i].park = park_worker_attach(fx->hub, i, fx->w[i].loop);
     }
     return 0;
