@@ -153,12 +153,7 @@ static void publish_cfg(struct controller *c, struct samsa_config *cfg)
         slog_set_level((enum slog_level)cfg->log_level);
 }
 
-void ctl_notify_workers(struct controller *c)
-{
-    park_notify(c->b->wake, park_key_object(c));
-}
 
-uint64_t controller_park_key(const struct controller *c) { return park_key_object(c); }
 
 void ctl_wake_waiters(struct controller *c)
 {
@@ -390,7 +385,6 @@ static void deactivate(struct controller *c)
     }
     if (was) {
         slog_info("metadata: node %d is no longer the active controller", (int)c->b->node_id);
-        ctl_notify_workers(c);
         ctl_wake_waiters(c);
     }
 }
@@ -563,7 +557,6 @@ static void apply_committed(struct controller *c)
         c->spec = mimage_ref(c->cur);
     }
     pthread_mutex_unlock(&c->op_lock);
-    ctl_notify_workers(c);
     ctl_wake_waiters(c);
 }
 
@@ -582,7 +575,6 @@ static void complete_synced(struct controller *c)
         any = true;
     }
     if (any) {
-        ctl_notify_workers(c);
         ctl_wake_waiters(c);
     }
 }
@@ -619,7 +611,6 @@ static void load_snapshot(struct controller *c, const struct raft_snapshot_id *i
     c->snap_at_ms = clock_mono_ms();
     slog_info("metadata: loaded snapshot %" PRId64 "-%d: %d topic(s), %d broker(s)", id->end_offset, (int)id->epoch,
               (int)c->cur->ntopics, (int)c->cur->nbrokers);
-    ctl_notify_workers(c);
     ctl_wake_waiters(c);
 }
 
@@ -692,7 +683,6 @@ static void maybe_activate(struct controller *c)
     pthread_mutex_unlock(&c->op_lock);
     slog_info("metadata: node %d is the active controller (epoch %d, log end %" PRId64 ")", (int)c->b->node_id,
               (int)c->epoch, c->next_offset);
-    ctl_notify_workers(c);
     ctl_wake_waiters(c);
 }
 
@@ -725,7 +715,6 @@ static void host_role(void *arg, enum raft_role role, int32_t epoch, int32_t lea
         c->epoch_start = log_end_offset;
     if (atomic_load(&c->active) && (role != RAFT_LEADER || epoch != c->active_epoch))
         deactivate(c);
-    ctl_notify_workers(c);
 }
 
 static void host_idle(void *arg)

@@ -90,9 +90,6 @@ int32_t controller_leader_id(struct controller *c);
 /* The broker side is registered, caught up and unfenced (a
  * controller-only node: always false). */
 bool controller_ready(struct controller *c);
-/* The key notified (net/park.h) whenever the controller's state moves:
- * a role change, a snapshot or commit applied. */
-uint64_t controller_park_key(const struct controller *c);
 struct quorum *controller_quorum(struct controller *c);
 
 /* Forwarding (brokers send admin requests to the active controller):

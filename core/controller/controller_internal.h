@@ -189,7 +189,6 @@ int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms);
 int16_t register_broker_record_version(const struct mimage *img);
 /* PartitionChangeRecord's version at the image's metadata.version. */
 int16_t ctl_partition_change_record_version(const struct mimage *img);
-void ctl_notify_workers(struct controller *c);
 /* Caller holds op_lock: 0 when this node is the active controller, else
  * NOT_CONTROLLER. */
 int ctl_not_active(struct controller *c);
