@@ -495,21 +495,28 @@ def ck_conf(bootstrap, **extra):
     return c
 
 
-def ck_produce(bootstrap, topic, records, conf=None, limit=30.0):
+def ck_produce(bootstrap, topic, records, conf=None, limit=30.0, metadata_first=False):
     """Produces with confluent-kafka, one flush at the end. Returns the
     delivered records with partition, offset and timestamp; raises Failure
-    on any delivery error (use ck_produce_errors to see them)."""
-    res, errs = ck_produce_errors(bootstrap, topic, records, conf, limit)
+    on any delivery error (use ck_produce_errors to see them).
+    metadata_first: the producer learns the topic's partitions before the
+    first record, so that records produced together (with a long linger)
+    go out as one batch, however slow the broker answers."""
+    res, errs = ck_produce_errors(bootstrap, topic, records, conf, limit, metadata_first)
     if errs:
         raise Failure("confluent-kafka delivery failed: %s" % errs[0])
     return res
 
 
-def ck_produce_errors(bootstrap, topic, records, conf=None, limit=30.0):
+def ck_produce_errors(bootstrap, topic, records, conf=None, limit=30.0, metadata_first=False):
     from confluent_kafka import Producer
     c = ck_conf(bootstrap, **{"linger.ms": 5, "acks": "all", "message.timeout.ms": int(bound(limit * 1000 * 0.8))})
     c.update(conf or {})
     p = Producer(c)
+    if metadata_first:
+        md = p.list_topics(topic, timeout=bound(10))
+        check(topic in md.topics and md.topics[topic].error is None and md.topics[topic].partitions,
+              "confluent-kafka: no metadata for %s", topic)
     out = [None] * len(records)
     errs = []
 

@@ -214,8 +214,10 @@ def timestamps_in_compressed_batches_are_exact():
     ck_create_topic(srv.bootstrap, t, 1)
     recs = [rec(b"k%d" % i, b"value-%d" % i, [], 0, NOW + 1000 * i) for i in range(20)]
     # A long linger: under load the 20 produce calls may span 100 ms and
-    # librdkafka would split them into two batches.
-    ck_produce(srv.bootstrap, t, recs, conf={"linger.ms": 5000, "compression.type": "gzip"})
+    # librdkafka would split them into two batches; and the partitions known
+    # first: records queued while the topic's metadata is still unknown
+    # could otherwise go out in a batch of their own.
+    ck_produce(srv.bootstrap, t, recs, conf={"linger.ms": 5000, "compression.type": "gzip"}, metadata_first=True)
     batches = [l for l in dump_log([os.path.join(pdir(t), "00000000000000000000.log")])[1].splitlines()
                if l.startswith("baseOffset:")]
     eq(len(batches), 1, "one gzip batch")
