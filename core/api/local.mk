@@ -4,7 +4,8 @@ core_libsamsacore_a_SOURCES += \
 	core/api/apiversions.c
 core_libsamsacore_a_SOURCES += \
 	core/api/fetch_session.c core/api/fetch_session.h \
-	core/api/fetch.c core/api/produce.c core/api/listoffsets.c
+	core/api/fetch.c core/api/produce.c core/api/listoffsets.c \
+	core/api/produce_codec.c core/api/produce_codec.h
 # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 core_libsamsacore_a_SOURCES += core/api/configs.c
 # unit test of the broker-config path of configs.c (through the controller)

@@ -15,7 +15,7 @@
 #include "controller/controller.h"
 #include "log/plog.h"
 #include "net/park.h"
-#include "plugin/codec.h"
+#include "api/produce_codec.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"

@@ -1,9 +1,8 @@
 /* Codecs from plugins, as the core uses them: bounded (de)compression
  * into a struct buf, the rb_codec_fn adapters record_batch.h expects,
- * Kafka's LogValidator rebuild of a batch with another codec, and the
- * produce path's whole decision (validate compressed batches, keep the
- * producer's batch as is or recompress it to the topic's
- * compression.type).
+ * and Kafka's LogValidator rebuild of a batch with another codec. The
+ * produce path's decision (keep the producer's batch or recompress it to
+ * the topic's compression.type) is api/produce_codec.h.
  *
  * The core contains no codec: every id is looked up in a plugin
  * registry; an id no loaded plugin handles is
@@ -20,7 +19,6 @@
 #include "util/buf.h"
 
 struct plugin_registry;
-struct topic_config;
 
 /* Hard ceiling of one batch's decompressed records, whatever the batch
  * claims: bounds what a hostile producer can make a worker allocate. */
@@ -69,45 +67,5 @@ size_t codec_records_limit(int32_t count, int32_t max_message_bytes);
 int codec_rebuild_batch(const struct plugin_registry *reg, const uint8_t *batch, size_t len,
                         const uint8_t *records, size_t records_len, int target, int32_t level,
                         struct buf *out, char *reason, size_t reason_len);
-
-/* ---- the produce path ---- */
-
-/* One partition's batch in a Produce request. Use:
- *     struct produce_codec pc;
- *     produce_codec_init(&pc, reg, tc, records, len);
- *     opts.decompress = produce_codec_decompress; opts.decompress_ctx = &pc;
- *     rc = rb_validate_produce(records, len, ..., &opts, &vr);
- *     if (!rc) rc = produce_codec_apply(&pc, &batch, &batch_len, &vr, reason, n);
- *     ... append batch/batch_len ...
- *     produce_codec_free(&pc);
- * apply keeps the producer's batch untouched (byte-identical) when the
- * topic's compression.type is "producer" or equals the batch's codec,
- * and otherwise points *batch at a rebuilt one owned by pc. */
-struct produce_codec {
-    const struct plugin_registry *reg;
-    int target;    /* topic codec id, or -1 for "producer" */
-    int32_t level; /* topic's compression.<codec>.level */
-    int32_t max_message_bytes;
-    struct codec_ctx ctx;
-    struct buf records; /* decompressed records kept for a rebuild */
-    bool have_records;
-    struct buf rebuilt;
-    bool rebuilt_used;
-};
-
-void produce_codec_init(struct produce_codec *pc, const struct plugin_registry *reg,
-                        const struct topic_config *tc, const uint8_t *records, size_t len);
-int produce_codec_decompress(void *pc, int codec, const uint8_t *in, size_t in_len, struct buf *out);
-/* After a successful rb_validate_produce of *batch (vr). Returns 0 (with
- * *batch / *len possibly replaced; the caller must then not apply
- * vr->max_timestamp_stale, which the rebuild already fixed) or a Kafka
- * error code with reason (the rebuilt batch exceeds max.message.bytes:
- * MESSAGE_TOO_LARGE, as Kafka's UnifiedLog re-check; no codec for the
- * target: UNSUPPORTED_COMPRESSION_TYPE). */
-int produce_codec_apply(struct produce_codec *pc, uint8_t **batch, size_t *len,
-                        const struct rb_validate_result *vr, char *reason, size_t reason_len);
-/* Whether apply replaced the batch. */
-static inline bool produce_codec_rebuilt(const struct produce_codec *pc) { return pc->rebuilt_used; }
-void produce_codec_free(struct produce_codec *pc);
 
 #endif

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "api/produce_codec.h"
 #include "plugin/codec.h"
 #include "plugin/metrics.h"
 #include "plugin/registry.h"
