@@ -206,7 +206,13 @@ static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
     ctl_op_release(op);
 }
 
-/* Waits (not on a worker or the loop) until op is done. */
+/* Blocks the calling thread until op is done or timeout_ms has passed.
+ * Never on the quorum loop: the loop completes ops, so it would only wait
+ * out the timeout. Its one caller is op_finish when the caller passed no
+ * op out-parameter; today that is Metadata's topic auto-creation
+ * (api/metadata.c), which runs on a network worker and so holds that
+ * worker, and every connection on it, until the commit (up to
+ * SYNC_WAIT_MS). Issue 8: that caller is to park its request instead. */
 int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms)
 {
     int64_t deadline = clock_mono_ms() + timeout_ms;
