@@ -7,7 +7,8 @@
 #      of a core/ file names a header of its own folder, of a folder its
 #      rule below allows, of the public ABI (include/samsa/) or
 #      autoconfig.h. Like modules/local.mk's check-module-isolation, which
-#      keeps modules on include/samsa/ only.
+#      keeps modules on include/samsa/ only;
+#   3. ARCHITECTURE.md's layer table says what RULES below says.
 # Usage: scripts/check-tree.sh          run both checks (exit 1 on failure)
 #        scripts/check-tree.sh --graph  print the include graph between
 #                                       core/ folders (edge counts)
@@ -141,6 +142,21 @@ layer_check() {
     }'
 }
 
+# --- 3. ARCHITECTURE.md draws the same layers ----------------------------
+# Its table (the fenced block after "Which core/ folder may") must say what
+# RULES says: "(nothing ...)" for an empty rule, "main.c everything" for *.
+doc=$(awk '/^Which core\/ folder may/ { on = 1 } on && /^```/ { n++; next } on && n == 1' ARCHITECTURE.md |
+    awk '/^[^ ]/ { if (k != "") print k, v; k = $1; $1 = ""; v = $0; next } { v = v " " $0 } END { if (k != "") print k, v }' |
+    sed -e 's/([^)]*)//g' -e 's/^main\.c *everything/main */' | awk '{ $1 = $1; print }')
+rules=$(printf '%s\n' "$RULES" | sed -n 's/^\([a-z_]*\):/\1/p' | awk '{ $1 = $1; print }')
+if [ "$doc" != "$rules" ]; then
+    echo "check-tree: ARCHITECTURE.md section 3's layer table differs from RULES in scripts/check-tree.sh:"
+    printf '%s\n' "$rules" >"${TMPDIR:-/tmp}/check-tree.rules.$$"
+    printf '%s\n' "$doc" | diff "${TMPDIR:-/tmp}/check-tree.rules.$$" - | sed 's/^/  /' || true
+    rm -f "${TMPDIR:-/tmp}/check-tree.rules.$$"
+    fail=1
+fi
+
 if [ "${1-}" = "--graph" ]; then
     layer_check graph | sort -k2
     exit 0
@@ -150,4 +166,4 @@ layer_check check || fail=1
 if [ "$fail" -ne 0 ]; then
     exit 1
 fi
-echo "check-tree: no committed ELF; core/ include layers OK"
+echo "check-tree: no committed ELF; core/ include layers OK and as ARCHITECTURE.md draws them"
