@@ -1,5 +1,7 @@
 #!/bin/sh
 # The whole test suite, as CI runs it (.ci/run):
+#   0. checks of the committed tree (scripts/check-tree.sh: no committed
+#      ELF binary, core/'s include layers);
 #   1. setup (packages, in-tree build), unit tests, interop tests;
 #   2. a -Werror build with AddressSanitizer + UndefinedBehaviorSanitizer
 #      in build/asan, and the unit and interop tests again with it;
@@ -13,6 +15,9 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 
 START=$(date +%s)
 stage() { printf '\n=== %s (at %ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
+
+stage "tree checks (committed binaries, core/ include layers)"
+./scripts/check-tree.sh
 
 stage "setup and build"
 ./scripts/setup.sh

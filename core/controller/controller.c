@@ -202,7 +202,11 @@ static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
     park_notify(c->b->wake, park_key_object(op)); /* an identity only */
 }
 
-/* Waits (not on a worker or the loop) until op is done. */
+/* Blocks the calling thread until op is done or timeout_ms has passed.
+ * Never on the quorum loop (the loop completes ops, so it would only wait
+ * out the timeout) and never on a network worker (requests park on the
+ * op instead: api/forward.h api_wait_ops). Its one caller is op_finish
+ * when the caller passed no op out-parameter: tools and unit tests. */
 int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms)
 {
     int64_t deadline = clock_mono_ms() + timeout_ms;

@@ -180,7 +180,8 @@ struct topic_spec {
 /* Each returns a Kafka error code (0 = ok) and, on error, Kafka's message
  * for it in msg (always NUL-terminated; "" where Kafka sends none).
  * validate_only checks without changing anything. NOT_CONTROLLER when
- * this node is not the active controller. op: NULL waits for the commit;
+ * this node is not the active controller. op: NULL blocks the calling
+ * thread until the commit (ctl_wait_op: not for a network worker);
  * otherwise *op is the proposal in flight, or NULL when nothing was
  * written (validate_only, no change). */
 

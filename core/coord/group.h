@@ -266,7 +266,9 @@ const struct cg_offset *cg_offset_get(const struct cgroup *g, kstr_t topic, int3
 /* Copies o (and its metadata). */
 void cg_offset_put(struct cgroup *g, kstr_t topic, int32_t partition, const struct cg_offset *o);
 bool cg_offset_del(struct cgroup *g, kstr_t topic, int32_t partition);
-/* Iteration: the key splits with cg_offset_key_split. */
+/* Iteration: *iter starts at 0; each call yields the next stored offset
+ * with its topic (pointing into g, valid while it is unchanged) and
+ * partition; false at the end. */
 bool cg_offset_next(const struct cgroup *g, size_t *iter, kstr_t *topic, int32_t *partition,
                     const struct cg_offset **o);
 size_t cg_offset_count(const struct cgroup *g);

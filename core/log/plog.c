@@ -743,9 +743,13 @@ void plog_get_config(struct plog *l, struct plog_config *out)
 
 /* Called with append_lock held. Starts a new active segment at base. The
  * rolled one is sealed (final time-index entry, trimmed index files) and
- * flushed later by the flusher, not here: an fsync under the append lock
- * would stall every producer of the partition. Until that flush the
- * recovery point stays in the rolled segment, so a crash recovers it. */
+ * flushed later by the flusher, not here. The rule: no fsync under the
+ * append lock, since one would stall every producer of the partition.
+ * Until that flush the recovery point stays in the rolled segment, so a
+ * crash recovers it. NOTE: segment_create still syncs the directory
+ * (fs_sync_dir, log/segment.c) for the new segment's name, under this
+ * lock, against the rule; moving it out is issue 8's work (branch
+ * nonblock). */
 static int roll(struct plog *l, int64_t base, struct segment **active)
 {
     struct segment *old = *active;
@@ -904,7 +908,9 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
     }
-    /* A new leader epoch is on disk before any batch carrying it. */
+    /* A new leader epoch is on disk before any batch carrying it. NOTE:
+     * epoch_write_locked fsyncs the checkpoint here, under append_lock,
+     * against the rule at roll(); issue 8 (branch nonblock) moves it out. */
     pthread_mutex_lock(&l->epoch_lock);
     bool epochs_changed = false;
     if (follower) {

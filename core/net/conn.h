@@ -1,5 +1,6 @@
 /* One client connection: framing, the in-order request queue, and writing
- * responses (memory with send, record data with sendfile). */
+ * responses: memory bytes with send(MSG_MORE while a file range follows),
+ * record data spliced in as file ranges with sendfile. */
 #ifndef SAMSA_NET_CONN_H
 #define SAMSA_NET_CONN_H
 
