@@ -21,6 +21,7 @@ write is acknowledged only once the ISR has it (as an acks=all Produce).
 # limit: 300
 
 import os
+import select
 import signal
 import sys
 import threading
@@ -262,8 +263,7 @@ def acknowledged_commits_survive_kill9_of_the_coordinator():
         cons.poll(0.2)
     eq(sorted(tp.partition for tp in cons.assignment()), PARTS, "the classic member's assignment")
     mid, epoch = join_848(node, g848)
-    want_c = want_k = None
-    for k in range(1, 6):
+    for k in range(1, 5):
         want_c = {p: 100 * k + p for p in PARTS}
         want_k = {p: 1000 * k + p for p in PARTS}
         conn = K.Conn(node.port)
@@ -276,8 +276,69 @@ def acknowledged_commits_survive_kill9_of_the_coordinator():
             conn.close()
         check(all(tp.error is None for tp in got), "classic commit %d: %s", k, got)
         eq(rk, {p: 0 for p in PARTS}, "KIP-848 commit %d" % k)
-    # both acknowledged: the coordinator dies at once
-    node.kill9()
+    # The last commits are sent while the followers are paused, so that
+    # an acknowledgement that did not wait for them would be lost with
+    # the coordinator: they may be answered only once the followers,
+    # resumed after 0.5 s, have the records; the coordinator is killed
+    # the moment both are acknowledged (or, were one answered during the
+    # pause, at once, before the followers resume).
+    want_c = {p: 500 + p for p in PARTS}
+    want_k = {p: 5000 + p for p in PARTS}
+    res = {}
+
+    def classic_commit():
+        try:
+            res["c"] = cons.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in want_c.items()],
+                                   asynchronous=False)
+        except Exception as e:  # noqa: BLE001
+            res["c"] = e
+    conn = K.Conn(node.port)
+    for n in survivors:
+        n.proc.send_signal(signal.SIGSTOP)
+    resumed = False
+    try:
+        t_send = time.monotonic()
+        corr = conn.send(kg.OFFSET_COMMIT, 9, kg.offset_commit_v9_body(g848, mid, epoch, TOPIC, want_k),
+                         header_version=2)
+        th = threading.Thread(target=classic_commit, daemon=True)
+        th.start()
+        th.join(0.5)
+        early = not th.is_alive() or select.select([conn.sock], [], [], 0)[0]
+        if early:
+            node.kill9()
+        for n in survivors:
+            n.proc.send_signal(signal.SIGCONT)
+        resumed = True
+        t_resume = time.monotonic()
+        th.join(C.bound(10))
+        try:
+            rk = kg.parse_offset_commit_v9(conn.recv(corr, 1, timeout=C.bound(10)))
+        except (OSError, K.Closed) as e:
+            rk = e
+        t_acked = time.monotonic()
+        if not early:
+            node.kill9()
+    finally:
+        if not resumed:
+            for n in survivors:
+                n.proc.send_signal(signal.SIGCONT)
+        conn.close()
+    got = res.get("c")
+    acked_c = isinstance(got, list) and all(tp.error is None for tp in got)
+    acked_k = rk == {p: 0 for p in PARTS}
+    if early:
+        # Acknowledged without the followers: whatever was acknowledged
+        # must still be readable (it was not, before the coordinator
+        # waited for the ISR); then the case fails anyway.
+        for g, want, acked in ((gc, want_c, acked_c), (g848, want_k, acked_k)):
+            if acked:
+                eq(fetch_offsets(g, survivors, dead=node.node_id), want, "%s's offsets acknowledged during the "
+                   "pause, after the kill" % g)
+        raise Failure("commits answered while the followers were paused (classic %s, KIP-848 %s)" % (got, rk))
+    check(acked_c, "classic commit after the resume: %s", got)
+    check(acked_k, "KIP-848 commit after the resume: %s", rk)
+    log("last commits sent with followers %s paused: unanswered for %.2fs; acknowledged %.3fs after their resume",
+        [n.node_id for n in survivors], t_resume - t_send, t_acked - t_resume)
     t0 = time.monotonic()
     log("coordinator node %d killed -9 right after both commits were acknowledged", node.node_id)
     eq(fetch_offsets(g848, survivors, dead=node.node_id), want_k, "KIP-848 group's offsets after the kill")
