@@ -245,16 +245,6 @@ static void batch_free(struct batch *bt)
     buf_free(&bt->v);
 }
 
-/* An acks=all write refuses to append while the ISR is smaller than
- * min.insync.replicas (Kafka's Partition.appendRecordsToLeader). */
-static bool isr_too_small(struct partition *p)
-{
-    pthread_mutex_lock(&p->repl_lock);
-    int32_t isr = p->nisr;
-    pthread_mutex_unlock(&p->repl_lock);
-    return isr > 0 && isr < atomic_load(&p->min_isr);
-}
-
 /* Appends the batch to the shard's partition (under the shard's lock).
  * Returns 0 with *last and *epoch (the leader epoch of the append) set,
  * or the coordinator-mapped error. Frees bt. */
@@ -272,9 +262,13 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
         err = map_append_error(rc);
     } else if (!s->p || s->state != SHARD_ACTIVE) {
         err = KERR_NOT_COORDINATOR;
-    } else if (isr_too_small(s->p)) {
-        err = map_append_error(KERR_NOT_ENOUGH_REPLICAS);
     } else {
+        /* Unlike an acks=all Produce, no NOT_ENOUGH_REPLICAS refusal
+         * before the append: the operation already changed the groups in
+         * memory, and a refused append would leave them ahead of the log.
+         * The wait (coord_ack_check) answers an ISR below
+         * min.insync.replicas with NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+         * which the client hears as the same COORDINATOR_NOT_AVAILABLE. */
         struct plog_append_result res;
         int32_t ep = atomic_load(&s->p->leader_epoch);
         rc = partition_append(s->p, bt->out.data + bt->out.len - len, len, false, &res);
