@@ -58,6 +58,7 @@ struct coord_settings {
     int64_t retention_ms;
     int64_t retention_check_ms;
     int32_t load_buffer;
+    int64_t commit_timeout_ms; /* offsets.commit.timeout.ms: every write's */
     /* KIP-848 consumer groups */
     int32_t cg_session_timeout_ms;
     int32_t cg_heartbeat_interval_ms;
@@ -551,15 +552,18 @@ void coord_ack_init(struct coord_ack *a)
     a->shard = NULL;
     a->offset = -1;
     a->epoch = -1;
+    a->deadline = INT64_MAX;
     a->next = NULL;
 }
 
-/* Records the append an operation's answer depends on. */
+/* Records the append an operation's answer depends on; the wait for it
+ * ends offsets.commit.timeout.ms from now (Kafka's write timeout). */
 static void ack_set(struct coord_ack *a, struct coord_shard *s, int64_t offset, int32_t epoch)
 {
     a->shard = s;
     a->offset = offset;
     a->epoch = epoch;
+    a->deadline = offset >= 0 && s ? clock_mono_ms() + s->c->s.commit_timeout_ms : INT64_MAX;
 }
 
 /* One element: as an acks=all Produce waits (the epoch check makes a
@@ -577,6 +581,8 @@ static int ack_check_one(const struct coord_ack *a)
     else
         st = partition_ack_wait_all(s->p, a->offset, a->epoch);
     pthread_mutex_unlock(&s->lock);
+    if (st == PARTITION_ACK_WAIT && clock_mono_ms() >= a->deadline)
+        st = KERR_REQUEST_TIMED_OUT;
     return st > 0 ? map_append_error(st) : st;
 }
 
@@ -1247,6 +1253,7 @@ struct coord *coord_create(struct broker *b)
     c->s.retention_ms = cfg_long(cfg, "offsets.retention.minutes", 10080) * 60 * 1000;
     c->s.retention_check_ms = cfg_long(cfg, "offsets.retention.check.interval.ms", 600000);
     c->s.load_buffer = (int32_t)cfg_long(cfg, "offsets.load.buffer.size", 5242880);
+    c->s.commit_timeout_ms = cfg_long(cfg, "offsets.commit.timeout.ms", 5000);
     if (c->s.load_buffer < 4096)
         c->s.load_buffer = 4096;
     c->s.cg_session_timeout_ms = (int32_t)cfg_long(cfg, "group.consumer.session.timeout.ms", 45000);

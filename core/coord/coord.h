@@ -59,13 +59,18 @@ int32_t coord_num_partitions(const struct broker *b, const struct mimage *img);
 
 /* A replication wait after an operation that appended: the shard, the
  * last offset the answer depends on (offset -1: nothing to wait for) and
- * the leader epoch it was appended in. next: more of them (a DeleteGroups
- * naming groups of several shards; the caller owns the list, usually in
- * its request arena), NULL for one. */
+ * the leader epoch it was appended in. deadline (monotonic ms): the wait
+ * ends there, offsets.commit.timeout.ms after the write (or after a
+ * JoinGroup / SyncGroup waiter was completed), whatever the request's
+ * own park timeout; a parker should watch it as a deadline (today it is
+ * seen at the next check). next: more of them (a DeleteGroups naming
+ * groups of several shards; the caller owns the list, usually in its
+ * request arena), NULL for one. */
 struct coord_ack {
     struct coord_shard *shard;
     int64_t offset;
     int32_t epoch;
+    int64_t deadline;
     struct coord_ack *next;
 };
 void coord_ack_init(struct coord_ack *a);
@@ -75,9 +80,9 @@ void coord_ack_init(struct coord_ack *a);
  * else the first failure as Kafka's group coordinator answers it:
  * NOT_COORDINATOR (the shard or the leadership moved, the log went
  * offline), COORDINATOR_NOT_AVAILABLE (the ISR shrank below
- * min.insync.replicas). The caller answers COORDINATOR_NOT_AVAILABLE
- * when offsets.commit.timeout.ms passes first (Kafka's REQUEST_TIMED_OUT
- * mapping). The wait is on the high watermark of the partition
+ * min.insync.replicas, or the deadline passed: Kafka's REQUEST_TIMED_OUT
+ * mapping). The caller answers COORDINATOR_NOT_AVAILABLE too when its
+ * park timeout passes first. The wait is on the high watermark of the partition
  * coord_ack_partition gives, for each element of the list. */
 int coord_ack_check(const struct coord_ack *a);
 /* The __consumer_offsets partition one element of an ack (not its next)
