@@ -243,6 +243,38 @@ def commit_fails_while_the_followers_are_paused():
     log("after SIGCONT: commits acknowledged and read back")
 
 
+@S.case
+def sync_group_fails_while_the_followers_are_paused():
+    ensure_topic()
+    node, (g,) = groups_of_one_coordinator("cisr-sync", 1)
+    others = [n for n in CL.nodes if n is not node]
+    c = K.Conn(node.port, timeout=C.bound(15))
+    try:
+        r = kg.join_group(c, g)
+        eq(r["error_code"], kg.MEMBER_ID_REQUIRED, "first JoinGroup v5")
+        me = r["member_id"]
+        r = kg.join_group(c, g, member_id=me)  # after group.initial.rebalance.delay.ms
+        eq((r["error_code"], r["leader"]), (kg.NONE, me), "JoinGroup")
+        for n in others:
+            n.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            s = kg.sync_group(c, g, r["generation_id"], me, [(me, kg.assignment({TOPIC: PARTS}))],
+                              timeout=C.bound(10))
+            dt = time.monotonic() - t0
+        finally:
+            for n in others:
+                n.proc.send_signal(signal.SIGCONT)
+    finally:
+        c.close()
+    check(s["error_code"] in (kg.COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT),
+          "SyncGroup with the followers paused answered %s (not a failure)", s)
+    check(dt >= 1.8, "SyncGroup failed after %.2fs, before offsets.commit.timeout.ms (2 s)", dt)
+    log("followers %s paused: the leader's SyncGroup failed (%d) after %.2fs", [n.node_id for n in others],
+        s["error_code"], dt)
+    CL.wait_ready()
+
+
 def classic_consumer(group, nodes):
     from confluent_kafka import Consumer
     return Consumer({"bootstrap.servers": ",".join(n.bootstrap for n in nodes), "group.id": group,
