@@ -11,7 +11,8 @@ write is acknowledged only once the ISR has it (as an acks=all Produce).
   (SIGSTOP), an OffsetCommit of a simple group and one of a KIP-848
   member (v9, raw) both fail after offsets.commit.timeout.ms (2 s here)
   with COORDINATOR_NOT_AVAILABLE, not acknowledged; after SIGCONT commits
-  succeed again and are read back.
+  succeed again and are read back. So does a group leader's SyncGroup
+  (its GroupMetadata record), instead of parking for its long backstop.
 - A classic group (confluent-kafka consumer, subscribe + synchronous
   commit) and a KIP-848 member (raw ConsumerGroupHeartbeat and
   OffsetCommit v9) of the same coordinator commit; the coordinator is
