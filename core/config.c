@@ -355,9 +355,10 @@ const struct config_def config_defs[] = {
      "Most members of a consumer-protocol group."},
     {"group.consumer.assignors", T(LIST), "uniform,range", RO, 0, NOCHECK,
      "Server-side assignors; the first is the default."},
-    {"offsets.topic.replication.factor", T(SHORT), "1", RO, 0, ATLEAST(1),
-     "Replication factor of __consumer_offsets (samsa default 1 so a single node works; "
-     "Kafka's is 3)."},
+    {"offsets.topic.replication.factor", T(SHORT), "3", RO, 0, ATLEAST(1),
+     "Replication factor of __consumer_offsets. A node that is alone (one voter, itself, "
+     "and no other broker registered) creates it with at most 1; a cluster waits until "
+     "this many brokers are registered."},
     {"offsets.topic.num.partitions", T(INT), "50", RO, 0, ATLEAST(1),
      "Partitions of __consumer_offsets; never change it after the topic exists."},
     {"offsets.topic.segment.bytes", T(INT), "104857600", RO, NE, ATLEAST(1),
@@ -368,7 +369,7 @@ const struct config_def config_defs[] = {
      "How long committed offsets of an empty group are kept."},
     {"offsets.retention.check.interval.ms", T(LONG), "600000", RO, NE, ATLEAST(1),
      "How often stale offsets are looked for."},
-    {"offsets.commit.timeout.ms", T(INT), "5000", RO, NE, ATLEAST(1),
+    {"offsets.commit.timeout.ms", T(INT), "5000", RO, 0, ATLEAST(1),
      "How long an offset commit waits for replication."},
     {"offsets.load.buffer.size", T(INT), "5242880", RO, NE, ATLEAST(1),
      "Read size when loading __consumer_offsets."},
@@ -376,11 +377,11 @@ const struct config_def config_defs[] = {
      "Largest metadata string of an offset commit."},
 
     /* Transactions */
-    {"transaction.state.log.replication.factor", T(SHORT), "1", RO, 0, ATLEAST(1),
-     "Replication factor of __transaction_state (samsa default 1 so a single node works; "
-     "Kafka's is 3)."},
-    {"transaction.state.log.min.isr", T(INT), "1", RO, 0, ATLEAST(1),
-     "min.insync.replicas of __transaction_state (samsa default 1; Kafka's is 2)."},
+    {"transaction.state.log.replication.factor", T(SHORT), "3", RO, 0, ATLEAST(1),
+     "Replication factor of __transaction_state (at most 1 on a node that is alone, as "
+     "offsets.topic.replication.factor)."},
+    {"transaction.state.log.min.isr", T(INT), "2", RO, 0, ATLEAST(1),
+     "min.insync.replicas of __transaction_state (at most 1 on a node that is alone)."},
     {"transaction.state.log.num.partitions", T(INT), "50", RO, NE, ATLEAST(1),
      "Partitions of __transaction_state."},
     {"transaction.state.log.segment.bytes", T(INT), "104857600", RO, NE, ATLEAST(1),

@@ -56,7 +56,6 @@ core/controller/snapshot.c broker.h         to be removed: struct broker in cont
 core/replica/fetcher.c broker.h             to be removed: struct broker in replica
 core/replica/partition.c broker.h           to be removed: struct broker in replica
 core/replica/registry.c broker.h            to be removed: struct broker in replica
-core/coord/coord.c net/net.h                to be removed: unused (coord wakes through replica)
 core/coord/coord.c broker.h                 to be removed: struct broker in coord
 '
 

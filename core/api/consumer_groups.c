@@ -193,7 +193,7 @@ void api_handle_consumer_group_heartbeat(struct request *req)
     req->handler_state = op;
     req->cancel = hb_cancel;
     park_init(&op->pk, req, hb_try_complete);
-    park_watch(&op->pk, coord_ack_park_key(&op->ack));
+    api_watch_coord_ack(&op->pk, &op->ack);
     park_start(&op->pk, commit_timeout_ms(req));
 }
 

@@ -5,8 +5,9 @@
  * coordinator's (coord/); this file checks requests, authorizes,
  * resolves topics, and parks the requests that wait: JoinGroup and
  * SyncGroup until their group completes them, and any answer that
- * depends on an append until that append is durable (flush.messages=1;
- * partition_ack_wait, as Produce). */
+ * depends on an append until the ISR has it (the high watermark passed
+ * it, as for an acks=all Produce: coord_ack_check). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,6 +47,7 @@
 #include "proto/gen/sync_group_response.h"
 #include "proto/kerr.h"
 #include "replica/partition.h"
+#include "util/clock.h"
 #include "util/slog.h"
 
 #define CLUSTER_NAME KSTR_LIT("kafka-cluster")
@@ -85,8 +87,7 @@ static struct gop *gop_new(struct request *req, void (*finish)(struct gop *, int
     struct gop *op = arena_alloc(&req->arena, sizeof *op);
     op->req = req;
     op->finish = finish;
-    op->ack.shard = NULL;
-    op->ack.offset = -1;
+    coord_ack_init(&op->ack);
     return op;
 }
 
@@ -119,10 +120,10 @@ static bool gop_try_complete(struct parked *pk, bool expired)
             /* completed in between (under the lock coord_cancel took) */
         }
         op->waiting = false;
-        op->ack.shard = coord_waiter_shard(&op->w);
-        op->ack.offset = op->w.ack_offset;
-        /* watched before the check below (park.h) */
-        park_watch(&op->pk, coord_ack_park_key(&op->ack));
+        coord_waiter_ack(&op->w, &op->ack);
+        /* watched before the check below (park.h); the write's own
+         * deadline bounds the wait from now on */
+        api_watch_coord_ack(&op->pk, &op->ack);
     }
     int st = coord_ack_check(&op->ack);
     if (st == PARTITION_ACK_WAIT) {
@@ -145,6 +146,22 @@ static void gop_cancel(struct request *req)
         cg_waiter_release(&op->w);
 }
 
+void api_watch_coord_ack(struct parked *pk, const struct coord_ack *a)
+{
+    int64_t deadline = INT64_MAX;
+    for (; a; a = a->next) {
+        struct partition *p = coord_ack_partition(a);
+        if (p) {
+            park_watch(pk, partition_park_key(p));
+            partition_put(p);
+        }
+        if (a->offset >= 0 && a->deadline < deadline)
+            deadline = a->deadline;
+    }
+    if (deadline != INT64_MAX)
+        park_set_timeout(pk, deadline - clock_mono_ms());
+}
+
 /* Answers now when nothing is pending, else parks for at most
  * timeout_ms. */
 static void gop_run(struct gop *op, int64_t timeout_ms)
@@ -153,8 +170,7 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
     if (!op->waiting) {
         if (op->uses_waiter) {
             /* completed within the call, by this thread */
-            op->ack.shard = coord_waiter_shard(&op->w);
-            op->ack.offset = op->w.ack_offset;
+            coord_waiter_ack(&op->w, &op->ack);
         }
         int st = coord_ack_check(&op->ack);
         if (st != PARTITION_ACK_WAIT) {
@@ -165,7 +181,10 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
     req->handler_state = op;
     req->cancel = gop_cancel;
     park_init(&op->pk, req, gop_try_complete);
-    park_watch(&op->pk, op->waiting ? park_key_object(&op->w) : coord_ack_park_key(&op->ack));
+    if (op->waiting)
+        park_watch(&op->pk, park_key_object(&op->w));
+    else
+        api_watch_coord_ack(&op->pk, &op->ack);
     park_start(&op->pk, timeout_ms);
 }
 
@@ -257,7 +276,15 @@ static void find_one(struct request *req, struct mimage **img, kstr_t key, int8_
             int rc = controller_auto_create_topic(b->controller, KSTR_LIT(COORD_OFFSETS_TOPIC), msg, sizeof msg, &op);
             if (op)
                 ctl_op_release(op);
-            if (rc)
+            if (rc == KERR_INVALID_REPLICATION_FACTOR) {
+                /* not enough brokers yet: normal while a cluster starts;
+                 * clients retry every few hundred ms, so say it now and
+                 * then */
+                static _Atomic int64_t last_said;
+                int64_t now = clock_mono_ms(), then = atomic_load(&last_said);
+                if (now - then >= 10000 && atomic_compare_exchange_strong(&last_said, &then, now))
+                    slog_info("FindCoordinator: not creating %s yet: %s", COORD_OFFSETS_TOPIC, msg);
+            } else if (rc)
                 slog_warn("FindCoordinator: creating %s failed: %s %s", COORD_OFFSETS_TOPIC, kerr_name((int16_t)rc),
                           msg);
             else
@@ -679,8 +706,9 @@ void api_handle_delete_groups(struct request *req)
     int32_t n = q->groups_names.n > 0 ? q->groups_names.n : 0;
     resp->results.a = delete_groups_response_deletable_group_result_new_array(&req->arena, n);
     resp->results.n = n;
-    /* Groups of several shards: each append is waited for; the last of
-     * each shard is what matters, and in practice one shard. */
+    /* Groups of several shards: each shard's last append is waited for
+     * (a list of acks, one per shard; a failure of one fails the groups
+     * not yet failed). */
     for (int32_t i = 0; i < n; i++) {
         kstr_t gid = q->groups_names.a[i];
         delete_groups_response_deletable_group_result_t *r = &resp->results.a[i];
@@ -691,17 +719,17 @@ void api_handle_delete_groups(struct request *req)
         }
         struct coord_ack ack;
         r->error_code = coord_delete_group(req->broker->coord, gid, &ack);
-        if (!r->error_code && ack.offset >= 0) {
-            if (op->ack.shard && op->ack.shard != ack.shard) {
-                /* a second shard: settle for the first one's wait and
-                 * check this one now (rare: DeleteGroups usually names
-                 * groups of one coordinator) */
-                int st = coord_ack_check(&ack);
-                if (st > 0)
-                    r->error_code = (int16_t)st;
-                continue;
-            }
-            op->ack = ack;
+        if (r->error_code || ack.offset < 0)
+            continue;
+        struct coord_ack *a = &op->ack;
+        while (a->shard && a->shard != ack.shard && a->next)
+            a = a->next;
+        if (!a->shard || a->shard == ack.shard) {
+            ack.next = a->next;
+            *a = ack; /* the shard's later append */
+        } else {
+            a->next = arena_alloc(&req->arena, sizeof *a->next);
+            *a->next = ack;
         }
     }
     gop_run(op, commit_timeout_ms(req));

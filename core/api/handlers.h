@@ -3,6 +3,14 @@
 #define SAMSA_API_HANDLERS_H
 
 struct request;
+struct parked;
+struct coord_ack;
+
+/* groups.c: pk (not started yet, or from its try_complete) watches the
+ * __consumer_offsets partitions a's writes wait on, and from inside
+ * try_complete its deadline becomes the writes' (offsets.commit.timeout.ms
+ * after them). */
+void api_watch_coord_ack(struct parked *pk, const struct coord_ack *a);
 
 void api_handle_api_versions(struct request *req);      /* apiversions.c */
 void api_handle_produce(struct request *req);           /* produce.c */

@@ -1326,6 +1326,41 @@ int controller_create_topic(struct controller *c, const struct topic_spec *spec,
     return op_finish(c, rc, mine, op);
 }
 
+bool controller_node_alone(const struct samsa_config *cfg, const struct mimage *img)
+{
+    return cfg->n_voters == 1 && cfg->voters[0].id == cfg->node_id && cfg->role_broker && img &&
+           img->nbrokers == 1 && img->brokers[0].id == cfg->node_id;
+}
+
+/* The replication factor (and min.insync.replicas, min_isr NULL: none
+ * set) an internal topic gets here: the configured ones, at most 1 on a
+ * node that is alone (controller_node_alone). Returns 0, or
+ * INVALID_REPLICATION_FACTOR with msg while fewer brokers are registered
+ * and unfenced than that factor: Kafka refuses to create the topic then
+ * too, and the client retries (COORDINATOR_NOT_AVAILABLE). */
+static int internal_replication(struct controller *c, const char *topic_word, const char *key, int16_t *rf,
+                                int32_t *min_isr, char *msg, size_t msglen)
+{
+    const struct samsa_config *cfg = c->b->cfg;
+    struct mimage *img = controller_image(c);
+    bool alone = controller_node_alone(cfg, img);
+    int32_t live = 0;
+    for (int32_t i = 0; img && i < img->nbrokers; i++)
+        live += !img->brokers[i].fenced && !img->brokers[i].in_controlled_shutdown;
+    mimage_release(img);
+    if (alone && *rf > 1)
+        *rf = 1;
+    if (alone && min_isr && *min_isr > 1)
+        *min_isr = 1;
+    if (live < *rf)
+        return err_msg(msg, msglen, KERR_INVALID_REPLICATION_FACTOR,
+                       "Number of alive brokers '%d' does not meet the required replication factor '%d' for "
+                       "the %s topic (configured via '%s'). This error can be ignored if the cluster is "
+                       "starting up and not all brokers are up yet.",
+                       (int)live, (int)*rf, topic_word, key);
+    return 0;
+}
+
 int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen, struct ctl_op **op)
 {
     const struct samsa_config *cfg = c->b->cfg;
@@ -1337,23 +1372,21 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
     char seg[32], isr[32];
     kstr_t keys[5], values[5];
     int64_t v;
+    if (op)
+        *op = NULL;
+    msg[0] = 0;
     /* Kafka's GroupCoordinatorService.groupMetadataTopicConfigs and
-     * TransactionStateManager.transactionTopicConfigs. */
+     * TransactionStateManager.transactionTopicConfigs: __consumer_offsets
+     * sets no min.insync.replicas (the broker's applies). */
     if (kstr_eqc(name, "__consumer_offsets")) {
         spec.num_partitions = cfg->offsets_topic_num_partitions;
         spec.replication_factor = cfg->offsets_topic_replication_factor;
+        int rc = internal_replication(c, "offsets", "offsets.topic.replication.factor", &spec.replication_factor,
+                                      NULL, msg, msglen);
+        if (rc)
+            return rc;
         snprintf(seg, sizeof seg, "%lld",
                  (long long)(config_get_long(cfg, "offsets.topic.segment.bytes", &v) ? v : 104857600));
-        /* samsa: capped to the live brokers, so that a cluster smaller
-         * than offsets.topic.replication.factor still gets its group
-         * coordinator (Kafka would refuse until enough brokers live). */
-        struct mimage *live_img = controller_image(c);
-        int16_t live = 0;
-        for (int32_t i = 0; i < live_img->nbrokers; i++)
-            live += !live_img->brokers[i].fenced;
-        mimage_release(live_img);
-        if (live > 0 && spec.replication_factor > live)
-            spec.replication_factor = live;
         keys[0] = KSTR_LIT("cleanup.policy"), values[0] = KSTR_LIT("compact");
         keys[1] = KSTR_LIT("compression.type"), values[1] = KSTR_LIT("producer");
         keys[2] = KSTR_LIT("segment.bytes"), values[2] = KSTR(seg);
@@ -1362,10 +1395,15 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
         spec.num_partitions =
             config_get_long(cfg, "transaction.state.log.num.partitions", &v) ? (int32_t)v : 50;
         spec.replication_factor = cfg->transaction_state_log_replication_factor;
+        int32_t min_isr = cfg->transaction_state_log_min_isr;
+        int rc = internal_replication(c, "transactions", "transaction.state.log.replication.factor",
+                                      &spec.replication_factor, &min_isr, msg, msglen);
+        if (rc)
+            return rc;
         snprintf(seg, sizeof seg, "%lld",
                  (long long)(config_get_long(cfg, "transaction.state.log.segment.bytes", &v) ? v
                                                                                              : 104857600));
-        snprintf(isr, sizeof isr, "%d", (int)cfg->transaction_state_log_min_isr);
+        snprintf(isr, sizeof isr, "%d", (int)min_isr);
         keys[0] = KSTR_LIT("unclean.leader.election.enable"), values[0] = KSTR_LIT("false");
         keys[1] = KSTR_LIT("compression.type"), values[1] = KSTR_LIT("uncompressed");
         keys[2] = KSTR_LIT("cleanup.policy"), values[2] = KSTR_LIT("compact");
@@ -1375,8 +1413,6 @@ int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, s
     }
     spec.config_keys = keys;
     spec.config_values = values;
-    if (op)
-        *op = NULL;
     if (!controller_is_active(c)) {
         /* Kafka's AutoTopicCreationManager: a CreateTopics to the active
          * controller, not waited for (the client retries Metadata). */

@@ -213,6 +213,26 @@ int controller_create_partitions(struct controller *c, kstr_t topic, int32_t cou
 int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen,
                                  struct ctl_op **op);
 
+/* Internal topics (__consumer_offsets, __transaction_state) are created
+ * with offsets.topic.replication.factor / transaction.state.log.*
+ * (Kafka's defaults: 3 replicas, __transaction_state min ISR 2); while
+ * fewer brokers are registered and unfenced than that factor the
+ * creation is refused (INVALID_REPLICATION_FACTOR; FindCoordinator
+ * answers COORDINATOR_NOT_AVAILABLE), never made with fewer replicas.
+ *
+ * samsa's one deviation from Kafka: a node that knows it is alone uses
+ * at most 1 for both, so that the zero-config single node serves groups
+ * (Kafka would refuse forever). Alone means all of: controller.quorum.
+ * voters names exactly one voter and it is this node; this node has the
+ * broker role too (combined mode); the metadata image registers exactly
+ * one broker (fenced or not) and it is this node. A split layout (the
+ * lone controller is no broker), several voters, a dynamic quorum
+ * (controller.quorum.bootstrap.servers) or a second registered broker
+ * is never alone. Caveat: a lone combined voter that broker-only nodes
+ * join later is alone until the first of them registers. */
+struct samsa_config;
+bool controller_node_alone(const struct samsa_config *cfg, const struct mimage *img);
+
 /* ConfigResource types used by ConfigRecord. */
 #define CONTROLLER_RESOURCE_TOPIC 2
 #define CONTROLLER_RESOURCE_BROKER 4

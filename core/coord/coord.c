@@ -16,7 +16,6 @@
 #include "coord/consumer.h"
 #include "coord/records.h"
 #include "log/plog.h"
-#include "net/net.h"
 #include "plugin/codec.h"
 #include "plugin/registry.h"
 #include "proto/kerr.h"
@@ -58,6 +57,7 @@ struct coord_settings {
     int64_t retention_ms;
     int64_t retention_check_ms;
     int32_t load_buffer;
+    int64_t commit_timeout_ms; /* offsets.commit.timeout.ms: every write's */
     /* KIP-848 consumer groups */
     int32_t cg_session_timeout_ms;
     int32_t cg_heartbeat_interval_ms;
@@ -181,7 +181,10 @@ static void refile(struct coord_shard *s, struct cgroup *g)
 /* ------------------------------------------------------------------ */
 /* appends                                                             */
 
-/* Kafka's CoordinatorOperationExceptionHelper mapping of append errors. */
+/* Kafka's mapping of a group coordinator write's errors
+ * (GroupCoordinatorService.handleOperationException, and
+ * GroupMetadataManager's for NOT_ENOUGH_REPLICAS_AFTER_APPEND, which an
+ * acks=all write can also end with). */
 static int16_t map_append_error(int err)
 {
     switch (err) {
@@ -189,6 +192,7 @@ static int16_t map_append_error(int err)
         return 0;
     case KERR_UNKNOWN_TOPIC_OR_PARTITION:
     case KERR_NOT_ENOUGH_REPLICAS:
+    case KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND:
     case KERR_REQUEST_TIMED_OUT:
         return KERR_COORDINATOR_NOT_AVAILABLE;
     case KERR_NOT_LEADER_OR_FOLLOWER:
@@ -242,8 +246,9 @@ static void batch_free(struct batch *bt)
 }
 
 /* Appends the batch to the shard's partition (under the shard's lock).
- * Returns 0 with *last set, or the coordinator-mapped error. Frees bt. */
-static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *last)
+ * Returns 0 with *last and *epoch (the leader epoch of the append) set,
+ * or the coordinator-mapped error. Frees bt. */
+static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *last, int32_t *epoch)
 {
     int16_t err = 0;
     if (bt->n == 0) {
@@ -258,14 +263,24 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
     } else if (!s->p || s->state != SHARD_ACTIVE) {
         err = KERR_NOT_COORDINATOR;
     } else {
+        /* Unlike an acks=all Produce, no NOT_ENOUGH_REPLICAS refusal
+         * before the append: the operation already changed the groups in
+         * memory, and a refused append would leave them ahead of the log.
+         * The wait (coord_ack_check) answers an ISR below
+         * min.insync.replicas with NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+         * which the client hears as the same COORDINATOR_NOT_AVAILABLE. */
         struct plog_append_result res;
+        int32_t ep = atomic_load(&s->p->leader_epoch);
         rc = partition_append(s->p, bt->out.data + bt->out.len - len, len, false, &res);
         if (rc) {
             slog_warn("group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
                       kerr_name((int16_t)rc));
             err = map_append_error(rc);
-        } else if (last) {
-            *last = res.last_offset;
+        } else {
+            if (last)
+                *last = res.last_offset;
+            if (epoch)
+                *epoch = ep;
         }
     }
     batch_free(bt);
@@ -286,9 +301,11 @@ static int store_group(struct cg_env *e, struct cgroup *g, const kbytes_t *assig
         return map_append_error(rc);
     }
     int64_t last = -1;
-    int16_t err = batch_append(s, &bt, &last);
+    int32_t epoch = -1;
+    int16_t err = batch_append(s, &bt, &last, &epoch);
     if (!err) {
         e->ack_offset = last;
+        e->ack_epoch = epoch;
         g->has_record = true;
     }
     return err;
@@ -305,6 +322,7 @@ static void env_init(struct coord_shard *s, struct cg_env *e)
     e->store = store_group;
     e->ctx = s;
     e->ack_offset = -1;
+    e->ack_epoch = -1;
 }
 
 /* After an operation on g: re-file its timers, drop it when nothing is
@@ -435,16 +453,19 @@ static void ccg_env_init(struct coord_shard *s, struct ccg_env *e, struct ccg_ct
 }
 
 /* Appends what the operation emitted; returns 0 or the error, *last the
- * offset to wait for. */
-static int16_t ccg_env_finish(struct ccg_ctx *x, int64_t *last)
+ * offset to wait for and *epoch its leader epoch (either may be NULL). */
+static int16_t ccg_env_finish(struct ccg_ctx *x, int64_t *last, int32_t *epoch)
 {
     if (x->img)
         mimage_release(x->img);
     x->img = NULL;
     int64_t l = -1;
-    int16_t err = batch_append(x->s, x->bt, &l);
+    int32_t ep = -1;
+    int16_t err = batch_append(x->s, x->bt, &l, &ep);
     if (last)
         *last = l;
+    if (epoch)
+        *epoch = ep;
     return err;
 }
 
@@ -525,7 +546,29 @@ static void release(struct coord_shard *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-int coord_ack_check(const struct coord_ack *a)
+void coord_ack_init(struct coord_ack *a)
+{
+    a->shard = NULL;
+    a->offset = -1;
+    a->epoch = -1;
+    a->deadline = INT64_MAX;
+    a->next = NULL;
+}
+
+/* Records the append an operation's answer depends on; the wait for it
+ * ends offsets.commit.timeout.ms from now (Kafka's write timeout). */
+static void ack_set(struct coord_ack *a, struct coord_shard *s, int64_t offset, int32_t epoch)
+{
+    a->shard = s;
+    a->offset = offset;
+    a->epoch = epoch;
+    a->deadline = offset >= 0 && s ? clock_mono_ms() + s->c->s.commit_timeout_ms : INT64_MAX;
+}
+
+/* One element: as an acks=all Produce waits (the epoch check makes a
+ * write truncated away by a leadership change fail instead of being
+ * mistaken for whatever the new leader wrote at that offset). */
+static int ack_check_one(const struct coord_ack *a)
 {
     if (!a->shard || a->offset < 0)
         return PARTITION_ACK_READY;
@@ -535,11 +578,37 @@ int coord_ack_check(const struct coord_ack *a)
     if (s->state != SHARD_ACTIVE || !s->p)
         st = KERR_NOT_COORDINATOR;
     else
-        st = partition_ack_wait(s->p, a->offset);
+        st = partition_ack_wait_all(s->p, a->offset, a->epoch);
     pthread_mutex_unlock(&s->lock);
-    if (st > 0)
-        st = map_append_error(st);
+    if (st == PARTITION_ACK_WAIT && clock_mono_ms() >= a->deadline)
+        st = KERR_REQUEST_TIMED_OUT;
+    return st > 0 ? map_append_error(st) : st;
+}
+
+int coord_ack_check(const struct coord_ack *a)
+{
+    int st = PARTITION_ACK_READY;
+    for (; a; a = a->next) {
+        int one = ack_check_one(a);
+        if (one > 0)
+            return one;
+        if (one == PARTITION_ACK_WAIT)
+            st = PARTITION_ACK_WAIT;
+    }
     return st;
+}
+
+struct partition *coord_ack_partition(const struct coord_ack *a)
+{
+    if (!a->shard || a->offset < 0)
+        return NULL;
+    struct coord_shard *s = a->shard;
+    pthread_mutex_lock(&s->lock);
+    struct partition *p = s->state == SHARD_ACTIVE ? s->p : NULL;
+    if (p)
+        atomic_fetch_add(&p->refs, 1);
+    pthread_mutex_unlock(&s->lock);
+    return p;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1027,7 +1096,7 @@ static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
             arena_free(&a);
             continue;
         }
-        int16_t err = batch_append(s, &bt, NULL);
+        int16_t err = batch_append(s, &bt, NULL, NULL);
         if (err) {
             slog_warn("group coordinator: expiring offsets of group %s failed: %s", g->id, kerr_name(err));
         } else {
@@ -1076,7 +1145,7 @@ static void run_timers(struct coord *c, int64_t now, int64_t *next)
                     ccg_env_init(s, &ce, &cx);
                     ce.now = now;
                     ccg_tick(&ce, due[k]);
-                    int16_t err = ccg_env_finish(&cx, NULL);
+                    int16_t err = ccg_env_finish(&cx, NULL, NULL);
                     if (err)
                         slog_warn("group coordinator: consumer group %s: writing its records failed: %s",
                                   due[k]->id, kerr_name(err));
@@ -1183,6 +1252,7 @@ struct coord *coord_create(struct broker *b)
     c->s.retention_ms = cfg_long(cfg, "offsets.retention.minutes", 10080) * 60 * 1000;
     c->s.retention_check_ms = cfg_long(cfg, "offsets.retention.check.interval.ms", 600000);
     c->s.load_buffer = (int32_t)cfg_long(cfg, "offsets.load.buffer.size", 5242880);
+    c->s.commit_timeout_ms = cfg_long(cfg, "offsets.commit.timeout.ms", 5000);
     if (c->s.load_buffer < 4096)
         c->s.load_buffer = 4096;
     c->s.cg_session_timeout_ms = (int32_t)cfg_long(cfg, "group.consumer.session.timeout.ms", 45000);
@@ -1271,6 +1341,8 @@ int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, 
     w->owner = s;
     /* A known member id names a group that must exist. */
     struct cgroup *g = group_get(s, group, rq->member_id.len <= 0);
+    int64_t tomb_last = -1;
+    int32_t tomb_epoch = -1;
     if (g && g->cc) {
         if (g->cc->nmembers > 0) {
             /* a consumer group with members (no online migration) */
@@ -1286,7 +1358,7 @@ int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, 
         ccg_env_init(s, &ce, &cx);
         if (g->cc->has_records)
             ccg_emit_tombstones(&ce, g);
-        int16_t terr = ccg_env_finish(&cx, NULL);
+        int16_t terr = ccg_env_finish(&cx, &tomb_last, &tomb_epoch);
         if (terr) {
             w->error = terr;
             w->member_id = rq->member_id;
@@ -1306,6 +1378,10 @@ int16_t coord_join(struct coord *c, kstr_t group, const struct cg_join_req *rq, 
     }
     struct cg_env e;
     env_init(s, &e);
+    /* an answer given now waits for the tombstones too (a later store
+     * moves the wait past them) */
+    e.ack_offset = tomb_last;
+    e.ack_epoch = tomb_epoch;
     cg_join(&e, g, rq, w);
     *waiting = w->member != NULL; /* under the lock: done or attached */
     after_op(s, g);
@@ -1349,16 +1425,16 @@ bool coord_cancel(struct cg_waiter *w)
     return r;
 }
 
-struct coord_shard *coord_waiter_shard(const struct cg_waiter *w)
+void coord_waiter_ack(const struct cg_waiter *w, struct coord_ack *out)
 {
-    return w->owner;
+    coord_ack_init(out);
+    ack_set(out, w->owner, w->ack_offset, w->ack_epoch);
 }
 
 int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
                         struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     struct coord_shard *s;
     int16_t err = acquire(c, group, &s);
     if (err)
@@ -1372,8 +1448,7 @@ int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t 
     env_init(s, &e);
     err = cg_heartbeat(&e, g, member_id, instance_id, generation);
     after_op(s, g);
-    ack->shard = s;
-    ack->offset = e.ack_offset;
+    ack_set(ack, s, e.ack_offset, e.ack_epoch);
     release(s);
     return err;
 }
@@ -1381,8 +1456,7 @@ int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t 
 int16_t coord_leave(struct coord *c, kstr_t group, int32_t n, const kstr_t *member_ids, const kstr_t *instance_ids,
                     int16_t *errs, struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     struct coord_shard *s;
     int16_t err = acquire(c, group, &s);
     if (err)
@@ -1398,8 +1472,7 @@ int16_t coord_leave(struct coord *c, kstr_t group, int32_t n, const kstr_t *memb
     env_init(s, &e);
     err = cg_leave(&e, g, n, member_ids, instance_ids, errs);
     after_op(s, g);
-    ack->shard = s;
-    ack->offset = e.ack_offset;
+    ack_set(ack, s, e.ack_offset, e.ack_epoch);
     release(s);
     return err;
 }
@@ -1408,8 +1481,7 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
                      int16_t version, int64_t retention_ms, struct coord_commit *parts, int32_t n,
                      struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     struct coord_shard *s;
     int16_t err = acquire(c, group, &s);
     if (err)
@@ -1465,7 +1537,8 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
             p->error = map_append_error(rc);
     }
     int64_t last = -1;
-    err = batch_append(s, &bt, &last);
+    int32_t epoch = -1;
+    err = batch_append(s, &bt, &last, &epoch);
     for (int32_t i = 0; i < n; i++) {
         struct coord_commit *p = &parts[i];
         if (p->error)
@@ -1477,8 +1550,7 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
     }
     free(vals);
     after_op(s, g);
-    ack->shard = s;
-    ack->offset = last;
+    ack_set(ack, s, last, epoch);
     release(s);
     return 0;
 }
@@ -1551,8 +1623,7 @@ int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched 
 int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kstr_t *topics,
                              const int32_t *partitions, int16_t *errs, struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     struct coord_shard *s;
     int16_t err = acquire(c, group, &s);
     if (err)
@@ -1584,7 +1655,8 @@ int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kst
         }
     }
     int64_t last = -1;
-    err = batch_append(s, &bt, &last);
+    int32_t epoch = -1;
+    err = batch_append(s, &bt, &last, &epoch);
     if (!err) {
         for (int32_t i = 0; i < n; i++)
             if (del[i])
@@ -1592,16 +1664,14 @@ int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kst
     }
     free(del);
     after_op(s, g);
-    ack->shard = s;
-    ack->offset = last;
+    ack_set(ack, s, last, epoch);
     release(s);
     return err;
 }
 
 int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     struct coord_shard *s;
     int16_t err = acquire(c, group, &s);
     if (err)
@@ -1615,12 +1685,16 @@ int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
         release(s);
         return KERR_NON_EMPTY_GROUP;
     }
+    /* the answer waits for the later of the two appends (the first one
+     * alone when the second has nothing to write) */
+    int64_t last = -1;
+    int32_t epoch = -1;
     if (g->cc && g->cc->has_records) {
         struct ccg_env ce;
         struct ccg_ctx cx;
         ccg_env_init(s, &ce, &cx);
         ccg_emit_tombstones(&ce, g);
-        int16_t terr = ccg_env_finish(&cx, NULL);
+        int16_t terr = ccg_env_finish(&cx, &last, &epoch);
         if (terr) {
             release(s);
             return terr;
@@ -1641,14 +1715,12 @@ int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
         crec_group_key(&bt.k, group);
         batch_add(&bt, true);
     }
-    int64_t last = -1;
-    err = batch_append(s, &bt, &last);
+    err = batch_append(s, &bt, &last, &epoch);
     if (!err) {
         slog_info("group coordinator: group %.*s deleted", (int)group.len, group.p);
         drop_group(s, g, KERR_GROUP_ID_NOT_FOUND);
     }
-    ack->shard = s;
-    ack->offset = last;
+    ack_set(ack, s, last, epoch);
     release(s);
     return err;
 }
@@ -1776,8 +1848,7 @@ int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed 
 int16_t coord_consumer_heartbeat(struct coord *c, kstr_t group, const struct ccg_hb_req *rq, struct arena *a,
                                  struct ccg_hb_resp *out, struct coord_ack *ack)
 {
-    ack->shard = NULL;
-    ack->offset = -1;
+    coord_ack_init(ack);
     memset(out, 0, sizeof *out);
     out->member_id = rq->member_id;
     out->epoch = rq->epoch;
@@ -1828,13 +1899,13 @@ int16_t coord_consumer_heartbeat(struct coord *c, kstr_t group, const struct ccg
         }
     }
     int64_t last = -1;
-    err = ccg_env_finish(&cx, &last);
+    int32_t epoch = -1;
+    err = ccg_env_finish(&cx, &last, &epoch);
     if (err && !out->error)
         out->error = err;
     if (g)
         after_op(s, g);
-    ack->shard = s;
-    ack->offset = last;
+    ack_set(ack, s, last, epoch);
     release(s);
     return 0;
 }
@@ -1902,15 +1973,4 @@ int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, in
     err = g && g->cc ? ccg_validate_fetch(g->cc, member_id, member_epoch) : 0;
     release(s);
     return err;
-}
-
-uint64_t coord_ack_park_key(const struct coord_ack *a)
-{
-    if (!a->shard)
-        return 0;
-    struct coord_shard *s = a->shard;
-    pthread_mutex_lock(&s->lock);
-    uint64_t key = s->p ? partition_park_key(s->p) : 0;
-    pthread_mutex_unlock(&s->lock);
-    return key;
 }

@@ -12,9 +12,12 @@
  * cache (partition_append), never for an fsync or a network wait. A
  * request that must wait (JoinGroup, SyncGroup) parks on its worker with
  * a struct cg_waiter the group completes later from whichever thread
- * completes the phase; an answer that depends on records being durable
- * (flush.messages=1) parks until partition_ack_wait allows it, like
- * Produce.
+ * completes the phase; an answer that depends on records the operation
+ * appended parks until the ISR has them, exactly as an acks=all Produce
+ * (partition_ack_wait_all: the high watermark past them, in the leader
+ * epoch they were appended in). Kafka's coordinators likewise answer
+ * only once their write is committed, so an acknowledged OffsetCommit
+ * or SyncGroup survives the loss of the leader.
  *
  * The coordinator's own thread loads a shard by reading its partition
  * back when this node becomes its leader (at start-up too), unloads it
@@ -54,18 +57,39 @@ void coord_destroy(struct coord *c);
  * offsets.topic.num.partitions before it exists. */
 int32_t coord_num_partitions(const struct broker *b, const struct mimage *img);
 
-/* A durability wait after an operation that appended: the shard and the
- * last offset the answer depends on (offset -1: nothing to wait for). */
+/* A replication wait after an operation that appended: the shard, the
+ * last offset the answer depends on (offset -1: nothing to wait for) and
+ * the leader epoch it was appended in. deadline (monotonic ms): the wait
+ * ends there, offsets.commit.timeout.ms after the write (or after a
+ * JoinGroup / SyncGroup waiter was completed), whatever the request's
+ * own park timeout; a parker should watch it as a deadline (today it is
+ * seen at the next check). next: more of them (a DeleteGroups naming
+ * groups of several shards; the caller owns the list, usually in its
+ * request arena), NULL for one. */
 struct coord_ack {
     struct coord_shard *shard;
     int64_t offset;
+    int32_t epoch;
+    int64_t deadline;
+    struct coord_ack *next;
 };
-/* PARTITION_ACK_READY, PARTITION_ACK_WAIT, or a Kafka error to answer
- * with (NOT_COORDINATOR once the shard moved). */
+void coord_ack_init(struct coord_ack *a);
+/* PARTITION_ACK_READY once every write of the list is below its
+ * partition's high watermark (the ISR has it) and the ISR still has
+ * min.insync.replicas members; PARTITION_ACK_WAIT while one is not yet;
+ * else the first failure as Kafka's group coordinator answers it:
+ * NOT_COORDINATOR (the shard or the leadership moved, the log went
+ * offline), COORDINATOR_NOT_AVAILABLE (the ISR shrank below
+ * min.insync.replicas, or the deadline passed: Kafka's REQUEST_TIMED_OUT
+ * mapping). The caller answers COORDINATOR_NOT_AVAILABLE too when its
+ * park timeout passes first. The wait is on the high watermark of the partition
+ * coord_ack_partition gives, for each element of the list. */
 int coord_ack_check(const struct coord_ack *a);
-/* The key (net/park.h) a request waiting on a's append watches: its
- * __consumer_offsets partition's; 0 (never notified) when there is none. */
-uint64_t coord_ack_park_key(const struct coord_ack *a);
+/* The __consumer_offsets partition one element of an ack (not its next)
+ * waits on, with one more reference (partition_put), or NULL when there
+ * is nothing to wait for or the shard is no longer active. */
+struct partition;
+struct partition *coord_ack_partition(const struct coord_ack *a);
 
 /* Every operation returns 0 or the coordinator-level error for the whole
  * request: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
@@ -81,8 +105,9 @@ int16_t coord_sync(struct coord *c, kstr_t group, const struct cg_sync_req *rq, 
 /* The request is going away; true when w was still waiting (it will not
  * be completed now). */
 bool coord_cancel(struct cg_waiter *w);
-/* The shard a completed waiter's ack_offset belongs to. */
-struct coord_shard *coord_waiter_shard(const struct cg_waiter *w);
+/* The replication wait of a completed waiter: what its answer depends
+ * on (the group's last append before completing it). */
+void coord_waiter_ack(const struct cg_waiter *w, struct coord_ack *out);
 
 int16_t coord_heartbeat(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
                         struct coord_ack *ack);

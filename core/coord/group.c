@@ -200,6 +200,7 @@ void cg_waiter_init(struct cg_waiter *w, int kind, void (*notify)(void *, const 
     w->notify_arg = arg;
     arena_init(&w->arena);
     w->ack_offset = -1;
+    w->ack_epoch = -1;
     w->generation = -1;
     w->member_id = KSTR_LIT("");
     w->leader = KSTR_LIT("");
@@ -231,6 +232,7 @@ static void waiter_finish(struct cg_env *e, struct cg_waiter *w)
 {
     w->member = NULL;
     w->ack_offset = e ? e->ack_offset : -1;
+    w->ack_epoch = e ? e->ack_epoch : -1;
     void (*notify)(void *, const struct cg_waiter *) = w->notify;
     void *arg = w->notify_arg;
     atomic_store_explicit(&w->done, true, memory_order_release);

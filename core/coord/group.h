@@ -161,8 +161,10 @@ struct cg_waiter {
     void *owner; /* the coordinator's: the shard whose lock guards member */
     struct arena arena;
     /* The last offset the group appended before completing this waiter
-     * (its answer depends on it being durable), -1 none. */
+     * (its answer depends on the ISR having it), -1 none, and the leader
+     * epoch it was appended in. */
     int64_t ack_offset;
+    int32_t ack_epoch;
     /* result */
     int16_t error;
     int32_t generation;
@@ -190,10 +192,11 @@ struct cg_env {
     /* Writes a GroupMetadata record of g: its members with assignment
      * assign[i] for members[i] (assign NULL: their current one); with
      * g->state Empty, none. Returns 0 or the append's Kafka error, and
-     * sets ack_offset on success. */
+     * sets ack_offset and ack_epoch on success. */
     int (*store)(struct cg_env *e, struct cgroup *g, const kbytes_t *assign);
     void *ctx;
     int64_t ack_offset; /* set by store; -1 when nothing was written */
+    int32_t ack_epoch;  /* leader epoch of that append */
     /* Set when an operation changed a timer (the coordinator re-files
      * the group in its deadline heap). */
     bool timers_changed;

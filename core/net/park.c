@@ -278,6 +278,15 @@ void park_start(struct parked *p, int64_t timeout_ms)
     run(p, false);
 }
 
+void park_set_timeout(struct parked *p, int64_t timeout_ms)
+{
+    if (!p->active)
+        return;
+    ev_timer_stop(p->sink->loop, &p->timer);
+    ev_timer_set(&p->timer, (double)(timeout_ms > 0 ? timeout_ms : 0) / 1000.0, 0.);
+    ev_timer_start(p->sink->loop, &p->timer);
+}
+
 void park_stop(struct parked *p)
 {
     if (!p->active)

@@ -113,6 +113,10 @@ void park_watch(struct parked *p, park_key_t key);
 /* Worker thread: parks p for at most timeout_ms (<= 0: the next loop
  * iteration), then runs try_complete once. */
 void park_start(struct parked *p, int64_t timeout_ms);
+/* Worker thread, while parked (from inside try_complete): the deadline
+ * becomes timeout_ms from now (a wait that entered a phase of its own:
+ * a group write waiting for the ISR after its group answered). */
+void park_set_timeout(struct parked *p, int64_t timeout_ms);
 /* Worker thread: removes p's watches and deadline (idempotent; what a
  * cancel hook calls). */
 void park_stop(struct parked *p);

@@ -332,6 +332,73 @@ def offset_delete(conn, group, topics):
     return err, out
 
 
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def consumer_heartbeat(conn, group, member_id, epoch, topics=None, owned=None, version=0, rebalance_ms=10000,
+                       assignor=None, instance_id=None, regex=None):
+    """ConsumerGroupHeartbeat (KIP-848, flexible); owned: [(topic_id,
+    [partitions])] or None. Returns the decoded answer (assignment: None
+    or {topic uuid: [partitions]})."""
+    import uuid
+    w = W().cstring(group).cstring(member_id).i32(epoch).cstring(instance_id).cstring(None).i32(rebalance_ms)
+    w.carray(topics, lambda w, t: w.cstring(t))
+    if version >= 1:
+        w.cstring(regex)
+    w.cstring(assignor)
+    w.carray(owned, lambda w, tp: (w.uuid(uuid.UUID(tp[0])), w.carray(tp[1], lambda w, p: w.i32(p)), w.tags()))
+    w.tags()
+    r = conn.request(CONSUMER_GROUP_HEARTBEAT, version, w.bytes(), flexible=True)
+    out = {"throttle": r.i32(), "error_code": r.i16(), "error_message": r.cstring(), "member_id": r.cstring(),
+           "member_epoch": r.i32(), "heartbeat_interval_ms": r.i32()}
+    if r.i8() >= 0:
+        def tp(r):
+            x = (r.uuid(), r.carray(lambda r: r.i32()) or [])
+            r.tags()
+            return x
+        out["assignment"] = dict(r.carray(tp) or [])
+        r.tags()
+    else:
+        out["assignment"] = None
+    return out
+
+
+def offset_commit_v9_body(group, member_id, epoch, topic, parts):
+    """The body of an OffsetCommit v9 of {partition: offset} (flexible)."""
+    w = W().cstring(group).i32(epoch).cstring(member_id).cstring(None)
+
+    def part(w, po):
+        w.i32(po[0]).i64(po[1]).i32(-1).cstring("").tags()
+    w.carray([topic], lambda w, t: (w.cstring(t), w.carray(sorted(parts.items()), part), w.tags()))
+    w.tags()
+    return w.bytes()
+
+
+def parse_offset_commit_v9(r):
+    """{partition: error} of an OffsetCommit v8+ answer (one topic)."""
+    r.i32()
+    out = {}
+
+    def pr(r):
+        x = (r.i32(), r.i16())
+        r.tags()
+        return x
+
+    def tr(r):
+        r.cstring()
+        for p, e in r.carray(pr) or []:
+            out[p] = e
+        r.tags()
+    r.carray(tr)
+    return out
+
+
+def offset_commit_v9(conn, group, member_id, epoch, topic, parts):
+    """OffsetCommit v9 of {partition: offset}; {partition: error}."""
+    return parse_offset_commit_v9(conn.request(OFFSET_COMMIT, 9, offset_commit_v9_body(group, member_id, epoch,
+                                                                                      topic, parts), flexible=True))
+
+
 def coordinator_port(port, group, limit=10.0):
     """Asks FindCoordinator until it names a coordinator (the first ask
     creates __consumer_offsets); returns (node_id, host, port)."""

@@ -195,10 +195,10 @@ static void test_defaults(void **state)
     assert_true(c->log_cleaner_min_cleanable_ratio == 0.5);
     assert_int_equal(c->log_cleaner_delete_retention_ms, 86400000);
     assert_int_equal(c->log_segment_delete_delay_ms, 60000);
-    assert_int_equal(c->offsets_topic_replication_factor, 1);
+    assert_int_equal(c->offsets_topic_replication_factor, 3);
     assert_int_equal(c->offsets_topic_num_partitions, 50);
-    assert_int_equal(c->transaction_state_log_replication_factor, 1);
-    assert_int_equal(c->transaction_state_log_min_isr, 1);
+    assert_int_equal(c->transaction_state_log_replication_factor, 3);
+    assert_int_equal(c->transaction_state_log_min_isr, 2);
     assert_int_equal(c->group_initial_rebalance_delay_ms, 3000);
     assert_int_equal(c->log_level, SLOG_INFO);
     assert_null(c->plugin_dir);

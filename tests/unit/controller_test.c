@@ -540,6 +540,18 @@ static void test_auto_create(void **state)
     assert_string_equal(mi_topic_config(t, "segment.bytes"), "104857600");
     assert_true(t->cfg->cleanup_compact);
     assert_int_equal(mimage_topic(m, KSTR("plain"))->npartitions, f->cfg->num_partitions);
+    /* the zero-config node is alone: the internal topics' replication
+     * (3 by default, min ISR 2) is capped at 1 */
+    assert_true(controller_node_alone(f->cfg, m));
+    assert_int_equal(f->cfg->offsets_topic_replication_factor, 3);
+    for (int32_t i = 0; i < t->npartitions; i++)
+        assert_int_equal(mi_topic_partition(t, i)->nreplicas, 1);
+    mimage_release(m);
+    expect(controller_auto_create_topic(f->c, KSTR("__transaction_state"), f->msg, sizeof f->msg, NULL), 0, "", f);
+    m = controller_image(f->c);
+    t = mimage_topic(m, KSTR("__transaction_state"));
+    assert_int_equal(mi_topic_partition(t, 0)->nreplicas, 1);
+    assert_string_equal(mi_topic_config(t, "min.insync.replicas"), "1");
     mimage_release(m);
 }
 
@@ -926,6 +938,17 @@ static void test_second_broker_from_log(void **state)
     assert_int_equal(m->brokers[1].id, 2);
     assert_true(m->brokers[2].fenced);
     assert_int_equal(m->offset, 5); /* then LeaderChange, broker 1 registered and unfenced */
+    /* not alone any more: __consumer_offsets needs 3 unfenced brokers */
+    assert_false(controller_node_alone(f->cfg, m));
+    mimage_release(m);
+    expect(controller_auto_create_topic(f->c, KSTR("__consumer_offsets"), f->msg, sizeof f->msg, NULL),
+           KERR_INVALID_REPLICATION_FACTOR,
+           "Number of alive brokers '2' does not meet the required replication factor '3' for the offsets "
+           "topic (configured via 'offsets.topic.replication.factor'). This error can be ignored if the cluster "
+           "is starting up and not all brokers are up yet.",
+           f);
+    m = controller_image(f->c);
+    assert_null(mimage_topic(m, KSTR("__consumer_offsets")));
     mimage_release(m);
 
     static const int32_t one[] = {1}, one_two[] = {1, 2}, three[] = {3};

@@ -39,7 +39,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness as h  # noqa: E402
@@ -51,7 +50,6 @@ suite = h.Suite("95_test_groups_kip848", case_limit=90)
 srv = None
 JS = os.path.join(h.HERE, "js", "groups_kip848.mjs")
 
-CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 INVALID_REQUEST = 42
 FENCED_MEMBER_EPOCH = 110
@@ -79,41 +77,20 @@ def setup():
 
 def heartbeat(group, member_id, epoch, topics=None, owned=None, version=0, rebalance_ms=10000, assignor=None,
               instance_id=None, regex=None):
-    """ConsumerGroupHeartbeat; owned: [(topic_id, [partitions])] or None.
-    Returns the decoded answer."""
-    w = W().cstring(group).cstring(member_id).i32(epoch).cstring(instance_id).cstring(None).i32(rebalance_ms)
-    w.carray(topics, lambda w, t: w.cstring(t))
-    if version >= 1:
-        w.cstring(regex)
-    w.cstring(assignor)
-    w.carray(owned, lambda w, tp: (w.uuid(uuid.UUID(tp[0])), w.carray(tp[1], lambda w, p: w.i32(p)), w.tags()))
-    w.tags()
+    """ConsumerGroupHeartbeat (kgroups.consumer_heartbeat), retried while
+    the coordinator loads. Returns the decoded answer."""
     deadline = time.monotonic() + h.bound(10)
     while True:
         c = kwire.Conn(srv.port)
         try:
-            r = c.request(CONSUMER_GROUP_HEARTBEAT, version, w.bytes(), flexible=True)
+            out = kg.consumer_heartbeat(c, group, member_id, epoch, topics=topics, owned=owned, version=version,
+                                        rebalance_ms=rebalance_ms, assignor=assignor, instance_id=instance_id,
+                                        regex=regex)
         finally:
             c.close()
-        out = parse_heartbeat(r)
         if out["error_code"] != kg.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
             return out
         time.sleep(0.05)
-
-
-def parse_heartbeat(r):
-    out = {"throttle": r.i32(), "error_code": r.i16(), "error_message": r.cstring(), "member_id": r.cstring(),
-           "member_epoch": r.i32(), "heartbeat_interval_ms": r.i32()}
-    if r.i8() >= 0:
-        def tp(r):
-            x = (r.uuid(), r.carray(lambda r: r.i32()) or [])
-            r.tags()
-            return x
-        out["assignment"] = dict(r.carray(tp) or [])
-        r.tags()
-    else:
-        out["assignment"] = None
-    return out
 
 
 def describe(group):
@@ -156,32 +133,11 @@ def describe(group):
 
 def offset_commit_v9(group, member_id, epoch, topic, parts):
     """OffsetCommit v9 of {partition: offset}; {partition: error}."""
-    w = W().cstring(group).i32(epoch).cstring(member_id).cstring(None)
-
-    def part(w, po):
-        w.i32(po[0]).i64(po[1]).i32(-1).cstring("").tags()
-    w.carray([topic], lambda w, t: (w.cstring(t), w.carray(sorted(parts.items()), part), w.tags()))
-    w.tags()
     c = kwire.Conn(srv.port)
     try:
-        r = c.request(kg.OFFSET_COMMIT, 9, w.bytes(), flexible=True)
+        return kg.offset_commit_v9(c, group, member_id, epoch, topic, parts)
     finally:
         c.close()
-    r.i32()
-    out = {}
-
-    def pr(r):
-        x = (r.i32(), r.i16())
-        r.tags()
-        return x
-
-    def tr(r):
-        name = r.cstring()
-        for p, e in r.carray(pr) or []:
-            out[p] = e
-        r.tags()
-    r.carray(tr)
-    return out
 
 
 def list_groups_v5():
