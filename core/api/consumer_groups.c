@@ -44,13 +44,14 @@ static void hb_answer(struct hb_op *op, int st)
 static bool hb_try_complete(struct parked *pk, bool expired)
 {
     struct hb_op *op = (struct hb_op *)pk;
-    int st = coord_ack_check(&op->ack);
-    if (st == PARTITION_ACK_WAIT) {
+    int16_t err = 0;
+    enum ack_state st = coord_ack_check(&op->ack, &err);
+    if (st == ACK_WAIT) {
         if (!expired)
             return false;
-        st = KERR_COORDINATOR_NOT_AVAILABLE;
+        err = KERR_COORDINATOR_NOT_AVAILABLE;
     }
-    hb_answer(op, st);
+    hb_answer(op, err);
     return true;
 }
 
@@ -185,9 +186,9 @@ void api_handle_consumer_group_heartbeat(struct request *req)
         resp->member_id = KSTR_NULL;
         resp->member_epoch = 0;
     }
-    int st = coord_ack_check(&op->ack);
-    if (st != PARTITION_ACK_WAIT) {
-        hb_answer(op, st > 0 ? st : 0);
+    int16_t ack_err = 0;
+    if (coord_ack_check(&op->ack, &ack_err) != ACK_WAIT) {
+        hb_answer(op, ack_err);
         return;
     }
     req->handler_state = op;

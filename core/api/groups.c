@@ -125,13 +125,13 @@ static bool gop_try_complete(struct parked *pk, bool expired)
          * deadline bounds the wait from now on */
         api_watch_coord_ack(&op->pk, &op->ack);
     }
-    int st = coord_ack_check(&op->ack);
-    if (st == PARTITION_ACK_WAIT) {
+    int16_t err = 0;
+    if (coord_ack_check(&op->ack, &err) == ACK_WAIT) {
         if (!expired)
             return false;
-        st = KERR_COORDINATOR_NOT_AVAILABLE; /* Kafka's REQUEST_TIMED_OUT mapping */
+        err = KERR_COORDINATOR_NOT_AVAILABLE; /* Kafka's REQUEST_TIMED_OUT mapping */
     }
-    gop_done(op, (int16_t)(st > 0 ? st : 0));
+    gop_done(op, err);
     return true;
 }
 
@@ -172,9 +172,9 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
             /* completed within the call, by this thread */
             coord_waiter_ack(&op->w, &op->ack);
         }
-        int st = coord_ack_check(&op->ack);
-        if (st != PARTITION_ACK_WAIT) {
-            gop_done(op, (int16_t)(st > 0 ? st : 0));
+        int16_t err = 0;
+        if (coord_ack_check(&op->ack, &err) != ACK_WAIT) {
+            gop_done(op, err);
             return;
         }
     }

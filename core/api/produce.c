@@ -53,9 +53,9 @@ struct ack_pending {
     bool all;            /* acks=all: wait for the high watermark */
 };
 
-static int ack_state(struct partition *p, int64_t last_offset, int32_t epoch, bool all)
+static enum ack_state ack_check(struct partition *p, int64_t last_offset, int32_t epoch, bool all, int16_t *err)
 {
-    return all ? partition_ack_wait_all(p, last_offset, epoch) : partition_ack_wait(p, last_offset);
+    return all ? partition_ack_wait_all(p, last_offset, epoch, err) : partition_ack_wait(p, last_offset, err);
 }
 
 struct ack_wait {
@@ -81,11 +81,12 @@ static bool ack_try_complete(struct parked *pk, bool expired)
         struct ack_pending *a = &aw->pending[i];
         if (!a->p)
             continue;
-        int st = ack_state(a->p, a->last_offset, a->epoch, a->all);
-        if (st == PARTITION_ACK_WAIT && !expired)
+        int16_t err = 0;
+        enum ack_state st = ack_check(a->p, a->last_offset, a->epoch, a->all, &err);
+        if (st == ACK_WAIT && !expired)
             return false;
-        if (st != PARTITION_ACK_READY)
-            ack_fail(a->rp, st == PARTITION_ACK_WAIT ? KERR_REQUEST_TIMED_OUT : (int16_t)st);
+        if (st != ACK_READY)
+            ack_fail(a->rp, st == ACK_WAIT ? KERR_REQUEST_TIMED_OUT : err);
         partition_put(a->p);
         a->p = NULL;
     }
@@ -197,15 +198,16 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     /* acks=0 never hears back; acks=all waits for the ISR (the high
      * watermark); a durable-ack partition may make the answer wait for
      * the flusher (see ack_wait). */
-    int st = err || acks == 0 ? PARTITION_ACK_READY : ack_state(p, res.last_offset, epoch, acks == -1);
-    if (st == PARTITION_ACK_WAIT)
+    int16_t ack_err = 0;
+    enum ack_state st = err || acks == 0 ? ACK_READY : ack_check(p, res.last_offset, epoch, acks == -1, &ack_err);
+    if (st == ACK_WAIT)
         ack_add(req, aw, p, res.last_offset, epoch, acks == -1, rp);
     else
         partition_put(p);
     if (err)
         return (int16_t)err;
-    if (st > 0)
-        return (int16_t)st;
+    if (st == ACK_FAILED)
+        return ack_err;
     rp->base_offset = res.base_offset;
     rp->log_append_time_ms = res.log_append_time;
     rp->log_start_offset = res.log_start_offset;

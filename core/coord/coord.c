@@ -568,32 +568,39 @@ static void ack_set(struct coord_ack *a, struct coord_shard *s, int64_t offset, 
 /* One element: as an acks=all Produce waits (the epoch check makes a
  * write truncated away by a leadership change fail instead of being
  * mistaken for whatever the new leader wrote at that offset). */
-static int ack_check_one(const struct coord_ack *a)
+static enum ack_state ack_check_one(const struct coord_ack *a, int16_t *err)
 {
     if (!a->shard || a->offset < 0)
-        return PARTITION_ACK_READY;
+        return ACK_READY;
     struct coord_shard *s = a->shard;
     pthread_mutex_lock(&s->lock);
-    int st;
-    if (s->state != SHARD_ACTIVE || !s->p)
-        st = KERR_NOT_COORDINATOR;
-    else
-        st = partition_ack_wait_all(s->p, a->offset, a->epoch);
+    enum ack_state st;
+    int16_t e = 0;
+    if (s->state != SHARD_ACTIVE || !s->p) {
+        st = ACK_FAILED;
+        e = KERR_NOT_COORDINATOR;
+    } else {
+        st = partition_ack_wait_all(s->p, a->offset, a->epoch, &e);
+    }
     pthread_mutex_unlock(&s->lock);
-    if (st == PARTITION_ACK_WAIT && clock_mono_ms() >= a->deadline)
-        st = KERR_REQUEST_TIMED_OUT;
-    return st > 0 ? map_append_error(st) : st;
+    if (st == ACK_WAIT && clock_mono_ms() >= a->deadline) {
+        st = ACK_FAILED;
+        e = KERR_REQUEST_TIMED_OUT;
+    }
+    if (st == ACK_FAILED)
+        *err = map_append_error(e);
+    return st;
 }
 
-int coord_ack_check(const struct coord_ack *a)
+enum ack_state coord_ack_check(const struct coord_ack *a, int16_t *err)
 {
-    int st = PARTITION_ACK_READY;
+    enum ack_state st = ACK_READY;
     for (; a; a = a->next) {
-        int one = ack_check_one(a);
-        if (one > 0)
+        enum ack_state one = ack_check_one(a, err);
+        if (one == ACK_FAILED)
             return one;
-        if (one == PARTITION_ACK_WAIT)
-            st = PARTITION_ACK_WAIT;
+        if (one == ACK_WAIT)
+            st = ACK_WAIT;
     }
     return st;
 }

@@ -38,6 +38,7 @@
 #include "coord/consumer.h"
 #include "coord/group.h"
 #include "proto/kcodec.h"
+#include "replica/partition.h" /* enum ack_state */
 
 struct broker;
 struct coord;
@@ -74,17 +75,18 @@ struct coord_ack {
     struct coord_ack *next;
 };
 void coord_ack_init(struct coord_ack *a);
-/* PARTITION_ACK_READY once every write of the list is below its
+/* ACK_READY once every write of the list is below its
  * partition's high watermark (the ISR has it) and the ISR still has
- * min.insync.replicas members; PARTITION_ACK_WAIT while one is not yet;
- * else the first failure as Kafka's group coordinator answers it:
+ * min.insync.replicas members; ACK_WAIT while one is not yet;
+ * else ACK_FAILED with the first failure in *err, as Kafka's group
+ * coordinator answers it:
  * NOT_COORDINATOR (the shard or the leadership moved, the log went
  * offline), COORDINATOR_NOT_AVAILABLE (the ISR shrank below
  * min.insync.replicas, or the deadline passed: Kafka's REQUEST_TIMED_OUT
  * mapping). The caller answers COORDINATOR_NOT_AVAILABLE too when its
  * park timeout passes first. The wait is on the high watermark of the partition
  * coord_ack_partition gives, for each element of the list. */
-int coord_ack_check(const struct coord_ack *a);
+enum ack_state coord_ack_check(const struct coord_ack *a, int16_t *err);
 /* The __consumer_offsets partition one element of an ack (not its next)
  * waits on, with one more reference (partition_put), or NULL when there
  * is nothing to wait for or the shard is no longer active. */

@@ -249,6 +249,7 @@ void park_init(struct parked *p, struct request *req, bool (*try_complete)(struc
     p->req = req;
     p->sink = req->worker->park;
     p->try_complete = try_complete;
+    p->early_timeout_ms = -1;
 }
 
 void park_watch(struct parked *p, park_key_t key)
@@ -266,6 +267,10 @@ void park_start(struct parked *p, int64_t timeout_ms)
 {
     struct park_sink *s = p->sink;
     p->active = true;
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    if (p->early_timeout_ms >= 0 && p->early_timeout_ms < timeout_ms)
+        timeout_ms = p->early_timeout_ms;
     for (struct park_watch *w = p->watches; w; w = w->owner_next)
         if (!w->entry)
             link_watch(s, w);
@@ -280,8 +285,13 @@ void park_start(struct parked *p, int64_t timeout_ms)
 
 void park_set_timeout(struct parked *p, int64_t timeout_ms)
 {
-    if (!p->active)
+    if (timeout_ms < 0)
+        timeout_ms = 0;
+    if (!p->active) {
+        if (p->early_timeout_ms < 0 || timeout_ms < p->early_timeout_ms)
+            p->early_timeout_ms = timeout_ms;
         return;
+    }
     ev_timer_stop(p->sink->loop, &p->timer);
     ev_timer_set(&p->timer, (double)(timeout_ms > 0 ? timeout_ms : 0) / 1000.0, 0.);
     ev_timer_start(p->sink->loop, &p->timer);

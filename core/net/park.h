@@ -83,6 +83,7 @@ struct parked {
     struct park_watch *watches;    /* singly linked, in the arena */
     ev_timer timer;
     bool active;                   /* started and not stopped */
+    int64_t early_timeout_ms;      /* park_set_timeout before the start, or -1 */
     bool ready;                    /* on the worker's ready list */
     struct parked *ready_prev, *ready_next;
 };
@@ -113,9 +114,10 @@ void park_watch(struct parked *p, park_key_t key);
 /* Worker thread: parks p for at most timeout_ms (<= 0: the next loop
  * iteration), then runs try_complete once. */
 void park_start(struct parked *p, int64_t timeout_ms);
-/* Worker thread, while parked (from inside try_complete): the deadline
- * becomes timeout_ms from now (a wait that entered a phase of its own:
- * a group write waiting for the ISR after its group answered). */
+/* Worker thread: the deadline becomes timeout_ms from now (a wait that
+ * entered a phase of its own: a group write waiting for the ISR after its
+ * group answered). Before park_start, the earlier of this and
+ * park_start's timeout applies. */
 void park_set_timeout(struct parked *p, int64_t timeout_ms);
 /* Worker thread: removes p's watches and deadline (idempotent; what a
  * cancel hook calls). */

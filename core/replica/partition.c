@@ -96,27 +96,35 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
     return 0;
 }
 
-int partition_ack_wait(struct partition *p, int64_t last_offset)
+static enum ack_state ack_failed(int16_t *err, int16_t code)
 {
-    if (plog_offline(p->log))
-        return KERR_KAFKA_STORAGE_ERROR;
-    if (!atomic_load(&p->ack_after_flush))
-        return PARTITION_ACK_READY;
-    return plog_recovery_point(p->log) > last_offset ? PARTITION_ACK_READY : PARTITION_ACK_WAIT;
+    *err = code;
+    return ACK_FAILED;
 }
 
-int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch)
+enum ack_state partition_ack_wait(struct partition *p, int64_t last_offset, int16_t *err)
 {
     if (plog_offline(p->log))
-        return KERR_KAFKA_STORAGE_ERROR;
+        return ack_failed(err, KERR_KAFKA_STORAGE_ERROR);
+    if (!atomic_load(&p->ack_after_flush))
+        return ACK_READY;
+    return plog_recovery_point(p->log) > last_offset ? ACK_READY : ACK_WAIT;
+}
+
+enum ack_state partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch, int16_t *err)
+{
+    if (plog_offline(p->log))
+        return ack_failed(err, KERR_KAFKA_STORAGE_ERROR);
     if (atomic_load(&p->deleted) || !atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
+        return ack_failed(err, KERR_NOT_LEADER_OR_FOLLOWER);
     if (atomic_load(&p->high_watermark) <= last_offset)
-        return PARTITION_ACK_WAIT;
+        return ACK_WAIT;
     pthread_mutex_lock(&p->repl_lock);
     int32_t isr = p->nisr > p->npending ? p->nisr : p->npending; /* Kafka's maximal ISR */
     pthread_mutex_unlock(&p->repl_lock);
-    return isr > 0 && isr < atomic_load(&p->min_isr) ? KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND : PARTITION_ACK_READY;
+    if (isr > 0 && isr < atomic_load(&p->min_isr))
+        return ack_failed(err, KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
+    return ACK_READY;
 }
 
 void partition_log_flushed(void *ctx, struct plog *l)

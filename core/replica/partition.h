@@ -88,24 +88,26 @@ struct plog_append_result;
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res);
 
+/* Where an acknowledgement stands: the records may be acknowledged now,
+ * they are still waited for (the caller parks on partition_park_key), or
+ * the wait failed with a Kafka error (in *err). */
+enum ack_state { ACK_READY, ACK_WAIT, ACK_FAILED };
+
 /* Durable acknowledgements (flush.messages=1). The produce handler asks
- * partition_ack_wait after appending: PARTITION_ACK_READY when the
- * records up to last_offset may be acknowledged now, PARTITION_ACK_WAIT
- * when they wait for the flusher's fsync (the handler parks the request;
- * the flusher's wakeup on partition_park_key makes it ask again), or a Kafka
- * error (KAFKA_STORAGE_ERROR: the log went offline). The worker thread
- * never waits for an fsync itself. */
-#define PARTITION_ACK_READY 0
-#define PARTITION_ACK_WAIT (-1)
-int partition_ack_wait(struct partition *p, int64_t last_offset);
+ * after appending: READY when the records up to last_offset may be
+ * acknowledged now, WAIT while they wait for the flusher's fsync (the
+ * flusher notifies the partition's key), FAILED with
+ * KAFKA_STORAGE_ERROR when the log went offline. The worker thread never
+ * waits for an fsync itself. */
+enum ack_state partition_ack_wait(struct partition *p, int64_t last_offset, int16_t *err);
 /* acks=all: READY once the high watermark (the ISR's, and with
  * flush.messages=1 the durable part) is past last_offset, appended in
  * leader epoch epoch, and the ISR still has min.insync.replicas members
- * (else NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's DelayedProduce);
- * NOT_LEADER_OR_FOLLOWER once this node no longer leads in that epoch;
- * WAIT otherwise. With an ISR of the leader alone (replication factor
- * 1) this is as immediate as acks=1. */
-int partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch);
+ * (else FAILED with NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's
+ * DelayedProduce); FAILED with NOT_LEADER_OR_FOLLOWER once this node no
+ * longer leads in that epoch; WAIT otherwise. With an ISR of the leader
+ * alone (replication factor 1) this is as immediate as acks=1. */
+enum ack_state partition_ack_wait_all(struct partition *p, int64_t last_offset, int32_t epoch, int16_t *err);
 
 /* The image's state of the partition (registry, on every sync; node is
  * this node's id). A leadership gained resets the followers' state as
