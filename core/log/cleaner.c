@@ -626,7 +626,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         pthread_rwlock_unlock(&l->seg_lock);
 
         struct segment *cleaned = NULL;
-        rc = segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, &cleaned);
+        rc = segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
         struct writer w = {.s = cleaned};
         for (size_t j = 0; j < k && rc == 0; j++)
             rc = clean_segment(&fc, &w, group[j], gf[j], gs[j]);

@@ -11,8 +11,12 @@
 
 #include "util/buf.h"
 
+void (*fs_sync_observer)(const char *path);
+
 int fs_sync_dir(const char *dir)
 {
+    if (fs_sync_observer)
+        fs_sync_observer(dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return errno;
@@ -110,6 +114,8 @@ int fs_write_atomic(const char *path, const void *data, size_t len)
         goto out;
     }
     e = write_all(fd, data, len);
+    if (!e && fs_sync_observer)
+        fs_sync_observer(path);
     if (!e && fsync(fd) != 0)
         e = errno;
     if (close(fd) != 0 && !e)

@@ -12,6 +12,11 @@
 /* fsync(2) on a directory, so entries created, renamed or removed in it
  * survive a crash. */
 int fs_sync_dir(const char *dir);
+
+/* Tests: called with the path before every fsync these functions make
+ * (fs_sync_dir, fs_write_atomic's file), on the thread making it, so a
+ * test can prove which paths sync where. NULL in the server. */
+extern void (*fs_sync_observer)(const char *path);
 /* fsync of the directory that contains path. */
 int fs_sync_parent(const char *path);
 

@@ -139,6 +139,7 @@ static void plog_free(struct plog *l)
     pthread_mutex_destroy(&l->cfg_lock);
     pthread_mutex_destroy(&l->trash_lock);
     pthread_mutex_destroy(&l->epoch_lock);
+    pthread_mutex_destroy(&l->epoch_file_lock);
     free(l->dir);
     free(l);
 }
@@ -217,14 +218,44 @@ static bool epoch_truncate_start_locked(struct plog *l, int64_t start)
     return changed;
 }
 
-/* Under epoch_lock. */
-static void epoch_write_locked(struct plog *l)
+/* Under epoch_lock: the cache changed; leader-epoch-checkpoint must
+ * follow (epoch_persist, or the flusher's next plog_flush). */
+static void epoch_changed_locked(struct plog *l)
 {
-    char *p = path_in(l->dir, CKPT_LEADER_EPOCH_FILE);
-    int e = ckpt_write_epochs(p, l->epochs, l->nepochs);
-    if (e)
-        slog_error("log: cannot write %s: %s", p, strerror(e));
-    free(p);
+    l->epoch_gen++;
+}
+
+/* Not under epoch_lock: writes leader-epoch-checkpoint (fsync, rename,
+ * directory sync) when it is behind the cache. Writers are serialised
+ * by epoch_file_lock and each writes the cache as it is once it holds
+ * that lock, so an older copy never lands after a newer one. Appenders
+ * only take epoch_lock, for the copy: the file I/O never stalls them. */
+static int epoch_persist(struct plog *l)
+{
+    int e = 0;
+    pthread_mutex_lock(&l->epoch_file_lock);
+    pthread_mutex_lock(&l->epoch_lock);
+    uint64_t gen = l->epoch_gen;
+    size_t n = l->nepochs;
+    struct epoch_entry *copy = NULL;
+    if (gen != l->epoch_saved_gen) {
+        copy = xmalloc((n ? n : 1) * sizeof *copy);
+        if (n)
+            memcpy(copy, l->epochs, n * sizeof *copy);
+    }
+    pthread_mutex_unlock(&l->epoch_lock);
+    if (copy) {
+        char *p = path_in(l->dir, CKPT_LEADER_EPOCH_FILE);
+        e = ckpt_write_epochs(p, copy, n);
+        if (e)
+            slog_error("log: cannot write %s: %s", p, strerror(e));
+        else
+            l->epoch_saved_gen = gen;
+        free(p);
+        free(copy);
+    }
+    pthread_mutex_unlock(&l->epoch_file_lock);
+    return e;
 }
 
 static void epoch_load(struct plog *l)
@@ -601,6 +632,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     pthread_mutex_init(&l->cfg_lock, NULL);
     pthread_mutex_init(&l->trash_lock, NULL);
     pthread_mutex_init(&l->epoch_lock, NULL);
+    pthread_mutex_init(&l->epoch_file_lock, NULL);
     atomic_init(&l->end_offset, 0);
     atomic_init(&l->start_offset, 0);
     atomic_init(&l->size_bytes, 0);
@@ -650,7 +682,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         int64_t base = oo.log_start_offset > 0 ? oo.log_start_offset : 0;
         struct segment_opts so = plog_segment_opts(l);
         struct segment *s;
-        rc = segment_create(l->dir, base, &so, "", &s);
+        rc = segment_create(l->dir, base, &so, "", true, &s);
         if (rc == 0)
             push_segment(l, s);
     }
@@ -687,8 +719,9 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     bool ch = epoch_truncate_end_locked(l, end);
     ch |= epoch_truncate_start_locked(l, start);
     if (ch || epochs_changed)
-        epoch_write_locked(l);
+        epoch_changed_locked(l);
     pthread_mutex_unlock(&l->epoch_lock);
+    epoch_persist(l);
 
     int64_t took_ms = (clock_mono_us() - t0) / 1000;
     if (!clean && ls.nlogs > 0)
@@ -741,21 +774,30 @@ void plog_get_config(struct plog *l, struct plog_config *out)
 
 /* ---- append ---- */
 
+/* The new segment's directory entry must become durable: the flusher's
+ * next plog_flush syncs the directory before it raises the recovery
+ * point. */
+static void want_meta_flush(struct plog *l)
+{
+    atomic_store(&l->roll_flush_pending, true);
+    if (l->hooks.flush_wanted)
+        l->hooks.flush_wanted(l->hooks.ctx, l);
+}
+
 /* Called with append_lock held. Starts a new active segment at base. The
  * rolled one is sealed (final time-index entry, trimmed index files) and
- * flushed later by the flusher, not here. The rule: no fsync under the
- * append lock, since one would stall every producer of the partition.
- * Until that flush the recovery point stays in the rolled segment, so a
- * crash recovers it. NOTE: segment_create still syncs the directory
- * (fs_sync_dir, log/segment.c) for the new segment's name, under this
- * lock, against the rule; moving it out is issue 8's work (branch
- * nonblock). */
+ * flushed later by the flusher, not here, and so is the directory entry
+ * of the new one. The rule: no fsync under the append lock, which runs on
+ * a network worker and would stall every producer of the partition and
+ * every connection of that worker. Until that flush the recovery point
+ * stays in the rolled segment, so a crash recovers it; the flush syncs
+ * the directory before the recovery point may enter the new segment. */
 static int roll(struct plog *l, int64_t base, struct segment **active)
 {
     struct segment *old = *active;
     struct segment_opts o = plog_segment_opts(l);
     struct segment *s;
-    int rc = segment_create(l->dir, base, &o, "", &s);
+    int rc = segment_create(l->dir, base, &o, "", false, &s);
     if (rc)
         return rc;
     pthread_rwlock_wrlock(&l->seg_lock);
@@ -767,9 +809,7 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
         slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, old->log_path, strerror(e));
     }
     *active = s;
-    atomic_store(&l->roll_flush_pending, true);
-    if (l->hooks.flush_wanted)
-        l->hooks.flush_wanted(l->hooks.ctx, l);
+    want_meta_flush(l);
     return 0;
 }
 
@@ -908,9 +948,11 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
     }
-    /* A new leader epoch is on disk before any batch carrying it. NOTE:
-     * epoch_write_locked fsyncs the checkpoint here, under append_lock,
-     * against the rule at roll(); issue 8 (branch nonblock) moves it out. */
+    /* A new leader epoch goes into the cache here; the checkpoint file is
+     * written by the next plog_flush (the flusher's; no fsync under
+     * append_lock, see roll()), before the recovery point passes the
+     * epoch's first offset. A crash before that recovers the batches from
+     * the recovery point on and rebuilds the epoch from them. */
     pthread_mutex_lock(&l->epoch_lock);
     bool epochs_changed = false;
     if (follower) {
@@ -926,7 +968,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         epochs_changed = epoch_assign_locked(l, leader_epoch, base);
     }
     if (epochs_changed)
-        epoch_write_locked(l);
+        epoch_changed_locked(l);
     pthread_mutex_unlock(&l->epoch_lock);
 
     int64_t next = base;
@@ -1405,6 +1447,19 @@ int plog_flush(struct plog *l)
         sfile_unref(files[i]);
     }
     free(files);
+    if (rc == 0 && rolled) {
+        /* A roll since the last flush: the new segment's name is durable
+         * before the recovery point may move into it. */
+        int e = fs_sync_dir(l->dir);
+        if (e) {
+            slog_error("log: cannot sync directory %s: %s; log taken offline", l->dir, strerror(e));
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    /* A leader epoch the append path added (a no-op when the checkpoint
+     * is current): durable before the recovery point passes its start. */
+    if (rc == 0 && epoch_persist(l) != 0)
+        rc = KERR_KAFKA_STORAGE_ERROR; /* logged; as a failed fsync */
     if (rc) {
         plog_mark_failed(l);
     } else {
@@ -1602,8 +1657,9 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     drop_front(l, k, now_ms);
     pthread_mutex_lock(&l->epoch_lock);
     if (epoch_truncate_start_locked(l, atomic_load(&l->start_offset)))
-        epoch_write_locked(l);
+        epoch_changed_locked(l);
     pthread_mutex_unlock(&l->epoch_lock);
+    epoch_persist(l);
     pthread_mutex_unlock(&l->maint_lock);
     slog_info("log: %s: deleted %zu segment(s) (offsets %" PRId64 "..%" PRId64 ") for %s; log start offset %" PRId64,
               l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
@@ -1628,9 +1684,12 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
     if (low_watermark)
         *low_watermark = now;
     if (now != old) {
+        /* On a network worker (DeleteRecords): the checkpoint is the
+         * next flush's to write; a crash before it only leaves entries
+         * below the log start, which the next open trims. */
         pthread_mutex_lock(&l->epoch_lock);
         if (epoch_truncate_start_locked(l, now))
-            epoch_write_locked(l);
+            epoch_changed_locked(l);
         pthread_mutex_unlock(&l->epoch_lock);
         slog_info("log: %s: log start offset moved from %" PRId64 " to %" PRId64 " (DeleteRecords)", l->dir, old,
                   now);
@@ -1676,7 +1735,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
      * renamed .deleted before the new file of its name is created. */
     int64_t now = clock_wall_ms();
     drop_back(l, 0, now);
-    int rc = segment_create(l->dir, offset, &o, "", &s);
+    int rc = segment_create(l->dir, offset, &o, "", true, &s);
     if (rc == 0) {
         pthread_rwlock_wrlock(&l->seg_lock);
         push_segment(l, s);
@@ -1691,8 +1750,9 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
             atomic_store(&l->high_watermark, offset);
         pthread_mutex_lock(&l->epoch_lock);
         l->nepochs = 0;
-        epoch_write_locked(l);
+        epoch_changed_locked(l);
         pthread_mutex_unlock(&l->epoch_lock);
+        epoch_persist(l);
         slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
     } else {
         plog_mark_failed(l);
@@ -1758,8 +1818,9 @@ int plog_truncate_to(struct plog *l, int64_t offset)
             atomic_store(&l->cleaner_offset, end);
         pthread_mutex_lock(&l->epoch_lock);
         if (epoch_truncate_end_locked(l, end))
-            epoch_write_locked(l);
+            epoch_changed_locked(l);
         pthread_mutex_unlock(&l->epoch_lock);
+        epoch_persist(l);
         slog_info("log: %s: truncated to offset %" PRId64, l->dir, end);
     }
     pthread_mutex_unlock(&l->flush_lock);
@@ -1783,6 +1844,8 @@ void plog_close(struct plog *l, bool clean)
         if (e)
             slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, active->log_path, strerror(e));
         int rc = plog_flush(l);
+        if (rc == 0 && epoch_persist(l) != 0)
+            rc = KERR_KAFKA_STORAGE_ERROR; /* no clean marker over a stale checkpoint */
         if (rc == 0) {
             /* plog_flush skips work when nothing is unflushed; the trim
              * of the active segment's indexes must be durable too. */

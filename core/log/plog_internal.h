@@ -59,6 +59,11 @@ struct plog {
     pthread_mutex_t epoch_lock;
     struct epoch_entry *epochs;
     size_t nepochs, epochcap;
+    uint64_t epoch_gen;              /* changes of the cache (epoch_lock) */
+    /* Serialises writes of the checkpoint file; epoch_saved_gen is the
+     * cache generation it holds (under epoch_file_lock). */
+    pthread_mutex_t epoch_file_lock;
+    uint64_t epoch_saved_gen;
 
     /* Published after the data they cover is in the file (release), so a
      * reader that loads them (acquire) finds those bytes there. */
@@ -72,7 +77,8 @@ struct plog {
      * (INT64_MAX: none): the cleaner comes back then. */
     _Atomic int64_t tombstone_expiry;
     _Atomic int64_t last_flush_ms;  /* wall clock */
-    /* A roll happened: the rolled segment waits for a flush. */
+    /* A roll happened: the rolled segment and the new one's directory
+     * entry wait for a flush. */
     atomic_bool roll_flush_pending;
     /* Set by truncation: a running clean gives up. */
     atomic_bool abort_clean;

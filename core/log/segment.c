@@ -142,10 +142,10 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
 }
 
 int segment_create(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
-                   struct segment **out)
+                   bool sync_dir, struct segment **out)
 {
     int rc = open_files(dir, base_offset, o, file_suffix, true, out, NULL);
-    if (rc)
+    if (rc || !sync_dir)
         return rc;
     /* A segment whose name is lost in a crash would lose its batches on
      * restart while later ones survive: make the entries durable now. */

@@ -75,11 +75,13 @@ bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offs
 
 /* Creates an empty segment (.log, .index and .timeindex, each name with
  * file_suffix appended; leftovers of those names are emptied), indexes
- * preallocated to o->max_index_bytes, and makes the directory entries
- * durable. 0 or KERR_KAFKA_STORAGE_ERROR (logged). The caller owns *out
- * (segment_free). */
+ * preallocated to o->max_index_bytes, and with sync_dir makes the
+ * directory entries durable (else the caller must fs_sync_dir before
+ * anything in the segment counts as durable: a roll on the append path
+ * leaves it to the flusher). 0 or KERR_KAFKA_STORAGE_ERROR (logged). The
+ * caller owns *out (segment_free). */
 int segment_create(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
-                   struct segment **out);
+                   bool sync_dir, struct segment **out);
 
 /* Opens an existing segment (files named with file_suffix); its state is
  * empty until segment_load. Missing index files are created empty (the

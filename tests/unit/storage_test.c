@@ -1305,6 +1305,78 @@ static void test_cleaner_tombstones_and_lag(void **state)
     plog_close(l, true);
 }
 
+/* The append path syncs nothing (issue 8: a network worker never waits
+ * for the disk): a segment roll's new directory entry and a new leader
+ * epoch's checkpoint are made durable by the next flush, before the
+ * recovery point moves past them; a crash before that flush recovers
+ * both from the batches. */
+static int syncs_seen;
+static void count_sync(const char *path)
+{
+    (void)path;
+    syncs_seen++;
+}
+
+static void test_append_path_never_syncs(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    struct rec r[4];
+    for (int i = 0; i < 4; i++)
+        r[i] = (struct rec){i, i, false, 1000};
+    size_t s = add_records(&b, r, 4);
+    struct plog_config c = cfg_with((int64_t)(2 * s), 1);
+    struct plog *l = open_log(f->dir, &c);
+    fs_sync_observer = count_sync;
+    syncs_seen = 0;
+    /* 8 batches of 4: three rolls, and epochs 1, 3 and 4 */
+    for (int i = 0; i < 8; i++) {
+        buf_reset(&b);
+        add_records(&b, r, 4);
+        assert_int_equal(plog_append(l, b.data, b.len, i < 2 ? 1 : i < 5 ? 3 : 4, -1, NULL), 0);
+    }
+    assert_true(plog_segment_count(l) >= 4);
+    assert_int_equal(syncs_seen, 0);
+    assert_int_equal(plog_recovery_point(l), 0);
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", f->dir, CKPT_LEADER_EPOCH_FILE);
+    char *text = NULL;
+    size_t n;
+    int e = fs_read_small(p, 4096, &text, &n);
+    assert_true(e == ENOENT || !strstr(text, "4 20"));
+    free(text);
+
+    /* A crash now: the reopened log finds every batch and rebuilds the
+     * epochs from them. */
+    fs_sync_observer = NULL;
+    plog_close(l, false);
+    l = open_log(f->dir, &c);
+    assert_int_equal(plog_log_end_offset(l), 32);
+    int32_t ep;
+    int64_t so;
+    plog_latest_epoch(l, &ep, &so);
+    assert_int_equal(ep, 4);
+    assert_int_equal(so, 20);
+
+    /* A new epoch, then the flush: the directory and the checkpoint are
+     * synced (on the flushing thread) before the recovery point moves. */
+    fs_sync_observer = count_sync;
+    syncs_seen = 0;
+    buf_reset(&b);
+    add_records(&b, r, 4);
+    assert_int_equal(plog_append(l, b.data, b.len, 7, -1, NULL), 0);
+    assert_int_equal(syncs_seen, 0);
+    assert_int_equal(plog_flush(l), 0);
+    assert_true(syncs_seen >= 1);
+    assert_int_equal(plog_recovery_point(l), 36);
+    fs_sync_observer = NULL;
+    assert_int_equal(fs_read_small(p, 4096, &text, &n), 0);
+    assert_non_null(strstr(text, "7 32\n"));
+    free(text);
+    plog_close(l, true);
+    buf_free(&b);
+}
+
 int main(void)
 {
     slog_set_level(SLOG_WARN);
@@ -1325,6 +1397,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_tombstones_and_lag, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_append_path_never_syncs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
