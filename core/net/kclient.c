@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,22 @@
 #include "util/clock.h"
 #include "util/slog.h"
 
-enum kc_state { KC_IDLE, KC_CONNECTING, KC_HANDSHAKE, KC_READY };
+enum kc_state { KC_IDLE, KC_RESOLVING, KC_CONNECTING, KC_HANDSHAKE, KC_READY };
+
+/* A host name looked up off the loop (getaddrinfo may wait for DNS), on
+ * the process's resolver thread. Owned by that thread while queued or
+ * running and by its kclient once done; a kclient that goes (or gives
+ * up) meanwhile clears owner, and the thread frees the job. Fields after
+ * next are under rs_lock. */
+struct kc_resolve {
+    struct kc_resolve *next;
+    char *host, port[16];
+    struct kclient *owner;
+    bool done;
+    int err; /* getaddrinfo's, 0 on success */
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+};
 
 struct kc_req {
     struct kc_req *next;
@@ -53,6 +69,10 @@ struct kclient {
     int32_t next_corr;
     bool freeing;
 
+    struct kc_resolve *resolving; /* the lookup in flight (KC_RESOLVING) */
+    ev_async resolved;            /* the resolver thread says it is done */
+    bool resolved_started;
+
     struct kc_queue unsent;   /* encoded, not yet (fully) written */
     struct kc_queue inflight; /* written, awaiting the response */
     struct kc_req *handshake; /* the ApiVersions request, while in HANDSHAKE */
@@ -67,6 +87,7 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents);
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
 static void start_connect(struct kclient *c);
 static void flush_out(struct kclient *c);
+static void arm_timer(struct kclient *c);
 
 static void q_push(struct kc_queue *q, struct kc_req *r)
 {
@@ -104,6 +125,106 @@ static void complete(struct kc_req *r, int err, void *resp, struct arena *ar)
     else if (r->cb)
         r->cb(r->ctx, err, r->version, resp, ar);
     req_free(r);
+}
+
+/* ---- the resolver thread ---- */
+
+static pthread_mutex_t rs_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rs_cond = PTHREAD_COND_INITIALIZER;
+static struct kc_resolve *rs_head, *rs_tail;
+static bool rs_running;
+
+static void rs_free(struct kc_resolve *j)
+{
+    free(j->host);
+    free(j);
+}
+
+static void *resolver_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&rs_lock);
+    for (;;) {
+        while (!rs_head)
+            pthread_cond_wait(&rs_cond, &rs_lock);
+        struct kc_resolve *j = rs_head;
+        rs_head = j->next;
+        if (!rs_head)
+            rs_tail = NULL;
+        if (!j->owner) {
+            rs_free(j);
+            continue;
+        }
+        pthread_mutex_unlock(&rs_lock);
+        struct addrinfo hints = {0}, *res = NULL;
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        int err = getaddrinfo(j->host, j->port, &hints, &res);
+        if (err == 0 && !res)
+            err = EAI_NONAME;
+        pthread_mutex_lock(&rs_lock);
+        if (err == 0 && res->ai_addrlen <= sizeof j->addr) {
+            memcpy(&j->addr, res->ai_addr, res->ai_addrlen);
+            j->addrlen = res->ai_addrlen;
+        } else if (err == 0) {
+            err = EAI_FAMILY;
+        }
+        if (res)
+            freeaddrinfo(res);
+        j->err = err;
+        j->done = true;
+        if (j->owner)
+            ev_async_send(j->owner->loop, &j->owner->resolved);
+        else
+            rs_free(j);
+    }
+    return NULL;
+}
+
+/* Queues j for the resolver thread (started at the first name). */
+static void rs_submit(struct kc_resolve *j)
+{
+    pthread_mutex_lock(&rs_lock);
+    if (!rs_running) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        rs_running = pthread_create(&t, &a, resolver_main, NULL) == 0;
+        pthread_attr_destroy(&a);
+    }
+    if (!rs_running) {
+        /* no thread: the lookup fails (logged by the caller) */
+        j->err = EAI_SYSTEM;
+        j->done = true;
+        ev_async_send(j->owner->loop, &j->owner->resolved);
+        pthread_mutex_unlock(&rs_lock);
+        return;
+    }
+    j->next = NULL;
+    if (rs_tail)
+        rs_tail->next = j;
+    else
+        rs_head = j;
+    rs_tail = j;
+    pthread_cond_signal(&rs_cond);
+    pthread_mutex_unlock(&rs_lock);
+}
+
+/* Loop thread: c stops waiting for its lookup (disconnect, free). */
+static void rs_abandon(struct kclient *c)
+{
+    struct kc_resolve *j = c->resolving;
+    if (!j)
+        return;
+    c->resolving = NULL;
+    pthread_mutex_lock(&rs_lock);
+    bool mine = j->done;
+    j->owner = NULL; /* not done: the thread frees it */
+    pthread_mutex_unlock(&rs_lock);
+    if (mine)
+        rs_free(j);
 }
 
 struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *o)
@@ -157,6 +278,7 @@ static void disconnect(struct kclient *c, int err, bool fail_unsent)
         close(c->fd);
         c->fd = -1;
     }
+    rs_abandon(c);
     c->state = KC_IDLE;
     buf_reset(&c->in);
     int64_t now = clock_mono_ms();
@@ -191,6 +313,8 @@ void kclient_free(struct kclient *c)
     c->freeing = true;
     ev_timer_stop(c->loop, &c->timer);
     disconnect(c, KERR_NETWORK_EXCEPTION, true);
+    if (c->resolved_started)
+        ev_async_stop(c->loop, &c->resolved);
     buf_free(&c->in);
     free(c->host);
     free(c->client_id);
@@ -309,32 +433,17 @@ static void send_handshake(struct kclient *c)
     ev_io_start(c->loop, &c->wio);
 }
 
-static void start_connect(struct kclient *c)
+/* Connects to addr (non-blocking); the handshake follows. */
+static void connect_to(struct kclient *c, const struct sockaddr *addr, socklen_t addrlen)
 {
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", c->port);
-    /* Peers are configured by address; names resolve quickly from
-     * /etc/hosts. A slow resolver would block the loop: a later change can
-     * move this to a thread if that matters. */
-    if (getaddrinfo(c->host, portstr, &hints, &res) != 0 || !res) {
-        slog_warn("kclient %s: cannot resolve host", c->peer);
-        disconnect(c, KERR_NETWORK_EXCEPTION, true);
-        return;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        freeaddrinfo(res);
         disconnect(c, KERR_NETWORK_EXCEPTION, true);
         return;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int rc = connect(fd, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
+    int rc = connect(fd, addr, addrlen);
     if (rc < 0 && errno != EINPROGRESS) {
         close(fd);
         disconnect(c, KERR_NETWORK_EXCEPTION, true);
@@ -348,6 +457,67 @@ static void start_connect(struct kclient *c)
     ev_io_start(c->loop, &c->wio);
     /* the connect deadline rides on the handshake's */
     c->handshake = NULL;
+}
+
+/* Loop thread: the resolver thread finished c's lookup. */
+static void on_resolved(struct ev_loop *loop, ev_async *a, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct kclient *c = a->data;
+    struct kc_resolve *j = c->resolving;
+    if (!j)
+        return;
+    pthread_mutex_lock(&rs_lock);
+    bool done = j->done;
+    pthread_mutex_unlock(&rs_lock);
+    if (!done)
+        return;
+    c->resolving = NULL;
+    if (j->err) {
+        slog_warn("kclient %s: cannot resolve host: %s", c->peer, gai_strerror(j->err));
+        rs_free(j);
+        disconnect(c, KERR_NETWORK_EXCEPTION, true);
+        arm_timer(c);
+        return;
+    }
+    connect_to(c, (const struct sockaddr *)&j->addr, j->addrlen);
+    rs_free(j);
+    arm_timer(c);
+}
+
+/* A numeric address connects at once; a name is looked up on the
+ * resolver thread first (KC_RESOLVING), so a slow DNS server never
+ * blocks the loop (the quorum's, the replica fetcher's). */
+static void start_connect(struct kclient *c)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", c->port);
+    int gai = getaddrinfo(c->host, portstr, &hints, &res);
+    if (gai == 0 && res) {
+        connect_to(c, res->ai_addr, res->ai_addrlen);
+        freeaddrinfo(res);
+        return;
+    }
+    if (res)
+        freeaddrinfo(res);
+    if (!c->resolved_started) {
+        ev_async_init(&c->resolved, on_resolved);
+        c->resolved.data = c;
+        ev_async_start(c->loop, &c->resolved);
+        c->resolved_started = true;
+    }
+    struct kc_resolve *j = xcalloc(1, sizeof *j);
+    j->host = xstrdup(c->host);
+    memcpy(j->port, portstr, sizeof j->port);
+    j->owner = c;
+    c->resolving = j;
+    c->state = KC_RESOLVING;
+    rs_submit(j);
 }
 
 /* Writes what the socket takes: the handshake, then (when ready) the
@@ -547,7 +717,8 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
     int64_t now = clock_mono_ms();
     if ((c->inflight.head && now >= c->inflight.head->deadline_ms) ||
         (c->handshake && now >= c->handshake->deadline_ms) ||
-        (c->state == KC_CONNECTING && c->unsent.head && now >= c->unsent.head->deadline_ms)) {
+        ((c->state == KC_CONNECTING || c->state == KC_RESOLVING) && c->unsent.head &&
+         now >= c->unsent.head->deadline_ms)) {
         /* Kafka's protocol cannot skip one answer on a connection: a
          * request that timed out costs the connection. */
         slog_debug("kclient %s: request timed out; reconnecting", c->peer);
