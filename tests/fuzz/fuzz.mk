@@ -15,7 +15,7 @@ FUZZ_CORE_SRCS = \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
-	tests/fuzz/sasl_mech_fuzz
+	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -36,6 +36,13 @@ tests/fuzz/request_fuzz: $(top_srcdir)/tests/fuzz/request_fuzz.c tests/fuzz/libg
 tests/fuzz/coord_records_fuzz: $(top_srcdir)/tests/fuzz/coord_records_fuzz.c $(top_srcdir)/core/coord/records.c \
 		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/coord/records.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
+		tests/fuzz/libgen_fuzz.a -lpthread
+
+# The Raft messages of the controller listener and the quorum's clients:
+# raft_msg.c over the generated codecs.
+tests/fuzz/raft_msg_fuzz: $(top_srcdir)/tests/fuzz/raft_msg_fuzz.c $(top_srcdir)/core/raft/raft_msg.c \
+		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/raft/raft_msg.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		tests/fuzz/libgen_fuzz.a -lpthread
 
 # The SASL mechanisms' client-message parsers (the modules' sources,
