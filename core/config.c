@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 
 #include "util/buf.h"
 #include "util/slog.h"
@@ -28,6 +29,7 @@ static int check_listener_names(const char *v, char *why, size_t n);
 static int check_log_dirs(const char *v, char *why, size_t n);
 static int check_gzip_level(const char *v, char *why, size_t n);
 static int check_plugin_names(const char *v, char *why, size_t n);
+static int check_ip_overrides(const char *v, char *why, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* The definition table                                                */
@@ -114,7 +116,7 @@ const struct config_def config_defs[] = {
     {"log.dir", T(STRING), "./data", RO, 0, FN(check_log_dirs),
      "Data directory when log.dirs is unset (samsa default ./data, relative to the working "
      "directory)."},
-    {"metadata.log.dir", T(STRING), NULL, RO, NE, NOCHECK,
+    {"metadata.log.dir", T(STRING), NULL, RO, 0, NOCHECK,
      "Directory of the metadata log; the first log directory when unset."},
 
     /* Topic defaults and limits */
@@ -233,26 +235,29 @@ const struct config_def config_defs[] = {
     {"num.io.threads", T(INT), "8", CW, NE, ATLEAST(1),
      "Kafka's request handler threads; samsa handles requests on the network workers."},
     {"background.threads", T(INT), "10", CW, NE, ATLEAST(1), "Threads for background tasks."},
-    {"queued.max.requests", T(INT), "500", RO, NE, ATLEAST(1),
-     "Requests queued before the network threads stop reading."},
+    {"queued.max.requests", T(INT), "500", RO, 0, ATLEAST(1),
+     "Requests of one connection read but not yet answered before samsa stops reading it (samsa "
+     "handles requests on the network threads: no shared queue)."},
     {"queued.max.request.bytes", T(LONG), "-1", RO, NE, NOCHECK,
      "Bytes of queued requests before reading stops (-1: no limit)."},
-    {"socket.send.buffer.bytes", T(INT), "102400", RO, NE, NOCHECK,
+    {"socket.send.buffer.bytes", T(INT), "102400", RO, 0, NOCHECK,
      "SO_SNDBUF of client sockets (-1: OS default)."},
-    {"socket.receive.buffer.bytes", T(INT), "102400", RO, NE, NOCHECK,
+    {"socket.receive.buffer.bytes", T(INT), "102400", RO, 0, NOCHECK,
      "SO_RCVBUF of client sockets (-1: OS default)."},
-    {"socket.listen.backlog.size", T(INT), "50", RO, NE, ATLEAST(1),
+    {"socket.listen.backlog.size", T(INT), "50", RO, 0, ATLEAST(1),
      "Backlog of pending connections of each listener."},
-    {"connections.max.idle.ms", T(LONG), "600000", RO, NE, NOCHECK,
-     "Idle time after which a connection is closed."},
-    {"max.connections", T(INT), IMAX, CW, NE, ATLEAST(0), "Most connections the broker accepts."},
-    {"max.connections.per.ip", T(INT), IMAX, CW, NE, ATLEAST(0),
-     "Most connections from one address."},
-    {"max.connections.per.ip.overrides", T(STRING), "", CW, NE, NOCHECK,
-     "Per-address connection limits as host:count,..."},
-    {"max.connection.creation.rate", T(INT), IMAX, CW, NE, ATLEAST(0),
-     "Most new connections per second."},
-    {"fetch.max.bytes", T(INT), "57671680", RO, NE, ATLEAST(1024),
+    {"connections.max.idle.ms", T(LONG), "600000", RO, 0, NOCHECK,
+     "Idle time after which a connection with nothing in flight is closed (-1: never)."},
+    {"max.connections", T(INT), IMAX, CW, 0, ATLEAST(0),
+     "Most client connections the broker keeps; more are closed at once (controller listeners are "
+     "not counted)."},
+    {"max.connections.per.ip", T(INT), IMAX, CW, 0, ATLEAST(0),
+     "Most client connections from one address; more are closed at once."},
+    {"max.connections.per.ip.overrides", T(STRING), "", CW, 0, FN(check_ip_overrides),
+     "Per-address connection limits as address:count,... (numeric addresses)."},
+    {"max.connection.creation.rate", T(INT), IMAX, CW, 0, ATLEAST(0),
+     "Most new client connections accepted per second; more wait in the listen backlog."},
+    {"fetch.max.bytes", T(INT), "57671680", RO, 0, ATLEAST(1024),
      "Most bytes one Fetch response may carry."},
     {"max.incremental.fetch.session.cache.slots", T(INT), "1000", RO, NE, ATLEAST(0),
      "Incremental fetch sessions kept."},
@@ -330,11 +335,11 @@ const struct config_def config_defs[] = {
     /* Group coordinator */
     {"group.initial.rebalance.delay.ms", T(INT), "3000", RO, 0, NOCHECK,
      "How long a new classic group waits for more members before its first rebalance."},
-    {"group.min.session.timeout.ms", T(INT), "6000", RO, NE, NOCHECK,
+    {"group.min.session.timeout.ms", T(INT), "6000", RO, 0, NOCHECK,
      "Shortest session timeout a classic group member may ask for."},
-    {"group.max.session.timeout.ms", T(INT), "1800000", RO, NE, NOCHECK,
+    {"group.max.session.timeout.ms", T(INT), "1800000", RO, 0, NOCHECK,
      "Longest session timeout a classic group member may ask for."},
-    {"group.max.size", T(INT), IMAX, RO, NE, ATLEAST(1), "Most members of a classic group."},
+    {"group.max.size", T(INT), IMAX, RO, 0, ATLEAST(1), "Most members of a classic group."},
     {"group.coordinator.rebalance.protocols", T(LIST), "classic,consumer", RO, NE,
      LISTOF(group_protocol_choices), "Group protocols the coordinator serves."},
     {"group.coordinator.threads", T(INT), "1", RO, NE, ATLEAST(1),
@@ -361,19 +366,19 @@ const struct config_def config_defs[] = {
      "this many brokers are registered."},
     {"offsets.topic.num.partitions", T(INT), "50", RO, 0, ATLEAST(1),
      "Partitions of __consumer_offsets; never change it after the topic exists."},
-    {"offsets.topic.segment.bytes", T(INT), "104857600", RO, NE, ATLEAST(1),
+    {"offsets.topic.segment.bytes", T(INT), "104857600", RO, 0, ATLEAST(1),
      "Segment size of __consumer_offsets."},
     {"offsets.topic.compression.codec", T(INT), "0", RO, NE, NOCHECK,
      "Compression of __consumer_offsets writes."},
-    {"offsets.retention.minutes", T(INT), "10080", RO, NE, ATLEAST(1),
+    {"offsets.retention.minutes", T(INT), "10080", RO, 0, ATLEAST(1),
      "How long committed offsets of an empty group are kept."},
-    {"offsets.retention.check.interval.ms", T(LONG), "600000", RO, NE, ATLEAST(1),
+    {"offsets.retention.check.interval.ms", T(LONG), "600000", RO, 0, ATLEAST(1),
      "How often stale offsets are looked for."},
     {"offsets.commit.timeout.ms", T(INT), "5000", RO, 0, ATLEAST(1),
      "How long an offset commit waits for replication."},
-    {"offsets.load.buffer.size", T(INT), "5242880", RO, NE, ATLEAST(1),
+    {"offsets.load.buffer.size", T(INT), "5242880", RO, 0, ATLEAST(1),
      "Read size when loading __consumer_offsets."},
-    {"offset.metadata.max.bytes", T(INT), "4096", RO, NE, NOCHECK,
+    {"offset.metadata.max.bytes", T(INT), "4096", RO, 0, NOCHECK,
      "Largest metadata string of an offset commit."},
 
     /* Transactions */
@@ -1208,6 +1213,53 @@ static int parse_voters(const char *value, struct config_voter **out, size_t *no
     return 0;
 }
 
+int config_parse_ip_overrides(const char *v, struct config_ip_limit **out, size_t *n, char *why, size_t wn)
+{
+    if (out)
+        *out = NULL;
+    if (n)
+        *n = 0;
+    struct strlist l = split_list(v, true);
+    struct config_ip_limit *a = xcalloc(l.n ? l.n : 1, sizeof *a);
+    int rc = 0;
+    for (size_t i = 0; i < l.n && rc == 0; i++) {
+        const char *e = l.v[i];
+        const char *colon = strrchr(e, ':');
+        int64_t count;
+        unsigned char tmp[16];
+        char host[64];
+        size_t hl = colon ? (size_t)(colon - e) : 0;
+        if (!colon || hl == 0 || hl >= sizeof host || config_parse_long(colon + 1, &count) != 0 || count < 0 ||
+            count > INT32_MAX) {
+            snprintf(why, wn, "'%s' is not address:count", e);
+            rc = -1;
+            break;
+        }
+        memcpy(host, e, hl);
+        host[hl] = 0;
+        if (inet_pton(AF_INET, host, tmp) != 1 && inet_pton(AF_INET6, host, tmp) != 1) {
+            snprintf(why, wn, "'%s' is not a numeric address (samsa does not resolve host names here)", host);
+            rc = -1;
+            break;
+        }
+        snprintf(a[i].addr, sizeof a[i].addr, "%s", host);
+        a[i].max = (int32_t)count;
+    }
+    if (rc == 0 && out) {
+        *out = a;
+        *n = l.n;
+    } else {
+        free(a);
+    }
+    strlist_free(&l);
+    return rc;
+}
+
+static int check_ip_overrides(const char *v, char *why, size_t n)
+{
+    return config_parse_ip_overrides(v, NULL, NULL, why, n);
+}
+
 static int check_voters(const char *v, char *why, size_t n)
 {
     return parse_voters(v, NULL, NULL, why, n);
@@ -1759,6 +1811,7 @@ static void typed_free(struct samsa_config *c)
     host_ports_free(c->bootstrap_controllers, c->n_bootstrap_controllers);
     strv_free(c->log_dirs, c->n_log_dirs);
     strv_free(c->plugins, c->n_plugins);
+    free(c->ip_limits);
     proto_map_free(&c->store->map);
     free(c->store->inter_broker_listener_name);
     c->store->inter_broker_listener_name = NULL;
@@ -1911,6 +1964,22 @@ static void refresh(struct samsa_config *c)
         (int16_t)get_l(c, "transaction.state.log.replication.factor");
     c->transaction_state_log_min_isr = (int32_t)get_l(c, "transaction.state.log.min.isr");
     c->group_initial_rebalance_delay_ms = (int32_t)get_l(c, "group.initial.rebalance.delay.ms");
+    c->offsets_commit_timeout_ms = get_l(c, "offsets.commit.timeout.ms");
+    c->group_min_session_timeout_ms = (int32_t)get_l(c, "group.min.session.timeout.ms");
+    c->group_max_session_timeout_ms = (int32_t)get_l(c, "group.max.session.timeout.ms");
+    c->connections_max_reauth_ms = get_l(c, "connections.max.reauth.ms");
+    c->queued_max_requests = (int32_t)get_l(c, "queued.max.requests");
+    c->fetch_max_bytes = (int32_t)get_l(c, "fetch.max.bytes");
+    c->socket_send_buffer_bytes = (int32_t)get_l(c, "socket.send.buffer.bytes");
+    c->socket_receive_buffer_bytes = (int32_t)get_l(c, "socket.receive.buffer.bytes");
+    c->socket_listen_backlog_size = (int32_t)get_l(c, "socket.listen.backlog.size");
+    c->connections_max_idle_ms = get_l(c, "connections.max.idle.ms");
+    c->max_connections = (int32_t)get_l(c, "max.connections");
+    c->max_connections_per_ip = (int32_t)get_l(c, "max.connections.per.ip");
+    c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
+    char ipwhy[256];
+    config_parse_ip_overrides(config_get(c, "max.connections.per.ip.overrides"), &c->ip_limits, &c->n_ip_limits,
+                              ipwhy, sizeof ipwhy);
 
     const char *lvl = config_get(c, "samsa.log.level");
     c->log_level = !strcmp(lvl, "debug")  ? SLOG_DEBUG

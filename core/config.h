@@ -158,6 +158,15 @@ enum security_protocol {
 };
 const char *security_protocol_name(enum security_protocol p);
 
+/* One max.connections.per.ip.overrides entry. */
+struct config_ip_limit {
+    char addr[64]; /* numeric, as inet_ntop writes it */
+    int32_t max;
+};
+/* Parses "addr:count,..." (numeric addresses only); *out (may be NULL to
+ * check only) is malloc'ed. 0, or -1 with the reason in why. */
+int config_parse_ip_overrides(const char *v, struct config_ip_limit **out, size_t *n, char *why, size_t wn);
+
 struct config_endpoint {
     char *name; /* listener name, upper-cased as Kafka normalises it */
     char *host; /* "" = all interfaces (listeners) or this host's name
@@ -240,6 +249,20 @@ struct samsa_config {
     int16_t transaction_state_log_replication_factor;
     int32_t transaction_state_log_min_isr;
     int32_t group_initial_rebalance_delay_ms;
+    /* Read on request paths: typed here, so no string lookup there. */
+    int64_t offsets_commit_timeout_ms;
+    int32_t group_min_session_timeout_ms, group_max_session_timeout_ms;
+    int64_t connections_max_reauth_ms;
+    /* The network layer's limits (net/net.c reads them at each accept,
+     * so dynamic changes apply to new connections). */
+    int32_t queued_max_requests;
+    int32_t fetch_max_bytes; /* caps a consumer Fetch's max_bytes */
+    int32_t socket_send_buffer_bytes, socket_receive_buffer_bytes; /* -1: OS default */
+    int32_t socket_listen_backlog_size;
+    int64_t connections_max_idle_ms;                                /* < 0: never */
+    int32_t max_connections, max_connections_per_ip, max_connection_creation_rate;
+    struct config_ip_limit *ip_limits; /* max.connections.per.ip.overrides (owned) */
+    size_t n_ip_limits;
 
     int log_level;          /* samsa.log.level as an enum slog_level */
     const char *plugin_dir; /* NULL = the built-in plugin directory */

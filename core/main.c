@@ -263,6 +263,7 @@ int main(int argc, char **argv)
         .max_request_bytes = cfg->socket_request_max_bytes,
         .handlers = &handlers,
         .broker = &b,
+        .cfg = &b.cfg,
     };
     b.net = net_create(&np);
     b.wake = net_park_hub(b.net);

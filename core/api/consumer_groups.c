@@ -63,8 +63,8 @@ static void hb_cancel(struct request *req)
 
 static int64_t commit_timeout_ms(const struct request *req)
 {
-    int64_t v;
-    return config_get_long(req->broker->cfg, "offsets.commit.timeout.ms", &v) ? v : 5000;
+    const struct samsa_config *cfg = req->broker->cfg;
+    return cfg->offsets_commit_timeout_ms;
 }
 
 /* Kafka's clientHost: "/1.2.3.4". */

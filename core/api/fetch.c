@@ -18,6 +18,7 @@
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
+#include "config.h"
 #include "controller/controller.h"
 #include "log/plog.h"
 #include "net/park.h"
@@ -496,8 +497,15 @@ void api_handle_fetch(struct request *req)
     op->max_bytes = req->api_version >= 3 ? q->max_bytes : INT32_MAX;
     if (op->max_bytes <= 0)
         op->max_bytes = INT32_MAX;
-    op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
     op->replica_id = req->api_version >= 15 ? q->replica_state.replica_id : q->replica_id;
+    if (op->replica_id < 0) {
+        /* Kafka's KafkaApis: a consumer's fetch.max.bytes is capped by the
+         * broker's (followers use replica.fetch.response.max.bytes) */
+        const struct samsa_config *cfg = req->broker->cfg;
+        if (cfg->fetch_max_bytes > 0 && op->max_bytes > cfg->fetch_max_bytes)
+            op->max_bytes = cfg->fetch_max_bytes;
+    }
+    op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
     if (op->replica_id < 0)
         op->replica_id = -1;
 

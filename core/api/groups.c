@@ -190,8 +190,8 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
 
 static int64_t commit_timeout_ms(const struct request *req)
 {
-    int64_t v;
-    return config_get_long(req->broker->cfg, "offsets.commit.timeout.ms", &v) ? v : 5000;
+    const struct samsa_config *cfg = req->broker->cfg;
+    return cfg->offsets_commit_timeout_ms;
 }
 
 /* Kafka's clientHost: InetAddress.toString() of the peer, "/1.2.3.4". */
@@ -386,9 +386,7 @@ void api_handle_join_group(struct request *req)
 {
     const join_group_request_t *q = req->body;
     const struct samsa_config *cfg = req->broker->cfg;
-    int64_t min_st = 6000, max_st = 1800000;
-    config_get_long(cfg, "group.min.session.timeout.ms", &min_st);
-    config_get_long(cfg, "group.max.session.timeout.ms", &max_st);
+    int64_t min_st = cfg->group_min_session_timeout_ms, max_st = cfg->group_max_session_timeout_ms;
     if (!authz_allowed(req, ACL_OP_READ, ACL_RES_GROUP, q->group_id)) {
         join_error(req, KERR_GROUP_AUTHORIZATION_FAILED, q->member_id);
         return;

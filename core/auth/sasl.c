@@ -241,9 +241,7 @@ int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, ch
         /* KIP-368: the session lives connections.max.reauth.ms, or less
          * when the mechanism's credentials end sooner */
         const struct samsa_config *cfg = c->w && c->w->broker ? c->w->broker->cfg : NULL;
-        int64_t life = 0;
-        if (cfg)
-            config_get_long(cfg, "connections.max.reauth.ms", &life);
+        int64_t life = cfg ? cfg->connections_max_reauth_ms : 0;
         if (cap->vt.sasl.session_lifetime_ms) {
             int64_t m = cap->vt.sasl.session_lifetime_ms(cap->state, c->sasl_session);
             if (m > 0 && (life <= 0 || m < life))

@@ -19,9 +19,9 @@
 #include "util/sfile.h"
 #include "util/slog.h"
 
-/* Stop reading from a client that has this many requests unanswered, so a
- * fast producer cannot queue unbounded memory; resume when it drains. */
-#define MAX_INFLIGHT 256
+/* A connection stops being read while it has queued.max.requests
+ * requests read but unanswered (w->queued_max_requests), so a fast
+ * producer cannot queue unbounded memory; reading resumes as they drain. */
 #define READ_CHUNK 65536
 
 static uint64_t next_conn_id;
@@ -65,6 +65,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
     ev_io_init(&c->rio, on_read, fd, EV_READ);
     ev_io_init(&c->wio, on_write, fd, EV_WRITE);
     c->rio.data = c->wio.data = c;
+    c->last_active = ev_now(w->loop);
     ev_io_start(w->loop, &c->rio);
     c->reading = true;
     c->next = w->conns;
@@ -119,6 +120,8 @@ static void conn_destroy(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
+    if (c->counted)
+        net_conn_gone(w->net, c->ip);
     close(c->fd);
     free(c->frame);
     buf_free(&c->in);
@@ -138,6 +141,26 @@ void conn_close_all(struct worker *w)
     }
 }
 
+void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)revents;
+    struct worker *w = t->data;
+    double limit = (double)w->idle_ms / 1000.0, now = ev_now(loop);
+    struct conn *c = w->conns;
+    while (c) {
+        struct conn *next = c->next;
+        /* Kafka's idle: nothing read or written; a request in flight (a
+         * parked long-poll) is activity to come */
+        if (!c->closing && c->inflight == 0 && !c->busy && now - c->last_active > limit) {
+            char why[96];
+            snprintf(why, sizeof why, "idle for longer than connections.max.idle.ms (%lld ms)",
+                     (long long)w->idle_ms);
+            conn_close(c, why);
+        }
+        c = next;
+    }
+}
+
 void conn_hold(struct conn *c) { c->busy++; }
 
 void conn_release(struct conn *c)
@@ -152,7 +175,7 @@ void conn_release(struct conn *c)
 
 static void update_reading(struct conn *c)
 {
-    bool want = !c->closing && c->inflight < MAX_INFLIGHT;
+    bool want = !c->closing && c->inflight < c->w->queued_max_requests;
     if (want && !c->reading) {
         ev_io_start(c->w->loop, &c->rio);
         c->reading = true;
@@ -266,6 +289,7 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents)
     (void)revents;
     struct conn *c = io->data;
     c->busy++;
+    c->last_active = ev_now(c->w->loop);
     flush_done(c);
     c->busy--;
     if (c->closing && !c->busy)
@@ -347,7 +371,8 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
     (void)revents;
     struct conn *c = io->data;
     c->busy++;
-    for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < MAX_INFLIGHT; rounds++) {
+    c->last_active = ev_now(c->w->loop);
+    for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < c->w->queued_max_requests; rounds++) {
         ssize_t n;
         if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
             /* big frame: read straight into it, no extra copy */

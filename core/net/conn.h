@@ -55,6 +55,13 @@ struct conn {
      * SaslHandshake v0, SASL_STATE_RAW): any size goes. Set by auth. */
     bool headerless_frames;
 
+    /* Connection limits (net.c): counted against max.connections and the
+     * per-address count of ip; last read or write (the loop's clock) for
+     * connections.max.idle.ms. */
+    bool counted;
+    char ip[64];
+    double last_active;
+
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];
     char client_software_version[64];
@@ -66,6 +73,10 @@ struct conn {
 struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol);
 /* Marks the connection closing; it is torn down once no handler runs. */
 void conn_close(struct conn *c, const char *why);
+/* The worker's idle sweep (connections.max.idle.ms; t->data is the
+ * worker): closes connections with nothing in flight that read and wrote
+ * nothing for longer than the limit. */
+void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents);
 /* Keeps c (and its requests) allocated across a call that may close it:
  * a conn_close meanwhile tears it down at the matching conn_release. */
 void conn_hold(struct conn *c);

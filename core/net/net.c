@@ -1,5 +1,6 @@
 #include "net/net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -11,10 +12,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
 #include "util/buf.h"
+#include "util/clock.h"
+#include "util/hmap.h"
 #include "util/slog.h"
 
 #define MAX_LISTENERS 8
@@ -50,7 +54,36 @@ struct net {
     int nworkers;
     int next_worker;
     struct park_hub *park; /* owned */
+
+    /* Client connection limits (max.connections, max.connections.per.ip,
+     * max.connection.creation.rate): counts of the connections accepted
+     * on broker listeners, by address too. Accept (main thread) counts
+     * up, a worker closing one counts down: under limits_mu. */
+    struct samsa_config *_Atomic *cfg;
+    pthread_mutex_t limits_mu;
+    struct hmap per_ip; /* address -> (intptr_t) count */
+    int32_t nclients;
+    double rate_window; /* start of the current second (ev_now) */
+    int32_t rate_count; /* accepted in it */
+    ev_timer rate_timer; /* resumes accepting after a throttled second */
+    bool throttled;
+    int64_t last_refusal_log_ms;
 };
+
+/* Stops or restarts accepting on the started broker listeners (the
+ * creation-rate throttle). Main thread. */
+static void set_listeners_active(struct net *n, bool on)
+{
+    for (int i = 0; i < n->nlisteners; i++) {
+        struct listener *l = &n->listeners[i];
+        if (!l->started || l->controller)
+            continue;
+        if (on)
+            ev_io_start(n->loop, &l->io);
+        else
+            ev_io_stop(n->loop, &l->io);
+    }
+}
 
 static void on_ready(struct ev_loop *loop, ev_async *a, int revents);
 
@@ -67,6 +100,9 @@ struct net *net_create(const struct net_params *p)
         n->nworkers = PARK_MAX_WORKERS;
     }
     n->park = park_hub_create();
+    n->cfg = p->cfg;
+    pthread_mutex_init(&n->limits_mu, NULL);
+    hmap_init(&n->per_ip);
     n->loop = ev_loop_new(EVFLAG_AUTO);
     n->workers = xcalloc((size_t)n->nworkers, sizeof *n->workers);
     /* Created (and started) now, so that net_broker_ready may come from
@@ -97,6 +133,8 @@ int net_listen(struct net *n, const char *name, const char *host, int port, bool
     }
     int fd = -1;
     int last_errno = 0;
+    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+    int backlog = cfg && cfg->socket_listen_backlog_size > 0 ? cfg->socket_listen_backlog_size : 1024;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
@@ -105,7 +143,7 @@ int net_listen(struct net *n, const char *name, const char *host, int port, bool
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0)
             break;
         last_errno = errno;
         close(fd);
@@ -151,8 +189,11 @@ static void adopt_inbox(struct worker *w)
     memmove(w->inbox, w->inbox + take, (size_t)(len - take) * sizeof fds[0]);
     w->inbox_len -= take;
     pthread_mutex_unlock(&w->inbox_lock);
-    for (int i = 0; i < take; i++)
-        conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol);
+    for (int i = 0; i < take; i++) {
+        struct conn *c = conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol);
+        c->counted = fds[i].counted;
+        snprintf(c->ip, sizeof c->ip, "%s", fds[i].ip);
+    }
     if (take < len)
         ev_async_send(w->loop, &w->wake);
 }
@@ -164,6 +205,7 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
     if (atomic_load(&w->stop)) {
         conn_close_all(w);
         park_worker_detach(w->park);
+        ev_timer_stop(loop, &w->idle_timer);
         ev_break(loop, EVBREAK_ALL);
         return;
     }
@@ -180,6 +222,124 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* One line per refused connection at most every 10 s (a storm of them
+ * must not flood the log). Main thread. */
+static void log_refusal(struct net *n, const char *listener, const char *ip, const char *why)
+{
+    int64_t now = clock_mono_ms();
+    if (now - n->last_refusal_log_ms < 10000)
+        return;
+    n->last_refusal_log_ms = now;
+    slog_warn("listener %s: closing a new connection from %s: %s (further refusals are not logged for 10 s)",
+              listener, ip, why);
+}
+
+static int32_t ip_limit(const struct samsa_config *cfg, const char *ip)
+{
+    for (size_t i = 0; cfg && i < cfg->n_ip_limits; i++)
+        if (!strcmp(cfg->ip_limits[i].addr, ip))
+            return cfg->ip_limits[i].max;
+    return cfg ? cfg->max_connections_per_ip : INT32_MAX;
+}
+
+/* Main thread: whether a client connection from ip may stay; counts it
+ * when it may. */
+static bool admit(struct net *n, const char *listener, const char *ip)
+{
+    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+    int32_t max_total = cfg ? cfg->max_connections : INT32_MAX;
+    int32_t max_ip = ip_limit(cfg, ip);
+    char why[128] = "";
+    pthread_mutex_lock(&n->limits_mu);
+    intptr_t have = (intptr_t)hmap_get(&n->per_ip, ip, strlen(ip));
+    if (n->nclients >= max_total)
+        snprintf(why, sizeof why, "max.connections (%d) reached", max_total);
+    else if (have >= max_ip)
+        snprintf(why, sizeof why, "max.connections.per.ip for %s (%d) reached", ip, max_ip);
+    else {
+        n->nclients++;
+        hmap_put(&n->per_ip, ip, strlen(ip), (void *)(have + 1));
+    }
+    pthread_mutex_unlock(&n->limits_mu);
+    if (why[0])
+        log_refusal(n, listener, ip, why);
+    return !why[0];
+}
+
+void net_conn_gone(struct net *n, const char *ip)
+{
+    pthread_mutex_lock(&n->limits_mu);
+    intptr_t have = (intptr_t)hmap_get(&n->per_ip, ip, strlen(ip));
+    if (have <= 1)
+        hmap_del(&n->per_ip, ip, strlen(ip));
+    else
+        hmap_put(&n->per_ip, ip, strlen(ip), (void *)(have - 1));
+    n->nclients--;
+    pthread_mutex_unlock(&n->limits_mu);
+}
+
+static void set_listeners_active(struct net *n, bool on);
+
+static void on_rate_timer(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct net *n = t->data;
+    n->throttled = false;
+    set_listeners_active(n, true);
+}
+
+/* max.connection.creation.rate: true when one more client connection
+ * may be accepted in this second; else stops accepting on the broker
+ * listeners until the next second (connections wait in the backlog, as
+ * Kafka's acceptor throttles). Main thread. */
+static bool rate_allows(struct net *n)
+{
+    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+    int32_t max = cfg ? cfg->max_connection_creation_rate : INT32_MAX;
+    if (max == INT32_MAX)
+        return true;
+    double now = ev_now(n->loop);
+    if (now - n->rate_window >= 1.0) {
+        n->rate_window = now;
+        n->rate_count = 0;
+    }
+    if (n->rate_count < max) {
+        n->rate_count++;
+        return true;
+    }
+    if (!n->throttled) {
+        n->throttled = true;
+        set_listeners_active(n, false);
+        ev_timer_set(&n->rate_timer, n->rate_window + 1.0 - now + 0.001, 0.);
+        ev_timer_start(n->loop, &n->rate_timer);
+    }
+    return false;
+}
+
+static void peer_ip(const struct sockaddr_storage *ss, char *out, size_t len)
+{
+    out[0] = 0;
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, out, (socklen_t)len);
+    else if (ss->ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, out, (socklen_t)len);
+    if (!out[0])
+        snprintf(out, len, "?");
+}
+
+static void set_socket_buffers(struct net *n, int fd)
+{
+    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+    if (!cfg)
+        return;
+    if (cfg->socket_send_buffer_bytes > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg->socket_send_buffer_bytes, sizeof cfg->socket_send_buffer_bytes);
+    if (cfg->socket_receive_buffer_bytes > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &cfg->socket_receive_buffer_bytes,
+                   sizeof cfg->socket_receive_buffer_bytes);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
@@ -187,8 +347,16 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
     struct listener *l = io->data;
     struct net *n = l->net;
     for (int i = 0; i < 64; i++) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        /* controller listeners carry the cluster's own traffic: not
+         * limited, as Kafka keeps its inter-broker listener usable */
+        if (!l->controller && !rate_allows(n))
+            return;
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
+            if (!l->controller && n->rate_count > 0)
+                n->rate_count--; /* nothing was accepted */
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return;
             if (errno == EMFILE || errno == ENFILE) {
@@ -198,6 +366,13 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             slog_warn("listener %s: accept failed: %s", l->name, strerror(errno));
             return;
         }
+        char ip[64];
+        peer_ip(&ss, ip, sizeof ip);
+        if (!l->controller && !admit(n, l->name, ip)) {
+            close(fd);
+            continue;
+        }
+        set_socket_buffers(n, fd);
         struct worker *w = &n->workers[n->next_worker];
         n->next_worker = (n->next_worker + 1) % n->nworkers;
         pthread_mutex_lock(&w->inbox_lock);
@@ -205,7 +380,9 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             w->inbox_cap = w->inbox_cap ? w->inbox_cap * 2 : 16;
             w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
-        w->inbox[w->inbox_len++] = (struct inbox_entry){fd, l->controller, l->name, l->protocol};
+        struct inbox_entry *e = &w->inbox[w->inbox_len++];
+        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, ""};
+        snprintf(e->ip, sizeof e->ip, "%s", ip);
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
     }
@@ -285,6 +462,18 @@ int net_run(struct net *n)
         w->max_request_bytes = n->max_request_bytes;
         w->loop = ev_loop_new(EVFLAG_AUTO);
         w->park = park_worker_attach(n->park, i, w->loop);
+        const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+        w->queued_max_requests = cfg && cfg->queued_max_requests > 0 ? cfg->queued_max_requests : 500;
+        int64_t idle = cfg ? cfg->connections_max_idle_ms : -1;
+        w->idle_ms = idle;
+        if (idle > 0) {
+            /* a sweep every quarter of the limit (at most every 10 s): a
+             * connection goes between 1 and 1.25 times the limit idle */
+            double every = (double)idle / 4000.0;
+            ev_timer_init(&w->idle_timer, conn_sweep_idle, every > 10.0 ? 10.0 : every, every > 10.0 ? 10.0 : every);
+            w->idle_timer.data = w;
+            ev_timer_start(w->loop, &w->idle_timer);
+        }
         pthread_mutex_init(&w->inbox_lock, NULL);
         ev_async_init(&w->wake, on_wake);
         w->wake.data = w;
@@ -295,6 +484,8 @@ int net_run(struct net *n)
         }
     }
     start_listeners(n);
+    ev_init(&n->rate_timer, on_rate_timer);
+    n->rate_timer.data = n;
     ev_async_init(&n->stop_async, on_stop);
     ev_async_start(n->loop, &n->stop_async);
     ev_signal_init(&n->sigterm, on_signal, SIGTERM);
@@ -339,6 +530,8 @@ void net_free(struct net *n)
     }
     free(n->workers);
     park_hub_free(n->park);
+    hmap_free(&n->per_ip);
+    pthread_mutex_destroy(&n->limits_mu);
     ev_loop_destroy(n->loop);
     free(n);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 struct broker;
+struct samsa_config;
 struct conn;
 struct net;
 struct request;
@@ -34,6 +35,9 @@ struct net_params {
     const struct net_handlers *handlers;
     /* Handed to every request (req->broker); opaque to the network layer. */
     struct broker *broker;
+    /* The broker config in effect (the broker's field, swapped on dynamic
+     * changes): connection limits are read from it at each accept. */
+    struct samsa_config *_Atomic *cfg;
 };
 
 /* Creates the network layer (workers not started yet). */
@@ -61,6 +65,9 @@ void net_broker_ready(struct net *n);
 /* The hub that parked requests of this net's workers are woken through
  * (net/park.h): owned by the net, valid from net_create to net_free. */
 struct park_hub *net_park_hub(struct net *n);
+/* A worker thread: a connection counted against the client limits (of
+ * address ip) is gone. */
+void net_conn_gone(struct net *n, const char *ip);
 /* The port a listener actually bound (useful with port 0); -1 if none. */
 int net_bound_port(const struct net *n, int idx);
 

@@ -26,6 +26,9 @@ struct worker {
     struct park_sink *park;   /* its parked requests (net/park.h) */
     const struct net_handlers *handlers; /* the net's */
     int32_t max_request_bytes;
+    int32_t queued_max_requests; /* per connection, read but unanswered */
+    ev_timer idle_timer;         /* connections.max.idle.ms sweeps */
+    int64_t idle_ms;             /* connections.max.idle.ms; <= 0: never */
 
     pthread_mutex_t inbox_lock;
     struct inbox_entry {
@@ -33,6 +36,8 @@ struct worker {
         bool controller;      /* accepted on a controller listener */
         const char *listener; /* its name (owned by the net) */
         int protocol;         /* enum security_protocol */
+        bool counted;         /* counts against the client limits */
+        char ip[64];          /* peer address (for the per-address count) */
     } *inbox;                 /* accepted fds waiting to be adopted */
     int inbox_len, inbox_cap;
 

@@ -55,6 +55,7 @@ static int setup(void **state)
         fx->w[i].loop = ev_loop_new(EVFLAG_AUTO);
         fx->w[i].handlers = &handlers;
         fx->w[i].max_request_bytes = 1 << 20;
+        fx->w[i].queued_max_requests = 500;
         fx->w[i].park = park_worker_attach(fx->hub, i, fx->w[i].loop);
     }
     return 0;
