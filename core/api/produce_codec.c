@@ -4,7 +4,6 @@
  * layer's (plugin/codec.h). */
 #include "api/produce_codec.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,17 +11,8 @@
 #include "proto/kerr.h"
 #include "topic_config.h"
 
-static int fail(char *reason, size_t n, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *reason, size_t n, int code, const char *fmt, ...)
-{
-    if (reason && n) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(reason, n, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
+/* The reason for an error, in the caller's buffer. */
+#define FAIL(code, ...) (snprintf(reason, reason_len, __VA_ARGS__), (code))
 
 static int32_t topic_level(const struct topic_config *tc, int codec)
 {
@@ -77,19 +67,19 @@ int produce_codec_apply(struct produce_codec *pc, uint8_t **batch, size_t *len, 
     if (target == src)
         return 0;
     if (src != RB_CODEC_NONE && !pc->have_records)
-        return fail(reason, reason_len, KERR_UNKNOWN_SERVER_ERROR, "decompressed records were not kept");
+        return FAIL(KERR_UNKNOWN_SERVER_ERROR, "decompressed records were not kept");
     buf_reset(&pc->rebuilt);
     int rc = codec_rebuild_batch(pc->reg, *batch, *len, src != RB_CODEC_NONE ? pc->records.data : NULL,
                                  pc->records.len, target, pc->level, &pc->rebuilt, reason, reason_len);
     if (rc) {
         if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE)
-            fail(reason, reason_len, rc, "topic compression.type is %s but no codec module for it is loaded",
-                 plugin_codec_name(target));
+            (void)FAIL(rc, "topic compression.type is %s but no codec module for it is loaded",
+                       plugin_codec_name(target));
         return rc;
     }
     /* UnifiedLog re-checks sizes after a recompression. */
     if (pc->max_message_bytes > 0 && pc->rebuilt.len > (size_t)pc->max_message_bytes)
-        return fail(reason, reason_len, KERR_MESSAGE_TOO_LARGE,
+        return FAIL(KERR_MESSAGE_TOO_LARGE,
                    "Message batch size is %zu bytes in append to partition which exceeds the maximum "
                    "configured size of %d.",
                    pc->rebuilt.len, pc->max_message_bytes);
