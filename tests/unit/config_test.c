@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,87 @@ static void test_every_default_passes_its_validator(void **state)
             if (!config_def_find(t->synonyms[k]))
                 fail_msg("synonym %s of %s is not a broker config", t->synonyms[k], t->def.name);
     }
+}
+
+/* Brace expansion of one README pattern ("a.{b,c}.d"), then fnmatch. */
+static bool pattern_matches(const char *pat, const char *key)
+{
+    const char *open = strchr(pat, '{');
+    if (!open)
+        return fnmatch(pat, key, 0) == 0;
+    const char *close = strchr(open, '}');
+    if (!close)
+        return false;
+    for (const char *alt = open + 1; alt < close;) {
+        const char *end = alt;
+        while (end < close && *end != ',')
+            end++;
+        char buf[256];
+        int n = snprintf(buf, sizeof buf, "%.*s%.*s%s", (int)(open - pat), pat, (int)(end - alt), alt, close + 1);
+        if (n > 0 && (size_t)n < sizeof buf && pattern_matches(buf, key))
+            return true;
+        alt = end + 1;
+    }
+    return false;
+}
+
+/* Every key samsa accepts without acting on it is named in the README's
+ * "Configs accepted without effect yet" table, and every name there is
+ * such a key: the operator's list of what does nothing stays true. */
+static void test_no_effect_keys_are_documented(void **state)
+{
+    (void)state;
+    const char *srcdir = getenv("srcdir");
+    char path[512];
+    snprintf(path, sizeof path, "%s/README.md", srcdir ? srcdir : ".");
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    bool in = false;
+    char pats[128][128];
+    size_t npats = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "### Configs accepted without effect yet", 39)) {
+            in = true;
+            continue;
+        }
+        if (in && !strncmp(line, "## ", 3))
+            break;
+        if (!in || line[0] != '|')
+            continue;
+        /* the first column's `key` names */
+        char *end = strchr(line + 1, '|');
+        for (char *q = line + 1; end && q < end;) {
+            char *a = strchr(q, '`');
+            if (!a || a > end)
+                break;
+            char *b = strchr(a + 1, '`');
+            if (!b || b > end)
+                break;
+            if (npats < 128 && (size_t)(b - a - 1) < sizeof pats[0]) {
+                memcpy(pats[npats], a + 1, (size_t)(b - a - 1));
+                pats[npats++][b - a - 1] = 0;
+            }
+            q = b + 1;
+        }
+    }
+    fclose(f);
+    assert_true(npats > 10);
+    bool used[128] = {false};
+    for (size_t i = 0; i < config_defs_count; i++) {
+        const struct config_def *d = &config_defs[i];
+        if (!(d->flags & CONFIG_F_NO_EFFECT))
+            continue;
+        bool named = false;
+        for (size_t k = 0; k < npats; k++)
+            if (pattern_matches(pats[k], d->name))
+                named = used[k] = true;
+        if (!named)
+            fail_msg("%s has no effect but the README's table does not name it", d->name);
+    }
+    for (size_t k = 0; k < npats; k++)
+        if (!used[k])
+            fail_msg("the README's table names %s, which matches no key without effect", pats[k]);
 }
 
 static void test_defaults(void **state)
@@ -1286,6 +1368,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_enum_numbers),
         cmocka_unit_test(test_every_default_passes_its_validator),
+        cmocka_unit_test(test_no_effect_keys_are_documented),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_shipped_conf_equals_defaults),
         cmocka_unit_test(test_bad_values),
