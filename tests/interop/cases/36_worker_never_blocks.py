@@ -77,8 +77,9 @@ def metadata_autocreating_200_topics_does_not_block_the_worker():
         eq(got[n]["error_code"], 0, "error of %s" % n)
         eq(len(got[n]["partitions"]), 2, "partitions of %s" % n)
     # Before parking, the worker was held for the whole creation (0.9-1.5 s
-    # for 200 topics). A bound far above a scheduling hiccup, far below that.
-    check(mx < bound(250), "ApiVersions waited %.0f ms behind the auto-creation (took %.2f s)", mx, took)
+    # for 200 topics). A bound above a loaded machine's scheduling hiccups
+    # (this client's own threads share one interpreter lock), below that.
+    check(mx < bound(600), "ApiVersions waited %.0f ms behind the auto-creation (took %.2f s)", mx, took)
 
 
 @S.case
@@ -114,7 +115,7 @@ def parked_produces_and_fetches_do_not_block_the_worker():
         c.close()
     prod.close()
     mx = p.report("200 parked fetches + 200 durable produces")
-    check(mx < bound(250), "ApiVersions waited %.0f ms behind parked requests", mx)
+    check(mx < bound(600), "ApiVersions waited %.0f ms behind parked requests", mx)
 
 
 if __name__ == "__main__":
