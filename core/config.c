@@ -346,15 +346,15 @@ const struct config_def config_defs[] = {
      "Threads of the group coordinator."},
     {"group.consumer.session.timeout.ms", T(INT), "45000", RO, 0, ATLEAST(1),
      "Session timeout of consumer-protocol (KIP-848) members."},
-    {"group.consumer.min.session.timeout.ms", T(INT), "45000", RO, NE, ATLEAST(1),
+    {"group.consumer.min.session.timeout.ms", T(INT), "45000", RO, 0, ATLEAST(1),
      "Shortest consumer-protocol session timeout."},
-    {"group.consumer.max.session.timeout.ms", T(INT), "60000", RO, NE, ATLEAST(1),
+    {"group.consumer.max.session.timeout.ms", T(INT), "60000", RO, 0, ATLEAST(1),
      "Longest consumer-protocol session timeout."},
     {"group.consumer.heartbeat.interval.ms", T(INT), "5000", RO, 0, ATLEAST(1),
      "Heartbeat interval of consumer-protocol members."},
-    {"group.consumer.min.heartbeat.interval.ms", T(INT), "5000", RO, NE, ATLEAST(1),
+    {"group.consumer.min.heartbeat.interval.ms", T(INT), "5000", RO, 0, ATLEAST(1),
      "Shortest consumer-protocol heartbeat interval."},
-    {"group.consumer.max.heartbeat.interval.ms", T(INT), "15000", RO, NE, ATLEAST(1),
+    {"group.consumer.max.heartbeat.interval.ms", T(INT), "15000", RO, 0, ATLEAST(1),
      "Longest consumer-protocol heartbeat interval."},
     {"group.consumer.max.size", T(INT), IMAX, RO, 0, ATLEAST(1),
      "Most members of a consumer-protocol group."},
@@ -2288,6 +2288,32 @@ int config_validate(const struct samsa_config *c, char *err, size_t n)
     int64_t queued = get_l(c, "queued.max.request.bytes");
     if (queued > 0 && queued < c->socket_request_max_bytes) {
         fmt(err, n, "queued.max.request.bytes must be larger or equal to socket.request.max.bytes");
+        return -1;
+    }
+    /* Kafka's GroupCoordinatorConfig: the consumer-protocol (KIP-848)
+     * session timeout and heartbeat interval lie within their bounds, and
+     * a member heartbeats within its session. */
+    int64_t st = get_l(c, "group.consumer.session.timeout.ms"), hb = get_l(c, "group.consumer.heartbeat.interval.ms");
+    int64_t st_min = get_l(c, "group.consumer.min.session.timeout.ms");
+    int64_t st_max = get_l(c, "group.consumer.max.session.timeout.ms");
+    int64_t hb_min = get_l(c, "group.consumer.min.heartbeat.interval.ms");
+    int64_t hb_max = get_l(c, "group.consumer.max.heartbeat.interval.ms");
+    if (st < st_min || st > st_max) {
+        fmt(err, n, "group.consumer.session.timeout.ms (%lld) must be between group.consumer.min.session.timeout.ms "
+                    "(%lld) and group.consumer.max.session.timeout.ms (%lld)",
+            (long long)st, (long long)st_min, (long long)st_max);
+        return -1;
+    }
+    if (hb < hb_min || hb > hb_max) {
+        fmt(err, n, "group.consumer.heartbeat.interval.ms (%lld) must be between "
+                    "group.consumer.min.heartbeat.interval.ms (%lld) and group.consumer.max.heartbeat.interval.ms (%lld)",
+            (long long)hb, (long long)hb_min, (long long)hb_max);
+        return -1;
+    }
+    if (hb >= st) {
+        fmt(err, n, "group.consumer.heartbeat.interval.ms (%lld) must be less than group.consumer.session.timeout.ms "
+                    "(%lld)",
+            (long long)hb, (long long)st);
         return -1;
     }
 

@@ -650,6 +650,20 @@ static void test_validate(void **state)
     /* broker.id alone stands for node.id, as in Kafka. */
     expect_validate("process.roles=broker,controller\nbroker.id=1\n", NULL);
 
+    /* KIP-848 timeouts within their bounds (Kafka's GroupCoordinatorConfig) */
+    expect_validate("group.consumer.session.timeout.ms=6000\n",
+                    "group.consumer.session.timeout.ms (6000) must be between "
+                    "group.consumer.min.session.timeout.ms (45000) and group.consumer.max.session.timeout.ms (60000)");
+    expect_validate("group.consumer.session.timeout.ms=6000\ngroup.consumer.min.session.timeout.ms=6000\n", NULL);
+    expect_validate("group.consumer.heartbeat.interval.ms=300\n",
+                    "group.consumer.heartbeat.interval.ms (300) must be between "
+                    "group.consumer.min.heartbeat.interval.ms (5000) and group.consumer.max.heartbeat.interval.ms "
+                    "(15000)");
+    expect_validate("group.consumer.session.timeout.ms=6000\ngroup.consumer.min.session.timeout.ms=6000\n"
+                    "group.consumer.heartbeat.interval.ms=6000\ngroup.consumer.max.heartbeat.interval.ms=6000\n",
+                    "group.consumer.heartbeat.interval.ms (6000) must be less than "
+                    "group.consumer.session.timeout.ms (6000)");
+
     /* A broker-only node of a three-controller cluster. */
     const char *broker = "process.roles=broker\nnode.id=4\n"
                          "controller.quorum.voters=1@c1:9093,2@c2:9093,3@c3:9093\n"
