@@ -54,7 +54,6 @@ core/controller/producer_ids.c broker.h     to be removed: struct broker in cont
 core/controller/replication.c broker.h      to be removed: struct broker in controller
 core/controller/snapshot.c broker.h         to be removed: struct broker in controller
 core/replica/fetcher.c broker.h             to be removed: struct broker in replica
-core/replica/partition.c broker.h           to be removed: struct broker in replica
 core/replica/registry.c broker.h            to be removed: struct broker in replica
 core/coord/coord.c broker.h                 to be removed: struct broker in coord
 '

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "controller/image.h"
 #include "log/plog.h"
 #include "net/park.h"
@@ -80,8 +79,7 @@ static bool raise_hw(struct partition *p, struct plog *l)
  * Produces, group coordinator writes. */
 static void wake(struct partition *p)
 {
-    if (p->broker)
-        park_notify(p->broker->wake, partition_park_key(p));
+    park_notify(p->wake, partition_park_key(p));
 }
 
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,

@@ -16,6 +16,7 @@
 struct plog;
 struct mimage;
 struct broker;
+struct park_hub;
 struct partition_registry;
 struct topic_config;
 
@@ -31,7 +32,8 @@ struct partition {
     /* flush.messages=1: a record counts as written (acknowledged, below
      * the high watermark) only once the flusher has fsynced it. */
     atomic_bool ack_after_flush;
-    struct broker *broker;
+    struct broker *broker;        /* the registry's (its log manager) */
+    struct park_hub *wake;        /* where changes are announced (net/park.h) */
 
     /* Replication (core/replica/partition.c, fetcher.c). The state the
      * metadata image gives (leader, ISR, partition epoch, replicas), and

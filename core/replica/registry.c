@@ -500,6 +500,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     atomic_init(&p->deleted, false);
     atomic_init(&p->ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
     p->broker = r->b;
+    p->wake = r->b->wake;
     pthread_mutex_init(&p->repl_lock, NULL);
     atomic_init(&p->is_leader, false);
     atomic_init(&p->leader_id, -1);
