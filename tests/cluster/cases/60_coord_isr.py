@@ -81,8 +81,29 @@ def coordinator(group, via, limit=30.0, not_node=None):
     raise Failure("no coordinator for %s within %.0fs (last %s)" % (group, C.bound(limit), last))
 
 
+def wait_full_isr(limit=30.0):
+    """Every __consumer_offsets partition has all three replicas in its ISR
+    again (a case that paused followers shrinks it; with min.insync.replicas
+    1, a leader alone in the ISR acknowledges at once, as Kafka does)."""
+    deadline = time.monotonic() + C.bound(limit)
+    while True:
+        c = K.Conn(CL.nodes[0].port)
+        try:
+            md = K.metadata_v12(c, topics=["__consumer_offsets"])
+        finally:
+            c.close()
+        parts = md["topics"][0]["partitions"] if md["topics"] else []
+        if parts and all(len(p["isr"]) == 3 for p in parts):
+            return
+        check(time.monotonic() < deadline, "__consumer_offsets ISR not full again: %s",
+              [(p["partition"], p["isr"]) for p in parts if len(p["isr"]) != 3][:5])
+        time.sleep(0.2)
+
+
 def groups_of_one_coordinator(prefix, n):
-    """n group ids coordinated by the same node: (node, [ids])."""
+    """n group ids coordinated by the same node: (node, [ids]), once every
+    coordinator partition's ISR is full."""
+    wait_full_isr()
     first = "%s-0" % prefix
     node = coordinator(first, CL.nodes)
     out = [first]
