@@ -1,0 +1,138 @@
+/* Producer state of one partition (Kafka's ProducerStateManager and
+ * ProducerAppendInfo): for each producer id that wrote to the partition,
+ * its epoch and the sequence ranges and offsets of its last batches, so
+ * that the leader can tell a retried batch (duplicate: answer with the
+ * original offsets, append nothing) from a gap (OUT_OF_ORDER_SEQUENCE_NUMBER)
+ * and a zombie (INVALID_PRODUCER_EPOCH).
+ *
+ * The state is a function of the log: the leader updates it with each
+ * batch it appends, a follower with each batch it replicates (so a new
+ * leader deduplicates the retries of the old one's producers), and a log
+ * that opens rebuilds it from its latest snapshot plus the batches after
+ * it. Snapshots use Kafka's file format (ProducerStateManager, version 1),
+ * so a samsa log directory and a Kafka one read each other's:
+ *
+ *   int16  version (1)
+ *   uint32 crc       CRC-32C of every byte after this field
+ *   int32  count, then count times:
+ *     int64 producer_id
+ *     int16 producer_epoch
+ *     int32 last_sequence
+ *     int64 last_offset
+ *     int32 offset_delta              (last_offset - first offset of the last batch)
+ *     int64 timestamp                 (the last batch's max timestamp)
+ *     int32 coordinator_epoch
+ *     int64 current_txn_first_offset  (-1: no open transaction)
+ *   all big-endian. A snapshot keeps only the last batch of each producer
+ *   (as Kafka's does): after a reload, a retry of an older batch than the
+ *   last is OUT_OF_ORDER_SEQUENCE_NUMBER, not a duplicate.
+ *
+ * Not thread-safe: the owner (log/plog.c) serialises every call, under
+ * its append lock. */
+#ifndef SAMSA_LOG_PRODUCER_STATE_H
+#define SAMSA_LOG_PRODUCER_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/record_batch.h"
+#include "util/buf.h"
+
+/* Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN: a producer has at
+ * most max.in.flight.requests.per.connection = 5 batches in flight. */
+#define PSTATE_BATCHES_RETAINED 5
+#define PSTATE_SNAPSHOT_VERSION 1
+#define PSTATE_SNAPSHOT_SUFFIX ".snapshot"
+
+/* One appended batch of a producer. */
+struct ps_batch {
+    int32_t first_seq;
+    int32_t last_seq;
+    int64_t first_offset;
+    int64_t last_offset;
+    int64_t timestamp; /* the batch's max timestamp */
+};
+
+struct ps_entry {
+    int64_t producer_id;
+    int16_t epoch;
+    int32_t coordinator_epoch;        /* -1 until a transaction marker */
+    int64_t last_timestamp;           /* of the last batch (expiration) */
+    int64_t current_txn_first_offset; /* -1: no open transaction */
+    int nbatches;                     /* 0..PSTATE_BATCHES_RETAINED */
+    struct ps_batch batches[PSTATE_BATCHES_RETAINED]; /* oldest first */
+};
+
+struct pstate;
+
+/* An empty state; NULL when out of memory. The caller owns it
+ * (pstate_free). */
+struct pstate *pstate_new(void);
+void pstate_free(struct pstate *s);
+/* Forgets every producer. */
+void pstate_clear(struct pstate *s);
+
+/* Kafka's DefaultRecordBatch.incrementSequence: the sequence after
+ * adding delta to seq, wrapping from INT32_MAX to 0. */
+int32_t pstate_seq_add(int32_t seq, int32_t delta);
+
+/* The leader's check of a batch from a client (Kafka's
+ * analyzeAndValidateProducerState with origin CLIENT), before offsets are
+ * assigned; h is the batch's header (h->base_offset is not used). For a
+ * batch without a producer id: 0. Otherwise:
+ *   PSTATE_DUPLICATE  the producer's entry has this epoch and one of its
+ *                     retained batches has exactly this first and last
+ *                     sequence: *dup (may be NULL) gets that batch;
+ *                     the caller appends nothing and answers with its
+ *                     offsets.
+ *   KERR_INVALID_PRODUCER_EPOCH  the epoch is below the entry's.
+ *   KERR_OUT_OF_ORDER_SEQUENCE_NUMBER  a new epoch (the entry had one)
+ *                     that does not start at sequence 0, or the same
+ *                     epoch and the first sequence does not follow the
+ *                     last batch's last sequence (+1, or 0 after
+ *                     INT32_MAX).
+ *   0                 append it: a producer id the partition has not seen
+ *                     (or has expired) is accepted at any sequence, as
+ *                     Kafka does since KIP-360 (no UNKNOWN_PRODUCER_ID).
+ * s is not changed. */
+#define PSTATE_DUPLICATE 1
+int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_batch *dup);
+
+/* Records a batch that is now in the log (leader after its write,
+ * follower replication, recovery replay); h carries its final base
+ * offset. Batches without a producer id and control batches are ignored
+ * (markers belong to transactions). A new epoch replaces the entry's
+ * batches; the oldest batch is dropped beyond PSTATE_BATCHES_RETAINED.
+ * No check is made (a follower takes what its leader wrote). 0, or
+ * KERR_KAFKA_STORAGE_ERROR when out of memory. */
+int pstate_update(struct pstate *s, const struct rb_header *h);
+
+/* The entry of producer_id, or NULL. Valid until the next change of s. */
+const struct ps_entry *pstate_find(const struct pstate *s, int64_t producer_id);
+size_t pstate_count(const struct pstate *s);
+/* Calls fn for every entry, in no particular order; fn must not change s. */
+void pstate_foreach(const struct pstate *s, void (*fn)(void *ctx, const struct ps_entry *e), void *ctx);
+
+/* Kafka's removeExpiredProducers: drops the producers whose last batch
+ * is producer.id.expiration.ms or more before now_ms and that have no
+ * open transaction. Returns how many went. */
+size_t pstate_expire(struct pstate *s, int64_t now_ms, int64_t expiration_ms);
+
+/* Appends the snapshot bytes of s (the format above) to out. 0, or
+ * KERR_KAFKA_STORAGE_ERROR when out of memory. */
+int pstate_snapshot_encode(const struct pstate *s, struct buf *out);
+/* Replaces the content of s with the snapshot in p[0..n). 0, or
+ * KERR_CORRUPT_MESSAGE for a wrong version, CRC, length or count, or an
+ * entry that cannot be (negative producer id or epoch, offset_delta < 0
+ * or > last_offset): s is then left empty. Never reads outside p[0..n). */
+int pstate_snapshot_decode(struct pstate *s, const uint8_t *p, size_t n);
+
+/* "<dir>/<offset as 20 digits>.snapshot" into out (size bytes); false
+ * when it does not fit. */
+bool pstate_snapshot_path(char *out, size_t size, const char *dir, int64_t offset);
+/* The offset of a file name "<20 digits>.snapshot", or -1 when name is
+ * not one. */
+int64_t pstate_snapshot_offset(const char *name);
+
+#endif
