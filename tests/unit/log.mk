@@ -11,3 +11,9 @@ TESTS += tests/unit/storage_test
 tests_unit_storage_test_SOURCES = tests/unit/storage_test.c
 tests_unit_storage_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_storage_test_LDADD = $(UNIT_LIBS)
+# producer state: Kafka's sequence/epoch rules, expiration, snapshots
+check_PROGRAMS += tests/unit/producer_state_test
+TESTS += tests/unit/producer_state_test
+tests_unit_producer_state_test_SOURCES = tests/unit/producer_state_test.c
+tests_unit_producer_state_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_producer_state_test_LDADD = $(UNIT_LIBS)
