@@ -15,7 +15,7 @@ FUZZ_CORE_SRCS = \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
-	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz
+	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -51,6 +51,15 @@ tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdi
 		$(top_srcdir)/modules/sasl-scram/scram.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto
+
+# Producer-state snapshots: producer_state.c and what it uses of the
+# storage layer (segment.c for the file names, and segment.c's own needs).
+FUZZ_PSTATE_SRCS = core/log/producer_state.c core/util/hmap.c core/log/segment.c core/log/index.c \
+	core/log/fsutil.c core/log/batch_cursor.c core/util/clock.c
+tests/fuzz/producer_snapshot_fuzz: $(top_srcdir)/tests/fuzz/producer_snapshot_fuzz.c \
+		$(FUZZ_PSTATE_SRCS:%=$(top_srcdir)/%) $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_PSTATE_SRCS:%=$(top_srcdir)/%) $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) -lpthread
 
 tests/fuzz/%_fuzz: $(top_srcdir)/tests/fuzz/%_fuzz.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		$(wildcard $(top_srcdir)/core/proto/*.h $(top_srcdir)/core/util/*.h)
