@@ -160,6 +160,35 @@ def raw_init_producer_id():
 
 
 @S.case
+def pipelined_on_a_fresh_broker():
+    """Before a broker has any block, requests park until the first one
+    arrives; 2800 pipelined requests over four connections run through
+    three blocks (prefetch and, when it is late, parking again): every
+    one answered in order, with distinct ids (parked requests woken
+    together take their ids in any order, as Kafka promises none)."""
+    fresh = Server(name="fresh")
+    conns = [kwire.Conn(fresh.port, timeout=bound(20)) for _ in range(4)]
+    try:
+        body = kwire.W().cstring(None).i32(60000).i64(-1).i16(-1).tags().bytes()
+        corrs = [[c.send(kwire.INIT_PRODUCER_ID, 4, body, header_version=2) for _ in range(700)] for c in conns]
+        every = []
+        for c, cs in zip(conns, corrs):
+            mine = []
+            for corr in cs:
+                r = c.recv(corr, 1)
+                res = (r.i32(), r.i16(), r.i64(), r.i16())
+                eq((res[0], res[1], res[3]), (0, 0, 0), "pipelined InitProducerId v4: throttle, error, epoch")
+                mine.append(res[2])
+            every += mine
+        eq(len(set(every)), len(every), "distinct ids")
+        check(min(every) >= 0, "ids >= 0 (smallest %d)", min(every))
+    finally:
+        for c in conns:
+            c.close()
+        fresh.stop()
+
+
+@S.case
 def producer_ids_differ():
     expect = ["idem-ck", "idem-kafkajs", "idem-plat"] + ["idem-kcat-%d" % p for p in range(PARTITIONS)]
     missing = [k for k in expect if k not in seen]
