@@ -166,6 +166,8 @@ int controller_allocate_producer_ids(struct controller *c, int32_t broker_id, in
  * Ids are never handed out twice across the cluster, and on one broker
  * they increase. Any thread; never blocks. */
 int controller_next_producer_id(struct controller *c, int64_t *id);
+/* The object whose key announces a block (an identity only: never to be
+ * dereferenced; it lives as long as the controller). */
 const void *controller_producer_ids_waitable(const struct controller *c);
 
 /* A topic to create (CreateTopics or auto-creation). All pointers are the
