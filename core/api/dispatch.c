@@ -45,6 +45,8 @@ const struct api_handler api_handlers[] = {
     {KAPI_CONSUMER_GROUP_HEARTBEAT, 0, 1, api_handle_consumer_group_heartbeat},
     {KAPI_CONSUMER_GROUP_DESCRIBE, 0, 0, api_handle_consumer_group_describe},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
+    /* Idempotent producers (api/init_producer_id.c; transactions: not yet) */
+    {KAPI_INIT_PRODUCER_ID, 0, 5, api_handle_init_producer_id},
     /* SASL and SCRAM credentials (api/sasl.c) */
     {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},
     {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},

@@ -42,5 +42,9 @@ enum acl_resource {
 /* True when the request's principal may perform op on the resource.
  * name is the resource name ("kafka-cluster" for the cluster). */
 bool authz_allowed(const struct request *req, enum acl_op op, enum acl_resource type, kstr_t name);
+/* True when the principal may perform op on at least one resource of
+ * the type, whatever its name (Kafka's Authorizer.authorizeByResourceType:
+ * an idempotent producer with WRITE on any topic). */
+bool authz_allowed_any(const struct request *req, enum acl_op op, enum acl_resource type);
 
 #endif

@@ -524,7 +524,7 @@ static void fwd_complete(struct controller *c, struct ctl_fwd *f, int16_t err)
     park_notify(c->b->wake, park_key_object(f)); /* an identity only */
 }
 
-static struct kclient *ctl_client(struct controller *c, int32_t id)
+struct kclient *ctl_client(struct controller *c, int32_t id)
 {
     const struct samsa_config *cfg = c->b->cfg;
     for (size_t i = 0; i < cfg->n_voters && i < c->nctl_clients; i++)
@@ -938,6 +938,7 @@ void ctl_brokers_tick(struct controller *c, int64_t now)
     expire_sessions(c, now);
     forward_pending(c, now);
     life_step(c, now);
+    ctl_pids_step(c, now);
 }
 
 void ctl_brokers_idle(struct controller *c)
@@ -945,6 +946,7 @@ void ctl_brokers_idle(struct controller *c)
     int64_t now = clock_mono_ms();
     forward_pending(c, now);
     life_step(c, now);
+    ctl_pids_step(c, now);
 }
 
 static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)

@@ -191,6 +191,13 @@ void ctl_op_heartbeat(const struct ctl_op *op, bool *fenced, bool *caught_up, bo
     *shut_down = op->hb_shut_down;
 }
 
+int32_t ctl_node_id(const struct controller *c) { return c->b->node_id; }
+
+void ctl_notify_object(const struct controller *c, const void *obj)
+{
+    park_notify(c->b->wake, park_key_object(obj));
+}
+
 /* Completes op on the loop: its hook, then waiters and parked requests. */
 static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
 {
@@ -2002,6 +2009,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
         goto fail;
     if (load_initial(c, err, errlen) < 0)
         goto fail;
+    ctl_pids_init(c);
     ctl_brokers_start(c);
     if (pthread_create(&c->pub_thread, NULL, publisher_main, c) != 0) {
         snprintf(err, errlen, "metadata: cannot start the publisher thread");
@@ -2104,6 +2112,7 @@ void controller_close(struct controller *c, bool clean)
     buf_free(&c->rbuf);
     free(c->sessions);
     free(c->dir);
+    ctl_pids_free(c);
     pthread_mutex_destroy(&c->op_lock);
     pthread_mutex_destroy(&c->img_lock);
     pthread_mutex_destroy(&c->fwd_lock);

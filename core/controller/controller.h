@@ -158,6 +158,18 @@ int controller_update_features(struct controller *c, int32_t n, const kstr_t *na
 int controller_allocate_producer_ids(struct controller *c, int32_t broker_id, int64_t broker_epoch, int64_t *first,
                                      int32_t *len, struct ctl_op **op);
 
+/* The broker side (controller/pid_manager.h): the next producer id of
+ * this broker's blocks (0 with *id), or COORDINATOR_LOAD_IN_PROGRESS
+ * (Kafka's answer) when none is at hand; the next block is then being
+ * asked for, and its arrival is announced by
+ * park_notify(park_key_object(controller_producer_ids_waitable(c))).
+ * Ids are never handed out twice across the cluster, and on one broker
+ * they increase. Any thread; never blocks. */
+int controller_next_producer_id(struct controller *c, int64_t *id);
+/* The object whose key announces a block (an identity only: never to be
+ * dereferenced; it lives as long as the controller). */
+const void *controller_producer_ids_waitable(const struct controller *c);
+
 /* A topic to create (CreateTopics or auto-creation). All pointers are the
  * caller's and only read during the call. */
 struct topic_spec {

@@ -1,7 +1,8 @@
 /* The controller's private state, shared by controller.c (operations,
  * proposals, applying the log), brokers.c (registration, heartbeats,
  * sessions, the broker side's lifecycle, forwarding) and snapshot.c
- * (image <-> snapshot files). Not for request handlers. */
+ * (image <-> snapshot files), pid_manager.c (the broker side's producer
+ * ids). Not for request handlers. */
 #ifndef SAMSA_CONTROLLER_CONTROLLER_INTERNAL_H
 #define SAMSA_CONTROLLER_CONTROLLER_INTERNAL_H
 
@@ -176,12 +177,19 @@ struct controller {
     char pub_err[512];
     atomic_int_least64_t synced;
 
+    /* the broker side's producer-id blocks (pid_manager.c) */
+    struct ctl_pids *pids;
+
     /* waiters for synchronous calls (tests, start-up) */
     pthread_mutex_t wait_mu;
     pthread_cond_t wait_cv;
 };
 
 /* controller.c */
+/* This node's id, and park_notify(park_key_object(obj)) on its workers:
+ * for the files that do not see struct broker. */
+int32_t ctl_node_id(const struct controller *c);
+void ctl_notify_object(const struct controller *c, const void *obj);
 int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, size_t msglen,
                       struct ctl_op **out);
 void ctl_wake_waiters(struct controller *c);
@@ -211,6 +219,16 @@ void ctl_brokers_tick(struct controller *c, int64_t now_ms);
 void ctl_brokers_idle(struct controller *c);
 void ctl_brokers_start(struct controller *c);
 void ctl_brokers_stop(struct controller *c, bool clean);
+/* The client of voter id's controller listener (NULL for this node or
+ * an unknown id). */
+struct kclient *ctl_client(struct controller *c, int32_t id);
+
+/* pid_manager.c: created before the loop starts, freed after everything
+ * that could complete its request (ops, kclients) is gone. The step
+ * (loop thread) asks for the next block when one is wanted and due. */
+void ctl_pids_init(struct controller *c);
+void ctl_pids_free(struct controller *c);
+void ctl_pids_step(struct controller *c, int64_t now_ms);
 
 /* snapshot.c */
 /* Writes the image as a snapshot with id through the Raft log. 0 or a

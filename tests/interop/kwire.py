@@ -379,6 +379,7 @@ LIST_OFFSETS = 2
 METADATA = 3
 API_VERSIONS = 18
 CREATE_TOPICS = 19
+INIT_PRODUCER_ID = 22
 DELETE_TOPICS = 20
 
 # ---------------------------------------------------------------- ApiVersions
@@ -493,8 +494,8 @@ def parse_batches(data):
         base_ts = r.i64()
         r.i64()  # max ts
         pid = r.i64()
-        r.i16()
-        r.i32()
+        epoch = r.i16()
+        base_seq = r.i32()
         n = r.i32()
         if attrs & 0x7:
             raise ParseError("compressed batch (attributes %d): not handled here" % attrs)
@@ -515,7 +516,9 @@ def parse_batches(data):
                 hs.append((hk, None if hvl < 0 else r.take(hvl)))
             out.append({"offset": base_offset + off_delta, "timestamp": base_ts + ts_delta,
                         "key": key, "value": value, "headers": hs, "control": bool(attrs & 0x20),
-                        "producer_id": pid, "partition_leader_epoch": ple})
+                        "producer_id": pid, "producer_epoch": epoch,
+                        "sequence": base_seq + off_delta if base_seq >= 0 else -1,
+                        "partition_leader_epoch": ple})
         pos = end
     return out
 
@@ -671,3 +674,24 @@ def create_topics_v4(conn, topics, **kw):
 
 def random_uuid():
     return str(uuidlib.UUID(bytes=os.urandom(16)))
+
+
+# ---------------------------------------------------------------- InitProducerId v0-5
+
+def init_producer_id(conn, version, transactional_id=None, timeout_ms=60000, producer_id=-1, producer_epoch=-1):
+    """Returns {error_code, producer_id, producer_epoch, throttle_time_ms}."""
+    flexible = version >= 2
+    w = W()
+    (w.cstring if flexible else w.string)(transactional_id)
+    w.i32(timeout_ms)
+    if version >= 3:
+        w.i64(producer_id).i16(producer_epoch)
+    if flexible:
+        w.tags()
+    r = conn.request(INIT_PRODUCER_ID, version, w.bytes(), flexible=flexible)
+    res = {"throttle_time_ms": r.i32(), "error_code": r.i16(), "producer_id": r.i64(), "producer_epoch": r.i16()}
+    if flexible:
+        r.tags()
+    if r.remaining():
+        raise ParseError("InitProducerId v%d: %d bytes left over" % (version, r.remaining()))
+    return res

@@ -11,3 +11,10 @@ TESTS += tests/unit/controller_ops_test
 tests_unit_controller_ops_test_SOURCES = tests/unit/controller_ops_test.c
 tests_unit_controller_ops_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_controller_ops_test_LDADD = $(UNIT_LIBS)
+# unit tests: the broker side's producer-id blocks (prefetch at 90%,
+# exhaustion, ids increasing across blocks)
+check_PROGRAMS += tests/unit/pid_manager_test
+TESTS += tests/unit/pid_manager_test
+tests_unit_pid_manager_test_SOURCES = tests/unit/pid_manager_test.c
+tests_unit_pid_manager_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_pid_manager_test_LDADD = $(UNIT_LIBS)

@@ -5,7 +5,8 @@
 // partition, timestamp (ms|null), offset}.
 //
 // Ops:
-//   kafkajs-produce     {topic, acks, kafkajs}   stdin: records (kafkajs: extra client options, e.g. sasl)
+//   kafkajs-produce     {topic, acks, kafkajs, producer}   stdin: records (kafkajs: extra client options,
+//                        e.g. sasl; producer: extra producer options, e.g. idempotent)
 //   kafkajs-fetch       {topic, partition, offset, count, maxBytes, kafkajs}
 //                        kafkajs's consumer API needs a consumer group, so
 //                        this drives kafkajs's own Broker.fetch and record
@@ -30,7 +31,7 @@ function out (obj) {
 async function kafkajsProduce () {
   const records = await readStdinJson()
   const kafka = kafkajsClient(bootstrap, args.kafkajs || {})
-  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 1 } })
+  const producer = kafka.producer({ allowAutoTopicCreation: false, idempotent: false, retry: { retries: 1 }, ...(args.producer || {}) })
   await producer.connect()
   try {
     // One send per partition keeps one batch per partition, so offsets are
