@@ -403,9 +403,11 @@ const struct config_def config_defs[] = {
      ATLEAST(1), "How often expired transactional ids are removed."},
     {"transaction.partition.verification.enable", T(BOOLEAN), "true", CW, NE, NOCHECK,
      "Check that a partition is in the transaction before a transactional write."},
-    {"producer.id.expiration.ms", T(INT), "86400000", CW, NE, ATLEAST(1),
+    /* Read once by the log manager: not dynamic (Kafka's is cluster-wide
+     * dynamic), so AlterConfigs refuses it by name. */
+    {"producer.id.expiration.ms", T(INT), "86400000", RO, 0, ATLEAST(1),
      "Idle time after which a producer id's state is dropped."},
-    {"producer.id.expiration.check.interval.ms", T(INT), "600000", RO, NE, ATLEAST(1),
+    {"producer.id.expiration.check.interval.ms", T(INT), "600000", RO, 0, ATLEAST(1),
      "How often expired producer ids are looked for."},
     {"fetch.purgatory.purge.interval.requests", T(INT), "1000", RO, NE, NOCHECK,
      "Purge interval of the fetch purgatory."},

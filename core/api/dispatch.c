@@ -18,6 +18,7 @@ const struct api_handler api_handlers[] = {
     {KAPI_FETCH, 0, 17, api_handle_fetch},
     {KAPI_LIST_OFFSETS, 0, 10, api_handle_list_offsets},
     {KAPI_DELETE_RECORDS, 0, 2, api_handle_delete_records},
+    {KAPI_DESCRIBE_PRODUCERS, 0, 0, api_handle_describe_producers},
     {KAPI_METADATA, 0, 12, api_handle_metadata},
     {KAPI_CREATE_TOPICS, 0, 7, api_handle_create_topics},
     {KAPI_DELETE_TOPICS, 0, 6, api_handle_delete_topics},

@@ -16,6 +16,8 @@ tests_unit_configs_api_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_configs_api_test_LDADD = $(UNIT_LIBS)
 # DeleteRecords (the log start offset; core/log does the work)
 core_libsamsacore_a_SOURCES += core/api/deleterecords.c
+# DescribeProducers (the producer state is core/log's)
+core_libsamsacore_a_SOURCES += core/api/describeproducers.c
 # The group APIs (the group coordinator is core/coord)
 core_libsamsacore_a_SOURCES += core/api/groups.c
 # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials

@@ -8,6 +8,7 @@ core_libsamsacore_a_SOURCES += \
 	core/log/checkpoint.c core/log/checkpoint.h \
 	core/log/plog.c core/log/plog.h core/log/plog_internal.h \
 	core/log/producer_state.c core/log/producer_state.h \
+	core/log/plog_producers.c \
 	core/log/cleaner.c core/log/cleaner.h \
 	core/log/logmgr.c core/log/logmgr.h
 # The storage benchmarks (run by hand; they build storage_bench.c against

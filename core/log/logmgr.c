@@ -74,6 +74,7 @@ struct logmgr {
 
     /* settings read once at creation */
     int64_t retention_check_ms;
+    int64_t pid_expiration_ms, pid_check_ms; /* producer.id.expiration{,.check.interval}.ms */
     int64_t rp_ckpt_ms, ls_ckpt_ms;
     int nflushers, ncleaners, nrecovery;
     int64_t cleaner_backoff_ms;
@@ -195,6 +196,8 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     atomic_init(&m->stop_flag, false);
 
     m->retention_check_ms = cfg->log_retention_check_interval_ms;
+    m->pid_expiration_ms = cfg_long(cfg, "producer.id.expiration.ms", 86400000);
+    m->pid_check_ms = cfg_long(cfg, "producer.id.expiration.check.interval.ms", 600000);
     m->rp_ckpt_ms = cfg_long(cfg, "log.flush.offset.checkpoint.interval.ms", 60000);
     m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
     /* Kafka's default of one recovery thread per dir recovers partitions
@@ -749,6 +752,7 @@ static void *scheduler_main(void *arg)
     int64_t next_retention = now + m->retention_check_ms;
     int64_t next_rp = now + m->rp_ckpt_ms, next_ls = now + m->ls_ckpt_ms;
     int64_t ls_soon = INT64_MAX;
+    int64_t next_pid_check = now + m->pid_check_ms;
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         bool poke = m->retention_poke, ls_dirty = m->ls_dirty, co_dirty = m->co_dirty;
@@ -778,6 +782,11 @@ static void *scheduler_main(void *arg)
         }
         for (size_t i = 0; i < s.n; i++)
             plog_purge_deleted(s.v[i]->l, wall, false);
+        if (now >= next_pid_check) {
+            for (size_t i = 0; i < s.n; i++)
+                plog_expire_producers(s.v[i]->l, wall, m->pid_expiration_ms);
+            next_pid_check = now + m->pid_check_ms;
+        }
         if (ls_dirty && ls_soon == INT64_MAX)
             ls_soon = now + START_OFFSET_CKPT_DELAY_MS;
         if (now >= next_rp) {
@@ -802,6 +811,8 @@ static void *scheduler_main(void *arg)
             wake = next_ls;
         if (ls_soon < wake)
             wake = ls_soon;
+        if (next_pid_check < wake)
+            wake = next_pid_check;
         int64_t sleep_ms = wake - clock_mono_ms();
         pthread_mutex_lock(&m->lock);
         if (sleep_ms > 0 && !m->stop && !m->retention_poke && !m->ls_dirty && !m->co_dirty) {

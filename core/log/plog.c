@@ -17,6 +17,7 @@
 #include "log/fsutil.h"
 #include "log/partition_metadata.h"
 #include "log/plog_internal.h"
+#include "log/producer_state.h"
 #include "log/segment.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -132,6 +133,7 @@ static void plog_free(struct plog *l)
         segment_free(l->trash[i].seg);
     free(l->trash);
     free(l->epochs);
+    plog_producers_free(l);
     pthread_mutex_destroy(&l->maint_lock);
     pthread_mutex_destroy(&l->append_lock);
     pthread_mutex_destroy(&l->flush_lock);
@@ -633,6 +635,11 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     pthread_mutex_init(&l->trash_lock, NULL);
     pthread_mutex_init(&l->epoch_lock, NULL);
     pthread_mutex_init(&l->epoch_file_lock, NULL);
+    struct dir_listing ls = {0};
+    if (plog_producers_init(l) != 0) {
+        rc = KERR_KAFKA_STORAGE_ERROR;
+        goto fail;
+    }
     atomic_init(&l->end_offset, 0);
     atomic_init(&l->start_offset, 0);
     atomic_init(&l->size_bytes, 0);
@@ -647,7 +654,6 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     if (getrandom(&l->rng, sizeof l->rng, 0) != (ssize_t)sizeof l->rng || l->rng == 0)
         l->rng = (uint64_t)clock_mono_us() | 1;
 
-    struct dir_listing ls = {0};
     int e = fs_mkdirs(l->dir, NULL);
     if (e) {
         slog_error("log: cannot create directory %s: %s", l->dir, strerror(e));
@@ -714,6 +720,9 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_store(&l->start_offset, start);
     atomic_store(&l->end_offset, end);
     atomic_store(&l->recovery_point, rp);
+    rc = plog_producers_load(l);
+    if (rc)
+        goto fail;
 
     pthread_mutex_lock(&l->epoch_lock);
     bool ch = epoch_truncate_end_locked(l, end);
@@ -800,6 +809,9 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     int rc = segment_create(l->dir, base, &o, "", false, &s);
     if (rc)
         return rc;
+    /* Kafka snapshots the producer state at every roll, so that an open
+     * replays at most the active segment. Written by the next flush. */
+    plog_producers_take_snapshot(l, base);
     pthread_rwlock_wrlock(&l->seg_lock);
     int e = segment_seal(old);
     push_segment(l, s);
@@ -850,6 +862,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         res->base_offset = res->last_offset = -1;
         res->log_append_time = -1;
         res->log_start_offset = atomic_load(&l->start_offset);
+        res->duplicate = false;
     }
     if (len == 0)
         return KERR_CORRUPT_MESSAGE;
@@ -860,6 +873,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     int64_t noffsets = 0, max_ts = RB_NO_TIMESTAMP;
     int64_t first_base = -1, prev_last = -1;
     size_t nbatches = 0;
+    bool has_pid = false;
     for (size_t pos = 0; pos < len;) {
         size_t size;
         struct rb_header h;
@@ -876,6 +890,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
             prev_last = rb_last_offset(&h);
         }
         noffsets += (int64_t)h.last_offset_delta + 1;
+        has_pid |= rb_has_producer_id(&h);
         if (h.max_timestamp > max_ts)
             max_ts = h.max_timestamp;
         nbatches++;
@@ -923,6 +938,29 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     if (noffsets > INT64_MAX - base) {
         rc = KERR_RECORD_LIST_TOO_LARGE;
         goto out;
+    }
+    if (has_pid && !follower) {
+        /* Kafka's analyzeAndValidateProducerState (origin CLIENT): under
+         * the append lock, so a retry racing its original sees it. */
+        for (size_t pos = 0; pos < len;) {
+            struct rb_header h;
+            rb_parse_header(batches + pos, len - pos, &h);
+            struct ps_batch dup;
+            int c = pstate_check(l->ps, &h, &dup);
+            if (c == PSTATE_DUPLICATE) {
+                if (res) {
+                    res->base_offset = dup.first_offset;
+                    res->last_offset = dup.last_offset;
+                    res->duplicate = true;
+                }
+                goto out;
+            }
+            if (c) {
+                rc = c;
+                goto out;
+            }
+            pos += (size_t)rb_batch_size(&h);
+        }
     }
     int64_t last = base + noffsets - 1;
     struct segment *seg = l->segs[l->nsegs - 1];
@@ -1016,6 +1054,14 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         pos += (size_t)rb_batch_size(&h);
     }
     pthread_rwlock_unlock(&l->seg_lock);
+    for (size_t pos = 0; has_pid && pos < len;) {
+        struct rb_header h;
+        rb_parse_header(batches + pos, len - pos, &h);
+        if (pstate_update(l->ps, &h) != 0)
+            slog_warn("log: %s: out of memory recording producer %" PRId64 "; a retry of this batch may be "
+                      "appended again", l->dir, h.producer_id);
+        pos += (size_t)rb_batch_size(&h);
+    }
     atomic_fetch_add(&l->size_bytes, (int64_t)len);
     atomic_store_explicit(&l->end_offset, next, memory_order_release);
 
@@ -1460,6 +1506,8 @@ int plog_flush(struct plog *l)
      * is current): durable before the recovery point passes its start. */
     if (rc == 0 && epoch_persist(l) != 0)
         rc = KERR_KAFKA_STORAGE_ERROR; /* logged; as a failed fsync */
+    if (rc == 0)
+        rc = plog_producers_flush(l);
     if (rc) {
         plog_mark_failed(l);
     } else {
@@ -1649,12 +1697,17 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     pthread_rwlock_rdlock(&l->seg_lock);
     int64_t new_start = l->segs[k]->base_offset;
     int64_t first = l->segs[0]->base_offset;
+    int64_t *bases = xmalloc(k * sizeof *bases);
+    for (size_t i = 0; i < k; i++)
+        bases[i] = l->segs[i]->base_offset;
     pthread_rwlock_unlock(&l->seg_lock);
     /* Readers see the new start before the segments go, so they get
      * OFFSET_OUT_OF_RANGE rather than a missing file. */
     int64_t old_start = atomic_load(&l->start_offset);
     raise_to(&l->start_offset, new_start);
     drop_front(l, k, now_ms);
+    plog_producers_segments_deleted(l, bases, k);
+    free(bases);
     pthread_mutex_lock(&l->epoch_lock);
     if (epoch_truncate_start_locked(l, atomic_load(&l->start_offset)))
         epoch_changed_locked(l);
@@ -1753,6 +1806,9 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         epoch_changed_locked(l);
         pthread_mutex_unlock(&l->epoch_lock);
         epoch_persist(l);
+        /* Kafka's truncateFullyAndStartAt: no producer survives. */
+        if (plog_producers_truncated(l, -1) != 0)
+            plog_mark_failed(l);
         slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
     } else {
         plog_mark_failed(l);
@@ -1821,6 +1877,9 @@ int plog_truncate_to(struct plog *l, int64_t offset)
             epoch_changed_locked(l);
         pthread_mutex_unlock(&l->epoch_lock);
         epoch_persist(l);
+        /* Kafka's truncateAndReload: the producers as of the new end. */
+        if (plog_producers_truncated(l, end) != 0)
+            plog_mark_failed(l);
         slog_info("log: %s: truncated to offset %" PRId64, l->dir, end);
     }
     pthread_mutex_unlock(&l->flush_lock);
@@ -1846,6 +1905,8 @@ void plog_close(struct plog *l, bool clean)
         int rc = plog_flush(l);
         if (rc == 0 && epoch_persist(l) != 0)
             rc = KERR_KAFKA_STORAGE_ERROR; /* no clean marker over a stale checkpoint */
+        if (rc == 0)
+            rc = plog_producers_close(l); /* the next open replays nothing */
         if (rc == 0) {
             /* plog_flush skips work when nothing is unflushed; the trim
              * of the active segment's indexes must be durable too. */

@@ -11,10 +11,15 @@
  *       00000000000000012345.log ...    the next segment, named by its base offset
  *       leader-epoch-checkpoint         "0\nN\n<epoch> <start offset>\n..."
  *       partition.metadata              "version: 0\ntopic_id: <base64url>\n"
+ *       00000000000000012345.snapshot   producer state below that offset
+ *                                       (log/plog_producers.c)
  *       .kafka_cleanshutdown            see below
- * No .txnindex and no producer-state .snapshot files are written yet:
- * transactions and idempotent producer state do not exist in samsa yet.
- * Their rebuild at load belongs next to the leader-epoch rebuild below.
+ * No .txnindex yet: transactions do not exist in samsa yet.
+ *
+ * Idempotent producers: the log keeps each producer id's epoch and last
+ * batches (log/producer_state.h). plog_append checks a batch with a
+ * producer id against it (a retried batch is not appended again, see
+ * plog_append); every append, a follower's included, updates it.
  *
  * A segment is rolled when the next append would take the active one past
  * segment.bytes, when segment.ms (less this segment's share of
@@ -186,6 +191,9 @@ struct plog_append_result {
     int64_t last_offset;     /* offset of the last record */
     int64_t log_append_time; /* the append time for LogAppendTime, else -1 */
     int64_t log_start_offset;
+    /* The batch was a producer's retry of one already in the log: nothing
+     * was appended and the offsets are the original's. */
+    bool duplicate;
 };
 
 /* Appends len bytes of one or more whole v2 batches (already validated,
@@ -196,6 +204,12 @@ struct plog_append_result {
  * topic) each batch also gets the LogAppendTime bit, maxTimestamp = that
  * time and a new CRC. All batches go to one segment with one write. A
  * new leader epoch is recorded in leader-epoch-checkpoint first.
+ *
+ * A batch with a producer id is checked first against the producer
+ * state (pstate_check): a duplicate of one of the producer's last five
+ * batches appends nothing and answers with that batch's offsets
+ * (res->duplicate); KERR_INVALID_PRODUCER_EPOCH and
+ * KERR_OUT_OF_ORDER_SEQUENCE_NUMBER refuse the append.
  *
  * KERR_CORRUPT_MESSAGE when the bytes are not whole v2 batches (nothing
  * is changed then), KERR_RECORD_LIST_TOO_LARGE for a batch larger than
@@ -333,6 +347,15 @@ int plog_truncate_fully(struct plog *l, int64_t offset);
  * epoch; -1/-1 when none). */
 void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset);
 void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset);
+
+/* Kafka's removeExpiredProducers (producer.id.expiration.ms): forgets
+ * the producers idle for expiration_ms. Returns how many went. */
+size_t plog_expire_producers(struct plog *l, int64_t now_ms, int64_t expiration_ms);
+
+/* Calls fn for each producer of the log (DescribeProducers), under the
+ * append lock: fn must be quick and must not call into l. */
+struct ps_entry;
+void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct ps_entry *e), void *ctx);
 
 /* The cleaner's checkpoint: the first offset not yet cleaned (-1 when
  * the log was never cleaned). */

@@ -10,6 +10,7 @@
 #include "log/checkpoint.h"
 #include "log/plog.h"
 #include "log/segment.h"
+#include "util/buf.h"
 
 /* A segment renamed .deleted, its files to be removed at due_ms. */
 struct plog_trash {
@@ -88,6 +89,14 @@ struct plog {
     atomic_bool failed;
 
     uint64_t rng; /* segment.jitter.ms draws; under append_lock */
+
+    /* Producer state (log/plog_producers.c), under append_lock. */
+    struct pstate *ps;
+    /* The snapshot a roll took, for the next plog_flush to write (no file
+     * I/O under append_lock); offset -1: none. Under snap_lock (a leaf). */
+    pthread_mutex_t snap_lock;
+    struct buf snap_pending;
+    int64_t snap_pending_offset;
 };
 
 bool plog_has_failed(const struct plog *l);
@@ -104,6 +113,21 @@ struct segment_opts plog_segment_opts(struct plog *l);
 /* Renames s to .deleted and queues it for removal after
  * file.delete.delay.ms; s must already be out of the segment list. */
 void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms);
+
+/* Producer state and snapshots (plog_producers.c). init/free with the
+ * log; load at open and after truncation (the log's state is final, the
+ * writers are held off); take_snapshot under append_lock at a roll;
+ * flush from plog_flush; close at a clean close; segments_deleted after
+ * retention deleted segments of those bases; truncated after a
+ * truncation to end, with the locks of the truncation held. */
+int plog_producers_init(struct plog *l);
+void plog_producers_free(struct plog *l);
+int plog_producers_load(struct plog *l);
+void plog_producers_take_snapshot(struct plog *l, int64_t offset);
+int plog_producers_flush(struct plog *l);
+int plog_producers_close(struct plog *l);
+void plog_producers_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
+int plog_producers_truncated(struct plog *l, int64_t end);
 
 /* Wall-clock now, for timestamps compared with record timestamps. */
 int64_t plog_now_ms(void);

@@ -695,3 +695,39 @@ def init_producer_id(conn, version, transactional_id=None, timeout_ms=60000, pro
     if r.remaining():
         raise ParseError("InitProducerId v%d: %d bytes left over" % (version, r.remaining()))
     return res
+
+
+# ---------------------------------------------------------------- DescribeProducers v0
+
+DESCRIBE_PRODUCERS = 61
+
+
+def describe_producers(conn, topic, partitions):
+    """{partition: {"error_code", "producers": [dict per producer]}}."""
+    w = W()
+    w.carray([topic], lambda w, t: (w.cstring(t).carray(partitions, lambda w, p: w.i32(p)).tags()))
+    w.tags()
+    r = conn.request(DESCRIBE_PRODUCERS, 0, w.bytes(), flexible=True)
+    r.i32()  # throttle
+
+    def producer(r):
+        p = {"producer_id": r.i64(), "producer_epoch": r.i32(), "last_sequence": r.i32(),
+             "last_timestamp": r.i64(), "coordinator_epoch": r.i32(), "current_txn_start_offset": r.i64()}
+        r.tags()
+        return p
+
+    def part(r):
+        p = {"partition": r.i32(), "error_code": r.i16(), "error_message": r.cstring()}
+        p["producers"] = r.carray(producer)
+        r.tags()
+        return p
+
+    def topic_(r):
+        name = r.cstring()
+        parts = r.carray(part)
+        r.tags()
+        return name, parts
+
+    topics = r.carray(topic_)
+    r.tags()
+    return {p["partition"]: p for _n, parts in topics for p in parts}

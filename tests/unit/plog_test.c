@@ -79,15 +79,17 @@ static struct plog *open_log(const char *dir, const struct plog_config *c)
 }
 
 /* Appends one batch of n records to out. ts: per-record timestamps, or
- * NULL for 1000 + i. tag goes into producerId and rec into baseSequence
- * so a batch can be recognised after it went through the log. vsize pads
- * each value. Returns the batch size. */
+ * NULL for 1000 + i. tag goes into producerId and seq into producerEpoch
+ * (each batch a new epoch starting at sequence 0, which the log's
+ * producer-state check accepts whatever the batch sizes) so a batch can
+ * be recognised after it went through the log. vsize pads each value.
+ * Returns the batch size. */
 static size_t add_batch(struct buf *out, int n, const int64_t *ts, int64_t tag, int32_t seq, int vsize)
 {
     struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
     o.producer_id = tag;
-    o.producer_epoch = 0;
-    o.base_sequence = seq;
+    o.producer_epoch = (int16_t)seq;
+    o.base_sequence = 0;
     struct rb_builder b;
     rb_builder_begin(&b, out, 0, ts ? ts[0] : 1000, &o);
     for (int i = 0; i < n; i++) {
@@ -933,7 +935,7 @@ static void test_concurrent(void **state)
             assert_int_equal(rb_parse_header(p + at, (size_t)r.len - at, &h), 0);
             assert_int_equal(h.base_offset, off);
             assert_true(h.producer_id >= 1 && h.producer_id <= WRITERS);
-            assert_int_equal(h.base_sequence, next_seq[h.producer_id]);
+            assert_int_equal(h.producer_epoch, next_seq[h.producer_id]);
             next_seq[h.producer_id]++;
             off = rb_last_offset(&h) + 1;
             at += (size_t)rb_batch_size(&h);
@@ -1097,10 +1099,162 @@ static void test_delete(void **state)
     expect_free(&e);
 }
 
+/* ---- producer state (log/plog_producers.c) ---- */
+
+/* A batch of n records of producer pid/epoch from sequence seq. */
+static void idem_batch(struct buf *b, int64_t pid, int16_t epoch, int32_t seq, int n)
+{
+    buf_reset(b);
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    o.producer_id = pid;
+    o.producer_epoch = epoch;
+    o.base_sequence = seq;
+    struct rb_builder bb;
+    rb_builder_begin(&bb, b, 0, 1000, &o);
+    for (int i = 0; i < n; i++) {
+        char v[32];
+        int len = snprintf(v, sizeof v, "p%" PRId64 "s%d", pid, seq + i);
+        assert_int_equal(rb_builder_add(&bb, 1000 + i, KBYTES_NULL, (kbytes_t){(const uint8_t *)v, len}, NULL, 0),
+                         0);
+    }
+    assert_int_equal(rb_builder_finish(&bb, NULL), 0);
+}
+
+/* Appends (as the leader) and returns the error; *base gets the base
+ * offset answered, *dup whether it was a duplicate. */
+static int idem_append(struct plog *l, int64_t pid, int16_t epoch, int32_t seq, int n, int64_t *base, bool *dup)
+{
+    struct buf b = BUF_INIT;
+    idem_batch(&b, pid, epoch, seq, n);
+    struct plog_append_result r;
+    int rc = plog_append(l, b.data, b.len, 3, -1, &r);
+    buf_free(&b);
+    if (base)
+        *base = r.base_offset;
+    if (dup)
+        *dup = r.duplicate;
+    return rc;
+}
+
+static void expect_append(struct plog *l, int64_t pid, int16_t epoch, int32_t seq, int n, int64_t want_base,
+                          bool want_dup)
+{
+    int64_t base;
+    bool dup;
+    assert_int_equal(idem_append(l, pid, epoch, seq, n, &base, &dup), 0);
+    assert_int_equal(base, want_base);
+    assert_int_equal(dup, want_dup);
+}
+
+static int count_snapshots(const char *dir, int64_t *max_offset)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    *max_offset = -1;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len == 29 && strcmp(de->d_name + 20, ".snapshot") == 0) {
+            int64_t off = strtoll(de->d_name, NULL, 10);
+            if (off > *max_offset)
+                *max_offset = off;
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_producer_state(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    idem_batch(&b, 1, 0, 0, 4);
+    struct plog_config c = cfg_with((int64_t)(3 * b.len), 1);
+    buf_free(&b);
+    struct plog *l = open_log(f->dir, &c);
+
+    /* Leader rules through plog_append. */
+    expect_append(l, 1, 0, 0, 4, 0, false);
+    expect_append(l, 1, 0, 0, 4, 0, true);
+    assert_int_equal(plog_log_end_offset(l), 4);
+    expect_append(l, 1, 0, 4, 4, 4, false);
+    assert_int_equal(idem_append(l, 1, 0, 9, 1, NULL, NULL), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect_append(l, 2, 0, 0, 4, 8, false);
+    assert_int_equal(plog_log_end_offset(l), 12);
+    /* Segments of three batches: a roll took a snapshot at 12... */
+    expect_append(l, 1, 0, 8, 4, 12, false);
+    assert_int_equal(plog_segment_count(l), 2);
+    assert_int_equal(plog_flush(l), 0); /* ...written by the flush */
+    int64_t max;
+    assert_int_equal(count_snapshots(f->dir, &max), 1);
+    assert_int_equal(max, 12);
+
+    /* A clean close snapshots the end: after the reopen each producer's
+     * last batch is a duplicate (a snapshot keeps only the last, as
+     * Kafka's: an older retry is a gap then). */
+    plog_close(l, true);
+    assert_int_equal(count_snapshots(f->dir, &max), 2);
+    assert_int_equal(max, 16);
+    l = open_log(f->dir, &c);
+    expect_append(l, 1, 0, 8, 4, 12, true);
+    expect_append(l, 2, 0, 0, 4, 8, true);
+    assert_int_equal(idem_append(l, 1, 0, 4, 4, NULL, NULL), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    expect_append(l, 1, 0, 12, 1, 16, false);
+    assert_int_equal(plog_log_end_offset(l), 17);
+    expect_append(l, 3, 0, 0, 2, 17, false);
+
+    /* Unclean: the state comes from the snapshot at 16 and the batches
+     * after it. */
+    plog_close(l, false);
+    l = open_log(f->dir, &c);
+    expect_append(l, 1, 0, 12, 1, 16, true);
+    expect_append(l, 3, 0, 0, 2, 17, true);
+    expect_append(l, 1, 0, 13, 1, 19, false);
+
+    /* Truncation below the snapshot at 16: it goes, the one at 12 is
+     * loaded; what was cut is no longer a duplicate. */
+    assert_int_equal(plog_truncate_to(l, 14), 0);
+    assert_int_equal(plog_log_end_offset(l), 12);
+    assert_int_equal(count_snapshots(f->dir, &max), 1);
+    assert_int_equal(max, 12);
+    expect_append(l, 2, 0, 0, 4, 8, true);
+    expect_append(l, 1, 0, 8, 4, 12, false);
+    assert_int_equal(idem_append(l, 3, 0, 2, 1, NULL, NULL), 0); /* unknown again: any sequence */
+
+    /* A follower fed the leader's batches deduplicates the same retries. */
+    char fdir[600];
+    snprintf(fdir, sizeof fdir, "%s/follower-0", f->root);
+    struct plog *fl = open_log(fdir, &c);
+    for (int64_t off = 0; off < plog_log_end_offset(l);) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, off, 1 << 20, true, -1, &r), 0);
+        uint8_t *p = read_bytes(&r);
+        assert_int_equal(plog_append_follower(fl, p, (size_t)r.len, NULL), 0);
+        off = r.next_offset;
+        free(p);
+        sfile_unref(r.file);
+    }
+    assert_int_equal(plog_log_end_offset(fl), plog_log_end_offset(l));
+    expect_append(fl, 1, 0, 8, 4, 12, true);
+    expect_append(fl, 2, 0, 0, 4, 8, true);
+    assert_int_equal(idem_append(fl, 1, 0, 20, 1, NULL, NULL), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    assert_int_equal(idem_append(fl, 2, 0, 4, 1, NULL, NULL), 0);
+
+    /* Expiration forgets idle producers (their batches are from 1970):
+     * any sequence is accepted afterwards. */
+    assert_int_equal(plog_expire_producers(fl, 100000, 1000), 3);
+    assert_int_equal(idem_append(fl, 1, 0, 77, 1, NULL, NULL), 0);
+    plog_close(fl, false);
+    plog_close(l, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_read_roundtrip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_producer_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_batch_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),

@@ -1,0 +1,98 @@
+/* DescribeProducers (v0): the producer state of partitions this broker
+ * leads, as Kafka's ReplicaManager.activeProducerState: each producer id
+ * with its epoch, last sequence and timestamp, coordinator epoch and the
+ * first offset of its open transaction (-1: none).
+ *
+ * Per partition: TOPIC_AUTHORIZATION_FAILED without READ on the topic,
+ * UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER. */
+#include "api/dispatch.h"
+#include "api/handlers.h"
+#include "api/request.h"
+#include "auth/authz.h"
+#include "broker.h"
+#include "controller/controller.h"
+#include "log/plog.h"
+#include "log/producer_state.h"
+#include "proto/kerr.h"
+#include "replica/partition.h"
+
+struct collect {
+    struct arena *ar;
+    describe_producers_response_partition_response_t *out;
+    int32_t cap;
+};
+
+static void add_producer(void *ctx, const struct ps_entry *e)
+{
+    struct collect *c = ctx;
+    if (c->out->active_producers.n == c->cap)
+        return; /* counted beforehand; never more under the lock */
+    describe_producers_response_producer_state_t *s = &c->out->active_producers.a[c->out->active_producers.n++];
+    s->producer_id = e->producer_id;
+    s->producer_epoch = e->epoch;
+    s->last_sequence = e->nbatches ? e->batches[e->nbatches - 1].last_seq : -1;
+    s->last_timestamp = e->last_timestamp;
+    s->coordinator_epoch = e->coordinator_epoch;
+    s->current_txn_start_offset = e->current_txn_first_offset;
+}
+
+static void count_producer(void *ctx, const struct ps_entry *e)
+{
+    (void)e;
+    (*(int32_t *)ctx)++;
+}
+
+static int16_t describe_partition(struct request *req, const struct mi_topic *t, int32_t index,
+                                  describe_producers_response_partition_response_t *out)
+{
+    const struct mi_partition *mp = mi_topic_partition(t, index);
+    if (!mp)
+        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (mp->leader != req->broker->node_id)
+        return KERR_NOT_LEADER_OR_FOLLOWER;
+    struct partition *p = preg_get(req->broker->partitions, &t->id, index);
+    if (!p)
+        return preg_unavailable_error(req->broker->partitions, &t->id, index);
+    /* Two passes: the count may grow between them (the extra ones are
+     * left out, as if they had come a moment later). */
+    int32_t n = 0;
+    plog_producers_foreach(p->log, count_producer, &n);
+    struct collect c = {&req->arena, out, n + 16};
+    out->active_producers.a = describe_producers_response_producer_state_new_array(&req->arena, c.cap);
+    out->active_producers.n = 0;
+    plog_producers_foreach(p->log, add_producer, &c);
+    partition_put(p);
+    return 0;
+}
+
+void api_handle_describe_producers(struct request *req)
+{
+    const describe_producers_request_t *q = req->body;
+    struct arena *ar = &req->arena;
+    describe_producers_response_t resp;
+    describe_producers_response_init(&resp);
+    struct mimage *img = controller_image(req->broker->controller);
+    resp.topics.a = describe_producers_response_topic_response_new_array(ar, q->topics.n);
+    resp.topics.n = q->topics.n;
+    for (int32_t i = 0; i < q->topics.n; i++) {
+        const describe_producers_request_topic_request_t *rt = &q->topics.a[i];
+        describe_producers_response_topic_response_t *ot = &resp.topics.a[i];
+        ot->name = rt->name;
+        ot->partitions.a = describe_producers_response_partition_response_new_array(ar, rt->partition_indexes.n);
+        ot->partitions.n = rt->partition_indexes.n;
+        bool allowed = authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, rt->name);
+        const struct mi_topic *t = mimage_topic(img, rt->name);
+        for (int32_t j = 0; j < rt->partition_indexes.n; j++) {
+            describe_producers_response_partition_response_t *op = &ot->partitions.a[j];
+            op->partition_index = rt->partition_indexes.a[j];
+            if (!allowed)
+                op->error_code = KERR_TOPIC_AUTHORIZATION_FAILED;
+            else if (!t)
+                op->error_code = KERR_UNKNOWN_TOPIC_OR_PARTITION;
+            else
+                op->error_code = describe_partition(req, t, op->partition_index, op);
+        }
+    }
+    mimage_release(img);
+    req_respond(req, &resp);
+}

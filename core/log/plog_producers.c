@@ -1,0 +1,284 @@
+/* A log's producer state (log/producer_state.h) and its snapshot files,
+ * as Kafka's UnifiedLog and ProducerStateManager keep them:
+ *
+ * - "<offset>.snapshot" holds the state of every batch below offset. One
+ *   is taken at each segment roll (named by the new segment's base) and
+ *   at a clean close (the log end offset).
+ * - Opening a log loads the latest snapshot at or below the log end and
+ *   replays the batch headers after it; later snapshots (the log was cut
+ *   by recovery) are deleted. No snapshot: the whole log is replayed.
+ * - Truncation deletes the snapshots above the new end and reloads the
+ *   same way; retention deletes the snapshot of each segment it deletes
+ *   (Kafka's deleteProducerSnapshots), never the latest.
+ *
+ * The append path holds the log's append lock, which runs on network
+ * workers and must not wait for a disk: a roll encodes the snapshot in
+ * memory and the next plog_flush (the flusher's thread) writes it. A
+ * crash before that costs only a longer replay from an older snapshot. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log/batch_cursor.h"
+#include "log/fsutil.h"
+#include "log/plog_internal.h"
+#include "log/producer_state.h"
+#include "log/segment.h"
+#include "proto/kerr.h"
+#include "util/buf.h"
+#include "util/sfile.h"
+#include "util/slog.h"
+
+/* Recovery reads headers sequentially: large reads. */
+#define REPLAY_READAHEAD (1024 * 1024)
+/* A snapshot larger than this is not one of ours (40 bytes a producer). */
+#define SNAPSHOT_MAX_BYTES (256LL * 1024 * 1024)
+
+int plog_producers_init(struct plog *l)
+{
+    l->ps = pstate_new();
+    pthread_mutex_init(&l->snap_lock, NULL);
+    buf_init(&l->snap_pending);
+    l->snap_pending_offset = -1;
+    return l->ps ? 0 : KERR_KAFKA_STORAGE_ERROR;
+}
+
+void plog_producers_free(struct plog *l)
+{
+    pstate_free(l->ps);
+    l->ps = NULL;
+    buf_free(&l->snap_pending);
+    pthread_mutex_destroy(&l->snap_lock);
+}
+
+static int cmp_i64_desc(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+/* The offsets of dir's snapshot files, newest first (malloc'ed into *out,
+ * the caller frees). -1 when the directory cannot be read. */
+static ssize_t list_snapshots(const char *dir, int64_t **out)
+{
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    size_t n = 0, cap = 0;
+    int64_t *v = NULL;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t off;
+        if (!segment_parse_name(de->d_name, PSTATE_SNAPSHOT_SUFFIX, &off))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            v = xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = off;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_i64_desc);
+    *out = v;
+    return (ssize_t)n;
+}
+
+static bool remove_snapshot(struct plog *l, int64_t offset)
+{
+    char *p = segment_file_path(l->dir, offset, PSTATE_SNAPSHOT_SUFFIX);
+    bool ok = unlink(p) == 0 || errno == ENOENT;
+    if (!ok)
+        slog_warn("log: cannot delete %s: %s", p, strerror(errno));
+    free(p);
+    return ok;
+}
+
+/* Removes the snapshots above offset (their batches are gone), and the
+ * pending one. */
+static void remove_snapshots_above(struct plog *l, int64_t offset)
+{
+    pthread_mutex_lock(&l->snap_lock);
+    if (l->snap_pending_offset > offset) {
+        buf_reset(&l->snap_pending);
+        l->snap_pending_offset = -1;
+    }
+    pthread_mutex_unlock(&l->snap_lock);
+    int64_t *offs;
+    ssize_t n = list_snapshots(l->dir, &offs);
+    bool removed = false;
+    for (ssize_t i = 0; i < n && offs[i] > offset; i++)
+        removed |= remove_snapshot(l, offs[i]);
+    free(offs);
+    if (removed)
+        fs_sync_dir(l->dir);
+}
+
+/* Feeds the headers of every batch whose last offset is >= from to the
+ * state. Under append_lock (or before the log is shared). */
+static int replay(struct plog *l, int64_t from, int64_t *batches)
+{
+    *batches = 0;
+    for (size_t i = 0; i < l->nsegs; i++) {
+        struct segment *s = l->segs[i];
+        if (s->next_offset <= from || s->size == 0)
+            continue;
+        struct bcursor c;
+        bcur_init(&c, s->file->fd, 0, s->size, REPLAY_READAHEAD);
+        int st;
+        struct rb_header h;
+        while ((st = bcur_header(&c, &h)) == BCUR_OK) {
+            if (rb_last_offset(&h) >= from) {
+                if (pstate_update(l->ps, &h) != 0) {
+                    bcur_free(&c);
+                    return KERR_KAFKA_STORAGE_ERROR;
+                }
+                (*batches)++;
+            }
+            bcur_advance(&c, rb_batch_size(&h));
+        }
+        bcur_free(&c);
+        if (st != BCUR_END) {
+            /* The segment was checked when it was loaded or written. */
+            slog_error("log: %s: cannot read %s while rebuilding producer state: %s", l->dir, s->log_path,
+                       st == BCUR_IOERR ? strerror(c.err) : c.reason);
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
+    }
+    return 0;
+}
+
+int plog_producers_load(struct plog *l)
+{
+    int64_t end = atomic_load(&l->end_offset);
+    pstate_clear(l->ps);
+    int64_t *offs;
+    ssize_t n = list_snapshots(l->dir, &offs);
+    if (n < 0) {
+        slog_error("log: cannot read directory %s: %s", l->dir, strerror(errno));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    int64_t from = -1;
+    bool removed = false;
+    for (ssize_t i = 0; i < n; i++) {
+        if (offs[i] > end) {
+            /* Taken before a crash cut the log below it. */
+            removed |= remove_snapshot(l, offs[i]);
+            continue;
+        }
+        char *p = segment_file_path(l->dir, offs[i], PSTATE_SNAPSHOT_SUFFIX);
+        char *data;
+        size_t len;
+        int e = fs_read_small(p, SNAPSHOT_MAX_BYTES, &data, &len);
+        int rc = e ? KERR_KAFKA_STORAGE_ERROR : pstate_snapshot_decode(l->ps, (const uint8_t *)data, len);
+        if (!e)
+            free(data);
+        if (rc == 0) {
+            free(p);
+            from = offs[i];
+            break;
+        }
+        /* Kafka deletes a snapshot it cannot read and tries an older one. */
+        slog_warn("log: %s: ignoring producer snapshot %s: %s", l->dir, p,
+                  e ? strerror(e) : "corrupt (version, CRC or length)");
+        free(p);
+        removed |= remove_snapshot(l, offs[i]);
+    }
+    free(offs);
+    if (removed)
+        fs_sync_dir(l->dir);
+    int64_t batches;
+    int rc = replay(l, from < 0 ? 0 : from, &batches);
+    if (rc == 0 && (batches > 0 || pstate_count(l->ps) > 0))
+        slog_debug("log: %s: producer state of %zu producer(s) from %s%" PRId64 " and %" PRId64 " batch(es)",
+                   l->dir, pstate_count(l->ps), from < 0 ? "no snapshot, offset " : "the snapshot at ",
+                   from < 0 ? 0 : from, batches);
+    return rc;
+}
+
+void plog_producers_take_snapshot(struct plog *l, int64_t offset)
+{
+    struct buf b;
+    buf_init(&b);
+    if (pstate_snapshot_encode(l->ps, &b) != 0) {
+        buf_free(&b);
+        return; /* out of memory: the next open replays more */
+    }
+    pthread_mutex_lock(&l->snap_lock);
+    struct buf old = l->snap_pending;
+    l->snap_pending = b;
+    l->snap_pending_offset = offset;
+    pthread_mutex_unlock(&l->snap_lock);
+    buf_free(&old);
+}
+
+int plog_producers_flush(struct plog *l)
+{
+    pthread_mutex_lock(&l->snap_lock);
+    struct buf b = l->snap_pending;
+    int64_t offset = l->snap_pending_offset;
+    buf_init(&l->snap_pending);
+    l->snap_pending_offset = -1;
+    pthread_mutex_unlock(&l->snap_lock);
+    if (offset < 0) {
+        buf_free(&b);
+        return 0;
+    }
+    char *p = segment_file_path(l->dir, offset, PSTATE_SNAPSHOT_SUFFIX);
+    int e = fs_write_atomic(p, b.data, b.len);
+    if (e)
+        slog_error("log: cannot write %s: %s", p, strerror(e));
+    free(p);
+    buf_free(&b);
+    return e ? KERR_KAFKA_STORAGE_ERROR : 0;
+}
+
+int plog_producers_close(struct plog *l)
+{
+    /* The pending roll snapshot first: retention deletes a segment's
+     * snapshot with it, and the next open wants the one at the end. */
+    int rc = plog_producers_flush(l);
+    if (rc)
+        return rc;
+    plog_producers_take_snapshot(l, atomic_load(&l->end_offset));
+    return plog_producers_flush(l);
+}
+
+void plog_producers_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
+{
+    int64_t *offs;
+    ssize_t k = list_snapshots(l->dir, &offs);
+    int64_t latest = k > 0 ? offs[0] : -1;
+    free(offs);
+    bool removed = false;
+    for (size_t i = 0; i < n; i++)
+        if (bases[i] != latest)
+            removed |= remove_snapshot(l, bases[i]);
+    if (removed)
+        fs_sync_dir(l->dir);
+}
+
+int plog_producers_truncated(struct plog *l, int64_t end)
+{
+    remove_snapshots_above(l, end);
+    return plog_producers_load(l);
+}
+
+size_t plog_expire_producers(struct plog *l, int64_t now_ms, int64_t expiration_ms)
+{
+    pthread_mutex_lock(&l->append_lock);
+    size_t n = pstate_expire(l->ps, now_ms, expiration_ms);
+    pthread_mutex_unlock(&l->append_lock);
+    return n;
+}
+
+void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct ps_entry *e), void *ctx)
+{
+    pthread_mutex_lock(&l->append_lock);
+    pstate_foreach(l->ps, fn, ctx);
+    pthread_mutex_unlock(&l->append_lock);
+}
