@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log/segment.h"
 #include "proto/crc32c.h"
 #include "proto/kerr.h"
 #include "util/hmap.h"
@@ -347,20 +346,4 @@ int pstate_snapshot_decode(struct pstate *s, const uint8_t *p, size_t n)
         entry_put(s, e);
     }
     return 0;
-}
-
-bool pstate_snapshot_path(char *out, size_t size, const char *dir, int64_t offset)
-{
-    /* A negative offset has no name that pstate_snapshot_offset reads
-     * back (Kafka's would be "-000...": never written in practice). */
-    if (offset < 0)
-        return false;
-    int w = snprintf(out, size, "%s/%020" PRId64 "%s", dir, offset, PSTATE_SNAPSHOT_SUFFIX);
-    return w >= 0 && (size_t)w < size;
-}
-
-int64_t pstate_snapshot_offset(const char *name)
-{
-    int64_t off;
-    return segment_parse_name(name, PSTATE_SNAPSHOT_SUFFIX, &off) ? off : -1;
 }

@@ -124,15 +124,14 @@ size_t pstate_expire(struct pstate *s, int64_t now_ms, int64_t expiration_ms);
 int pstate_snapshot_encode(const struct pstate *s, struct buf *out);
 /* Replaces the content of s with the snapshot in p[0..n). 0, or
  * KERR_CORRUPT_MESSAGE for a wrong version, CRC, length or count, or an
- * entry that cannot be (negative producer id or epoch, offset_delta < 0
- * or > last_offset): s is then left empty. Never reads outside p[0..n). */
+ * entry that cannot be (negative producer id or epoch; for an entry with
+ * a batch, last_offset >= 0, an offset_delta < 0 or > last_offset; Kafka
+ * writes an entry without batches as last_offset -1, offset_delta 0): s
+ * is then left empty. Expired producers are kept (pstate_expire). Never reads outside p[0..n). */
 int pstate_snapshot_decode(struct pstate *s, const uint8_t *p, size_t n);
 
-/* "<dir>/<offset as 20 digits>.snapshot" into out (size bytes); false
- * when it does not fit. */
-bool pstate_snapshot_path(char *out, size_t size, const char *dir, int64_t offset);
-/* The offset of a file name "<20 digits>.snapshot", or -1 when name is
- * not one. */
-int64_t pstate_snapshot_offset(const char *name);
+/* Snapshot files are "<offset as 20 digits>.snapshot" in the partition
+ * directory: segment_file_path / segment_parse_name with
+ * PSTATE_SNAPSHOT_SUFFIX (log/segment.h). */
 
 #endif

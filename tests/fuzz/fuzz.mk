@@ -52,10 +52,8 @@ tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdi
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto
 
-# Producer-state snapshots: producer_state.c and what it uses of the
-# storage layer (segment.c for the file names, and segment.c's own needs).
-FUZZ_PSTATE_SRCS = core/log/producer_state.c core/util/hmap.c core/log/segment.c core/log/index.c \
-	core/log/fsutil.c core/log/batch_cursor.c core/util/clock.c
+# Producer-state snapshots: producer_state.c and the hash map it uses.
+FUZZ_PSTATE_SRCS = core/log/producer_state.c core/util/hmap.c
 tests/fuzz/producer_snapshot_fuzz: $(top_srcdir)/tests/fuzz/producer_snapshot_fuzz.c \
 		$(FUZZ_PSTATE_SRCS:%=$(top_srcdir)/%) $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
 	@mkdir -p $(@D)

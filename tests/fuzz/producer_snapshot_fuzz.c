@@ -2,8 +2,7 @@
  * files a partition reloads at startup, whether samsa or Kafka wrote them.
  * Input: a mode byte, then the bytes. Mode bit 0 set: the CRC field is
  * recomputed over the bytes first, so that the fuzzer gets past the
- * checksum to the entries. Mode bit 1 set: the bytes are also a file name
- * for pstate_snapshot_offset.
+ * checksum to the entries.
  *
  * What decodes must re-encode to bytes that decode to the same bytes
  * again, and the last batch of each entry must be a duplicate of itself
@@ -53,19 +52,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint8_t mode = data[0];
     data++, size--;
-
-    if (mode & 2) {
-        char *name = malloc(size + 1);
-        memcpy(name, data, size);
-        name[size] = 0;
-        int64_t off = pstate_snapshot_offset(name);
-        if (off >= 0) {
-            char path[64];
-            if (!pstate_snapshot_path(path, sizeof path, "d", off) || pstate_snapshot_offset(path + 2) != off)
-                abort();
-        }
-        free(name);
-    }
 
     /* a copy of exactly size bytes, so that ASan sees any overread */
     uint8_t *p = malloc(size ? size : 1);

@@ -563,46 +563,6 @@ static void test_snapshot_corrupt(void **state)
     pstate_free(s);
 }
 
-static void test_snapshot_names(void **state)
-{
-    (void)state;
-    char p[128];
-    assert_true(pstate_snapshot_path(p, sizeof p, "/data/t-0", 42));
-    assert_string_equal(p, "/data/t-0/00000000000000000042.snapshot");
-    assert_int_equal(pstate_snapshot_offset("00000000000000000042.snapshot"), 42);
-    assert_true(pstate_snapshot_path(p, sizeof p, "d", 0));
-    assert_string_equal(p, "d/00000000000000000000.snapshot");
-    assert_int_equal(pstate_snapshot_offset(p + 2), 0);
-    assert_true(pstate_snapshot_path(p, sizeof p, "d", INT64_MAX));
-    assert_string_equal(p, "d/09223372036854775807.snapshot");
-    assert_int_equal(pstate_snapshot_offset(p + 2), INT64_MAX);
-
-    /* exactly the room needed, and one byte less */
-    size_t need = strlen("d/00000000000000000042.snapshot") + 1;
-    assert_true(pstate_snapshot_path(p, need, "d", 42));
-    assert_string_equal(p, "d/00000000000000000042.snapshot");
-    assert_false(pstate_snapshot_path(p, need - 1, "d", 42));
-    assert_false(pstate_snapshot_path(p, sizeof p, "d", -1));
-
-    const char *bad[] = {
-        "42.snapshot",
-        "0000000000000000042.snapshot",   /* 19 digits */
-        "000000000000000000042.snapshot", /* 21 digits */
-        "0000000000000000004a.snapshot",
-        "-0000000000000000042.snapshot",
-        "00000000000000000042.snapshot.deleted",
-        "00000000000000000042.log",
-        "00000000000000000042.snapshotx",
-        "00000000000000000042snapshot",
-        "99999999999999999999.snapshot", /* beyond INT64_MAX */
-        "09223372036854775808.snapshot",
-        ".snapshot",
-        "",
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(pstate_snapshot_offset(bad[i]), -1);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -619,7 +579,6 @@ int main(void)
         cmocka_unit_test(test_snapshot_round_trip),
         cmocka_unit_test(test_snapshot_kafka_layout),
         cmocka_unit_test(test_snapshot_corrupt),
-        cmocka_unit_test(test_snapshot_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
