@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (Server, Suite, check, eq, bound, ck_create_topic,  # noqa: E402
-                     raw_read_all, rec, free_ports)
+                     raw_read_all, rec, free_ports, run, SAMSACTL_BIN)
 import kwire  # noqa: E402
 
 S = Suite("idempotent_dedupe")
@@ -215,8 +215,20 @@ def retained_after(t, pid, restart):
 @S.case
 def state_survives_clean_restart():
     retained_after("dedupe-restart", 777, srv.restart)
-    snaps = [f for f in os.listdir(os.path.join(srv.data, "dedupe-restart-0")) if f.endswith(".snapshot")]
-    check(snaps, "no producer snapshot in the partition directory after a clean shutdown")
+    pdir = os.path.join(srv.data, "dedupe-restart-0")
+    snaps = sorted(f for f in os.listdir(pdir) if f.endswith(".snapshot"))
+    # The clean shutdown wrote one at the log end, 8 (the first start's at 0
+    # may or may not exist: a roll or close of an empty log).
+    check("00000000000000000008.snapshot" in snaps, "no snapshot at the log end after a clean shutdown: %s", snaps)
+    res = run([SAMSACTL_BIN, "dump-log", os.path.join(pdir, "00000000000000000008.snapshot")])
+    out = res.stdout.decode() if isinstance(res.stdout, bytes) else res.stdout
+    lines = [l for l in out.splitlines() if l.startswith("producerId:")]
+    eq(len(lines), 1, "producers in the snapshot")
+    check(lines[0].startswith("producerId: 777 producerEpoch: 0 coordinatorEpoch: -1 "
+                              "currentTxnFirstOffset: OptionalLong.empty lastTimestamp: ")
+          and lines[0].endswith(" firstSequence: 4 lastSequence: 7 lastOffset: 7 offsetDelta: 3 timestamp: %s"
+                                % lines[0].split("lastTimestamp: ")[1].split()[0]),
+          "dump-log of the snapshot: %s", lines[0])
 
 
 @S.case
