@@ -285,7 +285,7 @@ const struct config_def config_defs[] = {
      "Socket timeout of follower fetches."},
     {"replica.socket.receive.buffer.bytes", T(INT), "65536", RO, NE, NOCHECK,
      "SO_RCVBUF of follower fetch connections."},
-    {"replica.high.watermark.checkpoint.interval.ms", T(LONG), "5000", RO, NE, NOCHECK,
+    {"replica.high.watermark.checkpoint.interval.ms", T(LONG), "5000", RO, 0, ATLEAST(1),
      "How often high watermarks are checkpointed."},
     {"replica.selector.class", T(CLASS), NULL, RO, NE, NOCHECK,
      "Chooses the replica a consumer fetches from (KIP-392)."},

@@ -1004,9 +1004,18 @@ static void test_logmgr(void **state)
         free(t);
     }
     assert_true(seen);
+    /* The owner's high watermark (replication-offset-checkpoint). */
+    assert_int_equal(plog_known_high_watermark(l), -1);
+    plog_set_high_watermark(l, 2);
     logmgr_stop(m);
     logmgr_close(m, l, true);
     logmgr_destroy(m);
+    snprintf(p, sizeof p, "%s/%s", f->root, CKPT_REPLICATION_FILE);
+    assert_int_equal(ckpt_read(p, &e, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].topic, "topic");
+    assert_int_equal(e[0].offset, 2);
+    ckpt_free(e, n);
     /* Final checkpoints: recovery point = end. */
     snprintf(p, sizeof p, "%s/%s", f->root, CKPT_RECOVERY_POINT_FILE);
     assert_int_equal(ckpt_read(p, &e, &n), 0);
@@ -1021,6 +1030,7 @@ static void test_logmgr(void **state)
     assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, on_flushed, &fr, &l), 0);
     assert_int_equal(plog_log_start_offset(l), 2);
     assert_int_equal(plog_recovery_point(l), 3);
+    assert_int_equal(plog_known_high_watermark(l), 2);
     logmgr_close(m, l, false);
     /* A dir failure takes every log in it offline. */
     assert_int_equal(logmgr_open(m, 0, "topic-1", NULL, &c, on_flushed, &fr, &l), 0);
