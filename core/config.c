@@ -267,7 +267,8 @@ const struct config_def config_defs[] = {
      "Upper bound of that timeout as it backs off."},
 
     /* Replication */
-    {"num.replica.fetchers", T(INT), "1", CW, NE, NOCHECK,
+    /* Read at start: not dynamic (Kafka's is cluster-wide dynamic). */
+    {"num.replica.fetchers", T(INT), "1", RO, 0, ATLEAST(1),
      "Follower fetcher threads per source broker."},
     {"replica.fetch.max.bytes", T(INT), "1048576", RO, 0, ATLEAST(0),
      "Bytes a follower asks for per partition."},

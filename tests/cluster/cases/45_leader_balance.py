@@ -4,7 +4,8 @@ partitions with replication 3 and a different preferred replica each;
 the node preferred by partition 1 is killed -9, its leadership moves to
 another replica; once the node is back in the ISR, within the check
 interval (plus slack) the controller makes it the leader again, and the
-other partitions keep their preferred leaders."""
+other partitions keep their preferred leaders. Each node runs two
+follower fetcher threads (num.replica.fetchers 2)."""
 # limit: 120
 
 import os
@@ -23,7 +24,10 @@ ASSIGN = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
 
 def setup():
     global CL
-    CL = C.Cluster(3, overrides=dict(C.FAST, **{"leader.imbalance.check.interval.seconds": "2"}))
+    # Two fetcher threads per node (num.replica.fetchers): the partitions
+    # split between them, and every one must catch up for the ISRs below.
+    CL = C.Cluster(3, overrides=dict(C.FAST, **{"leader.imbalance.check.interval.seconds": "2",
+                                                "num.replica.fetchers": "2"}))
     CL.start()
     C.create_topics(CL.node(1), [TOPIC], assignment=ASSIGN)
 
