@@ -282,9 +282,9 @@ const struct config_def config_defs[] = {
      "Bytes a follower asks for per fetch."},
     {"replica.lag.time.max.ms", T(LONG), "30000", RO, 0, NOCHECK,
      "A follower that has not caught up for this long leaves the ISR."},
-    {"replica.socket.timeout.ms", T(INT), "30000", RO, NE, NOCHECK,
+    {"replica.socket.timeout.ms", T(INT), "30000", RO, 0, NOCHECK,
      "Socket timeout of follower fetches."},
-    {"replica.socket.receive.buffer.bytes", T(INT), "65536", RO, NE, NOCHECK,
+    {"replica.socket.receive.buffer.bytes", T(INT), "65536", RO, 0, NOCHECK,
      "SO_RCVBUF of follower fetch connections."},
     {"replica.high.watermark.checkpoint.interval.ms", T(LONG), "5000", RO, 0, ATLEAST(1),
      "How often high watermarks are checkpointed."},
@@ -2291,6 +2291,13 @@ int config_validate(const struct samsa_config *c, char *err, size_t n)
     int64_t queued = get_l(c, "queued.max.request.bytes");
     if (queued > 0 && queued < c->socket_request_max_bytes) {
         fmt(err, n, "queued.max.request.bytes must be larger or equal to socket.request.max.bytes");
+        return -1;
+    }
+    /* Kafka's KafkaConfig.validateValues: a follower's parked Fetch must
+     * not time out before the leader answers it. */
+    if (get_l(c, "replica.fetch.wait.max.ms") > get_l(c, "replica.socket.timeout.ms")) {
+        fmt(err, n, "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent "
+                    "unnecessary socket timeouts");
         return -1;
     }
     /* Kafka's GroupCoordinatorConfig: the consumer-protocol (KIP-848)

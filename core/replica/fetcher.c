@@ -62,6 +62,7 @@ struct lane {
     struct source **sources; /* stable pointers: fetches in flight hold them */
     size_t nsources;
     int32_t max_wait_ms, min_bytes, max_bytes, partition_max_bytes, backoff_ms;
+    int32_t socket_timeout_ms, recv_buffer_bytes;
     int64_t lag_max_ms;
     /* Controller clients for AlterPartition, one per voter. */
     struct kclient **ctl;
@@ -113,8 +114,12 @@ static bool source_connect(struct lane *f, struct source *s, const struct mimage
         s->port = br->port;
         char cid[64];
         snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->b->node_id);
+        /* Kafka's fetcher NetworkClient: replica.socket.timeout.ms is
+         * its request timeout, replica.socket.receive.buffer.bytes its
+         * SO_RCVBUF. */
         struct kclient_opts ko = {.host = s->host, .port = s->port, .client_id = cid,
-                                  .request_timeout_ms = f->max_wait_ms + 30000};
+                                  .request_timeout_ms = f->socket_timeout_ms,
+                                  .recv_buffer_bytes = f->recv_buffer_bytes};
         s->kc = kclient_new(f->loop, &ko);
     }
     return true;
@@ -619,6 +624,8 @@ static struct lane *lane_start(struct broker *b, int index, int nlanes)
     f->max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.response.max.bytes", 10485760);
     f->partition_max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.max.bytes", 1048576);
     f->backoff_ms = (int32_t)cfg_long(cfg, "replica.fetch.backoff.ms", 1000);
+    f->socket_timeout_ms = (int32_t)cfg_long(cfg, "replica.socket.timeout.ms", 30000);
+    f->recv_buffer_bytes = (int32_t)cfg_long(cfg, "replica.socket.receive.buffer.bytes", 65536);
     f->lag_max_ms = cfg_long(cfg, "replica.lag.time.max.ms", 30000);
     atomic_init(&f->stop, false);
     f->loop = ev_loop_new(EVFLAG_AUTO);
