@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (Server, Suite, check, eq, bound, ck_create_topic,  # noqa: E402
-                     raw_read_all, rec, free_ports, run, SAMSACTL_BIN)
+                     raw_read_all, rec, free_ports, run, SAMSACTL_BIN, node, to_json_records)
 import kwire  # noqa: E402
 
 S = Suite("idempotent_dedupe")
@@ -132,7 +132,7 @@ def setup():
     # after the bootstrap one goes through it too.
     srv.overrides["advertised.listeners"] = "PLAINTEXT://127.0.0.1:%d" % proxy.port
     srv.start()
-    for t in ("dedupe-raw", "dedupe-restart", "dedupe-kill", "dedupe-proxy"):
+    for t in ("dedupe-raw", "dedupe-restart", "dedupe-kill", "dedupe-proxy", "dedupe-js", "dedupe-plat"):
         ck_create_topic("127.0.0.1:%d" % srv.port, t, partitions=1)
 
 
@@ -307,6 +307,38 @@ def lost_answer_is_not_appended_twice():
     eq([(r["offset"], r["value"]) for r in got], [(i, b"v%03d" % i) for i in range(n)], "stored records")
     check(len({r["producer_id"] for r in got}) == 1 and got[0]["producer_id"] >= 0,
           "records carry one producer id: %s", sorted({r["producer_id"] for r in got}))
+
+
+def js_lost_answer(op, t, args):
+    """One send of n records (one Produce): the proxy swallows its answer
+    and cuts the connection; the client's retry must be answered with the
+    original offsets, not appended again."""
+    n = 20
+    recs = [rec(b"k%d" % i, b"%s-%02d" % (t.encode(), i)) for i in range(n)]
+    with proxy.lock:
+        proxy.produces = 0
+        proxy.dropped = 0
+        proxy.armed = 1
+    res = node(op, "127.0.0.1:%d" % proxy.port, dict(args, topic=t), stdin=to_json_records(recs), limit=60)
+    with proxy.lock:
+        proxy.armed = 0
+    eq(proxy.dropped, 1, "answers the proxy dropped")
+    check(proxy.produces >= 2, "the client did not retry (Produce requests seen: %d)", proxy.produces)
+    got, hw = raw_read_all("127.0.0.1:%d" % srv.port, t, 0)
+    eq(hw, n, "high watermark: each record once")
+    eq([(r["offset"], r["value"]) for r in got], [(i, recs[i]["value"]) for i in range(n)], "stored records")
+    return res
+
+
+@S.case
+def kafkajs_lost_answer_is_not_appended_twice():
+    js_lost_answer("kafkajs-produce", "dedupe-js",
+                   {"producer": {"idempotent": True, "maxInFlightRequests": 1, "retry": {"retries": 5}}})
+
+
+@S.case
+def platformatic_lost_answer_is_not_appended_twice():
+    js_lost_answer("plat-produce", "dedupe-plat", {"platformatic": {"idempotent": True, "retries": 5}})
 
 
 if __name__ == "__main__":
