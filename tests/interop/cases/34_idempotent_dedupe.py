@@ -256,6 +256,15 @@ def describe_producers_lists_the_state():
     eq(got, [(4242, 1, 1, -1, -1), (4243, 3, 18, -1, -1), (4244, 0, 0, -1, -1)], "producers")
     check(all(p["last_timestamp"] > 1.6e12 for p in parts[0]["producers"]), "last timestamps: %s",
           parts[0]["producers"])
+    # The same through samsactl (kafka-transactions.sh describe-producers).
+    res = run([SAMSACTL_BIN, "--bootstrap-server", "127.0.0.1:%d" % srv.port, "transactions", "describe-producers",
+               "--topic", t, "--partition", "0"])
+    out = res.stdout.decode() if isinstance(res.stdout, bytes) else res.stdout
+    lines = out.splitlines()
+    eq(lines[0].split(), ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                          "CurrentTransactionStartOffset"], "samsactl header")
+    eq(sorted((int(l.split()[0]), int(l.split()[1]), int(l.split()[3]), l.split()[5]) for l in lines[1:]),
+       [(4242, 1, 1, "None"), (4243, 3, 18, "None"), (4244, 0, 0, "None")], "samsactl producers")
 
 
 @S.case
