@@ -61,8 +61,23 @@ def snapshot():
     records = {}
     for name, (_, _, n, _) in topics.items():
         for p in range(n):
-            records[(name, p)] = raw_read_all(srv.bootstrap, name, p)
+            records[(name, p)] = read_when_ready(name, p)
     return {"topics": topics, "records": records}
+
+
+def read_when_ready(name, p, limit=20):
+    """raw_read_all once the partition serves: after a restart the node
+    serves each partition as its log finishes recovering and answers
+    NOT_LEADER_OR_FOLLOWER (6) for the others meanwhile, which clients
+    retry (a loaded machine makes recovery slow: each fsync waits)."""
+    deadline = time.monotonic() + bound(limit)
+    while True:
+        try:
+            return raw_read_all(srv.bootstrap, name, p)
+        except Failure as e:
+            if "error 6" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def compare_snapshot(what, extra=None):
