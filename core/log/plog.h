@@ -273,6 +273,27 @@ bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topi
 /* Whether the log refuses I/O (its own failure or its dir's). */
 bool plog_offline(const struct plog *l);
 
+/* An aborted transaction (Kafka's AbortedTxn, an entry of a .txnindex):
+ * its producer, its first offset, the offset of its ABORT marker, and the
+ * last stable offset when the marker was written. */
+struct plog_aborted_txn {
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t last_offset;
+    int64_t last_stable_offset;
+};
+/* Kafka's lastStableOffset: min(first unstable offset, hw), where the
+ * first unstable offset is the smallest first offset of the transactions
+ * that are open or whose marker is not below hw yet. hw is the owner's
+ * high watermark (replica/partition.c). Lock-free unless a completed
+ * transaction awaits replication. */
+int64_t plog_last_stable_offset(struct plog *l, int64_t hw);
+/* Kafka's collectAbortedTransactions: the aborted transactions whose
+ * marker is at or after from and whose first offset is below upper
+ * (Fetch's AbortedTransactions for the batches of [from, upper)), in
+ * marker order. Returns their count; *out is malloc'ed (the caller
+ * frees; NULL when 0). */
+size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plog_aborted_txn **out);
 /* The owner's high watermark (replication): retention and the cleaner
  * never go past it. Until set, the log end offset stands in. */
 void plog_set_high_watermark(struct plog *l, int64_t hw);
