@@ -111,6 +111,7 @@ struct plog {
     pthread_mutex_t txn_lock;
     struct plog_aborted_entry *aborted;
     size_t naborted, abortedcap;
+    int64_t aborted_max_span; /* largest last - first offset among them */
     struct plog_txn_range *unrepl;
     size_t nunrepl, unreplcap;
     bool txn_files_loaded;
@@ -167,8 +168,10 @@ int plog_producers_truncated(struct plog *l, int64_t end);
  * publish_first_unstable recomputes the open part from the state. flush
  * syncs the .txnindex files written since the last (plog_flush, before
  * the producer snapshot). segments_deleted: retention's, after
- * plog_producers_segments_deleted. segments_merged: the cleaner replaced
- * the segments of bases [from, to) by one at base. */
+ * plog_producers_segments_deleted. The cleaner replacing the segments
+ * of bases [from, to) by one at base: write_merged writes the entries of
+ * those segments to "<base>.txnindex<suffix>" (durably) before the swap,
+ * segments_merged moves them to base in memory after it. */
 struct ps_completed_txn;
 void plog_txn_init(struct plog *l);
 void plog_txn_free(struct plog *l);
@@ -178,7 +181,11 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
 void plog_txn_publish_first_unstable(struct plog *l);
 int plog_txn_flush(struct plog *l);
 void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
-int plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to);
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix);
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to);
+/* Whether the data batch of producer_id at offset belongs to an aborted
+ * transaction (the cleaner drops those records). */
+bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset);
 /* A marker batch's control record (batch: size bytes, uncompressed, as
  * Kafka writes markers): 0 with its type and coordinator epoch, or
  * KERR_INVALID_RECORD / KERR_CORRUPT_MESSAGE. */

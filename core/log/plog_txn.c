@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ void plog_txn_init(struct plog *l)
     pthread_mutex_init(&l->txn_lock, NULL);
     l->aborted = NULL;
     l->naborted = l->abortedcap = 0;
+    l->aborted_max_span = 0;
     l->unrepl = NULL;
     l->nunrepl = l->unreplcap = 0;
     l->txn_files_loaded = false;
@@ -85,6 +87,8 @@ static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64
     l->aborted[l->naborted].a = *a;
     l->aborted[l->naborted].seg_base = seg_base;
     l->naborted++;
+    if (a->last_offset - a->first_offset > l->aborted_max_span)
+        l->aborted_max_span = a->last_offset - a->first_offset;
 }
 
 /* Under txn_lock: the file of seg_base wants an fsync at the next flush. */
@@ -298,22 +302,45 @@ void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
     pthread_mutex_unlock(&l->txn_lock);
 }
 
-int plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to)
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix)
 {
     /* Kafka's cleaner gives the cleaned segment the aborted transactions
-     * of the segments it replaces. */
+     * of the segments it replaces: its .txnindex is written (durably,
+     * with the cleaned segment's suffix) before the swap renames it. */
+    struct buf b;
+    buf_init(&b);
     pthread_mutex_lock(&l->txn_lock);
-    bool any = false;
+    for (size_t i = 0; i < l->naborted; i++) {
+        int64_t sb = l->aborted[i].seg_base;
+        if (sb >= from && sb < to)
+            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    int e = 0;
+    if (b.len) {
+        size_t n = strlen(SEGMENT_TXNINDEX_SUFFIX) + strlen(suffix) + 1;
+        char *sfx = xmalloc(n);
+        snprintf(sfx, n, "%s%s", SEGMENT_TXNINDEX_SUFFIX, suffix);
+        char *p = segment_file_path(l->dir, base, sfx);
+        e = fs_write_atomic(p, b.data, b.len);
+        if (e)
+            slog_error("log cleaner: cannot write %s: %s", p, strerror(e));
+        free(p);
+        free(sfx);
+    }
+    buf_free(&b);
+    return e ? KERR_KAFKA_STORAGE_ERROR : 0;
+}
+
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to)
+{
+    pthread_mutex_lock(&l->txn_lock);
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t b = l->aborted[i].seg_base;
-        if (b >= from && b < to) {
+        if (b >= from && b < to)
             l->aborted[i].seg_base = base;
-            any = true;
-        }
     }
-    int rc = any ? rewrite_file(l, base) : 0;
     pthread_mutex_unlock(&l->txn_lock);
-    return rc;
 }
 
 int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
@@ -336,6 +363,29 @@ int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
         pthread_mutex_unlock(&l->txn_lock);
     }
     return fuo >= 0 && fuo < hw ? fuo : hw;
+}
+
+bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset)
+{
+    bool found = false;
+    pthread_mutex_lock(&l->txn_lock);
+    size_t lo = 0, hi = l->naborted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->aborted[mid].a.last_offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* The markers after offset, up to the longest transaction's span. */
+    for (size_t i = lo; i < l->naborted && !found; i++) {
+        const struct plog_aborted_txn *a = &l->aborted[i].a;
+        if (a->last_offset - offset > l->aborted_max_span)
+            break;
+        found = a->producer_id == producer_id && a->first_offset <= offset;
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    return found;
 }
 
 size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plog_aborted_txn **out)

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/cleaner.h"
 #include "log/fsutil.h"
 #include "log/plog.h"
 #include "proto/kerr.h"
@@ -1463,6 +1464,105 @@ static void test_txnindex_retention(void **state)
     plog_close(l, true);
 }
 
+/* A keyed batch of one record (transactional when pid >= 0). */
+static void keyed_append(struct plog *l, int64_t pid, int32_t seq, const char *key, const char *value)
+{
+    struct buf b = BUF_INIT;
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    if (pid >= 0) {
+        o.producer_id = pid;
+        o.producer_epoch = 0;
+        o.base_sequence = seq;
+        o.transactional = true;
+    }
+    struct rb_builder bb;
+    rb_builder_begin(&bb, &b, 0, 1000, &o);
+    assert_int_equal(rb_builder_add(&bb, 1000, (kbytes_t){(const uint8_t *)key, (int32_t)strlen(key)},
+                                    (kbytes_t){(const uint8_t *)value, (int32_t)strlen(value)}, NULL, 0),
+                     0);
+    assert_int_equal(rb_builder_finish(&bb, NULL), 0);
+    assert_int_equal(plog_append(l, b.data, b.len, 3, -1, NULL), 0);
+    buf_free(&b);
+}
+
+/* The values of the records of [0, end), "key=value@offset " (markers as
+ * "M@offset "). */
+static void dump_log(struct plog *l, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int64_t o = 0; o < plog_log_end_offset(l);) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, o, 1 << 20, true, -1, &r), 0);
+        if (r.len == 0)
+            break;
+        uint8_t *p = read_bytes(&r);
+        for (size_t pos = 0; pos < (size_t)r.len;) {
+            struct rb_header h;
+            assert_int_equal(rb_parse_header(p + pos, (size_t)r.len - pos, &h), 0);
+            size_t len = strlen(out);
+            if (rb_is_control(&h)) {
+                snprintf(out + len, n - len, "M@%" PRId64 " ", h.base_offset);
+            } else {
+                struct rb_record_iter it;
+                assert_int_equal(rb_record_iter_init_batch(&it, p + pos, (size_t)rb_batch_size(&h)), 0);
+                struct rb_record rec;
+                while (rb_record_next(&it, &rec) == 1) {
+                    len = strlen(out);
+                    snprintf(out + len, n - len, "%.*s=%.*s@%" PRId64 " ", (int)rec.key.len, rec.key.p,
+                             (int)rec.value.len, rec.value.p, h.base_offset + rec.offset_delta);
+                }
+            }
+            pos += (size_t)rb_batch_size(&h);
+        }
+        o = r.next_offset;
+        free(p);
+        sfile_unref(r.file);
+    }
+}
+
+/* Compaction and transactions (Kafka's cleaner): aborted records
+ * supersede nothing and are removed, markers stay, the cleaned segment
+ * keeps the .txnindex entries of those it replaces, nothing at or past
+ * the LSO is cleaned. */
+static void test_cleaner_transactions(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(150, 1);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    c.min_cleanable_dirty_ratio = 0.01;
+    struct plog *l = open_log(f->dir, &c);
+    keyed_append(l, -1, 0, "a", "1");  /* 0 */
+    keyed_append(l, 10, 0, "a", "x"); /* 1, aborted */
+    assert_int_equal(marker_append(l, 10, 0, false, 0, NULL), 0); /* 2 */
+    keyed_append(l, -1, 0, "b", "1");  /* 3 */
+    keyed_append(l, 11, 0, "b", "2"); /* 4, committed */
+    assert_int_equal(marker_append(l, 11, 0, true, 0, NULL), 0); /* 5 */
+    keyed_append(l, 12, 0, "a", "y"); /* 6, open */
+    keyed_append(l, -1, 0, "c", "1");  /* 7 */
+    keyed_append(l, -1, 0, "c", "2");  /* 8 */
+    assert_true(plog_segment_count(l) >= 3);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    struct plog_clean_stats st;
+    assert_int_equal(plog_clean(l, clock_wall_ms(), 1 << 20, NULL, &st), 0);
+    assert_true(st.end_offset <= 6); /* the LSO */
+    char got[1024];
+    dump_log(l, got, sizeof got);
+    /* a=1 stays (the aborted a=x shadows nothing and is gone), b=1 is
+     * superseded by the committed b=2, the markers stay, nothing from 6 on
+     * is cleaned */
+    assert_string_equal(got, "a=1@0 M@2 b=2@4 M@5 a=y@6 c=1@7 c=2@8 ");
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    /* segments of two batches are cleaned one to one: the marker's is
+     * the one at 2, whose cleaned replacement has the entry */
+    assert_int_equal(txnindex_size(f->dir, 2), 34);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    assert_int_equal(lso(l), 6);
+    plog_close(l, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1470,6 +1570,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_producer_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_txnindex_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_batch_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),
