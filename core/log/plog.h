@@ -13,13 +13,20 @@
  *       partition.metadata              "version: 0\ntopic_id: <base64url>\n"
  *       00000000000000012345.snapshot   producer state below that offset
  *                                       (log/plog_producers.c)
+ *       00000000000000012345.txnindex   aborted transactions whose marker
+ *                                       is in that segment (log/plog_txn.c)
  *       .kafka_cleanshutdown            see below
- * No .txnindex yet: transactions do not exist in samsa yet.
  *
  * Idempotent producers: the log keeps each producer id's epoch and last
  * batches (log/producer_state.h). plog_append checks a batch with a
  * producer id against it (a retried batch is not appended again, see
  * plog_append); every append, a follower's included, updates it.
+ *
+ * Transactions: transactional batches open a transaction of their
+ * producer, markers (control batches, WriteTxnMarkers) end it; plog_append
+ * checks a marker's producer and coordinator epochs. The log keeps the
+ * first unstable offset for plog_last_stable_offset and the aborted
+ * transactions (.txnindex) for plog_aborted_txns (log/plog_txn.c).
  *
  * A segment is rolled when the next append would take the active one past
  * segment.bytes, when segment.ms (less this segment's share of
@@ -208,8 +215,12 @@ struct plog_append_result {
  * A batch with a producer id is checked first against the producer
  * state (pstate_check): a duplicate of one of the producer's last five
  * batches appends nothing and answers with that batch's offsets
- * (res->duplicate); KERR_INVALID_PRODUCER_EPOCH and
- * KERR_OUT_OF_ORDER_SEQUENCE_NUMBER refuse the append.
+ * (res->duplicate); KERR_INVALID_PRODUCER_EPOCH,
+ * KERR_OUT_OF_ORDER_SEQUENCE_NUMBER and KERR_INVALID_TXN_STATE refuse
+ * the append. A transaction marker (a control batch) is checked with
+ * pstate_check_marker: KERR_INVALID_PRODUCER_EPOCH,
+ * KERR_TRANSACTION_COORDINATOR_FENCED, or KERR_INVALID_RECORD when its
+ * control record cannot be read.
  *
  * KERR_CORRUPT_MESSAGE when the bytes are not whole v2 batches (nothing
  * is changed then), KERR_RECORD_LIST_TOO_LARGE for a batch larger than
