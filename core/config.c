@@ -267,7 +267,8 @@ const struct config_def config_defs[] = {
      "Upper bound of that timeout as it backs off."},
 
     /* Replication */
-    {"num.replica.fetchers", T(INT), "1", CW, NE, NOCHECK,
+    /* Read at start: not dynamic (Kafka's is cluster-wide dynamic). */
+    {"num.replica.fetchers", T(INT), "1", RO, 0, ATLEAST(1),
      "Follower fetcher threads per source broker."},
     {"replica.fetch.max.bytes", T(INT), "1048576", RO, 0, ATLEAST(0),
      "Bytes a follower asks for per partition."},
@@ -281,17 +282,17 @@ const struct config_def config_defs[] = {
      "Bytes a follower asks for per fetch."},
     {"replica.lag.time.max.ms", T(LONG), "30000", RO, 0, NOCHECK,
      "A follower that has not caught up for this long leaves the ISR."},
-    {"replica.socket.timeout.ms", T(INT), "30000", RO, NE, NOCHECK,
+    {"replica.socket.timeout.ms", T(INT), "30000", RO, 0, NOCHECK,
      "Socket timeout of follower fetches."},
-    {"replica.socket.receive.buffer.bytes", T(INT), "65536", RO, NE, NOCHECK,
+    {"replica.socket.receive.buffer.bytes", T(INT), "65536", RO, 0, NOCHECK,
      "SO_RCVBUF of follower fetch connections."},
-    {"replica.high.watermark.checkpoint.interval.ms", T(LONG), "5000", RO, NE, NOCHECK,
+    {"replica.high.watermark.checkpoint.interval.ms", T(LONG), "5000", RO, 0, ATLEAST(1),
      "How often high watermarks are checkpointed."},
     {"replica.selector.class", T(CLASS), NULL, RO, NE, NOCHECK,
      "Chooses the replica a consumer fetches from (KIP-392)."},
-    {"auto.leader.rebalance.enable", T(BOOLEAN), "true", RO, NE, NOCHECK,
+    {"auto.leader.rebalance.enable", T(BOOLEAN), "true", RO, 0, NOCHECK,
      "Move leadership back to preferred replicas in the background."},
-    {"leader.imbalance.check.interval.seconds", T(LONG), "300", RO, NE, ATLEAST(1),
+    {"leader.imbalance.check.interval.seconds", T(LONG), "300", RO, 0, ATLEAST(1),
      "How often leadership balance is checked."},
     {"leader.imbalance.per.broker.percentage", T(INT), "10", RO, NE, NOCHECK,
      "Leader imbalance per broker that triggers a rebalance."},
@@ -2290,6 +2291,13 @@ int config_validate(const struct samsa_config *c, char *err, size_t n)
     int64_t queued = get_l(c, "queued.max.request.bytes");
     if (queued > 0 && queued < c->socket_request_max_bytes) {
         fmt(err, n, "queued.max.request.bytes must be larger or equal to socket.request.max.bytes");
+        return -1;
+    }
+    /* Kafka's KafkaConfig.validateValues: a follower's parked Fetch must
+     * not time out before the leader answers it. */
+    if (get_l(c, "replica.fetch.wait.max.ms") > get_l(c, "replica.socket.timeout.ms")) {
+        fmt(err, n, "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent "
+                    "unnecessary socket timeouts");
         return -1;
     }
     /* Kafka's GroupCoordinatorConfig: the consumer-protocol (KIP-848)

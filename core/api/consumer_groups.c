@@ -61,29 +61,6 @@ static void hb_cancel(struct request *req)
     park_stop(&op->pk);
 }
 
-static int64_t commit_timeout_ms(const struct request *req)
-{
-    const struct samsa_config *cfg = req->broker->cfg;
-    return cfg->offsets_commit_timeout_ms;
-}
-
-/* Kafka's clientHost: "/1.2.3.4". */
-static kstr_t client_host(struct request *req)
-{
-    const char *peer = req_peer(req);
-    const char *colon = strrchr(peer, ':');
-    size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
-    const char *start = peer;
-    if (n >= 2 && peer[0] == '[' && peer[n - 1] == ']') {
-        start++;
-        n -= 2;
-    }
-    char *s = arena_alloc(&req->arena, n + 2);
-    s[0] = '/';
-    memcpy(s + 1, start, n);
-    return (kstr_t){s, (int32_t)(n + 1)};
-}
-
 static void hb_error(struct request *req, int16_t err, const char *msg)
 {
     consumer_group_heartbeat_response_t resp;
@@ -127,7 +104,7 @@ void api_handle_consumer_group_heartbeat(struct request *req)
         .has_owned = q->topic_partitions.n >= 0,
         .nowned = q->topic_partitions.n > 0 ? q->topic_partitions.n : 0,
         .client_id = req->client_id.len >= 0 ? req->client_id : KSTR_LIT(""),
-        .client_host = client_host(req),
+        .client_host = api_client_host(req),
     };
     kuuid_t *ot = arena_alloc(a, (size_t)(rq.nowned + 1) * sizeof *ot);
     const int32_t **op_ = arena_alloc(a, (size_t)(rq.nowned + 1) * sizeof *op_);
@@ -195,7 +172,7 @@ void api_handle_consumer_group_heartbeat(struct request *req)
     req->cancel = hb_cancel;
     park_init(&op->pk, req, hb_try_complete);
     api_watch_coord_ack(&op->pk, &op->ack);
-    park_start(&op->pk, commit_timeout_ms(req));
+    park_start(&op->pk, api_commit_timeout_ms(req));
 }
 
 /* Kafka's AclEntry.supportedOperations for GROUP, as a bit set. */

@@ -188,14 +188,14 @@ static void gop_run(struct gop *op, int64_t timeout_ms)
     park_start(&op->pk, timeout_ms);
 }
 
-static int64_t commit_timeout_ms(const struct request *req)
+int64_t api_commit_timeout_ms(const struct request *req)
 {
     const struct samsa_config *cfg = req->broker->cfg;
     return cfg->offsets_commit_timeout_ms;
 }
 
 /* Kafka's clientHost: InetAddress.toString() of the peer, "/1.2.3.4". */
-static kstr_t client_host(struct request *req)
+kstr_t api_client_host(struct request *req)
 {
     const char *peer = req_peer(req);
     const char *colon = strrchr(peer, ':');
@@ -404,7 +404,7 @@ void api_handle_join_group(struct request *req)
         .instance_id = req->api_version >= 5 ? q->group_instance_id : KSTR_NULL,
         .protocol_type = q->protocol_type,
         .client_id = req->client_id.len >= 0 ? req->client_id : KSTR_LIT(""),
-        .client_host = client_host(req),
+        .client_host = api_client_host(req),
         .session_timeout_ms = q->session_timeout_ms,
         /* v0 has no rebalance timeout: the session timeout stands in */
         .rebalance_timeout_ms = req->api_version >= 1 ? q->rebalance_timeout_ms : q->session_timeout_ms,
@@ -528,7 +528,7 @@ void api_handle_heartbeat(struct request *req)
         resp->error_code =
             coord_heartbeat(req->broker->coord, q->group_id, q->member_id,
                             req->api_version >= 3 ? q->group_instance_id : KSTR_NULL, q->generation_id, &op->ack);
-    gop_run(op, commit_timeout_ms(req));
+    gop_run(op, api_commit_timeout_ms(req));
 }
 
 /* ------------------------------------------------------------------ */
@@ -577,7 +577,7 @@ void api_handle_leave_group(struct request *req)
             resp->members.a[i].error_code = errs[i];
         }
     }
-    gop_run(op, commit_timeout_ms(req));
+    gop_run(op, api_commit_timeout_ms(req));
 }
 
 /* ------------------------------------------------------------------ */
@@ -730,7 +730,7 @@ void api_handle_delete_groups(struct request *req)
             *a->next = ack;
         }
     }
-    gop_run(op, commit_timeout_ms(req));
+    gop_run(op, api_commit_timeout_ms(req));
 }
 
 /* ------------------------------------------------------------------ */
@@ -816,7 +816,7 @@ void api_handle_offset_commit(struct request *req)
             resp->topics.a[t].partitions.a[p].error_code = parts[k].error;
             k++;
         }
-    gop_run(op, commit_timeout_ms(req));
+    gop_run(op, api_commit_timeout_ms(req));
 }
 
 /* ------------------------------------------------------------------ */
@@ -1099,5 +1099,5 @@ void api_handle_offset_delete(struct request *req)
             }
         }
     }
-    gop_run(op, commit_timeout_ms(req));
+    gop_run(op, api_commit_timeout_ms(req));
 }

@@ -2,6 +2,10 @@
 #ifndef SAMSA_API_HANDLERS_H
 #define SAMSA_API_HANDLERS_H
 
+#include <stdint.h>
+
+#include "proto/kcodec.h"
+
 struct request;
 struct parked;
 struct coord_ack;
@@ -11,6 +15,12 @@ struct coord_ack;
  * try_complete its deadline becomes the writes' (offsets.commit.timeout.ms
  * after them). */
 void api_watch_coord_ack(struct parked *pk, const struct coord_ack *a);
+/* groups.c: offsets.commit.timeout.ms, the deadline of a coordinator
+ * write. */
+int64_t api_commit_timeout_ms(const struct request *req);
+/* groups.c: Kafka's clientHost, InetAddress.toString() of the peer
+ * ("/1.2.3.4"), in req's arena. */
+kstr_t api_client_host(struct request *req);
 
 void api_handle_api_versions(struct request *req);      /* apiversions.c */
 void api_handle_produce(struct request *req);           /* produce.c */

@@ -2010,6 +2010,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     if (load_initial(c, err, errlen) < 0)
         goto fail;
     ctl_pids_init(c);
+    c->balance_due_ms = -1;
     ctl_brokers_start(c);
     if (pthread_create(&c->pub_thread, NULL, publisher_main, c) != 0) {
         snprintf(err, errlen, "metadata: cannot start the publisher thread");

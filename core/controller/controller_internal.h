@@ -179,6 +179,10 @@ struct controller {
 
     /* the broker side's producer-id blocks (pid_manager.c) */
     struct ctl_pids *pids;
+    /* when the next preferred-leader election pass runs (balance.c; loop
+     * thread, under op_lock), -1: none scheduled; and when to look for
+     * imbalance again meanwhile */
+    int64_t balance_due_ms, balance_probe_ms;
 
     /* waiters for synchronous calls (tests, start-up) */
     pthread_mutex_t wait_mu;
@@ -229,6 +233,9 @@ struct kclient *ctl_client(struct controller *c, int32_t id);
 void ctl_pids_init(struct controller *c);
 void ctl_pids_free(struct controller *c);
 void ctl_pids_step(struct controller *c, int64_t now_ms);
+
+/* balance.c (loop thread): automatic preferred-leader election. */
+void ctl_balance_step(struct controller *c, int64_t now_ms);
 
 /* snapshot.c */
 /* Writes the image as a snapshot with id through the Raft log. 0 or a

@@ -19,6 +19,7 @@
 #define CKPT_RECOVERY_POINT_FILE "recovery-point-offset-checkpoint"
 #define CKPT_LOG_START_FILE "log-start-offset-checkpoint"
 #define CKPT_CLEANER_FILE "cleaner-offset-checkpoint"
+#define CKPT_REPLICATION_FILE "replication-offset-checkpoint"
 #define CKPT_LEADER_EPOCH_FILE "leader-epoch-checkpoint"
 
 struct ckpt_entry {

@@ -255,6 +255,9 @@ static int writer_add(struct plog *l, struct writer *w, const uint8_t *batch, si
 struct filter_ctx {
     struct plog *l;
     const struct offset_map *map;
+    /* producer id -> last offset of its last batch, for the producers the
+     * log knows (taken when the clean starts; values are int64_t *). */
+    const struct hmap *last_batches;
     int64_t now;
     int64_t delete_retention_ms;
     int64_t min_horizon; /* earliest delete horizon of a kept tombstone */
@@ -323,6 +326,14 @@ static void reencode_record(struct buf *out, const uint8_t *p, size_t size, cons
  * records' timestamp deltas are re-encoded against it, so every record
  * keeps its timestamp. A later pass drops those tombstones once the
  * horizon has passed. */
+static bool is_last_batch_of_producer(const struct filter_ctx *fc, const struct rb_header *h)
+{
+    if (!rb_has_producer_id(h) || !fc->last_batches)
+        return false;
+    const int64_t *last = hmap_get(fc->last_batches, &h->producer_id, sizeof h->producer_id);
+    return last && *last == rb_last_offset(h);
+}
+
 static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
                         const struct rb_header *h)
 {
@@ -379,6 +390,22 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
     if (kept == total && !set_horizon) {
         st->batches_copied++;
         return writer_add(l, w, p, size);
+    }
+    if (kept == 0 && is_last_batch_of_producer(fc, h)) {
+        /* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
+         * producer's last sequence stays, emptied, so that a replica
+         * rebuilding its producer state from this log still knows the
+         * producer (else a retry of that batch after a leader change
+         * would be appended twice). */
+        st->batches_rebuilt++;
+        buf_reset(&fc->out);
+        buf_append(&fc->out, p, RB_HEADER_SIZE);
+        uint8_t *b = fc->out.data;
+        be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
+        be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
+        be32_write(b + RB_OFF_RECORDS_COUNT, 0);
+        rb_recompute_crc(b, fc->out.len);
+        return writer_add(l, w, fc->out.data, fc->out.len);
     }
     if (kept == 0) {
         st->batches_dropped++;
@@ -603,8 +630,11 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     }
 
     /* 3-4. Segments below end, in groups that fit one segment. */
+    struct hmap last_batches;
+    plog_producers_last_offsets(l, &last_batches);
     struct filter_ctx fc = {.l = l,
                             .map = &map,
+                            .last_batches = &last_batches,
                             .now = now_ms,
                             .delete_retention_ms = c.delete_retention_ms,
                             .min_horizon = INT64_MAX,
@@ -712,6 +742,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     buf_free(&fc.out);
     buf_free(&fc.recs);
     hmap_free(&map.h);
+    plog_producers_last_offsets_free(&last_batches);
     pthread_mutex_unlock(&l->maint_lock);
     return rc;
 }

@@ -52,7 +52,7 @@ struct mdir {
     /* Checkpointed offsets of logs not open right now (not yet opened at
      * start-up, or closed), by "<topic>-<partition>"; value is offset + 1
      * (NULL means absent). */
-    struct hmap rp, ls, co;
+    struct hmap rp, ls, co, hw;
 };
 
 struct open_job {
@@ -75,7 +75,7 @@ struct logmgr {
     /* settings read once at creation */
     int64_t retention_check_ms;
     int64_t pid_expiration_ms, pid_check_ms; /* producer.id.expiration{,.check.interval}.ms */
-    int64_t rp_ckpt_ms, ls_ckpt_ms;
+    int64_t rp_ckpt_ms, ls_ckpt_ms, hw_ckpt_ms;
     int nflushers, ncleaners, nrecovery;
     int64_t cleaner_backoff_ms;
     size_t map_budget; /* per cleaner thread */
@@ -200,6 +200,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     m->pid_check_ms = cfg_long(cfg, "producer.id.expiration.check.interval.ms", 600000);
     m->rp_ckpt_ms = cfg_long(cfg, "log.flush.offset.checkpoint.interval.ms", 60000);
     m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
+    m->hw_ckpt_ms = cfg_long(cfg, "replica.high.watermark.checkpoint.interval.ms", 5000);
     /* Kafka's default of one recovery thread per dir recovers partitions
      * one after the other; unless set, use every CPU. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -227,6 +228,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
         hmap_init(&d->rp);
         hmap_init(&d->ls);
         hmap_init(&d->co);
+        hmap_init(&d->hw);
         DIR *dd = opendir(d->path);
         if (!dd) {
             slog_error("log dir %s is offline: cannot read it: %s", d->path, strerror(errno));
@@ -242,6 +244,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
         load_ckpt(d, CKPT_RECOVERY_POINT_FILE, &d->rp);
         load_ckpt(d, CKPT_LOG_START_FILE, &d->ls);
         load_ckpt(d, CKPT_CLEANER_FILE, &d->co);
+        load_ckpt(d, CKPT_REPLICATION_FILE, &d->hw);
     }
     config_free(dflt);
     return m;
@@ -339,6 +342,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     o.recovery_point = map_get(&d->rp, ml->name);
     o.log_start_offset = map_get(&d->ls, ml->name);
     o.cleaner_offset = map_get(&d->co, ml->name);
+    o.high_watermark = map_get(&d->hw, ml->name);
     pthread_mutex_unlock(&m->lock);
     o.dir_offline = &d->offline;
     o.hooks = &ml->hooks;
@@ -518,6 +522,7 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
         map_set(&d->rp, ml->name, plog_recovery_point(l));
         map_set(&d->ls, ml->name, plog_log_start_offset(l));
         map_set(&d->co, ml->name, plog_cleaner_offset(l));
+        map_set(&d->hw, ml->name, plog_known_high_watermark(l));
         pthread_mutex_unlock(&m->lock);
         mlog_free(ml);
     }
@@ -533,6 +538,7 @@ int logmgr_delete(struct logmgr *m, struct plog *l)
         map_set(&d->rp, ml->name, -1);
         map_set(&d->ls, ml->name, -1);
         map_set(&d->co, ml->name, -1);
+        map_set(&d->hw, ml->name, -1);
         pthread_mutex_unlock(&m->lock);
         mlog_free(ml);
     }
@@ -605,11 +611,17 @@ static void snap_release(struct logmgr *m, struct snap *s)
 
 /* ---- checkpoints ---- */
 
-enum ckpt_kind { CK_RP, CK_LS, CK_CO };
+enum ckpt_kind { CK_RP, CK_LS, CK_CO, CK_HW };
 
 static int64_t ckpt_value(struct plog *l, enum ckpt_kind k)
 {
-    return k == CK_RP ? plog_recovery_point(l) : k == CK_LS ? plog_log_start_offset(l) : plog_cleaner_offset(l);
+    switch (k) {
+    case CK_RP: return plog_recovery_point(l);
+    case CK_LS: return plog_log_start_offset(l);
+    case CK_CO: return plog_cleaner_offset(l);
+    case CK_HW: return plog_known_high_watermark(l);
+    }
+    return -1;
 }
 
 /* One dir's file: open logs, plus the checkpointed values of logs not
@@ -620,8 +632,11 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
     struct mdir *d = &m->dirs[dir];
     if (atomic_load(&d->offline))
         return;
-    struct hmap *h = k == CK_RP ? &d->rp : k == CK_LS ? &d->ls : &d->co;
-    const char *file = k == CK_RP ? CKPT_RECOVERY_POINT_FILE : k == CK_LS ? CKPT_LOG_START_FILE : CKPT_CLEANER_FILE;
+    struct hmap *h = k == CK_RP ? &d->rp : k == CK_LS ? &d->ls : k == CK_CO ? &d->co : &d->hw;
+    const char *file = k == CK_RP   ? CKPT_RECOVERY_POINT_FILE
+                       : k == CK_LS ? CKPT_LOG_START_FILE
+                       : k == CK_CO ? CKPT_CLEANER_FILE
+                                    : CKPT_REPLICATION_FILE;
     struct hmap seen;
     hmap_init(&seen);
     size_t cap = s->n + 16, n = 0;
@@ -699,6 +714,7 @@ void logmgr_write_checkpoints(struct logmgr *m)
     write_all(m, &s, CK_RP);
     write_all(m, &s, CK_LS);
     write_all(m, &s, CK_CO);
+    write_all(m, &s, CK_HW);
     snap_release(m, &s);
 }
 
@@ -750,7 +766,7 @@ static void *scheduler_main(void *arg)
     struct logmgr *m = arg;
     int64_t now = clock_mono_ms();
     int64_t next_retention = now + m->retention_check_ms;
-    int64_t next_rp = now + m->rp_ckpt_ms, next_ls = now + m->ls_ckpt_ms;
+    int64_t next_rp = now + m->rp_ckpt_ms, next_ls = now + m->ls_ckpt_ms, next_hw = now + m->hw_ckpt_ms;
     int64_t ls_soon = INT64_MAX;
     int64_t next_pid_check = now + m->pid_check_ms;
     pthread_mutex_lock(&m->lock);
@@ -793,6 +809,10 @@ static void *scheduler_main(void *arg)
             write_all(m, &s, CK_RP);
             next_rp = now + m->rp_ckpt_ms;
         }
+        if (now >= next_hw) {
+            write_all(m, &s, CK_HW);
+            next_hw = now + m->hw_ckpt_ms;
+        }
         if (now >= next_ls || now >= ls_soon) {
             write_all(m, &s, CK_LS);
             next_ls = now + m->ls_ckpt_ms;
@@ -807,6 +827,8 @@ static void *scheduler_main(void *arg)
             wake = next_retention;
         if (next_rp < wake)
             wake = next_rp;
+        if (next_hw < wake)
+            wake = next_hw;
         if (next_ls < wake)
             wake = next_ls;
         if (ls_soon < wake)
@@ -975,9 +997,11 @@ void logmgr_destroy(struct logmgr *m)
     write_all(m, &s, CK_RP);
     write_all(m, &s, CK_LS);
     write_all(m, &s, CK_CO);
+    write_all(m, &s, CK_HW);
     for (size_t i = 0; i < m->ndirs; i++) {
         free(m->dirs[i].path);
         hmap_free(&m->dirs[i].rp);
+        hmap_free(&m->dirs[i].hw);
         hmap_free(&m->dirs[i].ls);
         hmap_free(&m->dirs[i].co);
     }

@@ -722,6 +722,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_store(&l->start_offset, start);
     atomic_store(&l->end_offset, end);
     atomic_store(&l->recovery_point, rp);
+    if (oo.high_watermark >= 0)
+        atomic_store(&l->high_watermark, oo.high_watermark < end ? oo.high_watermark : end);
     rc = plog_producers_load(l);
     if (rc)
         goto fail;
@@ -1478,6 +1480,8 @@ bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topi
 }
 
 void plog_set_high_watermark(struct plog *l, int64_t hw) { atomic_store(&l->high_watermark, hw); }
+
+int64_t plog_known_high_watermark(const struct plog *l) { return atomic_load(&l->high_watermark); }
 
 int64_t plog_high_watermark(const struct plog *l)
 {

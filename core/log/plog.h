@@ -160,6 +160,9 @@ struct plog_open_opts {
     int64_t log_start_offset;
     /* From cleaner-offset-checkpoint; -1 when unknown. */
     int64_t cleaner_offset;
+    /* From replication-offset-checkpoint: the high watermark the owner
+     * last had (capped at the log end); -1 when unknown. */
+    int64_t high_watermark;
     /* Set by the owner when the log dir fails: the log then refuses
      * everything with KERR_KAFKA_STORAGE_ERROR. May be NULL. */
     const atomic_bool *dir_offline;
@@ -167,7 +170,7 @@ struct plog_open_opts {
     const struct plog_codecs *codecs; /* may be NULL; copied */
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, NULL, NULL, NULL}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -309,6 +312,9 @@ size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plo
  * never go past it. Until set, the log end offset stands in. */
 void plog_set_high_watermark(struct plog *l, int64_t hw);
 int64_t plog_high_watermark(const struct plog *l);
+/* The high watermark the owner set (or plog_open_opts gave), -1 when
+ * none: what replication-offset-checkpoint records. */
+int64_t plog_known_high_watermark(const struct plog *l);
 
 /* Kafka's ListOffsets by timestamp: the earliest offset (>= log start)
  * whose record timestamp is >= ts, and that record's timestamp. For a

@@ -157,6 +157,12 @@ int plog_producers_flush(struct plog *l);
 int plog_producers_close(struct plog *l);
 void plog_producers_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
 int plog_producers_truncated(struct plog *l, int64_t end);
+/* For the cleaner (Kafka's lastRecordsOfActiveProducers): out gets
+ * producer id (8 bytes) -> malloc'ed int64_t, the last offset of the
+ * producer's last batch; free with plog_producers_last_offsets_free. */
+struct hmap;
+void plog_producers_last_offsets(struct plog *l, struct hmap *out);
+void plog_producers_last_offsets_free(struct hmap *m);
 
 /* Transactions (plog_txn.c). init/free with the log. reset before the
  * producer-state replay from offset from (at open it first reads the

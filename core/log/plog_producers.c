@@ -29,6 +29,7 @@
 #include "log/segment.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+#include "util/hmap.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
@@ -303,4 +304,35 @@ void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct p
     pthread_mutex_lock(&l->append_lock);
     pstate_foreach(l->ps, fn, ctx);
     pthread_mutex_unlock(&l->append_lock);
+}
+
+struct last_offsets {
+    struct hmap *m;
+};
+
+static void add_last_offset(void *ctx, const struct ps_entry *e)
+{
+    struct last_offsets *lo = ctx;
+    if (e->nbatches == 0)
+        return;
+    int64_t *v = xmalloc(sizeof *v);
+    *v = e->batches[e->nbatches - 1].last_offset;
+    hmap_put(lo->m, &e->producer_id, sizeof e->producer_id, v);
+}
+
+void plog_producers_last_offsets(struct plog *l, struct hmap *out)
+{
+    hmap_init(out);
+    struct last_offsets lo = {out};
+    plog_producers_foreach(l, add_last_offset, &lo);
+}
+
+void plog_producers_last_offsets_free(struct hmap *m)
+{
+    const void *k;
+    size_t kl;
+    void *v;
+    for (size_t i = 0; hmap_next(m, &i, &k, &kl, &v);)
+        free(v);
+    hmap_free(m);
 }

@@ -58,7 +58,7 @@ struct kclient {
     int port;
     char *client_id;
     char peer[300];
-    int32_t request_timeout_ms, connect_timeout_ms;
+    int32_t request_timeout_ms, connect_timeout_ms, recv_buffer_bytes;
     int32_t backoff_ms, backoff_max_ms, backoff_cur_ms;
     int64_t next_connect_ms;
 
@@ -236,6 +236,7 @@ struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *o)
     c->client_id = xstrdup(o->client_id ? o->client_id : "samsa");
     c->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000;
     c->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
+    c->recv_buffer_bytes = o->recv_buffer_bytes;
     c->backoff_ms = o->reconnect_backoff_ms > 0 ? o->reconnect_backoff_ms : 50;
     c->backoff_max_ms = 1000;
     c->backoff_cur_ms = c->backoff_ms;
@@ -443,6 +444,8 @@ static void connect_to(struct kclient *c, const struct sockaddr *addr, socklen_t
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (c->recv_buffer_bytes > 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &c->recv_buffer_bytes, sizeof c->recv_buffer_bytes);
     int rc = connect(fd, addr, addrlen);
     if (rc < 0 && errno != EINPROGRESS) {
         close(fd);

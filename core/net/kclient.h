@@ -29,6 +29,7 @@ struct kclient_opts {
     int32_t request_timeout_ms;  /* per request; default 30000 */
     int32_t connect_timeout_ms;  /* default 10000 */
     int32_t reconnect_backoff_ms; /* default 50, doubling to 1000 */
+    int32_t recv_buffer_bytes;   /* SO_RCVBUF; 0 or -1: the OS default */
 };
 
 /* Called exactly once per request. err is 0 or a Kafka error code:

@@ -46,6 +46,9 @@ struct interest {
 struct park_shard {
     pthread_mutex_t mu;
     struct hmap keys; /* park_key_t -> struct interest */
+    /* keys with interest (changed under mu): a notifier that reads 0
+     * posts nothing without taking mu (see park_notify) */
+    atomic_long nkeys;
 };
 
 struct park_sink {
@@ -78,6 +81,7 @@ struct park_hub *park_hub_create(void)
     for (int i = 0; i < NSHARDS; i++) {
         pthread_mutex_init(&h->shards[i].mu, NULL);
         hmap_init(&h->shards[i].keys);
+        atomic_init(&h->shards[i].nkeys, 0);
     }
     for (int i = 0; i < PARK_MAX_WORKERS; i++) {
         struct park_sink *s = &h->sinks[i];
@@ -133,6 +137,7 @@ static void interest_set(struct park_sink *s, park_key_t key, bool on)
         if (!in) {
             in = xcalloc(1, sizeof *in);
             hmap_put(&sh->keys, &key, sizeof key, in);
+            atomic_fetch_add(&sh->nkeys, 1);
         }
         in->mask |= bit;
     } else if (in) {
@@ -140,9 +145,15 @@ static void interest_set(struct park_sink *s, park_key_t key, bool on)
         if (!in->mask) {
             hmap_del(&sh->keys, &key, sizeof key);
             free(in);
+            atomic_fetch_sub(&sh->nkeys, 1);
         }
     }
     pthread_mutex_unlock(&sh->mu);
+    /* Pairs with park_notify's fence: either its notifier sees this key's
+     * count, or the state check that follows (the caller's) sees what the
+     * notifier published before notifying. */
+    if (on)
+        atomic_thread_fence(memory_order_seq_cst);
 }
 
 /* ------------------------------------------------------------------ */
@@ -339,6 +350,12 @@ void park_notify(struct park_hub *h, park_key_t key)
         return;
     atomic_fetch_add_explicit(&h->notifies, 1, memory_order_relaxed);
     struct park_shard *sh = shard_of(h, key);
+    /* Nothing parked on this shard: no lock, no lookup (an append to a
+     * partition no one waits on). The fence orders the caller's state
+     * change before the count's load; interest_set fences the other way. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&sh->nkeys, memory_order_relaxed) == 0)
+        return;
     pthread_mutex_lock(&sh->mu);
     struct interest *in = hmap_get(&sh->keys, &key, sizeof key);
     uint64_t mask = in ? in->mask : 0;

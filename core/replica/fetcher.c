@@ -1,11 +1,13 @@
 /* Follower fetchers and the leader's ISR maintenance (see fetcher.h).
  *
- * Kafka runs num.replica.fetchers threads per source broker; samsa runs
- * one thread and one loop for every source: a Fetch is I/O-bound on the
- * leader's side (it parks until data arrives), and the follower's work
- * per answer is one append per partition. Each step (a timer, an answer,
- * or a wakeup) lists the hosted partitions, groups the followed ones by
- * leader, and sends one Fetch to each leader with none in flight. */
+ * As Kafka's num.replica.fetchers: that many lanes, each a thread with
+ * its own loop and its own connection to every source broker; a
+ * partition belongs to lane hash(topic id, partition) % n (Kafka's
+ * AbstractFetcherManager.getFetcherId). Each step of a lane (a timer, an
+ * answer, or a wakeup) lists the hosted partitions, groups its followed
+ * ones by leader, and sends one Fetch to each leader with none in
+ * flight. Lane 0 also runs the ISR maintenance of the partitions this
+ * node leads. */
 #include "replica/fetcher.h"
 
 #include <ev.h>
@@ -48,8 +50,9 @@ struct source {
     int64_t backoff_until;
 };
 
-struct fetcher {
+struct lane {
     struct broker *b;
+    int index, nlanes;
     struct ev_loop *loop;
     pthread_t thread;
     bool started;
@@ -59,6 +62,7 @@ struct fetcher {
     struct source **sources; /* stable pointers: fetches in flight hold them */
     size_t nsources;
     int32_t max_wait_ms, min_bytes, max_bytes, partition_max_bytes, backoff_ms;
+    int32_t socket_timeout_ms, recv_buffer_bytes;
     int64_t lag_max_ms;
     /* Controller clients for AlterPartition, one per voter. */
     struct kclient **ctl;
@@ -67,7 +71,7 @@ struct fetcher {
 
 /* One Fetch in flight: the partitions asked for, with references. */
 struct fetch_ctx {
-    struct fetcher *f;
+    struct lane *f;
     struct source *s;
     int32_t n;
     struct partition **parts;
@@ -80,7 +84,7 @@ static int64_t cfg_long(const struct samsa_config *cfg, const char *key, int64_t
     return config_get_long(cfg, key, &v) ? v : dflt;
 }
 
-static struct source *source_for(struct fetcher *f, int32_t id)
+static struct source *source_for(struct lane *f, int32_t id)
 {
     for (size_t i = 0; i < f->nsources; i++)
         if (f->sources[i]->id == id)
@@ -94,7 +98,7 @@ static struct source *source_for(struct fetcher *f, int32_t id)
 
 /* The leader's broker endpoint from the image; (re)creates the client
  * when it changed. False when the leader is not registered. */
-static bool source_connect(struct fetcher *f, struct source *s, const struct mimage *img)
+static bool source_connect(struct lane *f, struct source *s, const struct mimage *img)
 {
     const struct mi_broker *br = mimage_broker(img, s->id);
     if (!br || !br->host)
@@ -110,8 +114,12 @@ static bool source_connect(struct fetcher *f, struct source *s, const struct mim
         s->port = br->port;
         char cid[64];
         snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->b->node_id);
+        /* Kafka's fetcher NetworkClient: replica.socket.timeout.ms is
+         * its request timeout, replica.socket.receive.buffer.bytes its
+         * SO_RCVBUF. */
         struct kclient_opts ko = {.host = s->host, .port = s->port, .client_id = cid,
-                                  .request_timeout_ms = f->max_wait_ms + 30000};
+                                  .request_timeout_ms = f->socket_timeout_ms,
+                                  .recv_buffer_bytes = f->recv_buffer_bytes};
         s->kc = kclient_new(f->loop, &ko);
     }
     return true;
@@ -170,7 +178,7 @@ static void truncate_diverging(struct partition *p, const fetch_response_partiti
     }
 }
 
-static void handle_partition(struct fetcher *f, struct partition *p, int32_t epoch,
+static void handle_partition(struct lane *f, struct partition *p, int32_t epoch,
                              const fetch_response_partition_data_t *pd)
 {
     (void)f;
@@ -214,13 +222,13 @@ static void handle_partition(struct fetcher *f, struct partition *p, int32_t epo
     partition_follower_hw(p, pd->high_watermark);
 }
 
-static void step(struct fetcher *f, bool isr);
+static void step(struct lane *f, bool isr);
 
 static void fetch_done(void *arg, int err, int16_t version, void *resp, struct arena *ar)
 {
     (void)ar;
     struct fetch_ctx *x = arg;
-    struct fetcher *f = x->f;
+    struct lane *f = x->f;
     struct source *s = x->s;
     s->inflight = false;
     const fetch_response_t *r = resp;
@@ -253,7 +261,7 @@ static void fetch_done(void *arg, int err, int16_t version, void *resp, struct a
         step(f, false);
 }
 
-static void send_fetch(struct fetcher *f, struct source *s, struct partition **parts, int32_t n)
+static void send_fetch(struct lane *f, struct source *s, struct partition **parts, int32_t n)
 {
     int16_t v = kclient_version(s->kc, FETCH_REQUEST_API_KEY, FETCH_VERSION_MAX);
     if (v < 0)
@@ -318,11 +326,11 @@ static void send_fetch(struct fetcher *f, struct source *s, struct partition **p
 #define ALTER_STALE_MS 15000
 
 struct alter_ctx {
-    struct fetcher *f;
+    struct lane *f;
     struct partition *p; /* reference */
 };
 
-static struct kclient *controller_client(struct fetcher *f, int32_t id)
+static struct kclient *controller_client(struct lane *f, int32_t id)
 {
     const struct samsa_config *cfg = f->b->cfg;
     if (!f->ctl) {
@@ -402,7 +410,7 @@ static bool same_set(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 
 /* Kafka's maybeShrinkIsr / maybeExpandIsr for one partition this node
  * leads: the ISR it wants, and an AlterPartition when that differs. */
-static void isr_check(struct fetcher *f, struct partition *p, const struct mimage *img, int64_t now)
+static void isr_check(struct lane *f, struct partition *p, const struct mimage *img, int64_t now)
 {
     int32_t me = f->b->node_id;
     pthread_mutex_lock(&p->repl_lock);
@@ -520,7 +528,20 @@ static void isr_check(struct fetcher *f, struct partition *p, const struct mimag
 
 /* Sends the Fetches due; with isr (the timer's steps), the ISR checks
  * of the partitions led here too. */
-static void step(struct fetcher *f, bool isr)
+/* Kafka's getFetcherId: Utils.abs(31 * topic.hashCode + partition) %
+ * numFetchers, here over the topic id. */
+static int lane_of(const struct partition *p, int nlanes)
+{
+    if (nlanes <= 1)
+        return 0;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < sizeof p->topic_id.b; i++)
+        h = (h ^ p->topic_id.b[i]) * 16777619u;
+    h = 31 * h + (uint32_t)p->index;
+    return (int)(h % (uint32_t)nlanes);
+}
+
+static void step(struct lane *f, bool isr)
 {
     struct partition **all;
     size_t n = preg_list(f->b->partitions, &all);
@@ -535,12 +556,13 @@ static void step(struct fetcher *f, bool isr)
             continue;
         struct partition *p = all[i];
         int32_t leader = atomic_load(&p->leader_id);
-        if (atomic_load(&p->is_leader) || leader < 0 || leader == me)
+        if (atomic_load(&p->is_leader) || leader < 0 || leader == me || lane_of(p, f->nlanes) != f->index)
             continue;
         int32_t k = 0;
         for (size_t j = i; j < n; j++) {
             struct partition *q = all[j];
-            if (!done[j] && !atomic_load(&q->is_leader) && atomic_load(&q->leader_id) == leader) {
+            if (!done[j] && !atomic_load(&q->is_leader) && atomic_load(&q->leader_id) == leader &&
+                lane_of(q, f->nlanes) == f->index) {
                 done[j] = true;
                 mine[k++] = q;
             }
@@ -551,7 +573,7 @@ static void step(struct fetcher *f, bool isr)
         if (source_connect(f, s, img))
             send_fetch(f, s, mine, k); /* takes references of its own */
     }
-    for (size_t i = 0; i < n && img && isr; i++)
+    for (size_t i = 0; i < n && img && isr && f->index == 0; i++)
         if (atomic_load(&all[i]->is_leader))
             isr_check(f, all[i], img, now);
     for (size_t i = 0; i < n; i++)
@@ -572,7 +594,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
 static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 {
     (void)revents;
-    struct fetcher *f = a->data;
+    struct lane *f = a->data;
     if (atomic_load(&f->stop)) {
         ev_break(loop, EVBREAK_ALL);
         return;
@@ -582,7 +604,7 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 
 static void *fetcher_main(void *arg)
 {
-    struct fetcher *f = arg;
+    struct lane *f = arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
@@ -590,21 +612,25 @@ static void *fetcher_main(void *arg)
     return NULL;
 }
 
-struct fetcher *fetcher_start(struct broker *b)
+static struct lane *lane_start(struct broker *b, int index, int nlanes)
 {
-    struct fetcher *f = xcalloc(1, sizeof *f);
+    struct lane *f = xcalloc(1, sizeof *f);
     f->b = b;
+    f->index = index;
+    f->nlanes = nlanes;
     const struct samsa_config *cfg = b->cfg;
     f->max_wait_ms = (int32_t)cfg_long(cfg, "replica.fetch.wait.max.ms", 500);
     f->min_bytes = (int32_t)cfg_long(cfg, "replica.fetch.min.bytes", 1);
     f->max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.response.max.bytes", 10485760);
     f->partition_max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.max.bytes", 1048576);
     f->backoff_ms = (int32_t)cfg_long(cfg, "replica.fetch.backoff.ms", 1000);
+    f->socket_timeout_ms = (int32_t)cfg_long(cfg, "replica.socket.timeout.ms", 30000);
+    f->recv_buffer_bytes = (int32_t)cfg_long(cfg, "replica.socket.receive.buffer.bytes", 65536);
     f->lag_max_ms = cfg_long(cfg, "replica.lag.time.max.ms", 30000);
     atomic_init(&f->stop, false);
     f->loop = ev_loop_new(EVFLAG_AUTO);
     if (!f->loop) {
-        slog_error("replica fetcher: cannot create its loop");
+        slog_error("replica fetcher %d: cannot create its loop", index);
         free(f);
         return NULL;
     }
@@ -615,7 +641,7 @@ struct fetcher *fetcher_start(struct broker *b)
     f->tick.data = f;
     ev_timer_start(f->loop, &f->tick);
     if (pthread_create(&f->thread, NULL, fetcher_main, f) != 0) {
-        slog_error("replica fetcher: cannot start its thread");
+        slog_error("replica fetcher %d: cannot start its thread", index);
         ev_loop_destroy(f->loop);
         free(f);
         return NULL;
@@ -624,13 +650,7 @@ struct fetcher *fetcher_start(struct broker *b)
     return f;
 }
 
-void fetcher_wake(struct fetcher *f)
-{
-    if (f)
-        ev_async_send(f->loop, &f->wake);
-}
-
-void fetcher_stop(struct fetcher *f)
+static void lane_stop(struct lane *f)
 {
     if (!f)
         return;
@@ -650,4 +670,46 @@ void fetcher_stop(struct fetcher *f)
     free(f->sources);
     ev_loop_destroy(f->loop);
     free(f);
+}
+
+struct fetcher {
+    struct lane **lanes;
+    int n;
+};
+
+struct fetcher *fetcher_start(struct broker *b)
+{
+    int n = (int)cfg_long(b->cfg, "num.replica.fetchers", 1);
+    if (n < 1)
+        n = 1;
+    struct fetcher *fs = xcalloc(1, sizeof *fs);
+    fs->lanes = xcalloc((size_t)n, sizeof *fs->lanes);
+    for (int i = 0; i < n; i++) {
+        fs->lanes[i] = lane_start(b, i, n);
+        if (!fs->lanes[i]) {
+            fs->n = i;
+            fetcher_stop(fs);
+            return NULL;
+        }
+    }
+    fs->n = n;
+    return fs;
+}
+
+void fetcher_wake(struct fetcher *fs)
+{
+    if (!fs)
+        return;
+    for (int i = 0; i < fs->n; i++)
+        ev_async_send(fs->lanes[i]->loop, &fs->lanes[i]->wake);
+}
+
+void fetcher_stop(struct fetcher *fs)
+{
+    if (!fs)
+        return;
+    for (int i = 0; i < fs->n; i++)
+        lane_stop(fs->lanes[i]);
+    free(fs->lanes);
+    free(fs);
 }

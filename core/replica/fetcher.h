@@ -1,5 +1,6 @@
-/* Follower fetchers: one thread with its own libev loop fetches, for
- * every partition this node follows, from that partition's leader (one
+/* Follower fetchers: num.replica.fetchers threads, each with its own
+ * libev loop, fetch for the partitions this node follows (each partition
+ * in one of them, by hash) from that partition's leader (per thread one
  * kclient and at most one Fetch in flight per leader broker), appends
  * the leader's batches verbatim (plog_append_follower), takes the
  * leader's high watermark, and truncates a divergent tail when the

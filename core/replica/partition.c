@@ -139,6 +139,13 @@ void partition_log_flushed(void *ctx, struct plog *l)
 
 void partition_log_ready(struct partition *p)
 {
+    /* Kafka's replication-offset-checkpoint: the high watermark survives
+     * a restart, so a leader after one does not answer ListOffsets or cap
+     * Fetch at 0 until its followers' positions are known again. */
+    int64_t known = plog_known_high_watermark(p->log);
+    int64_t hw = atomic_load(&p->high_watermark);
+    while (hw < known && !atomic_compare_exchange_weak(&p->high_watermark, &hw, known))
+        ;
     if (raise_hw(p, p->log))
         wake(p);
 }

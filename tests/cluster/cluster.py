@@ -214,10 +214,12 @@ def admin(node):
     return AdminClient({"bootstrap.servers": node.bootstrap, "socket.timeout.ms": 10000})
 
 
-def create_topics(node, names, partitions=1, rf=1, limit=30.0, retries=True):
+def create_topics(node, names, partitions=1, rf=1, limit=30.0, retries=True, assignment=None):
     """Creates the topics through node with confluent-kafka; retries what
     fails with a retriable error (NOT_CONTROLLER, timeouts) until the
-    bound. Returns the set of names created (or already there)."""
+    bound. assignment: replica ids per partition (the first leads), in
+    place of partitions and rf. Returns the set of names created (or
+    already there)."""
     from confluent_kafka.admin import NewTopic
     from confluent_kafka import KafkaException
     a = admin(node)
@@ -226,7 +228,8 @@ def create_topics(node, names, partitions=1, rf=1, limit=30.0, retries=True):
     deadline = time.monotonic() + bound(limit)
     last = {}
     while todo and time.monotonic() < deadline:
-        fs = a.create_topics([NewTopic(t, partitions, rf) for t in todo], operation_timeout=10,
+        fs = a.create_topics([NewTopic(t, len(assignment), replica_assignment=assignment) if assignment
+                              else NewTopic(t, partitions, rf) for t in todo], operation_timeout=10,
                              request_timeout=15)
         again = []
         for t, f in fs.items():

@@ -664,6 +664,12 @@ static void test_validate(void **state)
                     "group.consumer.heartbeat.interval.ms (6000) must be less than "
                     "group.consumer.session.timeout.ms (6000)");
 
+    /* A follower's parked Fetch outlives its socket timeout (Kafka's rule). */
+    expect_validate("replica.fetch.wait.max.ms=40000\n",
+                    "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent "
+                    "unnecessary socket timeouts");
+    expect_validate("replica.fetch.wait.max.ms=40000\nreplica.socket.timeout.ms=40000\n", NULL);
+
     /* A broker-only node of a three-controller cluster. */
     const char *broker = "process.roles=broker\nnode.id=4\n"
                          "controller.quorum.voters=1@c1:9093,2@c2:9093,3@c3:9093\n"

@@ -1004,9 +1004,18 @@ static void test_logmgr(void **state)
         free(t);
     }
     assert_true(seen);
+    /* The owner's high watermark (replication-offset-checkpoint). */
+    assert_int_equal(plog_known_high_watermark(l), -1);
+    plog_set_high_watermark(l, 2);
     logmgr_stop(m);
     logmgr_close(m, l, true);
     logmgr_destroy(m);
+    snprintf(p, sizeof p, "%s/%s", f->root, CKPT_REPLICATION_FILE);
+    assert_int_equal(ckpt_read(p, &e, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(e[0].topic, "topic");
+    assert_int_equal(e[0].offset, 2);
+    ckpt_free(e, n);
     /* Final checkpoints: recovery point = end. */
     snprintf(p, sizeof p, "%s/%s", f->root, CKPT_RECOVERY_POINT_FILE);
     assert_int_equal(ckpt_read(p, &e, &n), 0);
@@ -1021,6 +1030,7 @@ static void test_logmgr(void **state)
     assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, on_flushed, &fr, &l), 0);
     assert_int_equal(plog_log_start_offset(l), 2);
     assert_int_equal(plog_recovery_point(l), 3);
+    assert_int_equal(plog_known_high_watermark(l), 2);
     logmgr_close(m, l, false);
     /* A dir failure takes every log in it offline. */
     assert_int_equal(logmgr_open(m, 0, "topic-1", NULL, &c, on_flushed, &fr, &l), 0);
@@ -1305,6 +1315,86 @@ static void test_cleaner_tombstones_and_lag(void **state)
     plog_close(l, true);
 }
 
+/* Kafka's RETAIN_EMPTY: compaction keeps the batch holding a producer's
+ * last sequence, emptied of its superseded records, so a replica that
+ * rebuilds its producer state from the cleaned log still deduplicates a
+ * retry of that batch. */
+static void test_cleaner_keeps_producer_last_batch(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(400, 64);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    struct plog *l = open_log(f->dir, &c);
+    int64_t now = clock_wall_ms();
+    /* Producer 5 writes key 1 (offset 0) and key 2 (offset 1); a plain
+     * producer then overwrites both. */
+    struct rec r1 = {1, 1, false, now}, r2 = {2, 2, false, now};
+    struct buf b1 = BUF_INIT, b2 = BUF_INIT;
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    o.producer_id = 5;
+    o.producer_epoch = 0;
+    struct rb_builder bb;
+    const char *vals[2] = {"v1", "v2"};
+    struct buf *bufs[2] = {&b1, &b2};
+    const struct rec *recs[2] = {&r1, &r2};
+    for (int i = 0; i < 2; i++) {
+        o.base_sequence = i;
+        rb_builder_begin(&bb, bufs[i], 0, now, &o);
+        char k[16];
+        int kl = snprintf(k, sizeof k, "k%06d", recs[i]->key);
+        assert_int_equal(rb_builder_add(&bb, now, (kbytes_t){(const uint8_t *)k, kl},
+                                        (kbytes_t){(const uint8_t *)vals[i], 2}, NULL, 0), 0);
+        assert_int_equal(rb_builder_finish(&bb, NULL), 0);
+        assert_int_equal(plog_append(l, bufs[i]->data, bufs[i]->len, 0, -1, NULL), 0);
+    }
+    append_n(l, 2, 1, now);
+    for (int i = 0; i < 10; i++)
+        append_n(l, 1, 100 + i, now);
+    assert_int_equal(plog_clean(l, now, 1 << 20, NULL, NULL), 0);
+    /* Offset 0 (producer 5's first batch) is gone; its last batch (offset
+     * 1) stays as an empty batch with its producer fields. */
+    struct plog_read_result rr;
+    assert_int_equal(plog_read(l, 0, 1 << 20, true, -1, &rr), 0);
+    assert_int_equal(rr.first_base_offset, 1);
+    uint8_t hdr[RB_HEADER_SIZE];
+    assert_int_equal(pread(rr.file->fd, hdr, sizeof hdr, rr.file_pos), (ssize_t)sizeof hdr);
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(hdr, sizeof hdr, &h), 0);
+    assert_int_equal(h.base_offset, 1);
+    assert_int_equal(h.records_count, 0);
+    assert_int_equal(h.last_offset_delta, 0);
+    assert_int_equal(h.producer_id, 5);
+    assert_int_equal(h.base_sequence, 1);
+    assert_int_equal(rb_batch_size(&h), RB_HEADER_SIZE);
+    assert_true(rb_crc_ok(hdr, sizeof hdr));
+    sfile_unref(rr.file);
+    /* A follower rebuilt from the cleaned log knows producer 5. */
+    char fdir[600];
+    snprintf(fdir, sizeof fdir, "%s/follower-0", f->root);
+    struct plog *fl = open_log(fdir, &c);
+    for (int64_t off = 0; off < plog_log_end_offset(l);) {
+        assert_int_equal(plog_read(l, off, 1 << 20, true, -1, &rr), 0);
+        if (rr.len == 0)
+            break;
+        uint8_t *p = malloc((size_t)rr.len);
+        assert_int_equal(pread(rr.file->fd, p, (size_t)rr.len, rr.file_pos), rr.len);
+        assert_int_equal(plog_append_follower(fl, p, (size_t)rr.len, NULL), 0);
+        free(p);
+        off = rr.next_offset;
+        sfile_unref(rr.file);
+    }
+    struct plog_append_result res;
+    assert_int_equal(plog_append(fl, b2.data, b2.len, 0, -1, &res), 0);
+    assert_true(res.duplicate);
+    assert_int_equal(res.base_offset, 1);
+    plog_close(fl, false);
+    buf_free(&b1);
+    buf_free(&b2);
+    plog_purge_deleted(l, 0, true);
+    plog_close(l, true);
+}
+
 /* The append path syncs nothing (issue 8: a network worker never waits
  * for the disk): a segment roll's new directory entry and a new leader
  * epoch's checkpoint are made durable by the next flush, before the
@@ -1397,6 +1487,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_tombstones_and_lag, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_keeps_producer_last_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_path_never_syncs, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

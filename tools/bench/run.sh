@@ -7,6 +7,9 @@
 #   (a) produce BENCH_RECORDS x 100 B, acks=1
 #   (b) produce BENCH_RECORDS x 1 KiB, acks=1
 #   (c) consume all of (b)
+#   (d) produce BENCH_RECORDS x 100 B, acks=all
+#   (e) as (d) with an idempotent producer (enable.idempotence=true, which
+#       needs acks=all): the price of the leader's producer-state check
 #
 # Each of (a)-(c) runs BENCH_RUNS times on fresh topics, each followed by its
 # floor, and the summary shows medians (single runs on a small shared VM vary
@@ -197,6 +200,12 @@ for r in $(seq "$RUNS"); do
     [ "$lb" -gt 0 ] && floor "b$r" copy "$lb" "$TMP/floor-b$r.dat"
     phase "c$r" consume -b "$BROKER" -t "bench-1k-$r" -n "$RECORDS" -s 1024 || break
     [ -f "$TMP/floor-b$r.dat" ] && floor "c$r" sendfile "$TMP/floor-b$r.dat"
+    # shellcheck disable=SC2086
+    phase "d$r" produce -b "$BROKER" -t "bench-100b-all-$r" -p "$PARTITIONS" -n "$RECORDS" -s 100 \
+        -a all $PRODUCE_ARGS || break
+    # shellcheck disable=SC2086
+    phase "e$r" produce -b "$BROKER" -t "bench-100b-idem-$r" -p "$PARTITIONS" -n "$RECORDS" -s 100 \
+        -a all --idempotence $PRODUCE_ARGS || break
     [ "$r" = 1 ] && { LA=$la; LB=$lb; }
 done
 rm -f "$TMP"/floor-*.dat
@@ -208,7 +217,7 @@ rm -f "$TMP"/floor-*.dat
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 range() { sort -n | awk -v f="$1" '{ a[NR] = $1 } END { if (NR) printf f ".." f, a[1], a[NR] }'; }
 ok_runs() { for r in $(seq "$RUNS"); do [ -s "$TMP/$1$r.json" ] && echo "$r"; done; }
-for x in a b c; do
+for x in a b c d e; do
     eval "M_${x}_run=$(for r in $(ok_runs $x); do echo "$(jget seconds "$TMP/$x$r.json") $r"; done |
         sort -n | awk '{ a[NR] = $2 } END { if (NR) print a[int((NR + 1) / 2)] }')"
     eval "M_${x}_n=$(ok_runs $x | wc -l)"
@@ -305,6 +314,8 @@ spread() {   # label letter payload_bytes
     row_phase a "(a) produce 100 B" "$PA"
     row_phase b "(b) produce 1 KiB" "$PB"
     row_phase c "(c) consume (b)" "$PB"
+    row_phase d "(d) produce 100 B, acks=all" "$PA"
+    row_phase e "(e) (d) idempotent" "$PA"
     row_floor a "floor: copy to file, (a) bytes" "$PA"
     row_floor b "floor: copy to file, (b) bytes" "$PB"
     row_floor c "floor: sendfile, (c) bytes" "$PB"
@@ -313,11 +324,21 @@ spread() {   # label letter payload_bytes
     ratio "(a) produce 100 B" a
     ratio "(b) produce 1 KiB" b
     ratio "(c) consume" c
+    rd=$(v M_d_run); re=$(v M_e_run)
+    if [ -n "$rd" ] && [ -n "$re" ]; then
+        printf '  %-20s throughput %s of (d), server CPU %sx (d)\n' "(e) idempotent" \
+            "$(calc %.2fx "$(jget seconds "$TMP/d$rd.json") / $(jget seconds "$TMP/e$re.json")")" \
+            "$(calc %.2f "$(v M_e_cpu) / ($(v M_d_cpu) > 0 ? $(v M_d_cpu) : 0.001)")"
+    else
+        printf '  %-20s n/a\n' "(e) idempotent"
+    fi
     echo
     echo "spread over the runs (min..max):"
     spread "(a) produce 100 B" a "$PA"
     spread "(b) produce 1 KiB" b "$PB"
     spread "(c) consume" c "$PB"
+    spread "(d) acks=all" d "$PA"
+    spread "(e) idempotent" e "$PA"
     echo
     echo "MB = 10^6 B and GB = 10^9 B of payload. The floors move the bytes samsa stored"
     echo "for that phase ($(calc %.1f "$LA/1e6") MB for (a), $(calc %.1f "$LB/1e6") MB for (b) and (c): payload plus"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/producer_state.h"
 #include "proto/record_batch.h"
 #include "util/buf.h"
 
@@ -266,6 +267,72 @@ static int dump_index(const char *path, bool time, FILE *out)
     return rc;
 }
 
+struct entries {
+    struct ps_entry *v;
+    size_t n, cap;
+};
+
+static void collect(void *ctx, const struct ps_entry *e)
+{
+    struct entries *es = ctx;
+    if (es->n == es->cap) {
+        es->cap = es->cap ? es->cap * 2 : 16;
+        es->v = xrealloc(es->v, es->cap * sizeof *es->v);
+    }
+    es->v[es->n++] = *e;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+    const struct ps_entry *x = a, *y = b;
+    return x->producer_id < y->producer_id ? -1 : x->producer_id > y->producer_id;
+}
+
+/* A producer-state snapshot, one line per producer in producer id order,
+ * with the fields of Kafka's dumpProducerIdSnapshot. */
+static int dump_snapshot(const char *path, FILE *out)
+{
+    uint8_t *data;
+    size_t len;
+    int e = slurp(path, &data, &len);
+    if (e) {
+        fprintf(out, "cannot read %s: %s\n", path, strerror(e));
+        return 1;
+    }
+    struct pstate *s = pstate_new();
+    int rc = s ? pstate_snapshot_decode(s, data, len) : 1;
+    free(data);
+    if (rc) {
+        fprintf(out, "%s: not a producer-state snapshot (bad version, CRC or length)\n", path);
+        pstate_free(s);
+        return 1;
+    }
+    struct entries es = {0};
+    pstate_foreach(s, collect, &es);
+    if (es.n > 1)
+        qsort(es.v, es.n, sizeof *es.v, cmp_pid);
+    for (size_t i = 0; i < es.n; i++) {
+        const struct ps_entry *pe = &es.v[i];
+        fprintf(out, "producerId: %" PRId64 " producerEpoch: %d coordinatorEpoch: %d currentTxnFirstOffset: ",
+                pe->producer_id, pe->epoch, pe->coordinator_epoch);
+        if (pe->current_txn_first_offset >= 0)
+            fprintf(out, "OptionalLong[%" PRId64 "]", pe->current_txn_first_offset);
+        else
+            fputs("OptionalLong.empty", out);
+        fprintf(out, " lastTimestamp: %" PRId64, pe->last_timestamp);
+        if (pe->nbatches) {
+            const struct ps_batch *b = &pe->batches[pe->nbatches - 1];
+            fprintf(out, " firstSequence: %d lastSequence: %d lastOffset: %" PRId64 " offsetDelta: %" PRId64
+                         " timestamp: %" PRId64,
+                    b->first_seq, b->last_seq, b->last_offset, b->last_offset - b->first_offset, b->timestamp);
+        }
+        fputc('\n', out);
+    }
+    free(es.v);
+    pstate_free(s);
+    return 0;
+}
+
 int dumplog_file(const char *path, const struct dumplog_opts *o, FILE *out)
 {
     fprintf(out, "Dumping %s\n", path);
@@ -273,8 +340,10 @@ int dumplog_file(const char *path, const struct dumplog_opts *o, FILE *out)
         return dump_index(path, false, out);
     if (has_suffix(path, ".timeindex") || has_suffix(path, ".timeindex.deleted"))
         return dump_index(path, true, out);
-    if (has_suffix(path, ".txnindex") || has_suffix(path, ".snapshot")) {
-        fprintf(out, "%s: samsa writes no such files yet (no transactions, no producer state snapshots)\n", path);
+    if (has_suffix(path, ".snapshot"))
+        return dump_snapshot(path, out);
+    if (has_suffix(path, ".txnindex")) {
+        fprintf(out, "%s: samsa writes no such files yet (no transactions)\n", path);
         return 1;
     }
     /* .log, and .log.deleted/.cleaned/.swap leftovers. */
@@ -285,9 +354,10 @@ void dumplog_usage(FILE *f)
 {
     fprintf(f, "Usage: samsactl dump-log [--print-data-log] [--files FILE[,FILE...]] [FILE...]\n"
                "\n"
-               "Prints the batches of .log segment files and the entries of .index and\n"
-               ".timeindex files, as kafka-dump-log.sh does. Index entries are checked\n"
-               "against the .log next to them.\n"
+               "Prints the batches of .log segment files, the entries of .index and\n"
+               ".timeindex files and the producers of .snapshot files, as\n"
+               "kafka-dump-log.sh does. Index entries are checked against the .log next\n"
+               "to them.\n"
                "\n"
                "  --files FILE,...     files to dump (also accepted as plain arguments)\n"
                "  --print-data-log     print every record of each batch\n"

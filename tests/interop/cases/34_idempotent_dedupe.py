@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (Server, Suite, check, eq, bound, ck_create_topic,  # noqa: E402
-                     raw_read_all, rec, free_ports)
+                     raw_read_all, rec, free_ports, run, SAMSACTL_BIN, node, to_json_records)
 import kwire  # noqa: E402
 
 S = Suite("idempotent_dedupe")
@@ -132,7 +132,7 @@ def setup():
     # after the bootstrap one goes through it too.
     srv.overrides["advertised.listeners"] = "PLAINTEXT://127.0.0.1:%d" % proxy.port
     srv.start()
-    for t in ("dedupe-raw", "dedupe-restart", "dedupe-kill", "dedupe-proxy"):
+    for t in ("dedupe-raw", "dedupe-restart", "dedupe-kill", "dedupe-proxy", "dedupe-js", "dedupe-plat"):
         ck_create_topic("127.0.0.1:%d" % srv.port, t, partitions=1)
 
 
@@ -215,8 +215,20 @@ def retained_after(t, pid, restart):
 @S.case
 def state_survives_clean_restart():
     retained_after("dedupe-restart", 777, srv.restart)
-    snaps = [f for f in os.listdir(os.path.join(srv.data, "dedupe-restart-0")) if f.endswith(".snapshot")]
-    check(snaps, "no producer snapshot in the partition directory after a clean shutdown")
+    pdir = os.path.join(srv.data, "dedupe-restart-0")
+    snaps = sorted(f for f in os.listdir(pdir) if f.endswith(".snapshot"))
+    # The clean shutdown wrote one at the log end, 8 (the first start's at 0
+    # may or may not exist: a roll or close of an empty log).
+    check("00000000000000000008.snapshot" in snaps, "no snapshot at the log end after a clean shutdown: %s", snaps)
+    res = run([SAMSACTL_BIN, "dump-log", os.path.join(pdir, "00000000000000000008.snapshot")])
+    out = res.stdout.decode() if isinstance(res.stdout, bytes) else res.stdout
+    lines = [l for l in out.splitlines() if l.startswith("producerId:")]
+    eq(len(lines), 1, "producers in the snapshot")
+    check(lines[0].startswith("producerId: 777 producerEpoch: 0 coordinatorEpoch: -1 "
+                              "currentTxnFirstOffset: OptionalLong.empty lastTimestamp: ")
+          and lines[0].endswith(" firstSequence: 4 lastSequence: 7 lastOffset: 7 offsetDelta: 3 timestamp: %s"
+                                % lines[0].split("lastTimestamp: ")[1].split()[0]),
+          "dump-log of the snapshot: %s", lines[0])
 
 
 @S.case
@@ -244,6 +256,15 @@ def describe_producers_lists_the_state():
     eq(got, [(4242, 1, 1, -1, -1), (4243, 3, 18, -1, -1), (4244, 0, 0, -1, -1)], "producers")
     check(all(p["last_timestamp"] > 1.6e12 for p in parts[0]["producers"]), "last timestamps: %s",
           parts[0]["producers"])
+    # The same through samsactl (kafka-transactions.sh describe-producers).
+    res = run([SAMSACTL_BIN, "--bootstrap-server", "127.0.0.1:%d" % srv.port, "transactions", "describe-producers",
+               "--topic", t, "--partition", "0"])
+    out = res.stdout.decode() if isinstance(res.stdout, bytes) else res.stdout
+    lines = out.splitlines()
+    eq(lines[0].split(), ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
+                          "CurrentTransactionStartOffset"], "samsactl header")
+    eq(sorted((int(l.split()[0]), int(l.split()[1]), int(l.split()[3]), l.split()[5]) for l in lines[1:]),
+       [(4242, 1, 1, "None"), (4243, 3, 18, "None"), (4244, 0, 0, "None")], "samsactl producers")
 
 
 @S.case
@@ -295,6 +316,38 @@ def lost_answer_is_not_appended_twice():
     eq([(r["offset"], r["value"]) for r in got], [(i, b"v%03d" % i) for i in range(n)], "stored records")
     check(len({r["producer_id"] for r in got}) == 1 and got[0]["producer_id"] >= 0,
           "records carry one producer id: %s", sorted({r["producer_id"] for r in got}))
+
+
+def js_lost_answer(op, t, args):
+    """One send of n records (one Produce): the proxy swallows its answer
+    and cuts the connection; the client's retry must be answered with the
+    original offsets, not appended again."""
+    n = 20
+    recs = [rec(b"k%d" % i, b"%s-%02d" % (t.encode(), i)) for i in range(n)]
+    with proxy.lock:
+        proxy.produces = 0
+        proxy.dropped = 0
+        proxy.armed = 1
+    res = node(op, "127.0.0.1:%d" % proxy.port, dict(args, topic=t), stdin=to_json_records(recs), limit=60)
+    with proxy.lock:
+        proxy.armed = 0
+    eq(proxy.dropped, 1, "answers the proxy dropped")
+    check(proxy.produces >= 2, "the client did not retry (Produce requests seen: %d)", proxy.produces)
+    got, hw = raw_read_all("127.0.0.1:%d" % srv.port, t, 0)
+    eq(hw, n, "high watermark: each record once")
+    eq([(r["offset"], r["value"]) for r in got], [(i, recs[i]["value"]) for i in range(n)], "stored records")
+    return res
+
+
+@S.case
+def kafkajs_lost_answer_is_not_appended_twice():
+    js_lost_answer("kafkajs-produce", "dedupe-js",
+                   {"producer": {"idempotent": True, "maxInFlightRequests": 1, "retry": {"retries": 5}}})
+
+
+@S.case
+def platformatic_lost_answer_is_not_appended_twice():
+    js_lost_answer("plat-produce", "dedupe-plat", {"platformatic": {"idempotent": True, "retries": 5}})
 
 
 if __name__ == "__main__":
