@@ -14,7 +14,8 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import (Server, Suite, check, eq, log, ck_create_topic, ck_consume, kp_consume)  # noqa: E402
+from harness import (Server, Suite, check, eq, log, ck_create_topic, ck_consume, kp_consume,  # noqa: E402
+                     run, SAMSACTL_BIN)
 import kwire  # noqa: E402
 
 S = Suite("txn_partition")
@@ -24,7 +25,7 @@ INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-TOPICS = ("txn-lso", "txn-abort", "txn-fence", "txn-restart")
+TOPICS = ("txn-lso", "txn-abort", "txn-fence", "txn-restart", "txn-hanging")
 
 
 def kafka_version():
@@ -223,6 +224,22 @@ def restart_keeps_open_transaction_and_aborted_index():
     eq(marker(t, 4002, True, 1), 0, "COMMIT after the restarts")
     p = expect_lso(t, 17, 17, "after the commit")
     eq(p["aborted"], [(4001, 5)], "AbortedTransactions after the commit")
+
+
+@S.case
+def samsactl_aborts_a_hanging_transaction():
+    # kafka-transactions.sh abort: the producer, its epoch and coordinator
+    # epoch from DescribeProducers, an ABORT marker through WriteTxnMarkers.
+    t = "txn-hanging"
+    plain(t, 0, 3)
+    txn_produce(t, 5001, 0, 4, b"h", 3, epoch=3)
+    expect_lso(t, 3, 7, "hanging transaction")
+    res = run([SAMSACTL_BIN, "--bootstrap-server", "127.0.0.1:%d" % srv.port, "transactions", "abort",
+               "--topic", t, "--partition", "0", "--start-offset", "3"])
+    check(b"Aborted the transaction of producer 5001" in res.stdout, "samsactl abort output: %r", res.stdout)
+    p = expect_lso(t, 8, 8, "after samsactl transactions abort")
+    eq(p["aborted"], [(5001, 3)], "AbortedTransactions")
+    eq(data_offsets(p), [0, 1, 2, 3, 4, 5, 6], "read_committed returns the batches (the client drops the aborted)")
 
 
 if __name__ == "__main__":
