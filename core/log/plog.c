@@ -1553,8 +1553,9 @@ int plog_flush(struct plog *l)
      * is current): durable before the recovery point passes its start. */
     if (rc == 0 && epoch_persist(l) != 0)
         rc = KERR_KAFKA_STORAGE_ERROR; /* logged; as a failed fsync */
-    /* An aborted-transaction entry before the snapshot that will not
-     * replay its marker again. */
+    /* The .txnindex files written since the last flush (also done by
+     * plog_producers_flush before a snapshot that would skip their
+     * markers). */
     if (rc == 0)
         rc = plog_txn_flush(l);
     if (rc == 0)

@@ -251,6 +251,12 @@ int plog_producers_flush(struct plog *l)
         buf_free(&b);
         return 0;
     }
+    /* The .txnindex entries of markers below the snapshot are durable
+     * before it: a reload replays only what is after it. */
+    if (plog_txn_flush(l) != 0) {
+        buf_free(&b);
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
     char *p = segment_file_path(l->dir, offset, PSTATE_SNAPSHOT_SUFFIX);
     int e = fs_write_atomic(p, b.data, b.len);
     if (e)
