@@ -224,6 +224,18 @@ def restart_keeps_open_transaction_and_aborted_index():
     eq(marker(t, 4002, True, 1), 0, "COMMIT after the restarts")
     p = expect_lso(t, 17, 17, "after the commit")
     eq(p["aborted"], [(4001, 5)], "AbortedTransactions after the commit")
+    # An abort and kill -9 at once (nothing flushed since): rebuilt from
+    # the log by the recovery.
+    txn_produce(t, 4003, 0, 2, b"c", 17)
+    eq(marker(t, 4003, False, 1), 0, "ABORT right before kill -9")
+    srv.kill9()
+    srv.start()
+    p = expect_lso(t, 20, 20, "after the abort and kill -9")
+    eq(p["aborted"], [(4001, 5), (4003, 17)], "AbortedTransactions after kill -9")
+    with open(os.path.join(srv.data, t + "-0", "%020d.txnindex" % 0), "rb") as f:
+        data = f.read()
+    eq([struct.unpack(">hqqqq", data[i:i + 34]) for i in range(0, len(data), 34)],
+       [(0, 4001, 5, 10, 11), (0, 4003, 17, 19, 20)], ".txnindex after kill -9")
 
 
 @S.case
