@@ -292,8 +292,8 @@ static bool nothing_changed(const struct fetch_op *op)
         if (atomic_load(&fp->p->deleted) || atomic_load(&fp->p->high_watermark) != fp->hw ||
             atomic_load(&fp->p->leader_epoch) != fp->seen_epoch)
             return false;
-        /* A marker moves the LSO without the HW when the HW was already
-         * past the transaction's data. */
+        /* read_committed reads up to the LSO, which moves with markers
+         * and the HW; a cheap check against what the last read saw. */
         if (op->isolation == ISOLATION_READ_COMMITTED && op->replica_id < 0 &&
             plog_last_stable_offset(fp->p->log, fp->hw) != fp->lso)
             return false;
