@@ -225,7 +225,8 @@ static bool has_transactional_records(const produce_request_t *q)
         for (int32_t j = 0; j < td->partition_data.n; j++) {
             krecords_t r = td->partition_data.a[j].records;
             struct rb_header h;
-            if (r.p && r.len >= RB_HEADER_SIZE && rb_parse_header(r.p, (size_t)r.len, &h) == 0 && rb_is_transactional(&h))
+            if (r.p && r.len >= RB_HEADER_SIZE && rb_parse_header(r.p, (size_t)r.len, &h) == 0 &&
+                rb_is_transactional(&h))
                 return true;
         }
     }
