@@ -107,8 +107,8 @@ static void mark_dirty(struct plog *l, int64_t seg_base)
 /* Reads the .txnindex of seg_base (a missing file is an empty index).
  * Entries that are not version 0 or whose offsets make no sense end the
  * file's entries (as a torn tail; the replay re-creates what is after
- * the snapshot). */
-static int load_file(struct plog *l, int64_t seg_base)
+ * the snapshot); *rewrite is then set, and for a partial last entry. */
+static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
 {
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
     char *data;
@@ -124,6 +124,10 @@ static int load_file(struct plog *l, int64_t seg_base)
         return KERR_KAFKA_STORAGE_ERROR;
     }
     size_t n = len / TXN_ENTRY_SIZE;
+    /* A torn entry at the end (a crash in the middle of an append) would
+     * misalign the next append: the file is rewritten by the reset. */
+    if (len % TXN_ENTRY_SIZE)
+        *rewrite = true;
     for (size_t i = 0; i < n; i++) {
         const uint8_t *q = (const uint8_t *)data + i * TXN_ENTRY_SIZE;
         struct plog_aborted_txn a = {
@@ -134,6 +138,7 @@ static int load_file(struct plog *l, int64_t seg_base)
         };
         if ((int16_t)be16_read(q) != TXN_ENTRY_VERSION || a.first_offset < 0 || a.last_offset < a.first_offset) {
             slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, i);
+            *rewrite = true;
             break;
         }
         push_aborted(l, &a, seg_base);
@@ -168,10 +173,17 @@ static int rewrite_file(struct plog *l, int64_t seg_base)
 int plog_txn_reset(struct plog *l, int64_t from)
 {
     int rc = 0;
+    bool changed = false;
     pthread_mutex_lock(&l->txn_lock);
     if (!l->txn_files_loaded) {
-        for (size_t i = 0; i < l->nsegs && rc == 0; i++)
-            rc = load_file(l, l->segs[i]->base_offset);
+        for (size_t i = 0; i < l->nsegs && rc == 0; i++) {
+            bool rewrite = false;
+            rc = load_file(l, l->segs[i]->base_offset, &rewrite);
+            if (rewrite) {
+                mark_dirty(l, l->segs[i]->base_offset);
+                changed = true;
+            }
+        }
         l->txn_files_loaded = true;
     }
     /* Kafka's TransactionIndex.truncateTo: the entries of markers at or
@@ -189,7 +201,7 @@ int plog_txn_reset(struct plog *l, int64_t from)
         if (exists)
             mark_dirty(l, base);
     }
-    bool changed = k != l->naborted;
+    changed |= k != l->naborted;
     l->naborted = k;
     if (changed) {
         /* The dirty list names exactly the files that lost entries. */
