@@ -334,6 +334,23 @@ static bool is_last_batch_of_producer(const struct filter_ctx *fc, const struct 
     return last && *last == rb_last_offset(h);
 }
 
+/* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
+ * producer's last sequence stays, emptied, so that a replica rebuilding
+ * its producer state from this log still knows the producer (else a
+ * retry of that batch after a leader change would be appended twice). */
+static int retain_empty(struct filter_ctx *fc, struct writer *w, const uint8_t *p, const struct rb_header *h)
+{
+    fc->st->batches_rebuilt++;
+    buf_reset(&fc->out);
+    buf_append(&fc->out, p, RB_HEADER_SIZE);
+    uint8_t *b = fc->out.data;
+    be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
+    be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
+    be32_write(b + RB_OFF_RECORDS_COUNT, 0);
+    rb_recompute_crc(b, fc->out.len);
+    return writer_add(fc->l, w, fc->out.data, fc->out.len);
+}
+
 static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
                         const struct rb_header *h)
 {
@@ -345,6 +362,8 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
      * here, Kafka's removal of markers after delete.retention.ms is not
      * done). */
     if (rb_is_transactional(h) && !rb_is_control(h) && plog_txn_is_aborted(l, h->producer_id, h->base_offset)) {
+        if (is_last_batch_of_producer(fc, h))
+            return retain_empty(fc, w, p, h);
         st->batches_dropped++;
         return 0;
     }
@@ -391,22 +410,8 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
         st->batches_copied++;
         return writer_add(l, w, p, size);
     }
-    if (kept == 0 && is_last_batch_of_producer(fc, h)) {
-        /* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
-         * producer's last sequence stays, emptied, so that a replica
-         * rebuilding its producer state from this log still knows the
-         * producer (else a retry of that batch after a leader change
-         * would be appended twice). */
-        st->batches_rebuilt++;
-        buf_reset(&fc->out);
-        buf_append(&fc->out, p, RB_HEADER_SIZE);
-        uint8_t *b = fc->out.data;
-        be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
-        be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
-        be32_write(b + RB_OFF_RECORDS_COUNT, 0);
-        rb_recompute_crc(b, fc->out.len);
-        return writer_add(l, w, fc->out.data, fc->out.len);
-    }
+    if (kept == 0 && is_last_batch_of_producer(fc, h))
+        return retain_empty(fc, w, p, h);
     if (kept == 0) {
         st->batches_dropped++;
         return 0;
