@@ -48,6 +48,8 @@ const struct api_handler api_handlers[] = {
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     /* Idempotent producers (api/init_producer_id.c; transactions: not yet) */
     {KAPI_INIT_PRODUCER_ID, 0, 5, api_handle_init_producer_id},
+    /* The partition side of transactions (api/txn_markers.c) */
+    {KAPI_WRITE_TXN_MARKERS, 0, 1, api_handle_write_txn_markers},
     /* SASL and SCRAM credentials (api/sasl.c) */
     {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},
     {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},

@@ -57,6 +57,7 @@ struct fetch_part {
     int16_t rerr;
     int64_t hw, lso, log_start;
     int32_t seen_epoch;        /* partition leader epoch at that read */
+    int64_t read_end;          /* next offset after the batches read */
     struct sfile *file;        /* ref, or NULL */
     int64_t file_pos;
     int32_t len;
@@ -129,7 +130,7 @@ static int64_t read_all(struct fetch_op *op, int *errors)
             continue;
         }
         fp->hw = atomic_load(&p->high_watermark);
-        fp->lso = fp->hw; /* no transactions yet: the last stable offset is the HW */
+        fp->lso = plog_last_stable_offset(p->log, fp->hw);
         fp->log_start = plog_log_start_offset(p->log);
         if (fp->diverging) {
             total += 1; /* answered at once, without records */
@@ -158,6 +159,7 @@ static int64_t read_all(struct fetch_op *op, int *errors)
             fp->file = rr.file;
             fp->file_pos = rr.file_pos;
             fp->len = (int32_t)rr.len;
+            fp->read_end = rr.next_offset;
             total += rr.len;
         } else if (rr.file) {
             sfile_unref(rr.file);
@@ -215,8 +217,24 @@ static void respond(struct fetch_op *op)
         pd->high_watermark = fp->hw;
         pd->last_stable_offset = fp->lso;
         pd->log_start_offset = fp->log_start;
-        /* Kafka sends null aborted transactions unless read_committed. */
+        /* Kafka sends null aborted transactions unless read_committed;
+         * then those overlapping the batches returned (UnifiedLog's
+         * collectAbortedTransactions over [fetch offset, end of read)),
+         * which the client skips. */
         pd->aborted_transactions.n = op->isolation == ISOLATION_READ_COMMITTED && !fp->rerr ? 0 : -1;
+        if (pd->aborted_transactions.n == 0 && fp->len > 0 && fp->p) {
+            struct plog_aborted_txn *ab;
+            size_t nab = plog_aborted_txns(fp->p->log, fp->fetch_offset, fp->read_end, &ab);
+            if (nab > 0 && nab <= INT32_MAX) {
+                pd->aborted_transactions.a = fetch_response_aborted_transaction_new_array(ar, (int32_t)nab);
+                pd->aborted_transactions.n = (int32_t)nab;
+                for (size_t k = 0; k < nab; k++) {
+                    pd->aborted_transactions.a[k].producer_id = ab[k].producer_id;
+                    pd->aborted_transactions.a[k].first_offset = ab[k].first_offset;
+                }
+            }
+            free(ab);
+        }
         if (fp->diverging && !fp->rerr) {
             pd->diverging_epoch.epoch = fp->div_epoch;
             pd->diverging_epoch.end_offset = fp->div_end;
@@ -273,6 +291,11 @@ static bool nothing_changed(const struct fetch_op *op)
             continue;
         if (atomic_load(&fp->p->deleted) || atomic_load(&fp->p->high_watermark) != fp->hw ||
             atomic_load(&fp->p->leader_epoch) != fp->seen_epoch)
+            return false;
+        /* read_committed reads up to the LSO, which moves with markers
+         * and the HW; a cheap check against what the last read saw. */
+        if (op->isolation == ISOLATION_READ_COMMITTED && op->replica_id < 0 &&
+            plog_last_stable_offset(fp->p->log, fp->hw) != fp->lso)
             return false;
         if (op->replica_id >= 0 && plog_log_end_offset(fp->p->log) != fp->seen_leo)
             return false;

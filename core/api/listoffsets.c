@@ -37,10 +37,10 @@ static int16_t lookup(struct request *req, const struct mi_topic *t, int8_t isol
         goto done;
     }
     int64_t hw = atomic_load(&p->high_watermark);
-    /* read_committed sees up to the last stable offset, which is the HW
-     * until transactions exist. */
-    int64_t visible_end = hw;
-    (void)isolation;
+    /* Kafka's fetchOffsetForTimestamp: read_committed sees up to the last
+     * stable offset (LATEST answers it; timestamp lookups at or past it
+     * find nothing), read_uncommitted up to the high watermark. */
+    int64_t visible_end = isolation == 1 ? partition_last_stable_offset(p) : hw;
     int64_t offset = -1, ts = -1;
     switch (rp->timestamp) {
     case EARLIEST_TIMESTAMP:

@@ -18,6 +18,8 @@ tests_unit_configs_api_test_LDADD = $(UNIT_LIBS)
 core_libsamsacore_a_SOURCES += core/api/deleterecords.c
 # DescribeProducers (the producer state is core/log's)
 core_libsamsacore_a_SOURCES += core/api/describeproducers.c
+# WriteTxnMarkers (the partition side of transactions)
+core_libsamsacore_a_SOURCES += core/api/txn_markers.c
 # The group APIs (the group coordinator is core/coord)
 core_libsamsacore_a_SOURCES += core/api/groups.c
 # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials

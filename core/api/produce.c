@@ -215,6 +215,24 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     return 0;
 }
 
+/* Kafka's ProduceRequest.hasTransactionalRecords: the first batch of a
+ * partition's records has the transactional bit (v3+ carries one batch a
+ * partition; a malformed one is refused later by validation). */
+static bool has_transactional_records(const produce_request_t *q)
+{
+    for (int32_t i = 0; i < q->topic_data.n; i++) {
+        const produce_request_topic_produce_data_t *td = &q->topic_data.a[i];
+        for (int32_t j = 0; j < td->partition_data.n; j++) {
+            krecords_t r = td->partition_data.a[j].records;
+            struct rb_header h;
+            if (r.p && r.len >= RB_HEADER_SIZE && rb_parse_header(r.p, (size_t)r.len, &h) == 0 &&
+                rb_is_transactional(&h))
+                return true;
+        }
+    }
+    return false;
+}
+
 void api_handle_produce(struct request *req)
 {
     const produce_request_t *q = req->body;
@@ -226,9 +244,18 @@ void api_handle_produce(struct request *req)
     bool any_error = false;
     struct ack_wait *aw = NULL;
 
-    if (req->api_version >= 3 && q->transactional_id.len >= 0) {
-        /* Transactions arrive with the transaction coordinator. */
-        bad_acks = false;
+    /* Kafka's handleProduceRequest: records of a transaction need a
+     * transactional id the client may WRITE, else every partition is
+     * refused. (Kafka checks nothing the other way round: a transactional
+     * id with plain batches is appended.) KIP-890 part 1's verification
+     * (asking the transaction coordinator whether the partition was added
+     * to the producer's transaction before the first transactional append)
+     * is not done here yet: the coordinator side may add it. */
+    int16_t txn_err = 0;
+    if (has_transactional_records(q)) {
+        kstr_t tid = req->api_version >= 3 ? q->transactional_id : (kstr_t){NULL, -1};
+        if (tid.len < 0 || !authz_allowed(req, ACL_OP_WRITE, ACL_RES_TRANSACTIONAL_ID, tid))
+            txn_err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
     }
     struct mimage *img = controller_image(req->broker->controller);
     resp.responses.a = produce_response_topic_produce_response_new_array(ar, q->topic_data.n);
@@ -249,8 +276,8 @@ void api_handle_produce(struct request *req)
             int16_t err;
             if (bad_acks)
                 err = KERR_INVALID_REQUIRED_ACKS;
-            else if (req->api_version >= 3 && q->transactional_id.len >= 0)
-                err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            else if (txn_err)
+                err = txn_err;
             else
                 err = produce_partition(req, img, t, td->name, acks, pd, rp, &aw);
             rp->error_code = err;

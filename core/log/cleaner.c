@@ -38,9 +38,11 @@ static void clean_state_locked(struct plog *l, const struct plog_config *c, int6
     int64_t co = atomic_load(&l->cleaner_offset);
     st->first_dirty = co > start ? co : start;
     int64_t fu = l->segs[l->nsegs - 1]->base_offset;
-    int64_t hw = plog_high_watermark(l);
-    if (hw < fu)
-        fu = hw;
+    /* Kafka cleans nothing at or past the last stable offset: the fate
+     * of an open transaction's records is not known yet. */
+    int64_t lso = plog_last_stable_offset(l, plog_high_watermark(l));
+    if (lso < fu)
+        fu = lso;
     size_t from = plog_floor_index(l, st->first_dirty);
     if (c->min_compaction_lag_ms > 0) {
         for (size_t i = from; i + 1 < l->nsegs; i++) {
@@ -157,6 +159,12 @@ static int map_segment(struct plog *l, struct sfile *f, int64_t size, int64_t fi
             break;
         }
         *bytes_read += bs;
+        /* Records of an aborted transaction supersede nothing (Kafka's
+         * buildOffsetMap skips them); the filter drops them. */
+        if (rb_is_transactional(&h) && plog_txn_is_aborted(l, h.producer_id, h.base_offset)) {
+            bcur_advance(&c, bs);
+            continue;
+        }
         struct rb_record_iter it;
         rc = records_of(l, p, (size_t)bs, &h, &scratch, &it);
         if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE) {
@@ -326,14 +334,40 @@ static bool is_last_batch_of_producer(const struct filter_ctx *fc, const struct 
     return last && *last == rb_last_offset(h);
 }
 
+/* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
+ * producer's last sequence stays, emptied, so that a replica rebuilding
+ * its producer state from this log still knows the producer (else a
+ * retry of that batch after a leader change would be appended twice). */
+static int retain_empty(struct filter_ctx *fc, struct writer *w, const uint8_t *p, const struct rb_header *h)
+{
+    fc->st->batches_rebuilt++;
+    buf_reset(&fc->out);
+    buf_append(&fc->out, p, RB_HEADER_SIZE);
+    uint8_t *b = fc->out.data;
+    be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
+    be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
+    be32_write(b + RB_OFF_RECORDS_COUNT, 0);
+    rb_recompute_crc(b, fc->out.len);
+    return writer_add(fc->l, w, fc->out.data, fc->out.len);
+}
+
 static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
                         const struct rb_header *h)
 {
     struct plog *l = fc->l;
     struct plog_clean_stats *st = fc->st;
     st->records_read += h->records_count > 0 ? h->records_count : 0;
-    /* Control batches (transaction markers, once they exist) stay whole
-     * until transactions are handled here. */
+    /* Kafka's cleaner removes the data of aborted transactions (their
+     * markers and .txnindex entries stay: the markers are kept whole
+     * here, Kafka's removal of markers after delete.retention.ms is not
+     * done). */
+    if (rb_is_transactional(h) && !rb_is_control(h) && plog_txn_is_aborted(l, h->producer_id, h->base_offset)) {
+        if (is_last_batch_of_producer(fc, h))
+            return retain_empty(fc, w, p, h);
+        st->batches_dropped++;
+        return 0;
+    }
+    /* Control batches stay whole. */
     if (rb_is_control(h)) {
         st->batches_copied++;
         st->records_kept += h->records_count > 0 ? h->records_count : 0;
@@ -376,22 +410,8 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
         st->batches_copied++;
         return writer_add(l, w, p, size);
     }
-    if (kept == 0 && is_last_batch_of_producer(fc, h)) {
-        /* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
-         * producer's last sequence stays, emptied, so that a replica
-         * rebuilding its producer state from this log still knows the
-         * producer (else a retry of that batch after a leader change
-         * would be appended twice). */
-        st->batches_rebuilt++;
-        buf_reset(&fc->out);
-        buf_append(&fc->out, p, RB_HEADER_SIZE);
-        uint8_t *b = fc->out.data;
-        be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
-        be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
-        be32_write(b + RB_OFF_RECORDS_COUNT, 0);
-        rb_recompute_crc(b, fc->out.len);
-        return writer_add(l, w, fc->out.data, fc->out.len);
-    }
+    if (kept == 0 && is_last_batch_of_producer(fc, h))
+        return retain_empty(fc, w, p, h);
     if (kept == 0) {
         st->batches_dropped++;
         return 0;
@@ -496,7 +516,15 @@ static void set_mtime(struct segment *s, int64_t ms)
  * durable). Called with maint_lock held. */
 static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleaned, int64_t now)
 {
-    int rc = segment_rename(cleaned, SEGMENT_SWAP_SUFFIX);
+    /* The aborted transactions of the replaced segments go with the
+     * cleaned one (its .txnindex is renamed with it from here on). */
+    pthread_rwlock_rdlock(&l->seg_lock); /* a roll may grow the list meanwhile */
+    int64_t first_base = l->segs[from]->base_offset, last_base = l->segs[from + k - 1]->base_offset;
+    pthread_rwlock_unlock(&l->seg_lock);
+    int rc = plog_txn_write_merged(l, cleaned->base_offset, first_base, last_base + 1, cleaned->suffix);
+    if (rc)
+        return rc;
+    rc = segment_rename(cleaned, SEGMENT_SWAP_SUFFIX);
     if (rc)
         return rc;
     int e = fs_sync_dir(l->dir);
@@ -521,6 +549,7 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
     for (size_t i = 0; i < k; i++)
         plog_trash_segment(l, old[i], now);
     free(old);
+    plog_txn_segments_merged(l, cleaned->base_offset, first_base, last_base + 1);
     rc = segment_rename(cleaned, "");
     /* Synced before the swap: only the mappings are needed now. */
     pthread_rwlock_wrlock(&l->seg_lock);

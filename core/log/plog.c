@@ -134,6 +134,7 @@ static void plog_free(struct plog *l)
     free(l->trash);
     free(l->epochs);
     plog_producers_free(l);
+    plog_txn_free(l);
     pthread_mutex_destroy(&l->maint_lock);
     pthread_mutex_destroy(&l->append_lock);
     pthread_mutex_destroy(&l->flush_lock);
@@ -395,9 +396,9 @@ static int list_dir(struct plog *l, struct dir_listing *out)
 /* Unlinks the three files of the plain segment at base. */
 static int unlink_segment_files(const char *dir, int64_t base)
 {
-    const char *exts[] = {SEGMENT_LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX};
+    const char *exts[] = {SEGMENT_LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX, SEGMENT_TXNINDEX_SUFFIX};
     int rc = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         char *p = segment_file_path(dir, base, exts[i]);
         if (unlink(p) != 0 && errno != ENOENT && !rc)
             rc = errno;
@@ -636,6 +637,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     pthread_mutex_init(&l->epoch_lock, NULL);
     pthread_mutex_init(&l->epoch_file_lock, NULL);
     struct dir_listing ls = {0};
+    plog_txn_init(l);
     if (plog_producers_init(l) != 0) {
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto fail;
@@ -845,6 +847,27 @@ static bool should_roll(const struct plog *l, const struct segment *seg, size_t 
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                        int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res);
 
+/* A marker batch now in the segment of seg_base: the producer state and
+ * the transaction side (LSO, .txnindex) follow. Under append_lock. */
+static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, const struct rb_header *h,
+                             int64_t seg_base)
+{
+    int16_t type;
+    int32_t cepoch;
+    if (plog_marker_of(batch, size, &type, &cepoch) != 0)
+        return; /* not a marker Kafka would act on either */
+    struct ps_completed_txn done;
+    int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
+    if (c != 0 && c != 1) {
+        slog_warn("log: %s: out of memory recording the marker of producer %" PRId64, l->dir, h->producer_id);
+        return;
+    }
+    if (c == 1 && plog_txn_completed(l, &done, seg_base) != 0)
+        slog_warn("log: %s: the aborted transaction of producer %" PRId64 " at %" PRId64
+                  " is not in its .txnindex file; the next open rebuilds it only from the snapshot's offset",
+                  l->dir, h->producer_id, h->base_offset);
+}
+
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res)
 {
@@ -948,7 +971,18 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
             struct rb_header h;
             rb_parse_header(batches + pos, len - pos, &h);
             struct ps_batch dup;
-            int c = pstate_check(l->ps, &h, &dup);
+            int c;
+            if (rb_is_control(&h)) {
+                /* A transaction marker (WriteTxnMarkers): its control
+                 * record carries the coordinator epoch. */
+                int16_t type;
+                int32_t cepoch;
+                c = plog_marker_of(batches + pos, (size_t)rb_batch_size(&h), &type, &cepoch);
+                if (c == 0)
+                    c = pstate_check_marker(l->ps, &h, cepoch);
+            } else {
+                c = pstate_check(l->ps, &h, &dup);
+            }
             if (c == PSTATE_DUPLICATE) {
                 if (res) {
                     res->base_offset = dup.first_offset;
@@ -1059,10 +1093,19 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     for (size_t pos = 0; has_pid && pos < len;) {
         struct rb_header h;
         rb_parse_header(batches + pos, len - pos, &h);
-        if (pstate_update(l->ps, &h) != 0)
-            slog_warn("log: %s: out of memory recording producer %" PRId64 "; a retry of this batch may be "
-                      "appended again", l->dir, h.producer_id);
-        pos += (size_t)rb_batch_size(&h);
+        size_t size = (size_t)rb_batch_size(&h);
+        if (rb_is_control(&h)) {
+            producers_marker(l, batches + pos, size, &h, seg->base_offset);
+        } else {
+            const struct ps_entry *pe = rb_is_transactional(&h) ? pstate_find(l->ps, h.producer_id) : NULL;
+            bool opens = rb_is_transactional(&h) && (!pe || pe->current_txn_first_offset < 0);
+            if (pstate_update(l->ps, &h) != 0)
+                slog_warn("log: %s: out of memory recording producer %" PRId64 "; a retry of this batch may be "
+                          "appended again", l->dir, h.producer_id);
+            else if (opens)
+                plog_txn_opened(l, h.base_offset);
+        }
+        pos += size;
     }
     atomic_fetch_add(&l->size_bytes, (int64_t)len);
     atomic_store_explicit(&l->end_offset, next, memory_order_release);
@@ -1510,6 +1553,11 @@ int plog_flush(struct plog *l)
      * is current): durable before the recovery point passes its start. */
     if (rc == 0 && epoch_persist(l) != 0)
         rc = KERR_KAFKA_STORAGE_ERROR; /* logged; as a failed fsync */
+    /* The .txnindex files written since the last flush (also done by
+     * plog_producers_flush before a snapshot that would skip their
+     * markers). */
+    if (rc == 0)
+        rc = plog_txn_flush(l);
     if (rc == 0)
         rc = plog_producers_flush(l);
     if (rc) {
@@ -1711,6 +1759,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     raise_to(&l->start_offset, new_start);
     drop_front(l, k, now_ms);
     plog_producers_segments_deleted(l, bases, k);
+    plog_txn_segments_deleted(l, bases, k);
     free(bases);
     pthread_mutex_lock(&l->epoch_lock);
     if (epoch_truncate_start_locked(l, atomic_load(&l->start_offset)))

@@ -13,13 +13,20 @@
  *       partition.metadata              "version: 0\ntopic_id: <base64url>\n"
  *       00000000000000012345.snapshot   producer state below that offset
  *                                       (log/plog_producers.c)
+ *       00000000000000012345.txnindex   aborted transactions whose marker
+ *                                       is in that segment (log/plog_txn.c)
  *       .kafka_cleanshutdown            see below
- * No .txnindex yet: transactions do not exist in samsa yet.
  *
  * Idempotent producers: the log keeps each producer id's epoch and last
  * batches (log/producer_state.h). plog_append checks a batch with a
  * producer id against it (a retried batch is not appended again, see
  * plog_append); every append, a follower's included, updates it.
+ *
+ * Transactions: transactional batches open a transaction of their
+ * producer, markers (control batches, WriteTxnMarkers) end it; plog_append
+ * checks a marker's producer and coordinator epochs. The log keeps the
+ * first unstable offset for plog_last_stable_offset and the aborted
+ * transactions (.txnindex) for plog_aborted_txns (log/plog_txn.c).
  *
  * A segment is rolled when the next append would take the active one past
  * segment.bytes, when segment.ms (less this segment's share of
@@ -211,8 +218,12 @@ struct plog_append_result {
  * A batch with a producer id is checked first against the producer
  * state (pstate_check): a duplicate of one of the producer's last five
  * batches appends nothing and answers with that batch's offsets
- * (res->duplicate); KERR_INVALID_PRODUCER_EPOCH and
- * KERR_OUT_OF_ORDER_SEQUENCE_NUMBER refuse the append.
+ * (res->duplicate); KERR_INVALID_PRODUCER_EPOCH,
+ * KERR_OUT_OF_ORDER_SEQUENCE_NUMBER and KERR_INVALID_TXN_STATE refuse
+ * the append. A transaction marker (a control batch) is checked with
+ * pstate_check_marker: KERR_INVALID_PRODUCER_EPOCH,
+ * KERR_TRANSACTION_COORDINATOR_FENCED, or KERR_INVALID_RECORD when its
+ * control record cannot be read.
  *
  * KERR_CORRUPT_MESSAGE when the bytes are not whole v2 batches (nothing
  * is changed then), KERR_RECORD_LIST_TOO_LARGE for a batch larger than
@@ -276,6 +287,27 @@ bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topi
 /* Whether the log refuses I/O (its own failure or its dir's). */
 bool plog_offline(const struct plog *l);
 
+/* An aborted transaction (Kafka's AbortedTxn, an entry of a .txnindex):
+ * its producer, its first offset, the offset of its ABORT marker, and the
+ * last stable offset when the marker was written. */
+struct plog_aborted_txn {
+    int64_t producer_id;
+    int64_t first_offset;
+    int64_t last_offset;
+    int64_t last_stable_offset;
+};
+/* Kafka's lastStableOffset: min(first unstable offset, hw), where the
+ * first unstable offset is the smallest first offset of the transactions
+ * that are open or whose marker is not below hw yet. hw is the owner's
+ * high watermark (replica/partition.c). Lock-free unless a completed
+ * transaction awaits replication. */
+int64_t plog_last_stable_offset(struct plog *l, int64_t hw);
+/* Kafka's collectAbortedTransactions: the aborted transactions whose
+ * marker is at or after from and whose first offset is below upper
+ * (Fetch's AbortedTransactions for the batches of [from, upper)), in
+ * marker order. Returns their count; *out is malloc'ed (the caller
+ * frees; NULL when 0). */
+size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plog_aborted_txn **out);
 /* The owner's high watermark (replication): retention and the cleaner
  * never go past it. Until set, the log end offset stands in. */
 void plog_set_high_watermark(struct plog *l, int64_t hw);

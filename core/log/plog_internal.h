@@ -97,6 +97,35 @@ struct plog {
     pthread_mutex_t snap_lock;
     struct buf snap_pending;
     int64_t snap_pending_offset;
+
+    /* Transactions (log/plog_txn.c). first_unstable: the smallest first
+     * offset of the open transactions, -1 when none; written under
+     * append_lock, read by anyone. txn_lock (a leaf) guards the rest:
+     * the aborted transactions of the whole log in marker order (each
+     * with the base of the segment whose .txnindex holds it), the
+     * completed transactions whose marker may not be replicated yet
+     * (nunrepl_pub: their count, to skip the lock when there are none),
+     * and the .txnindex files written since the last flush. */
+    _Atomic int64_t first_unstable;
+    atomic_size_t nunrepl_pub;
+    pthread_mutex_t txn_lock;
+    struct plog_aborted_entry *aborted;
+    size_t naborted, abortedcap;
+    int64_t aborted_max_span; /* largest last - first offset among them */
+    struct plog_txn_range *unrepl;
+    size_t nunrepl, unreplcap;
+    bool txn_files_loaded;
+    int64_t *txn_dirty;
+    size_t ntxn_dirty, txn_dirtycap;
+};
+
+struct plog_aborted_entry {
+    struct plog_aborted_txn a;
+    int64_t seg_base;
+};
+
+struct plog_txn_range {
+    int64_t first_offset, last_offset;
 };
 
 bool plog_has_failed(const struct plog *l);
@@ -134,6 +163,39 @@ int plog_producers_truncated(struct plog *l, int64_t end);
 struct hmap;
 void plog_producers_last_offsets(struct plog *l, struct hmap *out);
 void plog_producers_last_offsets_free(struct hmap *m);
+
+/* Transactions (plog_txn.c). init/free with the log. reset before the
+ * producer-state replay from offset from (at open it first reads the
+ * segments' .txnindex files): entries of markers at or after from go, the
+ * replay adds them again. Under append_lock, with the producer state
+ * current: opened when a transactional batch opened a transaction at
+ * first_offset; completed when a marker (in the segment of seg_base)
+ * ended one (an ABORT is written to that segment's .txnindex);
+ * publish_first_unstable recomputes the open part from the state. flush
+ * syncs the .txnindex files written since the last (plog_flush, before
+ * the producer snapshot). segments_deleted: retention's, after
+ * plog_producers_segments_deleted. The cleaner replacing the segments
+ * of bases [from, to) by one at base: write_merged writes the entries of
+ * those segments to "<base>.txnindex<suffix>" (durably) before the swap,
+ * segments_merged moves them to base in memory after it. */
+struct ps_completed_txn;
+void plog_txn_init(struct plog *l);
+void plog_txn_free(struct plog *l);
+int plog_txn_reset(struct plog *l, int64_t from);
+void plog_txn_opened(struct plog *l, int64_t first_offset);
+int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t seg_base);
+void plog_txn_publish_first_unstable(struct plog *l);
+int plog_txn_flush(struct plog *l);
+void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix);
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to);
+/* Whether the data batch of producer_id at offset belongs to an aborted
+ * transaction (the cleaner drops those records). */
+bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset);
+/* A marker batch's control record (batch: size bytes, uncompressed, as
+ * Kafka writes markers): 0 with its type and coordinator epoch, or
+ * KERR_INVALID_RECORD / KERR_CORRUPT_MESSAGE. */
+int plog_marker_of(const uint8_t *batch, size_t size, int16_t *type, int32_t *coordinator_epoch);
 
 /* Wall-clock now, for timestamps compared with record timestamps. */
 int64_t plog_now_ms(void);

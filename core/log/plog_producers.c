@@ -133,7 +133,23 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
         int st;
         struct rb_header h;
         while ((st = bcur_header(&c, &h)) == BCUR_OK) {
-            if (rb_last_offset(&h) >= from) {
+            if (rb_last_offset(&h) >= from && rb_is_control(&h) && rb_has_producer_id(&h)) {
+                /* A marker: its record is needed (type, coordinator
+                 * epoch); markers are a few dozen bytes. */
+                const uint8_t *b;
+                int16_t type;
+                int32_t cepoch;
+                struct ps_completed_txn done;
+                size_t size = (size_t)rb_batch_size(&h);
+                if (bcur_batch(&c, size, &b) == BCUR_OK && plog_marker_of(b, size, &type, &cepoch) == 0) {
+                    int u = pstate_update_marker(l->ps, &h, type, cepoch, &done);
+                    if ((u != 0 && u != 1) || (u == 1 && plog_txn_completed(l, &done, s->base_offset) != 0)) {
+                        bcur_free(&c);
+                        return KERR_KAFKA_STORAGE_ERROR;
+                    }
+                }
+                (*batches)++;
+            } else if (rb_last_offset(&h) >= from) {
                 if (pstate_update(l->ps, &h) != 0) {
                     bcur_free(&c);
                     return KERR_KAFKA_STORAGE_ERROR;
@@ -192,8 +208,14 @@ int plog_producers_load(struct plog *l)
     free(offs);
     if (removed)
         fs_sync_dir(l->dir);
-    int64_t batches;
-    int rc = replay(l, from < 0 ? 0 : from, &batches);
+    int64_t batches = 0;
+    /* The aborted-transaction entries from the replay's start are
+     * written again by the replay (log/plog_txn.c). */
+    int rc = plog_txn_reset(l, from < 0 ? 0 : from);
+    if (rc == 0)
+        rc = replay(l, from < 0 ? 0 : from, &batches);
+    if (rc == 0)
+        plog_txn_publish_first_unstable(l);
     if (rc == 0 && (batches > 0 || pstate_count(l->ps) > 0))
         slog_debug("log: %s: producer state of %zu producer(s) from %s%" PRId64 " and %" PRId64 " batch(es)",
                    l->dir, pstate_count(l->ps), from < 0 ? "no snapshot, offset " : "the snapshot at ",
@@ -228,6 +250,12 @@ int plog_producers_flush(struct plog *l)
     if (offset < 0) {
         buf_free(&b);
         return 0;
+    }
+    /* The .txnindex entries of markers below the snapshot are durable
+     * before it: a reload replays only what is after it. */
+    if (plog_txn_flush(l) != 0) {
+        buf_free(&b);
+        return KERR_KAFKA_STORAGE_ERROR;
     }
     char *p = segment_file_path(l->dir, offset, PSTATE_SNAPSHOT_SUFFIX);
     int e = fs_write_atomic(p, b.data, b.len);

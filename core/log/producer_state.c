@@ -103,9 +103,19 @@ void pstate_foreach(const struct pstate *s, void (*fn)(void *ctx, const struct p
         fn(ctx, v);
 }
 
+/* appendDataBatch after the sequence checks: an open transaction takes
+ * only transactional batches until its marker (an epoch bump keeps it
+ * open, as Kafka's entry keeps currentTxnFirstOffset). */
+static int txn_check(const struct ps_entry *e, const struct rb_header *h)
+{
+    if (e && e->current_txn_first_offset >= 0 && !rb_is_transactional(h))
+        return KERR_INVALID_TXN_STATE;
+    return 0;
+}
+
 int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_batch *dup)
 {
-    if (!rb_has_producer_id(h))
+    if (!rb_has_producer_id(h) || rb_is_control(h))
         return 0;
     const struct ps_entry *e = lookup(s, h->producer_id);
     /* An unknown producer is Kafka's ProducerStateEntry.empty: no epoch,
@@ -134,14 +144,14 @@ int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_ba
     if (h->producer_epoch != cur_epoch) {
         if (first_seq != 0 && cur_epoch != RB_NO_PRODUCER_EPOCH)
             return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
-        return 0;
+        return txn_check(e, h);
     }
     /* An entry without batches (only markers, or loaded so from a
      * snapshot) has no last sequence: the same epoch restarts at 0. */
     int32_t cur_last_seq = e && e->nbatches ? e->batches[e->nbatches - 1].last_seq : RB_NO_SEQUENCE;
     if (cur_epoch != RB_NO_PRODUCER_EPOCH && !in_sequence(cur_last_seq, first_seq))
         return KERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
-    return 0;
+    return txn_check(e, h);
 }
 
 static struct ps_entry *entry_new(int64_t producer_id)
@@ -208,6 +218,75 @@ int pstate_update(struct pstate *s, const struct rb_header *h)
     if (rb_is_transactional(h) && e->current_txn_first_offset < 0)
         e->current_txn_first_offset = h->base_offset;
     return 0;
+}
+
+int pstate_check_marker(const struct pstate *s, const struct rb_header *h, int32_t coordinator_epoch)
+{
+    if (!rb_has_producer_id(h))
+        return 0;
+    const struct ps_entry *e = lookup(s, h->producer_id);
+    if (!e)
+        return 0;
+    /* checkProducerEpoch for transaction version 0/1 (markerEpoch >=
+     * current), then checkCoordinatorEpoch. */
+    if (h->producer_epoch < e->epoch)
+        return KERR_INVALID_PRODUCER_EPOCH;
+    if (e->coordinator_epoch > coordinator_epoch)
+        return KERR_TRANSACTION_COORDINATOR_FENCED;
+    return 0;
+}
+
+int pstate_update_marker(struct pstate *s, const struct rb_header *h, int16_t type, int32_t coordinator_epoch,
+                         struct ps_completed_txn *done)
+{
+    if (!rb_has_producer_id(h) || (type != RB_CONTROL_COMMIT && type != RB_CONTROL_ABORT))
+        return 0;
+    struct ps_entry *e = lookup(s, h->producer_id);
+    if (!e) {
+        if (!(e = entry_new(h->producer_id)))
+            return KERR_KAFKA_STORAGE_ERROR;
+        entry_put(s, e);
+    }
+    int rc = 0;
+    if (e->current_txn_first_offset >= 0) {
+        done->producer_id = h->producer_id;
+        done->first_offset = e->current_txn_first_offset;
+        done->last_offset = h->base_offset;
+        done->aborted = type == RB_CONTROL_ABORT;
+        rc = 1;
+    }
+    /* ProducerStateEntry.update: epoch (a new one drops the batches),
+     * coordinator epoch, last timestamp; the transaction is over. */
+    if (e->epoch != h->producer_epoch) {
+        e->nbatches = 0;
+        e->epoch = h->producer_epoch;
+    }
+    e->coordinator_epoch = coordinator_epoch;
+    e->last_timestamp = h->max_timestamp;
+    e->current_txn_first_offset = -1;
+    return rc;
+}
+
+int64_t pstate_first_unstable_offset(const struct pstate *s, int64_t except_pid)
+{
+    int64_t min = -1;
+    void *v;
+    for (size_t i = 0; hmap_next(&s->producers, &i, NULL, NULL, &v);) {
+        const struct ps_entry *e = v;
+        if (e->current_txn_first_offset >= 0 && e->producer_id != except_pid &&
+            (min < 0 || e->current_txn_first_offset < min))
+            min = e->current_txn_first_offset;
+    }
+    return min;
+}
+
+size_t pstate_open_txn_count(const struct pstate *s)
+{
+    size_t n = 0;
+    void *v;
+    for (size_t i = 0; hmap_next(&s->producers, &i, NULL, NULL, &v);)
+        n += ((const struct ps_entry *)v)->current_txn_first_offset >= 0;
+    return n;
 }
 
 /* ProducerStateManager.isProducerExpired; now - last_timestamp

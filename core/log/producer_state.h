@@ -98,11 +98,60 @@ int32_t pstate_seq_add(int32_t seq, int32_t delta);
  * s is not changed. */
 #define PSTATE_DUPLICATE 1
 int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_batch *dup);
+/* pstate_check also refuses, after the rules above, a batch that is not
+ * transactional from a producer whose transaction is open:
+ * KERR_INVALID_TXN_STATE (Kafka's appendDataBatch). A transactional batch
+ * opens a transaction when none is open. Control batches are checked
+ * with pstate_check_marker instead (pstate_check returns 0 for them). */
+
+/* The leader's check of a transaction marker (a control batch with a
+ * producer id, COMMIT or ABORT, written by WriteTxnMarkers; Kafka's
+ * appendEndTxnMarker with transaction version 0/1, the only one the
+ * WriteTxnMarkers versions samsa knows carry):
+ *   KERR_INVALID_PRODUCER_EPOCH        the marker's epoch is below the
+ *                                      entry's (Kafka 2.7+ answers
+ *                                      InvalidProducerEpoch, not
+ *                                      ProducerFenced, for markers too)
+ *   KERR_TRANSACTION_COORDINATOR_FENCED coordinator_epoch is below the
+ *                                      entry's (a zombie coordinator)
+ *   0                                  append it (also for a producer
+ *                                      without entry or open
+ *                                      transaction: an empty transaction)
+ * s is not changed. */
+int pstate_check_marker(const struct pstate *s, const struct rb_header *h, int32_t coordinator_epoch);
+
+/* A transaction a marker ended (Kafka's CompletedTxn). */
+struct ps_completed_txn {
+    int64_t producer_id;
+    int64_t first_offset; /* its first data batch's base offset */
+    int64_t last_offset;  /* the marker's offset */
+    bool aborted;
+};
+
+/* Records a marker that is now in the log (leader, follower, replay): h
+ * is the control batch's header (final base offset), type its control
+ * record's type (RB_CONTROL_COMMIT / RB_CONTROL_ABORT; other types and
+ * batches without a producer id are ignored) and coordinator_epoch its
+ * value's. The entry takes the marker's epoch (a new one clears its
+ * batches), the coordinator epoch and the marker's timestamp, and its
+ * open transaction is closed. Returns 1 with *done filled when a
+ * transaction with data ended (Kafka reports none for an empty one), 0
+ * when none did, KERR_KAFKA_STORAGE_ERROR when out of memory. No check
+ * is made. */
+int pstate_update_marker(struct pstate *s, const struct rb_header *h, int16_t type, int32_t coordinator_epoch,
+                         struct ps_completed_txn *done);
+
+/* The smallest first offset of the open transactions (Kafka's first
+ * unstable offset over ongoingTxns), ignoring producer except_pid (-1:
+ * none); -1 when no transaction is open. O(producers). */
+int64_t pstate_first_unstable_offset(const struct pstate *s, int64_t except_pid);
+/* How many producers have an open transaction. O(producers). */
+size_t pstate_open_txn_count(const struct pstate *s);
 
 /* Records a batch that is now in the log (leader after its write,
  * follower replication, recovery replay); h carries its final base
  * offset. Batches without a producer id and control batches are ignored
- * (markers belong to transactions). A new epoch replaces the entry's
+ * (markers go through pstate_update_marker, which needs their record). A new epoch replaces the entry's
  * batches; the oldest batch is dropped beyond PSTATE_BATCHES_RETAINED.
  * No check is made (a follower takes what its leader wrote). 0, or
  * KERR_KAFKA_STORAGE_ERROR when out of memory. */

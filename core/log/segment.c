@@ -556,6 +556,17 @@ int segment_rename(struct segment *s, const char *new_suffix)
         }
     }
     if (rc == 0) {
+        /* The .txnindex exists only where an ABORT marker went. */
+        char *tf = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
+        char *tt = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, new_suffix);
+        if (rename(tf, tt) != 0 && errno != ENOENT) {
+            slog_error("log: cannot rename %s to %s: %s", tf, tt, strerror(errno));
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+        free(tf);
+        free(tt);
+    }
+    if (rc == 0) {
         free(s->suffix);
         s->suffix = xstrdup(new_suffix);
     }
@@ -565,10 +576,12 @@ int segment_rename(struct segment *s, const char *new_suffix)
 int segment_unlink(struct segment *s)
 {
     int e = 0;
-    const char *paths[] = {s->log_path, s->oidx.f.path, s->tidx.f.path};
-    for (int i = 0; i < 3; i++)
+    char *txn = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
+    const char *paths[] = {s->log_path, s->oidx.f.path, s->tidx.f.path, txn};
+    for (int i = 0; i < 4; i++)
         if (paths[i] && unlink(paths[i]) != 0 && errno != ENOENT && !e)
             e = errno;
+    free(txn);
     return e;
 }
 

@@ -13,8 +13,8 @@
  * readers copy what they need (size, index lookups, a file reference)
  * under that lock and then read the file without it.
  *
- * No .txnindex is written: there are no transactions yet (the aborted-
- * transaction index comes with the transaction coordinator). */
+ * The .txnindex (aborted transactions) is written by the log
+ * (log/plog_txn.c); rename and unlink take it along. */
 #ifndef SAMSA_LOG_SEGMENT_H
 #define SAMSA_LOG_SEGMENT_H
 
@@ -32,6 +32,9 @@ struct sfile;
 #define SEGMENT_CLEANED_SUFFIX ".cleaned"
 #define SEGMENT_SWAP_SUFFIX ".swap"
 #define SEGMENT_DELETED_SUFFIX ".deleted"
+/* The aborted-transaction index (log/plog_txn.c), which follows its
+ * segment through segment_rename and segment_unlink. */
+#define SEGMENT_TXNINDEX_SUFFIX ".txnindex"
 
 /* Kafka's default segment.index.bytes. */
 #define SEGMENT_DEFAULT_INDEX_BYTES (10 * 1024 * 1024)

@@ -94,6 +94,11 @@ int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log
     return 0;
 }
 
+int64_t partition_last_stable_offset(struct partition *p)
+{
+    return plog_last_stable_offset(p->log, atomic_load(&p->high_watermark));
+}
+
 static enum ack_state ack_failed(int16_t *err, int16_t code)
 {
     *err = code;

@@ -90,6 +90,12 @@ struct plog_append_result;
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res);
 
+/* Kafka's lastStableOffset: the high watermark, held back to the first
+ * offset of the oldest transaction that is open or whose marker the
+ * high watermark has not passed yet (plog_last_stable_offset). Leaders
+ * and followers alike, as Kafka keeps it on every replica. */
+int64_t partition_last_stable_offset(struct partition *p);
+
 /* Where an acknowledgement stands: the records may be acknowledged now,
  * they are still waited for (the caller parks on partition_park_key), or
  * the wait failed with a Kafka error (in *err). */

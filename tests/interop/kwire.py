@@ -544,15 +544,18 @@ def parse_produce_v8(r):
     return {name: {p["index"]: p for p in parts} for name, parts in topics}
 
 
-def produce(conn, topic, partition, records_bytes, acks=-1):
-    r = conn.request(PRODUCE, 8, produce_body(topic, partition, records_bytes, acks))
+def produce(conn, topic, partition, records_bytes, acks=-1, transactional_id=None):
+    r = conn.request(PRODUCE, 8, produce_body(topic, partition, records_bytes, acks,
+                                              transactional_id=transactional_id))
     return parse_produce_v8(r)[topic][partition]
 
 
 # ---------------------------------------------------------------- Fetch v4 (by name) / v13 (by id)
 
-def fetch_v4(conn, topic, partition, offset, max_bytes=1 << 20, max_wait_ms=100):
-    w = W().i32(-1).i32(max_wait_ms).i32(1).i32(max_bytes).i8(0)
+def fetch_v4(conn, topic, partition, offset, max_bytes=1 << 20, max_wait_ms=100, isolation=0):
+    """isolation 1 = read_committed (up to the LSO, with AbortedTransactions
+    as a list of (producer id, first offset))."""
+    w = W().i32(-1).i32(max_wait_ms).i32(1).i32(max_bytes).i8(isolation)
     w.array([topic], lambda w, t: w.string(t).array([partition], lambda w, p: w.i32(p).i64(offset).i32(max_bytes)))
     r = conn.request(FETCH, 4, w.bytes())
     r.i32()  # throttle
@@ -731,3 +734,82 @@ def describe_producers(conn, topic, partitions):
     topics = r.carray(topic_)
     r.tags()
     return {p["partition"]: p for _n, parts in topics for p in parts}
+
+
+# ---------------------------------------------------------------- ListOffsets v2 (isolation level)
+
+def list_offsets_v2(conn, topic, partition, timestamp=-1, isolation=0):
+    """Returns {error_code, timestamp, offset}."""
+    w = W().i32(-1).i8(isolation)
+    w.array([topic], lambda w, t: w.string(t).array([partition], lambda w, p: w.i32(p).i64(timestamp)))
+    r = conn.request(LIST_OFFSETS, 2, w.bytes())
+    r.i32()  # throttle
+
+    def part(r):
+        return {"partition": r.i32(), "error_code": r.i16(), "timestamp": r.i64(), "offset": r.i64()}
+
+    topics = r.array(lambda r: (r.string(), r.array(part)))
+    return {name: {p["partition"]: p for p in parts} for name, parts in topics}[topic][partition]
+
+
+# ---------------------------------------------------------------- WriteTxnMarkers v0-1
+
+WRITE_TXN_MARKERS = 27
+
+
+def write_txn_markers(conn, markers, version=1, timeout=None):
+    """markers: list of dicts producer_id, producer_epoch, commit (bool),
+    coordinator_epoch, topics {name: [partitions]}. Returns
+    {producer_id: {(topic, partition): error_code}} (a list of those when a
+    producer id appears twice)."""
+    flexible = version >= 1
+    w = W()
+    arr = w.carray if flexible else w.array
+    string = W.cstring if flexible else W.string
+
+    def topic(w, t):
+        string(w, t[0])
+        (w.carray if flexible else w.array)(t[1], lambda w, p: w.i32(p))
+        if flexible:
+            w.tags()
+
+    def marker(w, m):
+        w.i64(m["producer_id"]).i16(m["producer_epoch"]).boolean(m["commit"])
+        (w.carray if flexible else w.array)(sorted(m["topics"].items()), topic)
+        w.i32(m["coordinator_epoch"])
+        if flexible:
+            w.tags()
+
+    arr(markers, marker)
+    if flexible:
+        w.tags()
+    r = conn.request(WRITE_TXN_MARKERS, version, w.bytes(), flexible=flexible, timeout=timeout)
+    rarr = r.carray if flexible else r.array
+    rstring = r.cstring if flexible else r.string
+
+    def part_r(r):
+        p = (r.i32(), r.i16())
+        if flexible:
+            r.tags()
+        return p
+
+    def topic_r(r):
+        name = rstring()
+        parts = (r.carray if flexible else r.array)(part_r)
+        if flexible:
+            r.tags()
+        return name, parts
+
+    def marker_r(r):
+        pid = r.i64()
+        topics = (r.carray if flexible else r.array)(topic_r)
+        if flexible:
+            r.tags()
+        return pid, {(n, p): e for n, parts in topics for p, e in parts}
+
+    res = rarr(marker_r)
+    if flexible:
+        r.tags()
+    if r.remaining():
+        raise ParseError("WriteTxnMarkers v%d: %d bytes left over" % (version, r.remaining()))
+    return res

@@ -22,11 +22,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log/cleaner.h"
 #include "log/fsutil.h"
 #include "log/plog.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 #include "util/uuid.h"
@@ -1250,11 +1252,340 @@ static void test_producer_state(void **state)
     plog_close(l, false);
 }
 
+/* ---- transactions (log/plog_txn.c) ---- */
+
+static int txn_append(struct plog *l, int64_t pid, int16_t epoch, int32_t seq, int n, int64_t *base)
+{
+    struct buf b = BUF_INIT;
+    buf_reset(&b);
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    o.producer_id = pid;
+    o.producer_epoch = epoch;
+    o.base_sequence = seq;
+    o.transactional = true;
+    struct rb_builder bb;
+    rb_builder_begin(&bb, &b, 0, 1000, &o);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(rb_builder_add(&bb, 1000 + i, KBYTES_NULL, (kbytes_t){(const uint8_t *)"t", 1}, NULL, 0), 0);
+    assert_int_equal(rb_builder_finish(&bb, NULL), 0);
+    struct plog_append_result r;
+    int rc = plog_append(l, b.data, b.len, 3, -1, &r);
+    buf_free(&b);
+    if (base)
+        *base = r.base_offset;
+    return rc;
+}
+
+static int marker_append(struct plog *l, int64_t pid, int16_t epoch, bool commit, int32_t cepoch, int64_t *off)
+{
+    struct buf b = BUF_INIT;
+    assert_int_equal(rb_build_txn_marker(&b, 0, 2000, pid, epoch, -1, commit ? RB_CONTROL_COMMIT : RB_CONTROL_ABORT,
+                                         cepoch, NULL),
+                     0);
+    struct plog_append_result r;
+    int rc = plog_append(l, b.data, b.len, 3, -1, &r);
+    buf_free(&b);
+    if (off)
+        *off = r.base_offset;
+    return rc;
+}
+
+static int64_t lso(struct plog *l) { return plog_last_stable_offset(l, plog_log_end_offset(l)); }
+
+/* The aborted transactions of [0, INT64_MAX) as "pid:first-last/lso " */
+static void aborted_str(struct plog *l, int64_t from, int64_t upper, char *out, size_t n)
+{
+    struct plog_aborted_txn *a;
+    size_t k = plog_aborted_txns(l, from, upper, &a);
+    out[0] = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, n - len, "%" PRId64 ":%" PRId64 "-%" PRId64 "/%" PRId64 " ", a[i].producer_id,
+                 a[i].first_offset, a[i].last_offset, a[i].last_stable_offset);
+    }
+    free(a);
+}
+
+static void expect_aborted(struct plog *l, int64_t from, int64_t upper, const char *want)
+{
+    char got[512];
+    aborted_str(l, from, upper, got, sizeof got);
+    assert_string_equal(got, want);
+}
+
+static int64_t txnindex_size(const char *dir, int64_t base)
+{
+    char p[700];
+    snprintf(p, sizeof p, "%s/%020" PRId64 ".txnindex", dir, base);
+    return file_size(p);
+}
+
+static void remove_snapshots(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len > 9 && strcmp(de->d_name + len - 9, ".snapshot") == 0) {
+            char p[700];
+            snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+            assert_int_equal(unlink(p), 0);
+        }
+    }
+    closedir(d);
+}
+
+static void test_transactions(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(1 << 20, 1);
+    struct plog *l = open_log(f->dir, &c);
+    int64_t off;
+
+    /* 0..3 plain idempotent, 4..7 a transaction of 10, 8..9 one of 11 */
+    expect_append(l, 1, 0, 0, 4, 0, false);
+    assert_int_equal(lso(l), 4);
+    assert_int_equal(txn_append(l, 10, 0, 0, 4, &off), 0);
+    assert_int_equal(off, 4);
+    assert_int_equal(lso(l), 4);
+    assert_int_equal(plog_last_stable_offset(l, 2), 2); /* the HW first */
+    assert_int_equal(txn_append(l, 11, 0, 0, 2, &off), 0);
+    assert_int_equal(lso(l), 4);
+    /* a plain batch of a producer inside its transaction */
+    assert_int_equal(idem_append(l, 11, 0, 2, 1, NULL, NULL), KERR_INVALID_TXN_STATE);
+
+    /* ABORT of 10 at 10: until the HW passes the marker, the LSO stays
+     * at its first offset (Kafka's unreplicated transactions) */
+    assert_int_equal(marker_append(l, 10, 0, false, 5, &off), 0);
+    assert_int_equal(off, 10);
+    assert_int_equal(plog_last_stable_offset(l, 10), 4);
+    assert_int_equal(plog_last_stable_offset(l, 11), 8);
+    expect_aborted(l, 0, INT64_MAX, "10:4-10/8 ");
+    expect_aborted(l, 10, 11, "10:4-10/8 ");
+    expect_aborted(l, 11, INT64_MAX, "");
+    expect_aborted(l, 0, 4, "");
+    expect_aborted(l, 0, 5, "10:4-10/8 ");
+    assert_int_equal(txnindex_size(f->dir, 0), 34);
+
+    /* stale markers */
+    assert_int_equal(marker_append(l, 10, 0, false, 4, NULL), KERR_TRANSACTION_COORDINATOR_FENCED);
+    assert_int_equal(txn_append(l, 10, 1, 0, 1, &off), 0); /* epoch 1, at 11 */
+    assert_int_equal(marker_append(l, 10, 0, true, 5, NULL), KERR_INVALID_PRODUCER_EPOCH);
+    assert_int_equal(plog_log_end_offset(l), 12);
+    /* COMMIT of 11 at 12 and ABORT of 10 at 13: 11's was open first */
+    assert_int_equal(marker_append(l, 11, 0, true, 5, &off), 0);
+    assert_int_equal(off, 12);
+    assert_int_equal(lso(l), 11);
+    assert_int_equal(marker_append(l, 10, 1, false, 5, &off), 0);
+    assert_int_equal(lso(l), 14);
+    /* 11 opens again at 14 */
+    assert_int_equal(txn_append(l, 11, 0, 2, 2, &off), 0);
+    assert_int_equal(off, 14);
+    assert_int_equal(lso(l), 14);
+    expect_aborted(l, 0, INT64_MAX, "10:4-10/8 10:11-13/14 ");
+    assert_int_equal(txnindex_size(f->dir, 0), 68);
+
+    /* reopen clean, unclean, and unclean without snapshots (full replay,
+     * the .txnindex rebuilt from the markers) */
+    for (int round = 0; round < 3; round++) {
+        plog_close(l, round == 0);
+        if (round == 2) {
+            remove_snapshots(f->dir);
+            char p[700];
+            snprintf(p, sizeof p, "%s/%020d.txnindex", f->dir, 0);
+            assert_int_equal(unlink(p), 0);
+        }
+        l = open_log(f->dir, &c);
+        assert_int_equal(lso(l), 14);
+        expect_aborted(l, 0, INT64_MAX, "10:4-10/8 10:11-13/14 ");
+        assert_int_equal(txnindex_size(f->dir, 0), 68);
+        assert_int_equal(idem_append(l, 11, 0, 4, 1, NULL, NULL), KERR_INVALID_TXN_STATE);
+    }
+
+    /* A torn entry at the end of the file (a crash during an append) is
+     * cut by the next open, and later entries line up. */
+    plog_close(l, true);
+    {
+        char p[700];
+        snprintf(p, sizeof p, "%s/%020d.txnindex", f->dir, 0);
+        int fd = open(p, O_WRONLY | O_APPEND);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "\0\0\0\0\0", 5), 5);
+        close(fd);
+    }
+    l = open_log(f->dir, &c);
+    expect_aborted(l, 0, INT64_MAX, "10:4-10/8 10:11-13/14 ");
+    assert_int_equal(txnindex_size(f->dir, 0), 68);
+
+    /* A follower fed the leader's batches gets the same state and file. */
+    char fdir[600];
+    snprintf(fdir, sizeof fdir, "%s/follower-0", f->root);
+    struct plog *fl = open_log(fdir, &c);
+    for (int64_t o = 0; o < plog_log_end_offset(l);) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, o, 1 << 20, true, -1, &r), 0);
+        uint8_t *p = read_bytes(&r);
+        assert_int_equal(plog_append_follower(fl, p, (size_t)r.len, NULL), 0);
+        o = r.next_offset;
+        free(p);
+        sfile_unref(r.file);
+    }
+    assert_int_equal(lso(fl), 14);
+    expect_aborted(fl, 0, INT64_MAX, "10:4-10/8 10:11-13/14 ");
+    assert_int_equal(txnindex_size(fdir, 0), 68);
+    plog_close(fl, false);
+
+    /* Truncation below the second abort: its entry goes, 10's second
+     * transaction is open again; below the first: the file goes. */
+    assert_int_equal(plog_truncate_to(l, 13), 0);
+    expect_aborted(l, 0, INT64_MAX, "10:4-10/8 ");
+    assert_int_equal(txnindex_size(f->dir, 0), 34);
+    assert_int_equal(lso(l), 11);
+    assert_int_equal(plog_truncate_to(l, 10), 0);
+    expect_aborted(l, 0, INT64_MAX, "");
+    assert_int_equal(txnindex_size(f->dir, 0), -1);
+    assert_int_equal(lso(l), 4);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    assert_int_equal(lso(l), 4);
+    expect_aborted(l, 0, INT64_MAX, "");
+    plog_close(l, false);
+}
+
+/* The .txnindex follows its segment: retention takes it along. */
+static void test_txnindex_retention(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(200, 1);
+    c.file_delete_delay_ms = 0;
+    struct plog *l = open_log(f->dir, &c);
+    int64_t off;
+    assert_int_equal(txn_append(l, 10, 0, 0, 2, &off), 0);
+    assert_int_equal(marker_append(l, 10, 0, false, 0, &off), 0);
+    int64_t seg0 = 0;
+    assert_int_equal(txnindex_size(f->dir, seg0), 34);
+    /* fill until the marker's segment is not the active one */
+    for (int i = 0; plog_segment_count(l) < 3; i++)
+        expect_append(l, 1, 0, i * 2, 2, plog_log_end_offset(l), false);
+    assert_int_equal(plog_flush(l), 0);
+    assert_int_equal(plog_delete_records(l, plog_log_end_offset(l) - 1, NULL), 0);
+    int deleted = 0;
+    assert_int_equal(plog_retention(l, clock_wall_ms(), &deleted), 0);
+    assert_true(deleted >= 1);
+    plog_purge_deleted(l, INT64_MAX, true);
+    assert_int_equal(txnindex_size(f->dir, seg0), -1);
+    expect_aborted(l, 0, INT64_MAX, "");
+    plog_close(l, true);
+}
+
+/* A keyed batch of one record (transactional when pid >= 0). */
+static void keyed_append(struct plog *l, int64_t pid, int32_t seq, const char *key, const char *value)
+{
+    struct buf b = BUF_INIT;
+    struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
+    if (pid >= 0) {
+        o.producer_id = pid;
+        o.producer_epoch = 0;
+        o.base_sequence = seq;
+        o.transactional = true;
+    }
+    struct rb_builder bb;
+    rb_builder_begin(&bb, &b, 0, 1000, &o);
+    assert_int_equal(rb_builder_add(&bb, 1000, (kbytes_t){(const uint8_t *)key, (int32_t)strlen(key)},
+                                    (kbytes_t){(const uint8_t *)value, (int32_t)strlen(value)}, NULL, 0),
+                     0);
+    assert_int_equal(rb_builder_finish(&bb, NULL), 0);
+    assert_int_equal(plog_append(l, b.data, b.len, 3, -1, NULL), 0);
+    buf_free(&b);
+}
+
+/* The values of the records of [0, end), "key=value@offset " (markers as
+ * "M@offset "). */
+static void dump_log(struct plog *l, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int64_t o = 0; o < plog_log_end_offset(l);) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, o, 1 << 20, true, -1, &r), 0);
+        if (r.len == 0)
+            break;
+        uint8_t *p = read_bytes(&r);
+        for (size_t pos = 0; pos < (size_t)r.len;) {
+            struct rb_header h;
+            assert_int_equal(rb_parse_header(p + pos, (size_t)r.len - pos, &h), 0);
+            size_t len = strlen(out);
+            if (rb_is_control(&h)) {
+                snprintf(out + len, n - len, "M@%" PRId64 " ", h.base_offset);
+            } else {
+                struct rb_record_iter it;
+                assert_int_equal(rb_record_iter_init_batch(&it, p + pos, (size_t)rb_batch_size(&h)), 0);
+                struct rb_record rec;
+                while (rb_record_next(&it, &rec) == 1) {
+                    len = strlen(out);
+                    snprintf(out + len, n - len, "%.*s=%.*s@%" PRId64 " ", (int)rec.key.len, rec.key.p,
+                             (int)rec.value.len, rec.value.p, h.base_offset + rec.offset_delta);
+                }
+            }
+            pos += (size_t)rb_batch_size(&h);
+        }
+        o = r.next_offset;
+        free(p);
+        sfile_unref(r.file);
+    }
+}
+
+/* Compaction and transactions (Kafka's cleaner): aborted records
+ * supersede nothing and are removed, markers stay, the cleaned segment
+ * keeps the .txnindex entries of those it replaces, nothing at or past
+ * the LSO is cleaned. */
+static void test_cleaner_transactions(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(150, 1);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    c.min_cleanable_dirty_ratio = 0.01;
+    struct plog *l = open_log(f->dir, &c);
+    keyed_append(l, -1, 0, "a", "1");  /* 0 */
+    keyed_append(l, 10, 0, "a", "x"); /* 1, aborted */
+    assert_int_equal(marker_append(l, 10, 0, false, 0, NULL), 0); /* 2 */
+    keyed_append(l, -1, 0, "b", "1");  /* 3 */
+    keyed_append(l, 11, 0, "b", "2"); /* 4, committed */
+    assert_int_equal(marker_append(l, 11, 0, true, 0, NULL), 0); /* 5 */
+    keyed_append(l, 12, 0, "a", "y"); /* 6, open */
+    keyed_append(l, -1, 0, "c", "1");  /* 7 */
+    keyed_append(l, -1, 0, "c", "2");  /* 8 */
+    assert_true(plog_segment_count(l) >= 3);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    struct plog_clean_stats st;
+    assert_int_equal(plog_clean(l, clock_wall_ms(), 1 << 20, NULL, &st), 0);
+    assert_true(st.end_offset <= 6); /* the LSO */
+    char got[1024];
+    dump_log(l, got, sizeof got);
+    /* a=1 stays (the aborted a=x shadows nothing and is gone), b=1 is
+     * superseded by the committed b=2, the markers stay, nothing from 6 on
+     * is cleaned */
+    assert_string_equal(got, "a=1@0 M@2 b=2@4 M@5 a=y@6 c=1@7 c=2@8 ");
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    /* segments of two batches are cleaned one to one: the marker's is
+     * the one at 2, whose cleaned replacement has the entry */
+    assert_int_equal(txnindex_size(f->dir, 2), 34);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    assert_int_equal(lso(l), 6);
+    plog_close(l, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_read_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_producer_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txnindex_retention, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_batch_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),

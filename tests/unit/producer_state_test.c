@@ -241,7 +241,7 @@ static void test_transactions_and_control(void **state)
     h.attributes = RB_ATTR_TRANSACTIONAL;
     assert_int_equal(pstate_update(s, &h), 0);
     assert_int_equal(e->current_txn_first_offset, 10);
-    /* the marker changes nothing here (transactions handle it) */
+    /* pstate_update leaves markers to pstate_update_marker */
     c = hdr(PID, 0, RB_NO_SEQUENCE, 1, 22, 9);
     c.attributes = RB_ATTR_CONTROL | RB_ATTR_TRANSACTIONAL;
     assert_int_equal(pstate_update(s, &c), 0);
@@ -249,6 +249,180 @@ static void test_transactions_and_control(void **state)
     assert_int_equal(e->last_timestamp, 8);
     assert_int_equal(e->current_txn_first_offset, 10);
     pstate_free(s);
+}
+
+static struct rb_header marker_hdr(int64_t pid, int16_t epoch, int64_t offset, int64_t ts)
+{
+    struct rb_header c = hdr(pid, epoch, RB_NO_SEQUENCE, 1, offset, ts);
+    c.attributes = RB_ATTR_CONTROL | RB_ATTR_TRANSACTIONAL;
+    return c;
+}
+
+static void txn_append(struct pstate *s, int64_t pid, int16_t epoch, int32_t seq, int32_t count, int64_t offset)
+{
+    struct rb_header h = hdr(pid, epoch, seq, count, offset, 100 + offset);
+    h.attributes = RB_ATTR_TRANSACTIONAL;
+    assert_int_equal(pstate_check(s, &h, NULL), 0);
+    assert_int_equal(pstate_update(s, &h), 0);
+}
+
+/* appendEndTxnMarker: the marker closes the transaction, reports it
+ * (aborted or not), takes the coordinator epoch, the marker's epoch and
+ * timestamp. */
+static void test_marker_completes_transaction(void **state)
+{
+    (void)state;
+    struct pstate *s = pstate_new();
+    txn_append(s, PID, 0, 0, 3, 10);
+    txn_append(s, PID, 0, 3, 2, 13);
+    assert_int_equal(pstate_first_unstable_offset(s, -1), 10);
+    assert_int_equal(pstate_open_txn_count(s), 1);
+    struct rb_header c = marker_hdr(PID, 0, 15, 900);
+    assert_int_equal(pstate_check_marker(s, &c, 4), 0);
+    struct ps_completed_txn done;
+    memset(&done, 0, sizeof done);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_ABORT, 4, &done), 1);
+    assert_int_equal(done.producer_id, PID);
+    assert_int_equal(done.first_offset, 10);
+    assert_int_equal(done.last_offset, 15);
+    assert_true(done.aborted);
+    const struct ps_entry *e = pstate_find(s, PID);
+    assert_int_equal(e->current_txn_first_offset, -1);
+    assert_int_equal(e->coordinator_epoch, 4);
+    assert_int_equal(e->last_timestamp, 900);
+    assert_int_equal(e->nbatches, 2); /* same epoch: the batches stay */
+    assert_int_equal(pstate_first_unstable_offset(s, -1), -1);
+    assert_int_equal(pstate_open_txn_count(s), 0);
+
+    /* the next transaction, committed by a marker of a bumped epoch
+     * (transactions V2): the epoch moves, the batches go */
+    txn_append(s, PID, 0, 5, 1, 16);
+    c = marker_hdr(PID, 1, 17, 950);
+    assert_int_equal(pstate_check_marker(s, &c, 4), 0);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_COMMIT, 4, &done), 1);
+    assert_false(done.aborted);
+    assert_int_equal(done.first_offset, 16);
+    assert_int_equal(done.last_offset, 17);
+    e = pstate_find(s, PID);
+    assert_int_equal(e->epoch, 1);
+    assert_int_equal(e->nbatches, 0);
+
+    /* a marker without an open transaction (a retry) reports nothing */
+    c = marker_hdr(PID, 1, 18, 960);
+    assert_int_equal(pstate_check_marker(s, &c, 4), 0);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_COMMIT, 5, &done), 0);
+    assert_int_equal(pstate_find(s, PID)->coordinator_epoch, 5);
+
+    /* a marker of a producer never seen creates its entry, reports nothing */
+    c = marker_hdr(PID + 1, 3, 19, 970);
+    assert_int_equal(pstate_check_marker(s, &c, 0), 0);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_ABORT, 2, &done), 0);
+    assert_int_equal(pstate_find(s, PID + 1)->epoch, 3);
+    assert_int_equal(pstate_find(s, PID + 1)->coordinator_epoch, 2);
+    /* other control types and batches without producer id: ignored */
+    c = marker_hdr(PID + 2, 0, 20, 0);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_LEADER_CHANGE, 0, &done), 0);
+    assert_null(pstate_find(s, PID + 2));
+    c = marker_hdr(RB_NO_PRODUCER_ID, RB_NO_PRODUCER_EPOCH, 21, 0);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_ABORT, 0, &done), 0);
+    assert_int_equal(pstate_count(s), 2);
+    pstate_free(s);
+}
+
+/* Leader checks of a marker: producer epoch (TV0/1: below is refused),
+ * then coordinator epoch. */
+static void test_marker_fencing(void **state)
+{
+    (void)state;
+    struct pstate *s = pstate_new();
+    txn_append(s, PID, 5, 0, 1, 0);
+    struct ps_completed_txn done;
+    struct rb_header c = marker_hdr(PID, 5, 1, 10);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_COMMIT, 7, &done), 1);
+    /* older producer epoch */
+    c = marker_hdr(PID, 4, 2, 10);
+    assert_int_equal(pstate_check_marker(s, &c, 7), KERR_INVALID_PRODUCER_EPOCH);
+    /* older epoch and older coordinator: the producer epoch is checked first */
+    assert_int_equal(pstate_check_marker(s, &c, 6), KERR_INVALID_PRODUCER_EPOCH);
+    /* older coordinator epoch */
+    c = marker_hdr(PID, 5, 2, 10);
+    assert_int_equal(pstate_check_marker(s, &c, 6), KERR_TRANSACTION_COORDINATOR_FENCED);
+    /* same or newer: fine, and a newer producer epoch too */
+    assert_int_equal(pstate_check_marker(s, &c, 7), 0);
+    assert_int_equal(pstate_check_marker(s, &c, 8), 0);
+    c = marker_hdr(PID, 6, 2, 10);
+    assert_int_equal(pstate_check_marker(s, &c, 7), 0);
+    /* pstate_check leaves control batches to pstate_check_marker */
+    c = marker_hdr(PID, 0, 2, 10);
+    assert_int_equal(pstate_check(s, &c, NULL), 0);
+    pstate_free(s);
+}
+
+/* appendDataBatch: an open transaction takes only transactional batches;
+ * the first transactional batch opens one. */
+static void test_transactional_data_rules(void **state)
+{
+    (void)state;
+    struct pstate *s = pstate_new();
+    txn_append(s, PID, 0, 0, 2, 10);
+    /* a plain batch in sequence: INVALID_TXN_STATE */
+    assert_int_equal(check(s, PID, 0, 2, 1), KERR_INVALID_TXN_STATE);
+    /* the sequence rules come first */
+    assert_int_equal(check(s, PID, 0, 5, 1), KERR_OUT_OF_ORDER_SEQUENCE_NUMBER);
+    /* a duplicate is a duplicate, transactional or not */
+    struct rb_header h = hdr(PID, 0, 0, 2, 0, 0);
+    assert_int_equal(pstate_check(s, &h, NULL), PSTATE_DUPLICATE);
+    /* a new epoch keeps the transaction open: still only transactional */
+    assert_int_equal(check(s, PID, 1, 0, 1), KERR_INVALID_TXN_STATE);
+    h = hdr(PID, 1, 0, 1, 0, 0);
+    h.attributes = RB_ATTR_TRANSACTIONAL;
+    assert_int_equal(pstate_check(s, &h, NULL), 0);
+    /* another producer's plain batch is fine */
+    assert_int_equal(check(s, PID + 1, 0, 0, 1), 0);
+    /* first unstable offset over several producers, and without one */
+    txn_append(s, PID + 1, 0, 0, 1, 20);
+    txn_append(s, PID + 2, 0, 0, 1, 5);
+    assert_int_equal(pstate_first_unstable_offset(s, -1), 5);
+    assert_int_equal(pstate_first_unstable_offset(s, PID + 2), 10);
+    assert_int_equal(pstate_open_txn_count(s), 3);
+    /* after the marker, plain batches are fine again */
+    struct ps_completed_txn done;
+    struct rb_header c = marker_hdr(PID, 0, 30, 10);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_COMMIT, 0, &done), 1);
+    assert_int_equal(check(s, PID, 0, 2, 1), 0);
+    assert_int_equal(pstate_first_unstable_offset(s, -1), 5);
+    pstate_free(s);
+}
+
+/* Open transactions survive a snapshot round trip and rebuild the
+ * first unstable offset; the coordinator epoch too. */
+static void test_snapshot_keeps_transactions(void **state)
+{
+    (void)state;
+    struct pstate *s = pstate_new();
+    txn_append(s, PID, 0, 0, 2, 10);
+    struct ps_completed_txn done;
+    struct rb_header c = marker_hdr(PID + 1, 2, 3, 10);
+    assert_int_equal(pstate_update_marker(s, &c, RB_CONTROL_ABORT, 9, &done), 0);
+    struct buf b;
+    buf_init(&b);
+    assert_int_equal(pstate_snapshot_encode(s, &b), 0);
+    struct pstate *t = pstate_new();
+    assert_int_equal(pstate_snapshot_decode(t, b.data, b.len), 0);
+    assert_int_equal(pstate_first_unstable_offset(t, -1), 10);
+    assert_int_equal(pstate_find(t, PID + 1)->coordinator_epoch, 9);
+    /* the reloaded open transaction still refuses plain batches and is
+     * closed by its marker */
+    assert_int_equal(check(t, PID, 0, 2, 1), KERR_INVALID_TXN_STATE);
+    c = marker_hdr(PID, 0, 12, 10);
+    assert_int_equal(pstate_check_marker(t, &c, 0), 0);
+    assert_int_equal(pstate_update_marker(t, &c, RB_CONTROL_ABORT, 0, &done), 1);
+    assert_int_equal(done.first_offset, 10);
+    c = marker_hdr(PID + 1, 2, 13, 10);
+    assert_int_equal(pstate_check_marker(t, &c, 8), KERR_TRANSACTION_COORDINATOR_FENCED);
+    buf_free(&b);
+    pstate_free(s);
+    pstate_free(t);
 }
 
 static void count_cb(void *ctx, const struct ps_entry *e)
@@ -575,6 +749,10 @@ int main(void)
         cmocka_unit_test(test_follower_takes_any_epoch),
         cmocka_unit_test(test_sequence_wrap),
         cmocka_unit_test(test_transactions_and_control),
+        cmocka_unit_test(test_marker_completes_transaction),
+        cmocka_unit_test(test_marker_fencing),
+        cmocka_unit_test(test_transactional_data_rules),
+        cmocka_unit_test(test_snapshot_keeps_transactions),
         cmocka_unit_test(test_expire),
         cmocka_unit_test(test_snapshot_round_trip),
         cmocka_unit_test(test_snapshot_kafka_layout),

@@ -1,0 +1,447 @@
+/* The partition side of transactions, as Kafka's UnifiedLog,
+ * ProducerStateManager and TransactionIndex keep it:
+ *
+ * - The first unstable offset: the smallest first offset of the open
+ *   transactions (the producer state's), and of the transactions whose
+ *   marker is in the log but not yet below the high watermark (Kafka's
+ *   unreplicatedTxns: until the ISR has the marker, a read_committed
+ *   reader must not pass the transaction's first offset). The open part
+ *   is published atomically under the append lock; the unreplicated list
+ *   is short and read under txn_lock. The last stable offset is
+ *   min(first unstable offset, high watermark).
+ * - The aborted-transaction index: "<segment base>.txnindex" next to each
+ *   segment, 34-byte entries (int16 version 0, int64 producer id, int64
+ *   first offset, int64 last offset = the ABORT marker's, int64 the last
+ *   stable offset when the marker was written), appended when an ABORT
+ *   marker goes into that segment (leader and follower alike). The whole
+ *   log's entries are also kept in memory, in marker order, for Fetch's
+ *   AbortedTransactions (Kafka's collectAbortedTransactions).
+ *
+ * The files follow their segments: segment_rename and segment_unlink
+ * (log/segment.c) take the .txnindex along (retention, file.delete.delay,
+ * truncation's dropped segments). A log that opens reads the files of its
+ * segments, then drops the entries at or after the offset where the
+ * producer-state replay starts (plog_producers.c), which re-creates them
+ * from the markers it reads: an unclean stop, a torn tail or a
+ * truncation leaves each file exactly as the remaining markers say. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log/fsutil.h"
+#include "log/plog_internal.h"
+#include "log/producer_state.h"
+#include "log/segment.h"
+#include "proto/kerr.h"
+#include "util/buf.h"
+#include "util/slog.h"
+
+#define TXN_ENTRY_SIZE 34
+#define TXN_ENTRY_VERSION 0
+/* A .txnindex larger than this is not one of ours. */
+#define TXN_FILE_MAX_BYTES (64LL * 1024 * 1024)
+
+void plog_txn_init(struct plog *l)
+{
+    atomic_init(&l->first_unstable, -1);
+    atomic_init(&l->nunrepl_pub, 0);
+    pthread_mutex_init(&l->txn_lock, NULL);
+    l->aborted = NULL;
+    l->naborted = l->abortedcap = 0;
+    l->aborted_max_span = 0;
+    l->unrepl = NULL;
+    l->nunrepl = l->unreplcap = 0;
+    l->txn_files_loaded = false;
+    l->txn_dirty = NULL;
+    l->ntxn_dirty = l->txn_dirtycap = 0;
+}
+
+void plog_txn_free(struct plog *l)
+{
+    free(l->aborted);
+    free(l->unrepl);
+    free(l->txn_dirty);
+    pthread_mutex_destroy(&l->txn_lock);
+}
+
+static void encode_entry(uint8_t *p, const struct plog_aborted_txn *a)
+{
+    be16_write(p, TXN_ENTRY_VERSION);
+    be64_write(p + 2, (uint64_t)a->producer_id);
+    be64_write(p + 10, (uint64_t)a->first_offset);
+    be64_write(p + 18, (uint64_t)a->last_offset);
+    be64_write(p + 26, (uint64_t)a->last_stable_offset);
+}
+
+/* Under txn_lock. */
+static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64_t seg_base)
+{
+    if (l->naborted == l->abortedcap) {
+        l->abortedcap = l->abortedcap ? l->abortedcap * 2 : 16;
+        l->aborted = xrealloc(l->aborted, l->abortedcap * sizeof *l->aborted);
+    }
+    l->aborted[l->naborted].a = *a;
+    l->aborted[l->naborted].seg_base = seg_base;
+    l->naborted++;
+    if (a->last_offset - a->first_offset > l->aborted_max_span)
+        l->aborted_max_span = a->last_offset - a->first_offset;
+}
+
+/* Under txn_lock: the file of seg_base wants an fsync at the next flush. */
+static void mark_dirty(struct plog *l, int64_t seg_base)
+{
+    for (size_t i = 0; i < l->ntxn_dirty; i++)
+        if (l->txn_dirty[i] == seg_base)
+            return;
+    if (l->ntxn_dirty == l->txn_dirtycap) {
+        l->txn_dirtycap = l->txn_dirtycap ? l->txn_dirtycap * 2 : 4;
+        l->txn_dirty = xrealloc(l->txn_dirty, l->txn_dirtycap * sizeof *l->txn_dirty);
+    }
+    l->txn_dirty[l->ntxn_dirty++] = seg_base;
+}
+
+/* Reads the .txnindex of seg_base (a missing file is an empty index).
+ * Entries that are not version 0 or whose offsets make no sense end the
+ * file's entries (as a torn tail; the replay re-creates what is after
+ * the snapshot); *rewrite is then set, and for a partial last entry. */
+static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
+{
+    char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
+    char *data;
+    size_t len;
+    int e = fs_read_small(p, TXN_FILE_MAX_BYTES, &data, &len);
+    if (e == ENOENT) {
+        free(p);
+        return 0;
+    }
+    if (e) {
+        slog_error("log: cannot read %s: %s", p, strerror(e));
+        free(p);
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    size_t n = len / TXN_ENTRY_SIZE;
+    /* A torn entry at the end (a crash in the middle of an append) would
+     * misalign the next append: the file is rewritten by the reset. */
+    if (len % TXN_ENTRY_SIZE)
+        *rewrite = true;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *q = (const uint8_t *)data + i * TXN_ENTRY_SIZE;
+        struct plog_aborted_txn a = {
+            .producer_id = (int64_t)be64_read(q + 2),
+            .first_offset = (int64_t)be64_read(q + 10),
+            .last_offset = (int64_t)be64_read(q + 18),
+            .last_stable_offset = (int64_t)be64_read(q + 26),
+        };
+        if ((int16_t)be16_read(q) != TXN_ENTRY_VERSION || a.first_offset < 0 || a.last_offset < a.first_offset) {
+            slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, i);
+            *rewrite = true;
+            break;
+        }
+        push_aborted(l, &a, seg_base);
+    }
+    free(data);
+    free(p);
+    return 0;
+}
+
+/* Rewrites the file of seg_base from the in-memory entries (none: the
+ * file goes). Under txn_lock. */
+static int rewrite_file(struct plog *l, int64_t seg_base)
+{
+    struct buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < l->naborted; i++)
+        if (l->aborted[i].seg_base == seg_base)
+            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+    char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
+    int e = 0;
+    if (b.len)
+        e = fs_write_atomic(p, b.data, b.len);
+    else if (unlink(p) != 0 && errno != ENOENT)
+        e = errno;
+    if (e)
+        slog_error("log: cannot rewrite %s: %s", p, strerror(e));
+    free(p);
+    buf_free(&b);
+    return e ? KERR_KAFKA_STORAGE_ERROR : 0;
+}
+
+int plog_txn_reset(struct plog *l, int64_t from)
+{
+    int rc = 0;
+    bool changed = false;
+    pthread_mutex_lock(&l->txn_lock);
+    if (!l->txn_files_loaded) {
+        for (size_t i = 0; i < l->nsegs && rc == 0; i++) {
+            bool rewrite = false;
+            rc = load_file(l, l->segs[i]->base_offset, &rewrite);
+            if (rewrite) {
+                mark_dirty(l, l->segs[i]->base_offset);
+                changed = true;
+            }
+        }
+        l->txn_files_loaded = true;
+    }
+    /* Kafka's TransactionIndex.truncateTo: the entries of markers at or
+     * after from go; the replay from there writes them again. */
+    size_t k = 0;
+    for (size_t i = 0; i < l->naborted; i++) {
+        if (l->aborted[i].a.last_offset < from) {
+            l->aborted[k++] = l->aborted[i];
+            continue;
+        }
+        int64_t base = l->aborted[i].seg_base;
+        bool exists = false;
+        for (size_t j = 0; j < l->nsegs && !exists; j++)
+            exists = l->segs[j]->base_offset == base;
+        if (exists)
+            mark_dirty(l, base);
+    }
+    changed |= k != l->naborted;
+    l->naborted = k;
+    if (changed) {
+        /* The dirty list names exactly the files that lost entries. */
+        for (size_t i = 0; i < l->ntxn_dirty && rc == 0; i++)
+            rc = rewrite_file(l, l->txn_dirty[i]);
+    }
+    l->nunrepl = 0;
+    atomic_store(&l->nunrepl_pub, 0);
+    pthread_mutex_unlock(&l->txn_lock);
+    atomic_store(&l->first_unstable, -1);
+    return rc;
+}
+
+void plog_txn_publish_first_unstable(struct plog *l)
+{
+    atomic_store_explicit(&l->first_unstable, pstate_first_unstable_offset(l->ps, -1), memory_order_release);
+}
+
+void plog_txn_opened(struct plog *l, int64_t first_offset)
+{
+    int64_t cur = atomic_load_explicit(&l->first_unstable, memory_order_relaxed);
+    if (cur < 0 || first_offset < cur)
+        atomic_store_explicit(&l->first_unstable, first_offset, memory_order_release);
+}
+
+int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t seg_base)
+{
+    int rc = 0;
+    /* Kafka's lastStableOffset(completedTxn): the next open transaction's
+     * first offset (this one is already closed in the state), else the
+     * offset after the marker. */
+    int64_t next_open = pstate_first_unstable_offset(l->ps, t->producer_id);
+    pthread_mutex_lock(&l->txn_lock);
+    if (l->nunrepl == l->unreplcap) {
+        l->unreplcap = l->unreplcap ? l->unreplcap * 2 : 8;
+        l->unrepl = xrealloc(l->unrepl, l->unreplcap * sizeof *l->unrepl);
+    }
+    l->unrepl[l->nunrepl++] = (struct plog_txn_range){t->first_offset, t->last_offset};
+    atomic_store(&l->nunrepl_pub, l->nunrepl);
+    if (t->aborted) {
+        struct plog_aborted_txn a = {
+            .producer_id = t->producer_id,
+            .first_offset = t->first_offset,
+            .last_offset = t->last_offset,
+            .last_stable_offset = next_open >= 0 ? next_open : t->last_offset + 1,
+        };
+        push_aborted(l, &a, seg_base);
+        uint8_t e[TXN_ENTRY_SIZE];
+        encode_entry(e, &a);
+        char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
+        /* A small write, no fsync: the flusher syncs it (plog_txn_flush)
+         * before the producer-state snapshot that would skip its marker. */
+        int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        ssize_t w = fd >= 0 ? write(fd, e, sizeof e) : -1;
+        if (w != (ssize_t)sizeof e) {
+            slog_error("log: cannot append to %s: %s", p, w < 0 ? strerror(errno) : "short write");
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+        if (fd >= 0)
+            close(fd);
+        free(p);
+        mark_dirty(l, seg_base);
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    plog_txn_publish_first_unstable(l);
+    return rc;
+}
+
+int plog_txn_flush(struct plog *l)
+{
+    pthread_mutex_lock(&l->txn_lock);
+    size_t n = l->ntxn_dirty;
+    int64_t *v = n ? xmalloc(n * sizeof *v) : NULL;
+    if (n)
+        memcpy(v, l->txn_dirty, n * sizeof *v);
+    l->ntxn_dirty = 0;
+    pthread_mutex_unlock(&l->txn_lock);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *p = segment_file_path(l->dir, v[i], SEGMENT_TXNINDEX_SUFFIX);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (fdatasync(fd) != 0) {
+                slog_error("log: fdatasync of %s failed: %s", p, strerror(errno));
+                rc = KERR_KAFKA_STORAGE_ERROR;
+            }
+            close(fd);
+        } else if (errno != ENOENT) {
+            slog_error("log: cannot open %s: %s", p, strerror(errno));
+            rc = KERR_KAFKA_STORAGE_ERROR;
+        }
+        free(p);
+    }
+    free(v);
+    return rc;
+}
+
+void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
+{
+    pthread_mutex_lock(&l->txn_lock);
+    size_t k = 0;
+    for (size_t i = 0; i < l->naborted; i++) {
+        bool gone = false;
+        for (size_t j = 0; j < n && !gone; j++)
+            gone = l->aborted[i].seg_base == bases[j];
+        if (!gone)
+            l->aborted[k++] = l->aborted[i];
+    }
+    l->naborted = k;
+    pthread_mutex_unlock(&l->txn_lock);
+}
+
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix)
+{
+    /* Kafka's cleaner gives the cleaned segment the aborted transactions
+     * of the segments it replaces: its .txnindex is written (durably,
+     * with the cleaned segment's suffix) before the swap renames it. */
+    struct buf b;
+    buf_init(&b);
+    pthread_mutex_lock(&l->txn_lock);
+    for (size_t i = 0; i < l->naborted; i++) {
+        int64_t sb = l->aborted[i].seg_base;
+        if (sb >= from && sb < to)
+            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    int e = 0;
+    if (b.len) {
+        size_t n = strlen(SEGMENT_TXNINDEX_SUFFIX) + strlen(suffix) + 1;
+        char *sfx = xmalloc(n);
+        snprintf(sfx, n, "%s%s", SEGMENT_TXNINDEX_SUFFIX, suffix);
+        char *p = segment_file_path(l->dir, base, sfx);
+        e = fs_write_atomic(p, b.data, b.len);
+        if (e)
+            slog_error("log cleaner: cannot write %s: %s", p, strerror(e));
+        free(p);
+        free(sfx);
+    }
+    buf_free(&b);
+    return e ? KERR_KAFKA_STORAGE_ERROR : 0;
+}
+
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to)
+{
+    pthread_mutex_lock(&l->txn_lock);
+    for (size_t i = 0; i < l->naborted; i++) {
+        int64_t b = l->aborted[i].seg_base;
+        if (b >= from && b < to)
+            l->aborted[i].seg_base = base;
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+}
+
+int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
+{
+    int64_t fuo = atomic_load_explicit(&l->first_unstable, memory_order_acquire);
+    if (atomic_load(&l->nunrepl_pub) > 0) {
+        pthread_mutex_lock(&l->txn_lock);
+        /* Kafka's onHighWatermarkUpdated: a transaction whose marker is
+         * below the high watermark is replicated. */
+        size_t k = 0;
+        for (size_t i = 0; i < l->nunrepl; i++) {
+            if (l->unrepl[i].last_offset < hw)
+                continue;
+            l->unrepl[k++] = l->unrepl[i];
+            if (fuo < 0 || l->unrepl[i].first_offset < fuo)
+                fuo = l->unrepl[i].first_offset;
+        }
+        l->nunrepl = k;
+        atomic_store(&l->nunrepl_pub, k);
+        pthread_mutex_unlock(&l->txn_lock);
+    }
+    return fuo >= 0 && fuo < hw ? fuo : hw;
+}
+
+bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset)
+{
+    bool found = false;
+    pthread_mutex_lock(&l->txn_lock);
+    size_t lo = 0, hi = l->naborted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->aborted[mid].a.last_offset < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* The markers after offset, up to the longest transaction's span. */
+    for (size_t i = lo; i < l->naborted && !found; i++) {
+        const struct plog_aborted_txn *a = &l->aborted[i].a;
+        if (a->last_offset - offset > l->aborted_max_span)
+            break;
+        found = a->producer_id == producer_id && a->first_offset <= offset;
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    return found;
+}
+
+size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plog_aborted_txn **out)
+{
+    *out = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&l->txn_lock);
+    /* Entries are in marker order: the first whose marker is at or after
+     * from starts the search; it ends after the first whose marker is at
+     * or after upper (Kafka's collectAbortedTxns stops there too). */
+    size_t lo = 0, hi = l->naborted;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (l->aborted[mid].a.last_offset < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < l->naborted; i++) {
+        const struct plog_aborted_txn *a = &l->aborted[i].a;
+        if (a->first_offset < upper) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                *out = xrealloc(*out, cap * sizeof **out);
+            }
+            (*out)[n++] = *a;
+        }
+        if (a->last_offset >= upper)
+            break;
+    }
+    pthread_mutex_unlock(&l->txn_lock);
+    return n;
+}
+
+int plog_marker_of(const uint8_t *batch, size_t size, int16_t *type, int32_t *coordinator_epoch)
+{
+    struct rb_record_iter it;
+    int rc = rb_record_iter_init_batch(&it, batch, size);
+    if (rc)
+        return rc == KERR_UNSUPPORTED_COMPRESSION_TYPE ? KERR_INVALID_RECORD : rc;
+    struct rb_record rec;
+    /* Kafka reads the first record only; an empty control batch (its
+     * transaction cleaned away) is no marker. */
+    if (rb_record_next(&it, &rec) != 1)
+        return KERR_INVALID_RECORD;
+    return rb_parse_control_record(&rec, type, coordinator_epoch);
+}
