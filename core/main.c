@@ -141,7 +141,9 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
         snprintf(cluster_id, sizeof cluster_id, "%s", mp.cluster_id);
     }
     free(missing);
-    snprintf(b->cluster_id, sizeof b->cluster_id, "%s", cluster_id);
+    /* Cluster ids are 22 characters (a base64url UUID, as samsa format
+     * and kafka-storage.sh random-uuid make them); b keeps up to 31. */
+    snprintf(b->cluster_id, sizeof b->cluster_id, "%.*s", (int)sizeof b->cluster_id - 1, cluster_id);
 }
 
 /* SIGTERM: the broker side's controlled shutdown first (its leaderships
