@@ -10,11 +10,12 @@ older coordinator epoch or producer epoch are refused; the open
 transaction and the aborted-transaction index survive a clean restart
 and kill -9."""
 import os
+import time
 import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import (Server, Suite, check, eq, log, ck_create_topic, ck_consume, kp_consume,  # noqa: E402
+from harness import (Server, Suite, check, eq, log, bound, ck_create_topic, ck_consume, kp_consume,  # noqa: E402
                      run, SAMSACTL_BIN)
 import kwire  # noqa: E402
 
@@ -80,20 +81,31 @@ def marker(t, pid, commit, coordinator_epoch, epoch=0, version=1):
     return res[0][1][(t, 0)]
 
 
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def serving(call):
+    """call() until it answers other than NOT_LEADER_OR_FOLLOWER: after a
+    restart a partition answers that until its log has recovered (slow
+    under sanitizers), and clients retry it."""
+    deadline = time.monotonic() + bound(20)
+    while True:
+        c = conn()
+        try:
+            r = call(c)
+        finally:
+            c.close()
+        if r["error_code"] != NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            return r
+        time.sleep(0.05)
+
+
 def fetch(t, offset, isolation):
-    c = conn()
-    try:
-        return kwire.fetch_v4(c, t, 0, offset, isolation=isolation)
-    finally:
-        c.close()
+    return serving(lambda c: kwire.fetch_v4(c, t, 0, offset, isolation=isolation))
 
 
 def latest(t, isolation):
-    c = conn()
-    try:
-        r = kwire.list_offsets_v2(c, t, 0, -1, isolation)
-    finally:
-        c.close()
+    r = serving(lambda c: kwire.list_offsets_v2(c, t, 0, -1, isolation))
     eq(r["error_code"], 0, "ListOffsets error")
     return r["offset"]
 
