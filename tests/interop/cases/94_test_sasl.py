@@ -79,11 +79,21 @@ def records(tag, n=3):
 
 def next_offset():
     """The log end offset of the topic (through the PLAINTEXT listener)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition, KafkaException
+    import time
     c = Consumer(h.ck_conf(srv().bootstrap, **{"group.id": "unused"}))
     try:
-        lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=h.bound(10))
-        return hi
+        # After a restart the partition answers NOT_LEADER_OR_FOLLOWER until
+        # its log has recovered (slow under sanitizers); a client retries.
+        deadline = time.monotonic() + h.bound(20)
+        while True:
+            try:
+                lo, hi = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=h.bound(10))
+                return hi
+            except KafkaException as e:
+                if e.args[0].code() != 6 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
     finally:
         c.close()
 
