@@ -274,3 +274,58 @@ def wait_topics(node, want, limit=15.0):
     missing = sorted(set(want) - got)
     raise Failure("node %d lists %d of %d topics after %.0fs (missing %s...)"
                   % (node.node_id, len(set(want) & got), len(want), bound(limit), missing[:5]))
+
+
+# ---------------------------------------------------------------- partitions
+
+def partitions_state(node, topic):
+    """{partition: (leader, sorted ISR)} from node's Metadata."""
+    md = admin(node).list_topics(topic, timeout=10)
+    ps = md.topics[topic].partitions
+    return {i: (ps[i].leader, sorted(ps[i].isrs)) for i in ps}
+
+
+def wait_partitions(cl, topic, pred, what, limit=25.0):
+    """Asks every live node until pred({partition: (leader, isr)}) holds;
+    returns that state. Fails after the bound."""
+    deadline = time.monotonic() + bound(limit)
+    st = None
+    while time.monotonic() < deadline:
+        for n in cl.nodes:
+            if not n.alive():
+                continue
+            try:
+                st = partitions_state(n, topic)
+                if st and pred(st):
+                    return st
+            except Exception:  # noqa: BLE001  (a node starting or stopping)
+                pass
+        time.sleep(0.1)
+    raise Failure("%s: not reached within %.0fs (partition: (leader, isr) = %s)" % (what, bound(limit), st))
+
+
+def call_leader(cl, topic, call, done, what, limit=20.0, partition=0):
+    """call(conn) on a connection to the partition's live leader until
+    done(answer) holds (retrying transport errors and answers that are not
+    done, e.g. NOT_LEADER while leadership settles); returns the answer."""
+    import kwire
+    deadline = time.monotonic() + bound(limit)
+    last = None
+    while time.monotonic() < deadline:
+        st = wait_partitions(cl, topic, lambda s: s[partition][0] >= 0 and cl.node(s[partition][0]).alive(),
+                             "a live leader of %s-%d" % (topic, partition))
+        try:
+            c = kwire.Conn(cl.node(st[partition][0]).port)
+            try:
+                r = call(c)
+            finally:
+                c.close()
+        except (OSError, kwire.Closed) as e:
+            last = repr(e)
+            time.sleep(0.2)
+            continue
+        if done(r):
+            return r
+        last = r
+        time.sleep(0.2)
+    raise Failure("%s: not done within %.0fs: %s" % (what, bound(limit), last))

@@ -32,27 +32,8 @@ def setup():
     C.create_topics(CL.node(1), [TOPIC], assignment=ASSIGN)
 
 
-def leaders(via):
-    md = C.admin(via).list_topics(TOPIC, timeout=10)
-    ps = md.topics[TOPIC].partitions
-    return {i: (ps[i].leader, sorted(ps[i].isrs)) for i in ps}
-
-
 def wait(pred, what, limit):
-    deadline = time.monotonic() + C.bound(limit)
-    st = None
-    while time.monotonic() < deadline:
-        for n in CL.nodes:
-            if not n.alive():
-                continue
-            try:
-                st = leaders(n)
-                if len(st) == 3 and pred(st):
-                    return st
-            except Exception:  # noqa: BLE001  (a node starting or stopping)
-                pass
-        time.sleep(0.1)
-    raise Failure("%s: not reached within %ds (partition: (leader, isr) = %s)" % (what, limit, st))
+    return C.wait_partitions(CL, TOPIC, lambda st: len(st) == 3 and pred(st), what, limit)
 
 
 @S.case

@@ -11,7 +11,7 @@ that was restarted leads, and it deduplicates the same retries too."""
 
 import os
 import sys
-import time
+
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import cluster as C  # noqa: E402
@@ -39,76 +39,23 @@ def batch(seq, n, tag=b"v"):
                          producer_id=PID, producer_epoch=0, base_sequence=seq)
 
 
-def state(via):
-    md = C.admin(via).list_topics(TOPIC, timeout=10)
-    p = md.topics[TOPIC].partitions[0]
-    return p.leader, sorted(p.isrs)
-
-
 def wait_state(pred, what, limit=25):
-    deadline = time.monotonic() + C.bound(limit)
-    st = None
-    while time.monotonic() < deadline:
-        for n in CL.nodes:
-            if not n.alive():
-                continue
-            try:
-                st = state(n)
-                if pred(*st):
-                    return st
-            except Exception:  # noqa: BLE001  (a broker starting or stopping)
-                pass
-        time.sleep(0.1)
-    raise Failure("%s: not reached within %ds (leader, isr = %s)" % (what, limit, st))
+    """(leader, isr) of the partition once pred(leader, isr) holds."""
+    return C.wait_partitions(CL, TOPIC, lambda st: pred(*st[0]), what, limit)[0]
 
 
-def produce_to_leader(b, limit=20):
+def produce_to_leader(b):
     """Produces b (acks=all) to the current leader, retrying retriable
-    errors until the bound. Returns the partition response."""
-    deadline = time.monotonic() + C.bound(limit)
-    last = None
-    while time.monotonic() < deadline:
-        leader, _isr = wait_state(lambda l, i: l >= 0 and CL.node(l).alive(), "a live leader")
-        try:
-            c = K.Conn(CL.node(leader).port)
-            try:
-                r = K.produce(c, TOPIC, 0, b)
-            finally:
-                c.close()
-        except (OSError, K.Closed) as e:
-            last = repr(e)
-            time.sleep(0.2)
-            continue
-        if r["error_code"] in RETRIABLE:
-            last = r
-            time.sleep(0.2)
-            continue
-        return r
-    raise Failure("produce not answered without a retriable error within %ds: %s" % (limit, last))
+    errors. Returns the partition response."""
+    return C.call_leader(CL, TOPIC, lambda c: K.produce(c, TOPIC, 0, b), lambda r: r["error_code"] not in RETRIABLE,
+                         "produce")
 
 
-def high_watermark(limit=20):
+def high_watermark():
     """The leader's high watermark, once a leader answers a Fetch without
     an error (leadership may still be settling)."""
-    deadline = time.monotonic() + C.bound(limit)
-    last = None
-    while time.monotonic() < deadline:
-        leader, _isr = wait_state(lambda l, i: l >= 0 and CL.node(l).alive(), "a live leader")
-        try:
-            c = K.Conn(CL.node(leader).port)
-            try:
-                p = K.fetch_v4(c, TOPIC, 0, 0, max_bytes=1)
-            finally:
-                c.close()
-        except (OSError, K.Closed) as e:
-            last = repr(e)
-            time.sleep(0.2)
-            continue
-        if p["error_code"] == 0:
-            return p["high_watermark"]
-        last = p["error_code"]
-        time.sleep(0.2)
-    raise Failure("no leader answered a Fetch within %ds: %s" % (limit, last))
+    return C.call_leader(CL, TOPIC, lambda c: K.fetch_v4(c, TOPIC, 0, 0, max_bytes=1),
+                         lambda p: p["error_code"] == 0, "fetch from the leader")["high_watermark"]
 
 
 def retries_are_duplicates(what):

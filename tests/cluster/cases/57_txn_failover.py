@@ -32,105 +32,45 @@ def setup():
     C.create_topics(CL.node(1), [TOPIC], partitions=1, rf=3)
 
 
-def state(via):
-    md = C.admin(via).list_topics(TOPIC, timeout=10)
-    p = md.topics[TOPIC].partitions[0]
-    return p.leader, sorted(p.isrs)
-
-
 def wait_state(pred, what, limit=25):
-    deadline = time.monotonic() + C.bound(limit)
-    st = None
-    while time.monotonic() < deadline:
-        for n in CL.nodes:
-            if not n.alive():
-                continue
-            try:
-                st = state(n)
-                if pred(*st):
-                    return st
-            except Exception:  # noqa: BLE001  (a broker starting or stopping)
-                pass
-        time.sleep(0.1)
-    raise Failure("%s: not reached within %ds (leader, isr = %s)" % (what, limit, st))
+    """(leader, isr) of the partition once pred(leader, isr) holds."""
+    return C.wait_partitions(CL, TOPIC, lambda st: pred(*st[0]), what, limit)[0]
 
 
-def produce_to_leader(b, limit=20, tid=None):
+def produce_to_leader(b, tid=None):
     """Produces b (acks=all) to the current leader, retrying retriable
-    errors until the bound. Returns the partition response."""
-    deadline = time.monotonic() + C.bound(limit)
-    last = None
-    while time.monotonic() < deadline:
-        leader, _isr = wait_state(lambda l, i: l >= 0 and CL.node(l).alive(), "a live leader")
-        try:
-            c = K.Conn(CL.node(leader).port)
-            try:
-                r = K.produce(c, TOPIC, 0, b, transactional_id=tid)
-            finally:
-                c.close()
-        except (OSError, K.Closed) as e:
-            last = repr(e)
-            time.sleep(0.2)
-            continue
-        if r["error_code"] in RETRIABLE:
-            last = r
-            time.sleep(0.2)
-            continue
-        return r
-    raise Failure("produce not answered without a retriable error within %ds: %s" % (limit, last))
+    errors. Returns the partition response."""
+    return C.call_leader(CL, TOPIC, lambda c: K.produce(c, TOPIC, 0, b, transactional_id=tid),
+                         lambda r: r["error_code"] not in RETRIABLE, "produce")
 
 
-def leader_fetch(limit=20, isolation=1):
+def leader_fetch(isolation=1):
     """The leader's answer to a Fetch from 0, once a leader answers one
     without an error (leadership may still be settling)."""
-    deadline = time.monotonic() + C.bound(limit)
-    last = None
-    while time.monotonic() < deadline:
-        leader, _isr = wait_state(lambda l, i: l >= 0 and CL.node(l).alive(), "a live leader")
-        try:
-            c = K.Conn(CL.node(leader).port)
-            try:
-                p = K.fetch_v4(c, TOPIC, 0, 0, isolation=isolation)
-            finally:
-                c.close()
-        except (OSError, K.Closed) as e:
-            last = repr(e)
-            time.sleep(0.2)
-            continue
-        if p["error_code"] == 0:
-            return p
-        last = p["error_code"]
-        time.sleep(0.2)
-    raise Failure("no leader answered a Fetch within %ds: %s" % (limit, last))
+    return C.call_leader(CL, TOPIC, lambda c: K.fetch_v4(c, TOPIC, 0, 0, isolation=isolation),
+                         lambda p: p["error_code"] == 0, "fetch from the leader")
 
 
-def marker_to(node_id, pid, commit, coordinator_epoch=1):
-    c = K.Conn(CL.node(node_id).port)
-    try:
+def marker_request(pid, commit, coordinator_epoch=1):
+    def call(c):
         res = K.write_txn_markers(c, [{"producer_id": pid, "producer_epoch": 0, "commit": commit,
                                        "coordinator_epoch": coordinator_epoch, "topics": {TOPIC: [0]}}])
+        return {"error_code": res[0][1][(TOPIC, 0)]}
+    return call
+
+
+def marker_to(node_id, pid, commit):
+    c = K.Conn(CL.node(node_id).port)
+    try:
+        return marker_request(pid, commit)(c)["error_code"]
     finally:
         c.close()
-    return res[0][1][(TOPIC, 0)]
 
 
-def marker_to_leader(pid, commit, limit=20):
-    deadline = time.monotonic() + C.bound(limit)
-    last = None
-    while time.monotonic() < deadline:
-        leader, _isr = wait_state(lambda l, i: l >= 0 and CL.node(l).alive(), "a live leader")
-        try:
-            err = marker_to(leader, pid, commit)
-        except (OSError, K.Closed) as e:
-            last = repr(e)
-            time.sleep(0.2)
-            continue
-        if err in RETRIABLE:
-            last = err
-            time.sleep(0.2)
-            continue
-        return leader, err
-    raise Failure("marker not answered without a retriable error within %ds: %s" % (limit, last))
+def marker_to_leader(pid, commit):
+    """The leader's error for the marker, once not a retriable one."""
+    return C.call_leader(CL, TOPIC, marker_request(pid, commit), lambda r: r["error_code"] not in RETRIABLE,
+                         "marker")["error_code"]
 
 
 def txn_batch(pid, n, tag):
@@ -147,7 +87,7 @@ def markers_replicate_and_survive_failover():
     leader, isr = wait_state(lambda l, i: l >= 0 and len(i) == 3, "full ISR")
     follower = [n for n in isr if n != leader][0]
     eq(marker_to(follower, 7001, False), NOT_LEADER_OR_FOLLOWER, "marker sent to follower %d" % follower)
-    at, err = marker_to_leader(7001, False)
+    err = marker_to_leader(7001, False)
     eq(err, 0, "ABORT marker")
     p = leader_fetch()
     check(p["high_watermark"] >= 7, "the marker (offset 6) answered before the ISR had it: HW %d",
@@ -172,7 +112,7 @@ def markers_replicate_and_survive_failover():
        "new leader: (HW, LSO, aborted)")
     eq([r["offset"] for r in K.parse_batches(p["records"]) if not r["control"]], [0, 1, 2, 3, 4, 5],
        "read_committed records (the aborted ones listed, dropped by clients)")
-    _at, err = marker_to_leader(7002, True)
+    err = marker_to_leader(7002, True)
     eq(err, 0, "COMMIT marker on the new leader")
     p = leader_fetch()
     eq((p["high_watermark"], p["last_stable_offset"]), (10, 10), "after the COMMIT: (HW, LSO)")
