@@ -115,16 +115,21 @@ static int parse(int argc, char **argv, struct txn_opts *o, struct global_opts *
     return ARGS_OK;
 }
 
+/* The connection to the partition's leader, from fresh metadata. */
+static int leader_of(struct kc_client *c, const struct txn_opts *o, struct kc_conn **conn)
+{
+    const kc_topic_t *topic;
+    int rc = kc_topic_metadata(c, o->topic, false, &topic);
+    return rc ? rc : kc_leader_conn(c, o->topic, o->partition, conn);
+}
+
 /* DescribeProducers of the partition, asked of its leader. */
 static int describe(struct kc_client *c, const struct txn_opts *o, struct kc_response *resp,
                     const describe_producers_response_partition_response_t **out)
 {
     *out = NULL;
     struct kc_conn *conn;
-    const kc_topic_t *topic;
-    int rc = kc_topic_metadata(c, o->topic, false, &topic);
-    if (rc == 0)
-        rc = kc_leader_conn(c, o->topic, o->partition, &conn);
+    int rc = leader_of(c, o, &conn);
     if (rc)
         return rc;
     describe_producers_request_t q;
@@ -199,7 +204,7 @@ static int do_abort(struct kc_client *c, struct txn_opts *o)
                            o->start_offset, o->topic, (int)o->partition);
     }
     struct kc_conn *conn;
-    rc = kc_leader_conn(c, o->topic, o->partition, &conn);
+    rc = leader_of(c, o, &conn);
     if (rc)
         return rc;
     write_txn_markers_request_t q;

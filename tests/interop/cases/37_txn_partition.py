@@ -264,6 +264,16 @@ def samsactl_aborts_a_hanging_transaction():
     p = expect_lso(t, 8, 8, "after samsactl transactions abort")
     eq(p["aborted"], [(5001, 3)], "AbortedTransactions")
     eq(data_offsets(p), [0, 1, 2, 3, 4, 5, 6], "read_committed returns the batches (the client drops the aborted)")
+    # The other form names the producer; a fresh samsactl has no metadata
+    # cached, so this also proves it finds the leader by itself.
+    txn_produce(t, 5002, 0, 2, b"i", 8, epoch=1)
+    expect_lso(t, 8, 10, "second hanging transaction")
+    res = run([SAMSACTL_BIN, "--bootstrap-server", "127.0.0.1:%d" % srv.port, "transactions", "abort",
+               "--topic", t, "--partition", "0", "--producer-id", "5002", "--producer-epoch", "1",
+               "--coordinator-epoch", "0"])
+    check(b"Aborted the transaction of producer 5002" in res.stdout, "samsactl abort output: %r", res.stdout)
+    p = expect_lso(t, 11, 11, "after the second abort")
+    eq(p["aborted"], [(5001, 3), (5002, 8)], "AbortedTransactions after both aborts")
 
 
 if __name__ == "__main__":
