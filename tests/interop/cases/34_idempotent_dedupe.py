@@ -95,7 +95,12 @@ class DropProxy:
                 s.sendall(f)
         except OSError:
             pass
-        for x in (c, s):
+        self._shut(c, s)
+
+    @staticmethod
+    def _shut(*socks):
+        """Both directions of the pair stop (the other pump's read ends)."""
+        for x in socks:
             try:
                 x.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -115,11 +120,7 @@ class DropProxy:
                 c.sendall(f)
         except OSError:
             pass
-        for x in (c, s):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        self._shut(c, s)
         c.close()
         s.close()
 
