@@ -5,6 +5,8 @@
  *
  * Per partition: TOPIC_AUTHORIZATION_FAILED without READ on the topic,
  * UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER. */
+#include <string.h>
+
 #include "api/dispatch.h"
 #include "api/handlers.h"
 #include "api/request.h"
@@ -22,11 +24,20 @@ struct collect {
     int32_t cap;
 };
 
+/* Grows the answer's array in the arena (doubling: at most twice the
+ * memory, no second pass under the log's lock). */
 static void add_producer(void *ctx, const struct ps_entry *e)
 {
     struct collect *c = ctx;
-    if (c->out->active_producers.n == c->cap)
-        return; /* counted beforehand; never more under the lock */
+    if (c->out->active_producers.n == c->cap) {
+        int32_t cap = c->cap ? c->cap * 2 : 16;
+        describe_producers_response_producer_state_t *v =
+            describe_producers_response_producer_state_new_array(c->ar, cap);
+        if (c->out->active_producers.n)
+            memcpy(v, c->out->active_producers.a, (size_t)c->out->active_producers.n * sizeof *v);
+        c->out->active_producers.a = v;
+        c->cap = cap;
+    }
     describe_producers_response_producer_state_t *s = &c->out->active_producers.a[c->out->active_producers.n++];
     s->producer_id = e->producer_id;
     s->producer_epoch = e->epoch;
@@ -34,12 +45,6 @@ static void add_producer(void *ctx, const struct ps_entry *e)
     s->last_timestamp = e->last_timestamp;
     s->coordinator_epoch = e->coordinator_epoch;
     s->current_txn_start_offset = e->current_txn_first_offset;
-}
-
-static void count_producer(void *ctx, const struct ps_entry *e)
-{
-    (void)e;
-    (*(int32_t *)ctx)++;
 }
 
 static int16_t describe_partition(struct request *req, const struct mi_topic *t, int32_t index,
@@ -53,12 +58,8 @@ static int16_t describe_partition(struct request *req, const struct mi_topic *t,
     struct partition *p = preg_get(req->broker->partitions, &t->id, index);
     if (!p)
         return preg_unavailable_error(req->broker->partitions, &t->id, index);
-    /* Two passes: the count may grow between them (the extra ones are
-     * left out, as if they had come a moment later). */
-    int32_t n = 0;
-    plog_producers_foreach(p->log, count_producer, &n);
-    struct collect c = {&req->arena, out, n + 16};
-    out->active_producers.a = describe_producers_response_producer_state_new_array(&req->arena, c.cap);
+    struct collect c = {&req->arena, out, 0};
+    out->active_producers.a = NULL;
     out->active_producers.n = 0;
     plog_producers_foreach(p->log, add_producer, &c);
     partition_put(p);
