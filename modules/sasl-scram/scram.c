@@ -196,6 +196,10 @@ static int scram_parse_client_first(const uint8_t *in, size_t len, struct scram_
         return -1;
     }
     i++;
+    if (i >= sizeof m->gs2) {
+        *why = "authzid too long";
+        return -1;
+    }
     memcpy(m->gs2, s, i);
     m->gs2[i] = '\0';
     memcpy(m->bare, s + i, len - i);

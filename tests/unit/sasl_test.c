@@ -233,6 +233,13 @@ static void test_scram_failures(void **st)
                                   "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
                                   err, sizeof err),
                      SAMSA_EAUTH);
+    /* an authzid longer than the GS2 header buffer (found by sasl_mech_fuzz):
+     * refused, nothing written past the buffer */
+    char longfirst[1600];
+    int n = snprintf(longfirst, sizeof longfirst, "n,a=");
+    memset(longfirst + n, 'z', 1200);
+    snprintf(longfirst + n + 1200, sizeof longfirst - (size_t)n - 1200, ",n=user,r=abc");
+    assert_int_equal(run_exchange(longfirst, "", err, sizeof err), SAMSA_EAUTH);
     /* too few iterations stored */
     fake_cred.iterations = 4095;
     assert_int_equal(run_exchange("n,,n=user,r=x", "", err, sizeof err), SAMSA_EAUTH);
