@@ -42,6 +42,7 @@ struct rvoter {
     int64_t last_fetch_ms;   /* leader: -1 never */
     int64_t last_caught_up_ms;
     bool fetched_in_window;  /* leader: check-quorum window */
+    int64_t hw_told;         /* leader: high watermark it surely knows from us, -1 none */
     bool acked;              /* leader: BeginQuorumEpoch ack; resigned: EndQuorumEpoch ack */
     struct rconn conn;       /* our requests to this voter */
 };
@@ -51,6 +52,7 @@ struct robserver {
     int64_t end_offset;
     int64_t last_fetch_ms;
     int64_t last_caught_up_ms;
+    int64_t hw_told; /* as rvoter's */
 };
 
 /* A Fetch the leader holds until data arrives, the high watermark moves
@@ -596,6 +598,7 @@ static void to_leader(struct raft *r)
         v->last_fetch_ms = -1;
         v->last_caught_up_ms = -1;
         v->fetched_in_window = false;
+        v->hw_told = -1;
         v->acked = v->id == r->id;
     }
     r->nobservers = 0;
@@ -1466,6 +1469,7 @@ static struct robserver *observer_slot(struct raft *r, int32_t id)
     o->end_offset = -1;
     o->last_fetch_ms = -1;
     o->last_caught_up_ms = -1;
+    o->hw_told = -1;
     return o;
 }
 
@@ -1554,8 +1558,30 @@ static void maybe_resign_check_quorum(struct raft *r)
     }
 }
 
+/* Where the leader notes the high watermark a replica has heard from it
+ * (NULL: not a replica it tracks). */
+static int64_t *hw_told_slot(struct raft *r, int32_t replica)
+{
+    struct rvoter *v = find_voter(r, replica);
+    if (v)
+        return v->id != r->id ? &v->hw_told : NULL;
+    for (int32_t i = 0; i < r->nobservers; i++)
+        if (r->observers[i].id == replica)
+            return &r->observers[i].hw_told;
+    return NULL;
+}
+
 /* Builds and sends the answer to a validated Fetch. Returns false when
- * there was nothing to say yet (the caller may park it). */
+ * there was nothing to say yet (the caller may park it). A replica that
+ * has not heard the current high watermark is answered at once, even
+ * with no records: parked, it would learn of a commit only at the next
+ * append or after max wait, and until then its image lacks what the
+ * quorum committed (a topic whose CreateTopics has been answered); if
+ * the leader died meanwhile, it would lack it until the next leader
+ * commits, answering Metadata with UNKNOWN_TOPIC_OR_PARTITION. Kafka's
+ * KIP-1166 (FetchRequest v18 HighWatermark) has the follower say what
+ * it knows; the leader remembering what it told each replica gives the
+ * same answer within the versions samsa speaks. */
 static bool fetch_answer(struct raft *r, int32_t to, int32_t corr, int16_t version, int32_t replica,
                          int64_t fetch_offset, int32_t last_fetched_epoch, int32_t max_bytes, bool must_answer)
 {
@@ -1583,8 +1609,14 @@ static bool fetch_answer(struct raft *r, int32_t to, int32_t corr, int16_t versi
                 return true;
             }
         }
-        if (recs.len <= 0 && !must_answer)
+        int64_t *told = hw_told_slot(r, replica);
+        int64_t hw_now = r->hw_established ? r->hw : -1;
+        if (recs.len <= 0 && !must_answer && !(told && hw_now > *told))
             return false;
+        /* What the follower takes (at most its log end, and that is at
+         * least the fetch offset: records sent only ever add to it). */
+        if (told)
+            *told = hw_now < fetch_offset ? hw_now : fetch_offset;
     } else {
         note_replica_fetch(r, replica, fetch_offset, false);
     }

@@ -627,31 +627,63 @@ static void test_leader_fetch_validation(void **state)
     raft_receive(h.r, 2, &m);
     assert_int_equal(fetch_answer(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP))->error_code, KERR_INVALID_REQUEST);
 
-    /* an up-to-date fetch with max wait is parked, then answered when data
-     * arrives */
+    /* Node 3 committed 11 after node 2 last heard a high watermark (-1):
+     * node 2's up-to-date fetch is answered at once, without records,
+     * so that it learns the commit now, not after max wait (KIP-1166's
+     * rule; a broker whose leader died before telling it would lack a
+     * created topic until the next leader commits) */
     h_clear(&h);
     m = fetch_req(&a, 2, 3, 11, 3, 500, 109);
+    raft_receive(h.r, 2, &m);
+    p = fetch_answer(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
+    assert_non_null(p);
+    assert_int_equal(p->high_watermark, 11);
+    assert_int_equal(p->records.len, 0);
+    /* once it has heard it, an up-to-date fetch with max wait is parked,
+     * then answered when data arrives */
+    h_clear(&h);
+    m = fetch_req(&a, 2, 3, 11, 3, 500, 110);
     raft_receive(h.r, 2, &m);
     assert_null(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
     kbytes_t v = {(const uint8_t *)"y", 1};
     assert_int_equal(raft_propose(h.r, 3, &v, 1, 0), 11);
     struct out *o = h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP);
     assert_non_null(o);
-    assert_int_equal(o->msg.correlation_id, 109);
+    assert_int_equal(o->msg.correlation_id, 110);
     assert_true(fetch_answer(o)->records.len > 0);
-    /* and an idle one times out into an empty answer */
+    assert_int_equal(fetch_answer(o)->high_watermark, 11);
+    /* and an idle one (node 3 heard 11 when it committed it) times out
+     * into an empty answer */
     h_clear(&h);
-    m = fetch_req(&a, 3, 3, 12, 3, 500, 110);
+    m = fetch_req(&a, 3, 3, 12, 3, 500, 111);
     raft_receive(h.r, 3, &m);
     assert_null(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
     h_tick(&h, h.now + 501);
     o = h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP);
     assert_non_null(o);
-    assert_int_equal(o->msg.correlation_id, 110);
+    assert_int_equal(o->msg.correlation_id, 111);
 
-    /* snapshot: the log start moves past a follower, which gets the id */
+    /* the leader and node 3 commit 12 while node 2 is between fetches:
+     * its next fetch, with nothing to read, is answered at once with 12,
+     * and the one after that waits again */
+    h_clear(&h);
     raft_flushed(h.r, 12);
     assert_int_equal(raft_high_watermark(h.r), 12);
+    m = fetch_req(&a, 2, 3, 12, 3, 500, 112);
+    raft_receive(h.r, 2, &m);
+    o = h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP);
+    assert_non_null(o);
+    assert_int_equal(o->msg.correlation_id, 112);
+    assert_int_equal(fetch_answer(o)->high_watermark, 12);
+    assert_int_equal(fetch_answer(o)->records.len, 0);
+    h_clear(&h);
+    m = fetch_req(&a, 2, 3, 12, 3, 500, 113);
+    raft_receive(h.r, 2, &m);
+    assert_null(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
+    h_tick(&h, h.now + 501);
+    assert_int_equal(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP)->msg.correlation_id, 113);
+
+    /* snapshot: the log start moves past a follower, which gets the id */
     struct raft_snapshot_id id;
     assert_int_equal(raft_snapshot_id_at(h.r, 11, &id), 0);
     assert_int_equal(id.epoch, 3);
@@ -660,13 +692,13 @@ static void test_leader_fetch_validation(void **state)
     assert_int_equal(memlog_write_snapshot(&h.log, &id, (const uint8_t *)"0123456789", 10), 0);
     assert_int_equal(raft_snapshot_done(h.r, &id), 0);
     assert_int_equal(h.log.start, 11);
-    m = fetch_req(&a, 2, 3, 7, 1, 0, 111);
+    m = fetch_req(&a, 2, 3, 7, 1, 0, 114);
     raft_receive(h.r, 2, &m);
     p = fetch_answer(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
     assert_int_equal(p->snapshot_id.end_offset, 11);
     assert_int_equal(p->snapshot_id.epoch, 3);
     /* and continuing right after the snapshot is fine */
-    m = fetch_req(&a, 2, 3, 11, 3, 0, 112);
+    m = fetch_req(&a, 2, 3, 11, 3, 0, 115);
     raft_receive(h.r, 2, &m);
     p = fetch_answer(h_last(&h, RAFT_OUT_SEND, RAFT_MSG_FETCH_RESP));
     assert_int_equal(p->snapshot_id.epoch, -1);
