@@ -9,6 +9,7 @@ core_libsamsacore_a_SOURCES += \
 # the __transaction_state records.
 core_libsamsacore_a_SOURCES += \
 	core/coord/txn_meta.c core/coord/txn_meta.h \
-	core/coord/txn_log.c core/coord/txn_log.h
+	core/coord/txn_log.c core/coord/txn_log.h \
+	core/coord/logscan.c core/coord/logscan.h
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
 core_libsamsacore_a_SOURCES += core/api/consumer_groups.c
