@@ -14,6 +14,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "coord/consumer.h"
+#include "coord/logscan.h"
 #include "coord/records.h"
 #include "log/plog.h"
 #include "plugin/codec.h"
@@ -814,99 +815,41 @@ static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
 }
 
 /* Reads the whole partition into groups. Returns 0 or a Kafka error. */
+struct read_ctx {
+    struct hmap *groups;
+    int64_t *nrecords;
+    int64_t wall;
+    int32_t index;
+    bool warned_other;
+};
+
+static void read_one(void *arg, int64_t offset, kbytes_t key, kbytes_t value)
+{
+    struct read_ctx *x = arg;
+    struct arena a = ARENA_INIT;
+    struct crec cr;
+    if (crec_parse(key, value, &a, &cr) < 0) {
+        slog_warn("group coordinator: %s-%d offset %lld: record does not parse; skipped", COORD_OFFSETS_TOPIC,
+                  x->index, (long long)offset);
+    } else if (cr.kind == CREC_OTHER) {
+        if (!x->warned_other)
+            slog_warn("group coordinator: %s-%d holds records of key version %d (not classic "
+                      "groups); ignored",
+                      COORD_OFFSETS_TOPIC, x->index, cr.key_version);
+        x->warned_other = true;
+    } else {
+        replay(x->groups, &cr, x->wall);
+        (*x->nrecords)++;
+    }
+    arena_free(&a);
+}
+
+/* Transactional offset commits are skipped (coord_log_scan): their
+ * transactions are not decided here yet. */
 static int read_partition(struct coord *c, struct partition *p, struct hmap *groups, int64_t *nrecords)
 {
-    struct plog *l = p->log;
-    int64_t off = plog_log_start_offset(l);
-    int64_t end = plog_log_end_offset(l);
-    int64_t wall = clock_wall_ms();
-    struct buf data = BUF_INIT, dec = BUF_INIT;
-    int err = 0;
-    bool warned_other = false;
-    while (off < end) {
-        struct plog_read_result rr;
-        err = plog_read(l, off, c->s.load_buffer, true, -1, &rr);
-        if (err)
-            break;
-        if (rr.len <= 0) {
-            if (rr.file)
-                sfile_unref(rr.file);
-            break;
-        }
-        buf_reset(&data);
-        uint8_t *dst = buf_extend(&data, (size_t)rr.len);
-        size_t got = 0;
-        while (got < (size_t)rr.len) {
-            ssize_t n = pread(rr.file->fd, dst + got, (size_t)rr.len - got, rr.file_pos + (off_t)got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                err = KERR_KAFKA_STORAGE_ERROR;
-                break;
-            }
-            got += (size_t)n;
-        }
-        sfile_unref(rr.file);
-        if (err)
-            break;
-        size_t pos = 0;
-        while (pos < data.len) {
-            size_t size;
-            if (rb_frame(data.data + pos, data.len - pos, &size) != 0)
-                break;
-            struct rb_header h;
-            if (rb_parse_header(data.data + pos, size, &h) != 0) {
-                pos += size;
-                continue;
-            }
-            const uint8_t *batch = data.data + pos;
-            pos += size;
-            /* Control batches, and transactional offset commits (there
-             * is no transaction coordinator yet to decide them). */
-            if (rb_is_control(&h) || rb_is_transactional(&h) || rb_last_offset(&h) < off)
-                continue;
-            struct rb_record_iter it;
-            if (rb_codec(&h) != RB_CODEC_NONE) {
-                buf_reset(&dec);
-                int rc = codec_decompress(c->b->plugins, rb_codec(&h), batch + RB_HEADER_SIZE,
-                                          size - RB_HEADER_SIZE, &dec, CODEC_DECOMPRESS_CEILING);
-                if (rc) {
-                    slog_warn("group coordinator: %s-%d batch at %lld: cannot decompress (%s); skipped",
-                              COORD_OFFSETS_TOPIC, p->index, (long long)h.base_offset, kerr_name((int16_t)rc));
-                    continue;
-                }
-                rb_record_iter_init(&it, dec.data, dec.len, h.records_count);
-            } else if (rb_record_iter_init_batch(&it, batch, size) != 0) {
-                continue;
-            }
-            struct rb_record rec;
-            while (rb_record_next(&it, &rec) == 1) {
-                if (h.base_offset + rec.offset_delta < off)
-                    continue;
-                struct arena a = ARENA_INIT;
-                struct crec cr;
-                if (crec_parse(rec.key, rec.value, &a, &cr) < 0) {
-                    slog_warn("group coordinator: %s-%d offset %lld: record does not parse; skipped",
-                              COORD_OFFSETS_TOPIC, p->index, (long long)(h.base_offset + rec.offset_delta));
-                } else if (cr.kind == CREC_OTHER) {
-                    if (!warned_other)
-                        slog_warn("group coordinator: %s-%d holds records of key version %d (not classic "
-                                  "groups); ignored",
-                                  COORD_OFFSETS_TOPIC, p->index, cr.key_version);
-                    warned_other = true;
-                } else {
-                    replay(groups, &cr, wall);
-                    (*nrecords)++;
-                }
-                arena_free(&a);
-            }
-            off = rb_last_offset(&h) + 1;
-        }
-        off = rr.next_offset > off ? rr.next_offset : off;
-    }
-    buf_free(&data);
-    buf_free(&dec);
-    return err;
+    struct read_ctx x = {groups, nrecords, clock_wall_ms(), p->index, false};
+    return coord_log_scan(p, c->b->plugins, c->s.load_buffer, COORD_OFFSETS_TOPIC, read_one, &x);
 }
 
 static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id, int32_t epoch)

@@ -15,7 +15,8 @@ FUZZ_CORE_SRCS = \
 	core/proto/kcodec.c core/proto/kerr.c \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
-	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz
+	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz \
+	tests/fuzz/txn_log_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -36,6 +37,14 @@ tests/fuzz/request_fuzz: $(top_srcdir)/tests/fuzz/request_fuzz.c tests/fuzz/libg
 tests/fuzz/coord_records_fuzz: $(top_srcdir)/tests/fuzz/coord_records_fuzz.c $(top_srcdir)/core/coord/records.c \
 		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/coord/records.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
+		tests/fuzz/libgen_fuzz.a -lpthread
+
+# __transaction_state records: txn_log.c and txn_meta.c over the
+# generated codecs.
+FUZZ_TXN_SRCS = core/coord/txn_log.c core/coord/txn_meta.c
+tests/fuzz/txn_log_fuzz: $(top_srcdir)/tests/fuzz/txn_log_fuzz.c $(FUZZ_TXN_SRCS:%=$(top_srcdir)/%) \
+		tests/fuzz/libgen_fuzz.a $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_TXN_SRCS:%=$(top_srcdir)/%) $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
 		tests/fuzz/libgen_fuzz.a -lpthread
 
 # The Raft messages of the controller listener and the quorum's clients:

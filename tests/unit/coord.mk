@@ -11,3 +11,9 @@ TESTS += tests/unit/consumer_group_test
 tests_unit_consumer_group_test_SOURCES = tests/unit/consumer_group_test.c
 tests_unit_consumer_group_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_consumer_group_test_LDADD = $(UNIT_LIBS)
+# the transaction coordinator: state machine and __transaction_state records
+check_PROGRAMS += tests/unit/txn_coord_test
+TESTS += tests/unit/txn_coord_test
+tests_unit_txn_coord_test_SOURCES = tests/unit/txn_coord_test.c
+tests_unit_txn_coord_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_txn_coord_test_LDADD = $(UNIT_LIBS)
