@@ -10,7 +10,7 @@ Run as a separate /usr/bin/python3 process so that the test can kill -9
 it anywhere; prints one line per event ("ready", "committed N", "done")
 to stdout, flushed, for the test to follow.
 
-  eos_app.py BOOTSTRAP TXN_ID GROUP IN OUT --end P:OFF,... [--every N] [--limit S]
+  eos_app.py BOOTSTRAP TXN_ID GROUP IN OUT --end P:OFF,... [--every N] [--record-ms MS] [--limit S]
 """
 import argparse
 import sys
@@ -36,6 +36,8 @@ def main():
     ap.add_argument("out")
     ap.add_argument("--end", required=True, help="P:OFF,... high watermarks of the input")
     ap.add_argument("--every", type=int, default=25)
+    ap.add_argument("--record-ms", type=float, default=0.0,
+                    help="time the transform takes per record (so a kill finds work in progress)")
     ap.add_argument("--limit", type=float, default=60.0, help="seconds before giving up (exit 3)")
     ap.add_argument("--timeout", type=float, default=30.0, help="bound of each blocking client call")
     a = ap.parse_args()
@@ -70,6 +72,8 @@ def main():
             if m.error():
                 say("consumer error: %s" % m.error())
                 sys.exit(2)
+            if a.record_ms:
+                time.sleep(a.record_ms / 1000.0)
             p.produce(a.out, key=m.key(), value=transform(m.value()))
             pending += 1
         if pending and (pending >= a.every or not msgs):

@@ -28,6 +28,8 @@ struct lg_opts {
     int max_inflight;       /* < 0: librdkafka's default */
     const char *compression;
     bool idempotence;
+    long txn_size;          /* > 0: transactional, commit every this many records */
+    long rate;              /* e2e: records per second */
     int stall_s;            /* no progress for this long is a failure */
     bool json;
     int verbose;
@@ -51,7 +53,20 @@ rd_kafka_conf_t *lg_base_conf(const struct lg_opts *o);
  * partition; returns its partition count, or -1 after timeout_ms. */
 int lg_wait_topic(rd_kafka_t *rk, const char *topic, int timeout_ms);
 
+/* Create o->topic with o->partitions partitions (an existing one is fine);
+ * 0 or -1 with the reason on stderr. */
+int lg_create_topic(rd_kafka_t *rk, const struct lg_opts *o);
+/* Make the producer transactional (before rd_kafka_new): a transactional
+ * id unique to this process and phase. */
+void lg_txn_conf(rd_kafka_conf_t *conf, const struct lg_opts *o, const char *phase);
+/* Call a blocking transactional API; 0, or -1 with the error on stderr. */
+int lg_txn_check(rd_kafka_error_t *e, const char *what);
+/* Flush, then commit the open transaction; 0 or -1 with the error on
+ * stderr. */
+int lg_txn_commit(rd_kafka_t *rk, int timeout_ms);
+
 int lg_produce(const struct lg_opts *o);
+int lg_e2e(const struct lg_opts *o);
 int lg_consume(const struct lg_opts *o);
 
 #endif

@@ -3,9 +3,9 @@
 if HAVE_RDKAFKA
 bin_PROGRAMS += tools/loadgen/samsa-loadgen
 tools_loadgen_samsa_loadgen_SOURCES = tools/loadgen/main.c tools/loadgen/produce.c \
-	tools/loadgen/consume.c tools/loadgen/hist.c tools/loadgen/hist.h tools/loadgen/loadgen.h
+	tools/loadgen/consume.c tools/loadgen/e2e.c tools/loadgen/hist.c tools/loadgen/hist.h tools/loadgen/loadgen.h
 tools_loadgen_samsa_loadgen_CFLAGS = $(AM_CFLAGS) $(RDKAFKA_CFLAGS)
-tools_loadgen_samsa_loadgen_LDADD = $(RDKAFKA_LIBS)
+tools_loadgen_samsa_loadgen_LDADD = $(RDKAFKA_LIBS) -lpthread
 endif
 
 EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c

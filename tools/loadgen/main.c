@@ -2,6 +2,7 @@
  *
  *   samsa-loadgen produce -b HOST:PORT -t TOPIC -n RECORDS -s BYTES ...
  *   samsa-loadgen consume -b HOST:PORT -t TOPIC [-n RECORDS] ...
+ *   samsa-loadgen e2e -b HOST:PORT -t TOPIC -n RECORDS --rate R [--txn-size N] ...
  *
  * Each phase prints one human line on stdout and, with --json, one JSON
  * line after it, so scripts can read results without scraping prose. */
@@ -88,7 +89,7 @@ int lg_wait_topic(rd_kafka_t *rk, const char *topic, int timeout_ms)
 
 static void usage(FILE *f)
 {
-    fputs("usage: samsa-loadgen produce|consume [options]\n"
+    fputs("usage: samsa-loadgen produce|consume|e2e [options]\n"
           "  -b, --brokers LIST       bootstrap servers (127.0.0.1:9092)\n"
           "  -t, --topic NAME         topic (samsa-bench)\n"
           "  -n, --records N          produce: records to send (1000000);\n"
@@ -106,6 +107,12 @@ static void usage(FILE *f)
           "      --max-inflight N     max.in.flight.requests.per.connection\n"
           "      --compression CODEC  compression.codec (none)\n"
           "      --idempotence        enable.idempotence=true\n"
+          "      --txn-size N         produce, e2e: transactional producer committing\n"
+          "                           every N records\n"
+          "      --rate R             e2e: records per second (10000); e2e produces\n"
+          "                           idempotently (acks=all) and reads with a\n"
+          "                           read_committed and a read_uncommitted consumer\n"
+          "                           at once, timing produce call -> consumed\n"
           "  -X KEY=VALUE             any librdkafka property (repeatable)\n"
           "      --stall-timeout S    fail when nothing progresses for S seconds (30)\n"
           "      --json               also print one JSON line per phase\n"
@@ -140,10 +147,11 @@ int main(int argc, char **argv)
         .max_inflight = -1,
         .compression = "none",
         .stall_s = 30,
+        .rate = 10000,
     };
     enum {
         O_PAYLOAD = 256, O_REPL, O_LINGER, O_BSIZE, O_BNUM, O_INFL, O_COMP,
-        O_IDEMP, O_STALL, O_JSON
+        O_IDEMP, O_STALL, O_JSON, O_TXN, O_RATE
     };
     static const struct option lopts[] = {
         {"brokers", required_argument, NULL, 'b'},
@@ -160,6 +168,8 @@ int main(int argc, char **argv)
         {"max-inflight", required_argument, NULL, O_INFL},
         {"compression", required_argument, NULL, O_COMP},
         {"idempotence", no_argument, NULL, O_IDEMP},
+        {"txn-size", required_argument, NULL, O_TXN},
+        {"rate", required_argument, NULL, O_RATE},
         {"stall-timeout", required_argument, NULL, O_STALL},
         {"json", no_argument, NULL, O_JSON},
         {"verbose", no_argument, NULL, 'v'},
@@ -215,6 +225,8 @@ int main(int argc, char **argv)
         case O_INFL: o.max_inflight = (int)parse_long("--max-inflight", optarg, 1); break;
         case O_COMP: o.compression = optarg; break;
         case O_IDEMP: o.idempotence = true; break;
+        case O_TXN: o.txn_size = parse_long("--txn-size", optarg, 1); break;
+        case O_RATE: o.rate = parse_long("--rate", optarg, 1); break;
         case O_STALL: o.stall_s = (int)parse_long("--stall-timeout", optarg, 1); break;
         case O_JSON: o.json = true; break;
         case 'v': o.verbose++; break;
@@ -244,6 +256,8 @@ int main(int argc, char **argv)
             o.records = 0;
         return lg_consume(&o);
     }
-    fprintf(stderr, "samsa-loadgen: unknown mode '%s' (produce or consume)\n", mode);
+    if (!strcmp(mode, "e2e"))
+        return lg_e2e(&o);
+    fprintf(stderr, "samsa-loadgen: unknown mode '%s' (produce, consume or e2e)\n", mode);
     return 2;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hist.h"
 #include "loadgen.h"
@@ -14,6 +15,8 @@ struct pstate {
     uint64_t failed;
     uint64_t last_dr_us;
     char first_err[256];
+    uint64_t txns;          /* transactions committed */
+    struct hist commit;     /* microseconds per commit_transaction call */
 };
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -33,7 +36,30 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     hist_record(&st->lat, now >= sent ? now - sent : 0);
 }
 
-static int create_topic(rd_kafka_t *rk, const struct lg_opts *o)
+void lg_txn_conf(rd_kafka_conf_t *conf, const struct lg_opts *o, const char *phase)
+{
+    char tid[256];
+    snprintf(tid, sizeof tid, "samsa-loadgen-%s-%s-%ld", phase, o->topic, (long)getpid());
+    lg_conf_set(conf, "transactional.id", tid);
+}
+
+int lg_txn_check(rd_kafka_error_t *e, const char *what)
+{
+    if (!e)
+        return 0;
+    fprintf(stderr, "samsa-loadgen: %s: %s%s\n", what, rd_kafka_error_string(e),
+            rd_kafka_error_is_fatal(e) ? " (fatal)" : "");
+    rd_kafka_error_destroy(e);
+    return -1;
+}
+
+int lg_txn_commit(rd_kafka_t *rk, int timeout_ms)
+{
+    rd_kafka_flush(rk, timeout_ms);
+    return lg_txn_check(rd_kafka_commit_transaction(rk, timeout_ms), "commit_transaction");
+}
+
+int lg_create_topic(rd_kafka_t *rk, const struct lg_opts *o)
 {
     char err[512];
     rd_kafka_NewTopic_t *nt =
@@ -116,14 +142,22 @@ static void print_result(const struct lg_opts *o, const struct pstate *st, doubl
            "latency ms p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f; errors %" PRIu64 "\n",
            st->delivered, o->size, o->acks, o->topic, secs, rps, mbs, (double)p50 / 1e3, (double)p90 / 1e3,
            (double)p99 / 1e3, (double)p999 / 1e3, (double)mx / 1e3, st->failed);
+    if (o->txn_size > 0)
+        printf("produce: %" PRIu64 " transactions of up to %ld records; commit_transaction ms "
+               "p50 %.3f p99 %.3f max %.3f\n",
+               st->txns, o->txn_size, (double)hist_quantile(&st->commit, 0.50) / 1e3,
+               (double)hist_quantile(&st->commit, 0.99) / 1e3, (double)st->commit.max / 1e3);
     if (o->json)
         printf("{\"phase\":\"produce\",\"topic\":\"%s\",\"records\":%" PRIu64 ",\"record_bytes\":%zu,"
                "\"bytes\":%.0f,\"acks\":\"%s\",\"seconds\":%.6f,\"records_per_s\":%.1f,"
                "\"mb_per_s\":%.3f,\"latency_us\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
                ",\"p99\":%" PRIu64 ",\"p99_9\":%" PRIu64 ",\"max\":%" PRIu64
-               ",\"mean\":%.1f},\"errors\":%" PRIu64 ",\"client_cpu_s\":%.3f}\n",
+               ",\"mean\":%.1f},\"errors\":%" PRIu64 ",\"client_cpu_s\":%.3f,"
+               "\"txn_size\":%ld,\"transactions\":%" PRIu64 ",\"commit_p50_us\":%" PRIu64
+               ",\"commit_p99_us\":%" PRIu64 "}\n",
                o->topic, st->delivered, o->size, bytes, o->acks, secs, rps, mbs, p50, p90, p99,
-               p999, mx, hist_mean(h), st->failed, cpu);
+               p999, mx, hist_mean(h), st->failed, cpu, o->txn_size > 0 ? o->txn_size : 0,
+               st->txns, hist_quantile(&st->commit, 0.50), hist_quantile(&st->commit, 0.99));
     fflush(stdout);
 }
 
@@ -133,6 +167,7 @@ int lg_produce(const struct lg_opts *o)
     if (!st)
         return 1;
     hist_init(&st->lat);
+    hist_init(&st->commit);
 
     rd_kafka_conf_t *conf = lg_base_conf(o);
     char buf[32];
@@ -156,6 +191,8 @@ int lg_produce(const struct lg_opts *o)
     }
     if (o->idempotence)
         lg_conf_set(conf, "enable.idempotence", "true");
+    if (o->txn_size > 0)
+        lg_txn_conf(conf, o, "produce");
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, st);
 
@@ -165,11 +202,16 @@ int lg_produce(const struct lg_opts *o)
         fprintf(stderr, "samsa-loadgen: %s\n", err);
         return 2;
     }
-    if (o->partitions > 0 && create_topic(rk, o) < 0) {
+    if (o->partitions > 0 && lg_create_topic(rk, o) < 0) {
         rd_kafka_destroy(rk);
         return 1;
     }
     if (lg_wait_topic(rk, o->topic, 30000) < 0) {
+        rd_kafka_destroy(rk);
+        return 1;
+    }
+    if (o->txn_size > 0 && lg_txn_check(rd_kafka_init_transactions(rk, o->stall_s * 1000),
+                                        "init_transactions")) {
         rd_kafka_destroy(rk);
         return 1;
     }
@@ -182,8 +224,14 @@ int lg_produce(const struct lg_opts *o)
     uint64_t last_progress = t0, last_seen = 0, last_report = t0;
     st->last_dr_us = t0;
     int stalled = 0;
+    uint64_t in_txn = 0;
 
     for (uint64_t i = 0; i < n && !stalled; i++) {
+        if (o->txn_size > 0 && in_txn == 0 &&
+            lg_txn_check(rd_kafka_begin_transaction(rk), "begin_transaction")) {
+            stalled = 2;
+            break;
+        }
         /* a multiplicative hash spreads consecutive records over the pool */
         const char *val = pool + (o->random_payload ? ((i * 2654435761u) % POOL_SLACK) : 0);
         for (;;) {
@@ -211,6 +259,18 @@ int lg_produce(const struct lg_opts *o)
                 stalled = 1;
                 break;
             }
+        }
+        if (!stalled && o->txn_size > 0 && (++in_txn == (uint64_t)o->txn_size || i + 1 == n)) {
+            /* commit flushes: every record of the transaction is
+             * delivered when it returns */
+            uint64_t c0 = lg_now_us();
+            if (lg_txn_commit(rk, o->stall_s * 1000)) {
+                stalled = 2;
+                break;
+            }
+            hist_record(&st->commit, lg_now_us() - c0);
+            st->txns++;
+            in_txn = 0;
         }
         if ((i & 1023) == 0) {
             rd_kafka_poll(rk, 0);

@@ -141,7 +141,7 @@ def start_app(tid, end, run_no, limit):
     logf = open(os.path.join(WORK, "eos_app.%d.log" % run_no), "wb")
     argv = [PY, "-u", APP, srv.bootstrap, tid, "eos-group", "in", "out",
             "--end", ",".join("%d:%d" % (p, o) for p, o in sorted(end.items())),
-            "--every", "25", "--limit", str(int(bound(limit))), "--timeout", str(int(bound(30)))]
+            "--every", "10", "--record-ms", "5", "--limit", str(int(bound(limit))), "--timeout", str(int(bound(30)))]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=logf)
     logf.close()
     lines = []
@@ -184,7 +184,7 @@ def pipeline_app_killed():
             # a moment after the application is up (init_transactions
             # done, consumer subscribed): anywhere in its read, produce,
             # send-offsets, commit cycle
-            delay = rng.uniform(0.2, 2.5)
+            delay = rng.uniform(0.3, 2.0)
             deadline = time.monotonic() + bound(40)
             while "ready" not in lines and proc.poll() is None:
                 check(time.monotonic() < deadline, "run %d: not ready after %.0fs; log:\n%s",
