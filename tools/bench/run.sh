@@ -10,6 +10,13 @@
 #   (d) produce BENCH_RECORDS x 100 B, acks=all
 #   (e) as (d) with an idempotent producer (enable.idempotence=true, which
 #       needs acks=all): the price of the leader's producer-state check
+#   (f) as (e) with a transactional producer committing every 100 records
+#   (g) as (f) with transactions of 10 000 records: (f) and (g) are shown
+#       as throughput ratios to (e)
+#   (h) end-to-end latency at BENCH_E2E_RATE records/s from a transactional
+#       producer (transactions of BENCH_E2E_TXN records) to a read_committed
+#       and a read_uncommitted consumer reading at once (samsa-loadgen e2e:
+#       produce call to consumed, in one process on one clock)
 #
 # Each of (a)-(c) runs BENCH_RUNS times on fresh topics, each followed by its
 # floor, and the summary shows medians (single runs on a small shared VM vary
@@ -21,6 +28,10 @@
 #   BENCH_PARTITIONS=1        partitions of each topic
 #   BENCH_ACKS=1              acks of (a) and (b)
 #   BENCH_PRODUCE_ARGS=...    extra samsa-loadgen produce options (-X k=v ...)
+#   BENCH_TXN_RECORDS=N       records in (f) and (g) (BENCH_RECORDS)
+#   BENCH_E2E_RECORDS=100000  records in (h)
+#   BENCH_E2E_RATE=10000      records/s in (h)
+#   BENCH_E2E_TXN=100         records per transaction in (h)
 #   BENCH_NO_BUILD=1          use the binaries as they are
 #   BENCH_BUILDDIR=dir        where samsa and samsa-loadgen are built
 #   BENCH_KEEP=1              keep the temp dir (data, logs) for a post-mortem
@@ -38,6 +49,10 @@ RUNS=${BENCH_RUNS:-3}
 PARTITIONS=${BENCH_PARTITIONS:-1}
 ACKS=${BENCH_ACKS:-1}
 PRODUCE_ARGS=${BENCH_PRODUCE_ARGS:-}
+TXN_RECORDS=${BENCH_TXN_RECORDS:-$RECORDS}
+E2E_RECORDS=${BENCH_E2E_RECORDS:-100000}
+E2E_RATE=${BENCH_E2E_RATE:-10000}
+E2E_TXN=${BENCH_E2E_TXN:-100}
 SAMSA=$BUILD/samsa
 LOADGEN=$BUILD/tools/loadgen/samsa-loadgen
 OUT=$SRC/tools/bench/last-run.txt
@@ -47,6 +62,9 @@ die() { echo "bench: $*" >&2; exit 1; }
 
 case $RECORDS in '' | *[!0-9]* | 0) die "BENCH_RECORDS must be a positive integer" ;; esac
 case $RUNS in '' | *[!0-9]* | 0) die "BENCH_RUNS must be a positive integer" ;; esac
+for n in "$TXN_RECORDS" "$E2E_RECORDS" "$E2E_RATE" "$E2E_TXN"; do
+    case $n in '' | *[!0-9]* | 0) die "BENCH_TXN_RECORDS and BENCH_E2E_* must be positive integers" ;; esac
+done
 
 # ---- build ----------------------------------------------------------------
 if [ "${BENCH_NO_BUILD:-0}" != 1 ]; then
@@ -206,6 +224,14 @@ for r in $(seq "$RUNS"); do
     # shellcheck disable=SC2086
     phase "e$r" produce -b "$BROKER" -t "bench-100b-idem-$r" -p "$PARTITIONS" -n "$RECORDS" -s 100 \
         -a all --idempotence $PRODUCE_ARGS || break
+    # shellcheck disable=SC2086
+    phase "f$r" produce -b "$BROKER" -t "bench-txn100-$r" -p "$PARTITIONS" -n "$TXN_RECORDS" -s 100 \
+        -a all --txn-size 100 $PRODUCE_ARGS || break
+    # shellcheck disable=SC2086
+    phase "g$r" produce -b "$BROKER" -t "bench-txn10k-$r" -p "$PARTITIONS" -n "$TXN_RECORDS" -s 100 \
+        -a all --txn-size 10000 $PRODUCE_ARGS || break
+    phase "h$r" e2e -b "$BROKER" -t "bench-e2e-$r" -p "$PARTITIONS" -n "$E2E_RECORDS" -s 100 \
+        --rate "$E2E_RATE" --txn-size "$E2E_TXN" || break
     [ "$r" = 1 ] && { LA=$la; LB=$lb; }
 done
 rm -f "$TMP"/floor-*.dat
@@ -217,8 +243,10 @@ rm -f "$TMP"/floor-*.dat
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
 range() { sort -n | awk -v f="$1" '{ a[NR] = $1 } END { if (NR) printf f ".." f, a[1], a[NR] }'; }
 ok_runs() { for r in $(seq "$RUNS"); do [ -s "$TMP/$1$r.json" ] && echo "$r"; done; }
-for x in a b c d e; do
-    eval "M_${x}_run=$(for r in $(ok_runs $x); do echo "$(jget seconds "$TMP/$x$r.json") $r"; done |
+for x in a b c d e f g h; do
+    # (h) runs at a fixed rate: its median run is by read_committed p99
+    key=seconds; [ $x = h ] && key=rc_p99
+    eval "M_${x}_run=$(for r in $(ok_runs $x); do echo "$(jget $key "$TMP/$x$r.json") $r"; done |
         sort -n | awk '{ a[NR] = $2 } END { if (NR) print a[int((NR + 1) / 2)] }')"
     eval "M_${x}_n=$(ok_runs $x | wc -l)"
     eval "M_${x}_cpu=$(for r in $(ok_runs $x); do v "P_$x${r}_cpu"; done | median)"
@@ -316,6 +344,8 @@ spread() {   # label letter payload_bytes
     row_phase c "(c) consume (b)" "$PB"
     row_phase d "(d) produce 100 B, acks=all" "$PA"
     row_phase e "(e) (d) idempotent" "$PA"
+    row_phase f "(f) (e) txns of 100" "$((TXN_RECORDS * 100))"
+    row_phase g "(g) (e) txns of 10 000" "$((TXN_RECORDS * 100))"
     row_floor a "floor: copy to file, (a) bytes" "$PA"
     row_floor b "floor: copy to file, (b) bytes" "$PB"
     row_floor c "floor: sendfile, (c) bytes" "$PB"
@@ -332,6 +362,39 @@ spread() {   # label letter payload_bytes
     else
         printf '  %-20s n/a\n' "(e) idempotent"
     fi
+    for x in f g; do
+        rx=$(v "M_${x}_run")
+        label="(f) txns of 100"; [ $x = g ] && label="(g) txns of 10 000"
+        if [ -n "$re" ] && [ -n "$rx" ]; then
+            # records per second, since (f)/(g) may move another count
+            printf '  %-20s throughput %s of (e), server CPU per record %sx (e); commit_transaction ms p50 %s p99 %s\n' \
+                "$label" \
+                "$(calc %.2fx "$(jget records_per_s "$TMP/$x$rx.json") / $(jget records_per_s "$TMP/e$re.json")")" \
+                "$(calc %.2f "($(v M_${x}_cpu) / $TXN_RECORDS) / ($(v M_e_cpu) > 0 ? $(v M_e_cpu) / $RECORDS : 0.001)")" \
+                "$(calc %.2f "$(jget commit_p50_us "$TMP/$x$rx.json") / 1e3")" \
+                "$(calc %.2f "$(jget commit_p99_us "$TMP/$x$rx.json") / 1e3")"
+        else
+            printf '  %-20s n/a\n' "$label"
+        fi
+    done
+    echo
+    rh=$(v M_h_run)
+    if [ -n "$rh" ]; then
+        j=$TMP/h$rh.json
+        echo "(h) end-to-end latency, produce call to consumed, $E2E_RECORDS records x 100 B at $E2E_RATE rec/s"
+        echo "    ($(calc %.0f "$(jget records_per_s "$j")") achieved) in transactions of $E2E_TXN records (median of $(v M_h_n) run(s) by read_committed p99):"
+        printf '  %-20s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n' read_committed \
+            "$(calc %.3f "$(jget rc_p50 "$j") / 1e3")" "$(calc %.3f "$(jget rc_p99 "$j") / 1e3")" \
+            "$(calc %.3f "$(jget rc_max "$j") / 1e3")"
+        printf '  %-20s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms\n' read_uncommitted \
+            "$(calc %.3f "$(jget ru_p50 "$j") / 1e3")" "$(calc %.3f "$(jget ru_p99 "$j") / 1e3")" \
+            "$(calc %.3f "$(jget ru_max "$j") / 1e3")"
+        printf '  %-20s p50 %7.2f ms  p99 %7.2f ms; server CPU %s s\n' commit_transaction \
+            "$(calc %.3f "$(jget commit_p50_us "$j") / 1e3")" "$(calc %.3f "$(jget commit_p99_us "$j") / 1e3")" \
+            "$(v M_h_cpu)"
+    elif [ -n "$(v M_h_fail)" ]; then
+        echo "(h) end-to-end latency: FAILED in every run ($(v M_h_fail))"
+    fi
     echo
     echo "spread over the runs (min..max):"
     spread "(a) produce 100 B" a "$PA"
@@ -339,6 +402,8 @@ spread() {   # label letter payload_bytes
     spread "(c) consume" c "$PB"
     spread "(d) acks=all" d "$PA"
     spread "(e) idempotent" e "$PA"
+    spread "(f) txns of 100" f "$((TXN_RECORDS * 100))"
+    spread "(g) txns of 10 000" g "$((TXN_RECORDS * 100))"
     echo
     echo "MB = 10^6 B and GB = 10^9 B of payload. The floors move the bytes samsa stored"
     echo "for that phase ($(calc %.1f "$LA/1e6") MB for (a), $(calc %.1f "$LB/1e6") MB for (b) and (c): payload plus"
