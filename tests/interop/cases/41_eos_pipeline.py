@@ -18,8 +18,11 @@ an open transaction whose transactional.id a new producer initialises
 after the restart is aborted (the old producer is fenced) and the last
 stable offset advances past it; a transaction whose commit_transaction
 returned before the kill is visible to read_committed after the restart,
-whether or not its markers were written before the kill.
-LSO and high watermark come from raw ListOffsets v2."""
+whether or not its markers were written before the kill; a server killed
+while commit_transaction is in flight leaves the call's outcome and the
+readers' view in agreement (success and every record visible, or an
+abortable error, an abort and none visible). LSO and high watermark come
+from raw ListOffsets v2."""
 # limit: 420
 
 import os
@@ -55,7 +58,7 @@ def setup():
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
     ck_create_topic(srv.bootstrap, "in", partitions=IN_PARTS)
     ck_create_topic(srv.bootstrap, "out", partitions=OUT_PARTS)
-    for t in ("sk-commit", "sk-fence", "sk-done"):
+    for t in ("sk-commit", "sk-fence", "sk-done", "sk-inflight"):
         ck_create_topic(srv.bootstrap, t, partitions=1)
 
 
@@ -343,6 +346,59 @@ def server_killed_after_commit_returned():
     p2.abort_transaction(bound(30))
     eq(wait_stable(t, 0), 16, "HW after an aborted transaction")
     eq(values(t, "read_committed"), [b"c-v%d" % i for i in range(12)], "read_committed records")
+
+
+@S.case
+def server_killed_during_commit():
+    """commit_transaction in flight while the server is killed -9 and
+    restarted (EndTxn before, while or after it reached the
+    coordinator, depending on timing): the call's outcome and what
+    readers see agree. Success (librdkafka retries EndTxn after the
+    restart; a retried commit of a transaction in PrepareCommit or
+    CompleteCommit is answered with success) means every record is
+    visible to read_committed; an error that needs an abort means none
+    is; the LSO reaches the HW either way."""
+    from confluent_kafka import KafkaException
+    t = "sk-inflight"
+    p = producer("sk-inflight-tid")
+    outcomes = []
+    base = offsets(t, 0)[0]
+    want = []
+    for rnd in range(3):
+        p.begin_transaction()
+        tag = b"r%d" % rnd
+        produce_open(p, t, tag, 5)
+        res = {}
+
+        def commit():
+            try:
+                p.commit_transaction(bound(60))
+                res["ok"] = True
+            except KafkaException as e:
+                res["err"] = e.args[0]
+            res["t"] = time.monotonic()
+        th = threading.Thread(target=commit)
+        th.start()
+        srv.kill9()
+        t_kill = time.monotonic()
+        srv.start()
+        th.join(bound(70))
+        check(not th.is_alive(), "round %d: commit_transaction did not return after the restart", rnd)
+        when = "returned before the kill" if res["t"] < t_kill else "returned after the restart"
+        if res.get("ok"):
+            outcomes.append("committed, " + when)
+            want += [tag + b"-v%d" % i for i in range(5)]
+        else:
+            err = res["err"]
+            check(err.txn_requires_abort() and not err.fatal(),
+                  "round %d: commit failed with %s: neither success nor an abortable error", rnd, err)
+            p.abort_transaction(bound(60))
+            outcomes.append("aborted (%s), %s" % (err.name(), when))
+        end = wait_stable(t, 0)
+        check(end == base + 6 * (rnd + 1), "round %d: HW %d, want %d (5 records and a marker per round)",
+              rnd, end, base + 6 * (rnd + 1))
+        eq(values(t, "read_committed"), want, "round %d: read_committed records" % rnd)
+    log("outcomes: %s", ", ".join(outcomes))
 
 
 if __name__ == "__main__":
