@@ -7,9 +7,10 @@
  * one request, retriable errors and a dropped connection retried until
  * success, deleted or absent topics done without a marker (also while a
  * broker keeps answering UNKNOWN_TOPIC_OR_PARTITION), fencing errors
- * ending the job, a job without partitions, and stop dropping what is
- * not done. txn_coord_markers_done is this test's (the coordinator is
- * not linked in): it records its arguments. */
+ * ending the job, a job without partitions, stop dropping what is not
+ * done, and forgetting the jobs of an unloaded shard.
+ * txn_coord_markers_done is this test's (the coordinator is not linked
+ * in): it records its arguments. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -690,6 +691,48 @@ static void test_empty_job_and_stop(void **state)
     txn_sender_destroy(s);
 }
 
+/* txn_sender_forget (a shard unloaded): queued jobs of that partition
+ * and epoch (or older) go at once, newer epochs and other partitions
+ * stay; an active job being retried stops, unreported. */
+static void test_forget(void **state)
+{
+    (void)state;
+    struct fx *f = FX;
+    create_topic(f, "ok", 1, 2);
+    create_topic(f, "held", 1, 3);
+    fake_script(&f->f3, "held", 0, true, 1, KERR_NOT_LEADER_OR_FOLLOWER);
+    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_tp ok[] = {{"ok", 0}}, held[] = {{"held", 0}};
+    struct txn_marker_job a, b, c;
+    job_init(&a, "tx-old", 12, 3, 7000, 1, true, held, 1);
+    job_init(&b, "tx-new", 12, 5, 7001, 1, true, ok, 1);
+    job_init(&c, "tx-other", 13, 3, 7002, 1, false, ok, 1);
+    txn_sender_send(s, &a);
+    txn_sender_send(s, &b);
+    txn_sender_send(s, &c);
+    txn_sender_forget(s, 12, 4);
+    assert_int_equal(txn_sender_pending(s), 2);
+    txn_sender_start(s);
+    wait_idle(s);
+    assert_int_equal(done_count(), 2);
+    assert_null(done_of("tx-old"));
+    assert_done("tx-new", 12, 5, 7001, 1, true);
+    assert_done("tx-other", 13, 3, 7002, 1, false);
+    assert_int_equal(fake_nreq(&f->f3), 0);
+
+    struct txn_marker_job d;
+    job_init(&d, "tx-retrying", 14, 1, 7003, 2, true, held, 1);
+    txn_sender_send(s, &d);
+    wait_nreq(&f->f3, 2);
+    txn_sender_forget(s, 14, 1);
+    wait_idle(s);
+    int n = fake_nreq(&f->f3);
+    usleep(300 * 1000); /* three backoffs: nothing more is sent */
+    assert_int_equal(fake_nreq(&f->f3), n);
+    assert_int_equal(done_count(), 2);
+    txn_sender_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -698,6 +741,7 @@ int main(void)
         cmocka_unit_test_setup(test_deleted_topics, test_setup),
         cmocka_unit_test_setup(test_fenced_is_done, test_setup),
         cmocka_unit_test_setup(test_empty_job_and_stop, test_setup),
+        cmocka_unit_test_setup(test_forget, test_setup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
