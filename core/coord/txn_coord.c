@@ -598,6 +598,10 @@ static void unload(struct txn_shard *s, const char *why)
     if (s->p)
         partition_put(s->p);
     s->p = NULL;
+    /* Its markers are the next leader's to send (it loads the prepared
+     * transactions); reports would be dropped here anyway. */
+    if (s->epoch >= 0)
+        txn_sender_forget(s->tc->sender, s->index, s->epoch);
     s->state = SHARD_UNLOADED;
     s->epoch = -1;
     pthread_mutex_unlock(&s->lock);
