@@ -234,6 +234,12 @@ struct plog_append_result {
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res);
 
+/* plog_append for a coordinator's own write (Kafka's AppendOrigin.
+ * COORDINATOR): a data batch with a producer id is checked with
+ * pstate_check_coordinator (its epoch only) instead of pstate_check. */
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                            struct plog_append_result *res);
+
 /* A follower's append (Kafka's appendAsFollower): whole v2 batches as
  * the leader stored them, kept byte for byte (offsets and
  * partitionLeaderEpoch included). Each batch's CRC is checked and the
