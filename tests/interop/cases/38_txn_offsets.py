@@ -1,0 +1,363 @@
+"""The group coordinator's side of transactions, driven with raw requests
+(as the transaction coordinator and a transactional producer would):
+TxnOffsetCommit writes the offsets as one transactional batch of the
+producer into the group's __consumer_offsets partition; they are
+invisible to OffsetFetch (require_stable answers UNSTABLE_OFFSET_COMMIT)
+until WriteTxnMarkers COMMIT on that partition makes them the committed
+offsets, and ABORT drops them; a committed transactional offset does not
+replace a regular commit written after it; the request's errors; and the
+loader's replay of transactional batches and markers after a clean
+restart and after kill -9, with one transaction still open."""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness as h  # noqa: E402
+import kgroups as kg  # noqa: E402
+import kwire  # noqa: E402
+from kwire import W  # noqa: E402
+
+S = h.Suite("38_txn_offsets", case_limit=90)
+srv = None
+T = "txo"
+TXN_OFFSET_COMMIT = 28
+NOT_LEADER_OR_FOLLOWER = 6
+OFFSET_METADATA_TOO_LARGE = 12
+INVALID_PRODUCER_EPOCH = 47
+UNSTABLE_OFFSET_COMMIT = 88
+N_OFFSETS_PARTITIONS = 50
+
+
+def setup():
+    global srv
+    srv = h.Server({"group.initial.rebalance.delay.ms": "0"})
+    h.ck_create_topic(srv.bootstrap, T, 3, 1)
+
+
+def conn():
+    return kwire.Conn(srv.port, timeout=h.bound(20))
+
+
+def partition_for(group):
+    """Kafka's partitionFor: abs(String.hashCode) % partitions."""
+    hsh = 0
+    for cu in [int.from_bytes(group.encode("utf-16-be")[i:i + 2], "big")
+               for i in range(0, len(group.encode("utf-16-be")), 2)]:
+        hsh = (31 * hsh + cu) & 0xFFFFFFFF
+    if hsh >= 1 << 31:
+        hsh -= 1 << 32
+    return (0 if hsh == -(1 << 31) else abs(hsh)) % N_OFFSETS_PARTITIONS
+
+
+def txn_offset_commit(group, pid, epoch, offsets, version=3, tid="tx", generation=-1, member_id="",
+                      instance_id=None):
+    """offsets: {topic: [(partition, offset, metadata)]}. Returns
+    {(topic, partition): error}."""
+    flex = version >= 3
+    w = W()
+    string = w.cstring if flex else w.string
+    string(tid)
+    string(group)
+    w.i64(pid).i16(epoch)
+    if version >= 3:
+        w.i32(generation)
+        w.cstring(member_id)
+        w.cstring(instance_id)
+
+    def part(w, p):
+        w.i32(p[0]).i64(p[1])
+        if version >= 2:
+            w.i32(-1)
+        (w.cstring if flex else w.string)(p[2])
+        if flex:
+            w.tags()
+
+    def topic(w, t):
+        (w.cstring if flex else w.string)(t[0])
+        (w.carray if flex else w.array)(t[1], part)
+        if flex:
+            w.tags()
+    (w.carray if flex else w.array)(sorted(offsets.items()), topic)
+    if flex:
+        w.tags()
+    c = conn()
+    try:
+        r = c.request(TXN_OFFSET_COMMIT, version, w.bytes(), flexible=flex)
+    finally:
+        c.close()
+    r.i32()
+    out = {}
+    rarr = r.carray if flex else r.array
+
+    def part_r(r):
+        p = (r.i32(), r.i16())
+        if flex:
+            r.tags()
+        return p
+
+    def topic_r(r):
+        name = r.cstring() if flex else r.string()
+        ps = (r.carray if flex else r.array)(part_r)
+        if flex:
+            r.tags()
+        return name, ps
+    for t, ps in rarr(topic_r):
+        for p, e in ps:
+            out[(t, p)] = e
+    return out
+
+
+def txn_commit_loaded(group, pid, epoch, offsets, **kw):
+    """txn_offset_commit, retried while the coordinator loads."""
+    deadline = time.monotonic() + h.bound(15)
+    while True:
+        res = txn_offset_commit(group, pid, epoch, offsets, **kw)
+        if set(res.values()) != {kg.COORDINATOR_LOAD_IN_PROGRESS} or time.monotonic() > deadline:
+            return res
+        time.sleep(0.05)
+
+
+def offset_fetch_v7(group, parts, require_stable):
+    """OffsetFetch v7 (flexible): {(topic, partition): (offset, error)},
+    retried while the coordinator loads."""
+    deadline = time.monotonic() + h.bound(15)
+    while True:
+        top, out = offset_fetch_v7_once(group, parts, require_stable)
+        if top != kg.COORDINATOR_LOAD_IN_PROGRESS or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    h.eq(top, 0, "OffsetFetch v7 top-level error")
+    return out
+
+
+def offset_fetch_v7_once(group, parts, require_stable):
+    w = W().cstring(group)
+    w.carray(sorted(parts.items()), lambda w, t: (w.cstring(t[0]), w.carray(t[1], lambda w, p: w.i32(p)), w.tags()))
+    w.boolean(require_stable)
+    w.tags()
+    c = conn()
+    try:
+        r = c.request(kg.OFFSET_FETCH, 7, w.bytes(), flexible=True)
+    finally:
+        c.close()
+    r.i32()
+
+    def part(r):
+        p, off, _epoch, _meta, err = r.i32(), r.i64(), r.i32(), r.cstring(), r.i16()
+        r.tags()
+        return p, off, err
+
+    def topic(r):
+        name = r.cstring()
+        ps = r.carray(part)
+        r.tags()
+        return name, ps
+    out = {}
+    for t, ps in r.carray(topic):
+        for p, off, err in ps:
+            out[(t, p)] = (off, err)
+    return r.i16(), out
+
+
+def committed(group, parts=(0, 1, 2)):
+    """OffsetFetch v1 (no require_stable): [offset per partition]."""
+    c = conn()
+    try:
+        _, offs = kg.offset_fetch(c, group, {T: list(parts)})
+    finally:
+        c.close()
+    return [offs[(T, p)][0] for p in parts]
+
+
+def stable(group, parts=(0, 1, 2)):
+    """OffsetFetch v7 require_stable: [(offset, error) per partition]."""
+    got = offset_fetch_v7(group, {T: list(parts)}, True)
+    return [got[(T, p)] for p in parts]
+
+
+def commit(group, offsets):
+    deadline = time.monotonic() + h.bound(15)
+    while True:
+        c = conn()
+        try:
+            res = kg.offset_commit(c, group, {T: offsets})
+        finally:
+            c.close()
+        if set(res.values()) != {kg.COORDINATOR_LOAD_IN_PROGRESS} or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    h.eq(set(res.values()), {0}, "OffsetCommit of %s" % group)
+
+
+def marker(group, pid, commit_, epoch=0, coordinator_epoch=0):
+    """WriteTxnMarkers for pid on the group's __consumer_offsets
+    partition, retried while the coordinator is not ready (after a
+    restart). Returns the partition's error."""
+    part = partition_for(group)
+    deadline = time.monotonic() + h.bound(15)
+    while True:
+        c = conn()
+        try:
+            res = kwire.write_txn_markers(c, [{"producer_id": pid, "producer_epoch": epoch, "commit": commit_,
+                                               "coordinator_epoch": coordinator_epoch,
+                                               "topics": {"__consumer_offsets": [part]}}])
+        finally:
+            c.close()
+        h.eq([p for p, _ in res], [pid], "WriteTxnMarkers answers the producer")
+        err = res[0][1][("__consumer_offsets", part)]
+        if err != NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            return err
+        time.sleep(0.05)
+
+
+def offsets_records(group):
+    """The records of the group's __consumer_offsets partition."""
+    c = conn()
+    try:
+        data = kwire.fetch_v4(c, "__consumer_offsets", partition_for(group), 0, max_bytes=8 << 20)["records"]
+    finally:
+        c.close()
+    return kwire.parse_batches(data)
+
+
+def ensure(group):
+    node, host, port = kg.coordinator_port(srv.port, group, limit=h.bound(15))
+    h.eq((node, port), (1, srv.port), "coordinator of %s" % group)
+
+
+@S.case
+def commit_makes_offsets_visible():
+    g = "txo-commit"
+    ensure(g)
+    commit(g, [(0, 5, "plain")])
+    h.eq(txn_commit_loaded(g, 7001, 0, {T: [(0, 10, "t0"), (1, 20, "t1")]}), {(T, 0): 0, (T, 1): 0},
+         "TxnOffsetCommit v3")
+    h.eq(committed(g), [5, -1, -1], "pending offsets are invisible to OffsetFetch")
+    h.eq(stable(g), [(-1, UNSTABLE_OFFSET_COMMIT), (-1, UNSTABLE_OFFSET_COMMIT), (-1, 0)],
+         "require_stable: UNSTABLE_OFFSET_COMMIT for the pending partitions")
+    h.eq(offset_fetch_v7(g, {T: [0, 1, 2]}, False), {(T, 0): (5, 0), (T, 1): (-1, 0), (T, 2): (-1, 0)},
+         "OffsetFetch v7 without require_stable")
+    # the transactional batch in the log: the producer's, base sequence 0
+    recs = offsets_records(g)
+    txn = [r for r in recs if r["producer_id"] == 7001 and not r["control"]]
+    h.eq([(r["producer_epoch"], r["sequence"]) for r in txn], [(0, 0), (0, 1)],
+         "the offsets are one batch of producer 7001 at sequence 0")
+    h.eq(marker(g, 7001, True), 0, "COMMIT marker on __consumer_offsets-%d" % partition_for(g))
+    h.eq(committed(g), [10, 20, -1], "committed transactional offsets")
+    h.eq(stable(g), [(10, 0), (20, 0), (-1, 0)], "require_stable after the commit")
+    ctl = [r for r in offsets_records(g) if r["control"]]
+    h.eq([r["producer_id"] for r in ctl], [7001], "the marker is a control batch of the producer")
+    # a second transaction of the same producer and epoch (transactions
+    # V1 keep the epoch) at sequence 0 again is not taken for a retry
+    h.eq(txn_commit_loaded(g, 7001, 0, {T: [(0, 11, "")]}), {(T, 0): 0}, "a second transaction")
+    h.eq(marker(g, 7001, True), 0, "its COMMIT")
+    h.eq(committed(g), [11, 20, -1], "the second transaction's offset")
+
+
+@S.case
+def abort_drops_offsets():
+    g = "txo-abort"
+    ensure(g)
+    commit(g, [(0, 3, "")])
+    h.eq(txn_commit_loaded(g, 7002, 0, {T: [(0, 30, ""), (2, 32, "")]}, version=2), {(T, 0): 0, (T, 2): 0},
+         "TxnOffsetCommit v2")
+    h.eq(stable(g), [(-1, UNSTABLE_OFFSET_COMMIT), (-1, 0), (-1, UNSTABLE_OFFSET_COMMIT)], "pending")
+    h.eq(marker(g, 7002, False), 0, "ABORT marker")
+    h.eq(committed(g), [3, -1, -1], "aborted offsets dropped")
+    h.eq(stable(g), [(3, 0), (-1, 0), (-1, 0)], "require_stable after the abort")
+
+
+@S.case
+def later_regular_commit_wins():
+    g = "txo-order"
+    ensure(g)
+    h.eq(txn_commit_loaded(g, 7003, 0, {T: [(0, 40, ""), (1, 41, "")]}), {(T, 0): 0, (T, 1): 0}, "TxnOffsetCommit")
+    commit(g, [(0, 45, "after")])
+    h.eq(committed(g), [45, -1, -1], "the regular commit is visible at once")
+    h.eq(marker(g, 7003, True), 0, "COMMIT")
+    # Kafka's rule: the transactional offset replaces the committed one
+    # only when its record is later in the log
+    h.eq(committed(g), [45, 41, -1], "after the commit: the later regular commit stays")
+
+
+@S.case
+def request_errors():
+    g = "txo-errors"
+    ensure(g)
+    h.eq(txn_commit_loaded(g, 7004, 0, {T: [(0, 1, "")]}, generation=3, member_id="m"),
+         {(T, 0): kg.ILLEGAL_GENERATION}, "a generation for a group that does not exist")
+    h.eq(txn_commit_loaded(g, 7004, 3, {T: [(0, 1, "x" * 4097), (1, 1, "")], "nope": [(0, 1, "")]}),
+         {(T, 0): OFFSET_METADATA_TOO_LARGE, (T, 1): 0, ("nope", 0): kg.UNKNOWN_TOPIC_OR_PARTITION},
+         "metadata too large and unknown topic")
+    h.eq(txn_commit_loaded(g, 7004, 3, {T: [(9, 1, "")]}), {(T, 9): kg.UNKNOWN_TOPIC_OR_PARTITION},
+         "unknown partition")
+    for v in (2, 3):
+        h.eq(txn_commit_loaded(g, 7004, 2, {T: [(1, 2, "")]}, version=v), {(T, 1): INVALID_PRODUCER_EPOCH},
+             "an older producer epoch (v%d)" % v)
+    h.eq(txn_commit_loaded("", 7004, 3, {T: [(0, 1, "")]}), {(T, 0): kg.INVALID_GROUP_ID}, "empty group id")
+    h.eq(marker(g, 7004, False, epoch=3), 0, "ABORT")
+    h.eq(committed(g), [-1, -1, -1], "nothing committed")
+    # a group with a member: v3's member checks
+    gm = "txo-member"
+    ensure(gm)
+    c = conn()
+    try:
+        first = kg.join_group(c, gm)
+        while first["error_code"] == kg.COORDINATOR_LOAD_IN_PROGRESS:
+            time.sleep(0.05)
+            first = kg.join_group(c, gm)
+        h.eq(first["error_code"], kg.MEMBER_ID_REQUIRED, "first JoinGroup")
+        j = kg.join_group(c, gm, member_id=first["member_id"])
+        h.eq(j["error_code"], 0, "JoinGroup")
+    finally:
+        c.close()
+    mid, gen = j["member_id"], j["generation_id"]
+    h.eq(txn_commit_loaded(gm, 7005, 0, {T: [(0, 1, "")]}, generation=gen, member_id="someone-else"),
+         {(T, 0): kg.UNKNOWN_MEMBER_ID}, "an unknown member")
+    h.eq(txn_commit_loaded(gm, 7005, 0, {T: [(0, 1, "")]}, generation=gen + 1, member_id=mid),
+         {(T, 0): kg.ILLEGAL_GENERATION}, "another generation")
+    h.eq(txn_commit_loaded(gm, 7005, 0, {T: [(0, 1, "")]}, generation=gen, member_id=mid, instance_id="inst"),
+         {(T, 0): kg.UNKNOWN_MEMBER_ID}, "an unknown static instance")
+    # v0-2 carry no member: accepted whatever the group's state
+    h.eq(txn_commit_loaded(gm, 7005, 0, {T: [(0, 6, "")]}, version=0), {(T, 0): 0}, "v0 into a group with members")
+    h.eq(txn_commit_loaded(gm, 7005, 0, {T: [(1, 7, "")]}, generation=gen, member_id=mid), {(T, 1): 0},
+         "the member's own generation")
+    h.eq(marker(gm, 7005, True), 0, "COMMIT")
+    h.eq(committed(gm), [6, 7, -1], "the member group's committed transactional offsets")
+
+
+@S.case
+def loader_replays_transactions():
+    g = "txo-restart"
+    ensure(g)
+    commit(g, [(2, 7, "")])
+    h.eq(txn_commit_loaded(g, 7010, 0, {T: [(0, 50, "")]}), {(T, 0): 0}, "transaction 7010")
+    h.eq(marker(g, 7010, True), 0, "7010 committed")
+    h.eq(txn_commit_loaded(g, 7011, 0, {T: [(1, 60, "")]}), {(T, 0 + 1): 0}, "transaction 7011 (left open)")
+    h.eq(txn_commit_loaded(g, 7012, 0, {T: [(2, 70, "")]}), {(T, 2): 0}, "transaction 7012")
+    h.eq(marker(g, 7012, False), 0, "7012 aborted")
+    expect = [50, -1, 7]
+    h.eq(committed(g), expect, "before the restarts")
+    for how in ("clean", "kill -9"):
+        if how == "clean":
+            srv.restart()
+        else:
+            srv.kill9()
+            srv.start()
+        ensure(g)
+        got = offset_fetch_v7(g, {T: [0, 1, 2]}, True)
+        h.eq([got[(T, p)] for p in range(3)], [(50, 0), (-1, UNSTABLE_OFFSET_COMMIT), (7, 0)],
+             "after a %s restart: committed, still open, aborted" % how)
+        h.eq(committed(g), expect, "OffsetFetch v1 after a %s restart" % how)
+    h.eq(marker(g, 7011, True), 0, "7011 committed after the restarts")
+    h.eq(committed(g), [50, 60, 7], "the open transaction's offset once committed")
+    srv.kill9()
+    srv.start()
+    ensure(g)
+    got = offset_fetch_v7(g, {T: [0, 1, 2]}, True)
+    h.eq([got[(T, p)] for p in range(3)], [(50, 0), (60, 0), (7, 0)], "after the commit and kill -9")
+
+
+if __name__ == "__main__":
+    S.run(setup)
