@@ -286,8 +286,11 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
          * checked, not its sequence (the coordinator writes each at 0) */
         rc = partition_append_coordinator(s->p, bt->out.data + bt->out.len - len, len, &res);
         if (rc) {
-            slog_warn("group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
-                      kerr_name((int16_t)rc));
+            /* a fenced producer's transactional commit is the producer's
+             * error, not the log's */
+            slog(rc == KERR_INVALID_PRODUCER_EPOCH ? SLOG_INFO : SLOG_WARN,
+                 "group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
+                 kerr_name((int16_t)rc));
             err = map_append_error(rc);
         } else {
             if (last)
