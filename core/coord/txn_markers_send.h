@@ -54,6 +54,13 @@ void txn_sender_destroy(struct txn_sender *s);
  * partitions is reported done at once (from the sender's thread). */
 void txn_sender_send(struct txn_sender *s, const struct txn_marker_job *job);
 
+/* Drops the jobs of __transaction_state partition txn_partition sent
+ * with a coordinator epoch <= coord_epoch, unreported (Kafka's
+ * removeMarkersForTxnTopicPartition when the coordinator resigns a
+ * partition): call it when unloading a shard. Any thread, never blocks;
+ * a report already being made as it is called may still arrive. */
+void txn_sender_forget(struct txn_sender *s, int32_t txn_partition, int32_t coord_epoch);
+
 /* Jobs queued or in flight (for tests and DescribeTransactions' logs). */
 int32_t txn_sender_pending(struct txn_sender *s);
 
