@@ -31,8 +31,9 @@ N_OFFSETS_PARTITIONS = 50
 
 def setup():
     global srv
-    srv = h.Server({"group.initial.rebalance.delay.ms": "0"})
+    srv = h.Server({"group.initial.rebalance.delay.ms": "0", "transaction.state.log.num.partitions": "5"})
     h.ck_create_topic(srv.bootstrap, T, 3, 1)
+    h.ck_create_topic(srv.bootstrap, "txo-out", 1, 1)
 
 
 def conn():
@@ -357,6 +358,46 @@ def loader_replays_transactions():
     ensure(g)
     got = offset_fetch_v7(g, {T: [0, 1, 2]}, True)
     h.eq([got[(T, p)] for p in range(3)], [(50, 0), (60, 0), (7, 0)], "after the commit and kill -9")
+
+
+def until_stable(group, parts=(0, 1, 2)):
+    """require_stable OffsetFetch until no partition is pending (the
+    transaction coordinator writes the markers after EndTxn answered)."""
+    deadline = time.monotonic() + h.bound(20)
+    while True:
+        got = stable(group, parts)
+        if all(e != UNSTABLE_OFFSET_COMMIT for _, e in got) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
+
+
+@S.case
+def confluent_send_offsets_to_transaction():
+    """A real client's consume-transform-produce step: the offsets sent
+    with the transaction are committed with it, or dropped with its
+    abort."""
+    from confluent_kafka import Producer, Consumer, TopicPartition
+    g = "txo-ck-group"
+    ensure(g)
+    p = Producer(h.ck_conf(srv.bootstrap, **{"transactional.id": "txo-ck", "transaction.timeout.ms": 30000}))
+    c = Consumer(h.ck_conf(srv.bootstrap, **{"group.id": g, "enable.auto.commit": False}))
+    try:
+        t = h.bound(20)
+        p.init_transactions(t)
+        p.begin_transaction()
+        p.produce("txo-out", b"out-1")
+        p.send_offsets_to_transaction([TopicPartition(T, 0, 17), TopicPartition(T, 2, 19)],
+                                      c.consumer_group_metadata(), t)
+        p.commit_transaction(t)
+        h.eq(until_stable(g), [(17, 0), (-1, 0), (19, 0)], "offsets committed with the transaction")
+        p.begin_transaction()
+        p.produce("txo-out", b"out-2")
+        p.send_offsets_to_transaction([TopicPartition(T, 0, 25)], c.consumer_group_metadata(), t)
+        p.abort_transaction(t)
+        h.eq(until_stable(g), [(17, 0), (-1, 0), (19, 0)], "offsets of the aborted transaction dropped")
+    finally:
+        c.close()
+        p.flush(1)
 
 
 if __name__ == "__main__":
