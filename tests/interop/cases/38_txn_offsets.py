@@ -379,7 +379,8 @@ def confluent_send_offsets_to_transaction():
     from confluent_kafka import Producer, Consumer, TopicPartition
     g = "txo-ck-group"
     ensure(g)
-    p = Producer(h.ck_conf(srv.bootstrap, **{"transactional.id": "txo-ck", "transaction.timeout.ms": 30000}))
+    p = Producer(h.ck_conf(srv.bootstrap, **{"transactional.id": "txo-ck",
+                                             "transaction.timeout.ms": int(h.bound(60000))}))
     c = Consumer(h.ck_conf(srv.bootstrap, **{"group.id": g, "enable.auto.commit": False}))
     try:
         t = h.bound(20)
