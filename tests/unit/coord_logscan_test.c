@@ -72,8 +72,8 @@ static int append(struct fx *f, int64_t pid, int16_t epoch, int n, const char *t
     for (int i = 0; i < n; i++) {
         char k[32];
         snprintf(k, sizeof k, "%s%d", tag, i);
-        rb_builder_add(&bl, 1000, (kbytes_t){(const uint8_t *)k, (int32_t)strlen(k)}, (kbytes_t){(const uint8_t *)"v", 1},
-                       NULL, 0);
+        kbytes_t key = {(const uint8_t *)k, (int32_t)strlen(k)};
+        rb_builder_add(&bl, 1000, key, (kbytes_t){(const uint8_t *)"v", 1}, NULL, 0);
     }
     size_t len;
     assert_int_equal(rb_builder_finish(&bl, &len), 0);
