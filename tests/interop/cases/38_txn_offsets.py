@@ -329,6 +329,38 @@ def request_errors():
 
 
 @S.case
+def deletion_drops_pending_offsets():
+    """Kafka's tombstones for pending offsets: OffsetDelete of a partition
+    and DeleteGroups drop them from the open transaction, whose commit
+    then brings back nothing of them."""
+    g = "txo-delete"
+    ensure(g)
+    h.eq(txn_commit_loaded(g, 7020, 0, {T: [(0, 80, ""), (1, 81, "")]}), {(T, 0): 0, (T, 1): 0}, "TxnOffsetCommit")
+    c = conn()
+    try:
+        err, res = kg.offset_delete(c, g, {T: [1]})
+    finally:
+        c.close()
+    h.eq((err, res), (0, {(T, 1): 0}), "OffsetDelete of a pending partition")
+    h.eq(stable(g), [(-1, UNSTABLE_OFFSET_COMMIT), (-1, 0), (-1, 0)], "t-1 is no longer pending")
+    h.eq(marker(g, 7020, True), 0, "COMMIT")
+    h.eq(committed(g), [80, -1, -1], "only t-0 committed")
+    gd = "txo-delete-group"
+    ensure(gd)
+    h.eq(txn_commit_loaded(gd, 7021, 0, {T: [(2, 90, "")]}), {(T, 2): 0}, "TxnOffsetCommit of a new group")
+    c = conn()
+    try:
+        h.eq(kg.delete_groups(c, [gd]), {gd: 0}, "DeleteGroups of a group with only pending offsets")
+    finally:
+        c.close()
+    h.eq(stable(gd), [(-1, 0), (-1, 0), (-1, 0)], "nothing pending after the deletion")
+    h.eq(marker(gd, 7021, True), 0, "COMMIT after the deletion")
+    h.eq(committed(gd), [-1, -1, -1], "the deleted group's offsets stay deleted")
+    tomb = [r for r in offsets_records(gd) if r["value"] is None and gd.encode() in r["key"]]
+    h.check(len(tomb) == 2, "tombstones of the pending offset and of the group: %s", [r["key"] for r in tomb])
+
+
+@S.case
 def loader_replays_transactions():
     g = "txo-restart"
     ensure(g)
