@@ -16,16 +16,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness as h  # noqa: E402
 import kgroups as kg  # noqa: E402
 import kwire  # noqa: E402
-from kwire import W  # noqa: E402
 
 S = h.Suite("38_txn_offsets", case_limit=90)
 srv = None
 T = "txo"
-TXN_OFFSET_COMMIT = 28
 NOT_LEADER_OR_FOLLOWER = 6
 OFFSET_METADATA_TOO_LARGE = 12
 INVALID_PRODUCER_EPOCH = 47
-UNSTABLE_OFFSET_COMMIT = 88
+UNSTABLE_OFFSET_COMMIT = kg.UNSTABLE_OFFSET_COMMIT
 N_OFFSETS_PARTITIONS = 50
 
 
@@ -41,72 +39,15 @@ def conn():
 
 
 def partition_for(group):
-    """Kafka's partitionFor: abs(String.hashCode) % partitions."""
-    hsh = 0
-    for cu in [int.from_bytes(group.encode("utf-16-be")[i:i + 2], "big")
-               for i in range(0, len(group.encode("utf-16-be")), 2)]:
-        hsh = (31 * hsh + cu) & 0xFFFFFFFF
-    if hsh >= 1 << 31:
-        hsh -= 1 << 32
-    return (0 if hsh == -(1 << 31) else abs(hsh)) % N_OFFSETS_PARTITIONS
+    return kg.partition_for(group, N_OFFSETS_PARTITIONS)
 
 
-def txn_offset_commit(group, pid, epoch, offsets, version=3, tid="tx", generation=-1, member_id="",
-                      instance_id=None):
-    """offsets: {topic: [(partition, offset, metadata)]}. Returns
-    {(topic, partition): error}."""
-    flex = version >= 3
-    w = W()
-    string = w.cstring if flex else w.string
-    string(tid)
-    string(group)
-    w.i64(pid).i16(epoch)
-    if version >= 3:
-        w.i32(generation)
-        w.cstring(member_id)
-        w.cstring(instance_id)
-
-    def part(w, p):
-        w.i32(p[0]).i64(p[1])
-        if version >= 2:
-            w.i32(-1)
-        (w.cstring if flex else w.string)(p[2])
-        if flex:
-            w.tags()
-
-    def topic(w, t):
-        (w.cstring if flex else w.string)(t[0])
-        (w.carray if flex else w.array)(t[1], part)
-        if flex:
-            w.tags()
-    (w.carray if flex else w.array)(sorted(offsets.items()), topic)
-    if flex:
-        w.tags()
+def txn_offset_commit(group, pid, epoch, offsets, **kw):
     c = conn()
     try:
-        r = c.request(TXN_OFFSET_COMMIT, version, w.bytes(), flexible=flex)
+        return kg.txn_offset_commit(c, group, pid, epoch, offsets, **kw)
     finally:
         c.close()
-    r.i32()
-    out = {}
-    rarr = r.carray if flex else r.array
-
-    def part_r(r):
-        p = (r.i32(), r.i16())
-        if flex:
-            r.tags()
-        return p
-
-    def topic_r(r):
-        name = r.cstring() if flex else r.string()
-        ps = (r.carray if flex else r.array)(part_r)
-        if flex:
-            r.tags()
-        return name, ps
-    for t, ps in rarr(topic_r):
-        for p, e in ps:
-            out[(t, p)] = e
-    return out
 
 
 def txn_commit_loaded(group, pid, epoch, offsets, **kw):
@@ -133,32 +74,11 @@ def offset_fetch_v7(group, parts, require_stable):
 
 
 def offset_fetch_v7_once(group, parts, require_stable):
-    w = W().cstring(group)
-    w.carray(sorted(parts.items()), lambda w, t: (w.cstring(t[0]), w.carray(t[1], lambda w, p: w.i32(p)), w.tags()))
-    w.boolean(require_stable)
-    w.tags()
     c = conn()
     try:
-        r = c.request(kg.OFFSET_FETCH, 7, w.bytes(), flexible=True)
+        return kg.offset_fetch_v7(c, group, parts, require_stable)
     finally:
         c.close()
-    r.i32()
-
-    def part(r):
-        p, off, _epoch, _meta, err = r.i32(), r.i64(), r.i32(), r.cstring(), r.i16()
-        r.tags()
-        return p, off, err
-
-    def topic(r):
-        name = r.cstring()
-        ps = r.carray(part)
-        r.tags()
-        return name, ps
-    out = {}
-    for t, ps in r.carray(topic):
-        for p, off, err in ps:
-            out[(t, p)] = (off, err)
-    return r.i16(), out
 
 
 def committed(group, parts=(0, 1, 2)):
