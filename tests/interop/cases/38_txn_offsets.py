@@ -353,5 +353,19 @@ def confluent_send_offsets_to_transaction():
         p.flush(1)
 
 
+@S.case
+def kafkajs_send_offsets():
+    """kafkajs's transaction.sendOffsets (its TxnOffsetCommit is v0)."""
+    g = "txo-js-group"
+    ensure(g)
+    base = {"transactionalId": "txo-js", "topic": "txo-out", "group": g}
+    h.node("kafkajs-txn-offsets", srv.bootstrap, dict(base, value="js-1", commit=True,
+                                                       offsets=[{"topic": T, "partition": 1, "offset": 33}]))
+    h.eq(until_stable(g), [(-1, 0), (33, 0), (-1, 0)], "kafkajs: offsets committed with the transaction")
+    h.node("kafkajs-txn-offsets", srv.bootstrap, dict(base, value="js-2", commit=False,
+                                                       offsets=[{"topic": T, "partition": 1, "offset": 44}]))
+    h.eq(until_stable(g), [(-1, 0), (33, 0), (-1, 0)], "kafkajs: offsets of the aborted transaction dropped")
+
+
 if __name__ == "__main__":
     S.run(setup)
