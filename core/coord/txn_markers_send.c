@@ -91,6 +91,7 @@ struct txn_sender {
     struct sjob *qhead, *qtail;
     struct forget *forgets;
     int32_t nforgets, capforgets;
+    struct sender_call *calls, *calls_tail; /* txn_sender_run */
 
     /* Loop thread only. */
     struct sjob **active;
@@ -510,6 +511,27 @@ static void step(struct txn_sender *s)
     arm_retry(s, now);
 }
 
+/* A function another module runs on this loop (txn_sender_run). */
+struct sender_call {
+    struct sender_call *next;
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+static void run_calls(struct txn_sender *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct sender_call *c = s->calls;
+    s->calls = s->calls_tail = NULL;
+    pthread_mutex_unlock(&s->lock);
+    while (c) {
+        struct sender_call *next = c->next;
+        c->fn(c->arg);
+        free(c);
+        c = next;
+    }
+}
+
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
 {
     (void)revents;
@@ -518,6 +540,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
         ev_break(loop, EVBREAK_ALL);
         return;
     }
+    run_calls(s);
     step(s);
 }
 
@@ -582,6 +605,9 @@ void txn_sender_stop(struct txn_sender *s)
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+    /* Calls queued meanwhile still run (their owners wait for an
+     * answer: a request they send is failed by kclient_free below). */
+    run_calls(s);
     /* The loop is stopped: the requests kclient_free fails call back
      * here and see stop. */
     for (int32_t i = 0; i < s->ndests; i++) {
@@ -698,4 +724,28 @@ void txn_sender_forget(struct txn_sender *s, int32_t txn_partition, int32_t coor
 int32_t txn_sender_pending(struct txn_sender *s)
 {
     return s ? atomic_load(&s->pending) : 0;
+}
+
+bool txn_sender_run(struct txn_sender *s, void (*fn)(void *arg), void *arg)
+{
+    if (!s || atomic_load(&s->stop))
+        return false;
+    struct sender_call *c = xcalloc(1, sizeof *c);
+    c->fn = fn;
+    c->arg = arg;
+    pthread_mutex_lock(&s->lock);
+    if (s->calls_tail)
+        s->calls_tail->next = c;
+    else
+        s->calls = c;
+    s->calls_tail = c;
+    pthread_mutex_unlock(&s->lock);
+    ev_async_send(s->loop, &s->wake);
+    return true;
+}
+
+struct kclient *txn_sender_client(struct txn_sender *s, const struct mimage *img, int32_t broker_id)
+{
+    struct dest *d = dest_for(s, broker_id);
+    return dest_connect(s, d, img) ? d->kc : NULL;
 }
