@@ -22,6 +22,8 @@
 #include "coord/coord.h"
 #include "coord/records.h"
 #include "coord/txn_meta.h"
+#include "coord/txn_verify.h"
+#include "log/plog.h"
 #include "net/net.h"
 #include "coord/txn_log.h"
 #include "net/park.h"
@@ -856,6 +858,81 @@ static void txn_commit_finish(struct gop *op, int16_t err)
     req_respond(op->req, resp);
 }
 
+/* A TxnOffsetCommit: first, with KIP-890 verification, parked until the
+ * transaction coordinator confirms the group's partition is in the
+ * producer's transaction; then the commit (op), which parks until the ISR
+ * has its batch. */
+struct txo {
+    struct parked pk; /* first */
+    struct gop *op;
+    struct coord_commit *parts;
+    int32_t n;
+    uint64_t guard;
+    struct txn_verify *job; /* NULL: nothing asked */
+};
+
+/* Runs the commit (unless verr, the verification's produce-style error,
+ * or the partitions' own errors stop it) and answers, now or once
+ * replicated. */
+static void txo_finish(struct txo *t, int16_t verr)
+{
+    struct request *req = t->op->req;
+    const txn_offset_commit_request_t *q = req->body;
+    int16_t v = req->api_version;
+    txn_offset_commit_response_t *resp = t->op->resp;
+    if (t->job) {
+        txn_verify_release(t->job);
+        t->job = NULL;
+    }
+    bool any = false;
+    for (int32_t i = 0; i < t->n && !any; i++)
+        any = t->parts[i].error == 0;
+    if (any) {
+        /* the verification's retriable answer (NOT_ENOUGH_REPLICAS) as
+         * Kafka's runtime maps it: COORDINATOR_NOT_AVAILABLE */
+        int16_t err = verr ? coord_append_error(verr)
+                           : coord_txn_commit(req->broker->coord, q->group_id, v >= 3 ? q->member_id : KSTR_LIT(""),
+                                              v >= 3 ? q->group_instance_id : KSTR_NULL,
+                                              v >= 3 ? q->generation_id : -1, q->producer_id, q->producer_epoch,
+                                              t->guard, t->parts, t->n, &t->op->ack);
+        err = txn_commit_error(err, v);
+        for (int32_t i = 0; err && i < t->n; i++)
+            if (!t->parts[i].error)
+                t->parts[i].error = err;
+    }
+    int32_t k = 0;
+    for (int32_t x = 0; x < resp->topics.n; x++)
+        for (int32_t p = 0; p < resp->topics.a[x].partitions.n; p++) {
+            resp->topics.a[x].partitions.a[p].partition_index = t->parts[k].partition;
+            resp->topics.a[x].partitions.a[p].error_code = t->parts[k].error;
+            k++;
+        }
+    gop_run(t->op, api_commit_timeout_ms(req));
+}
+
+static bool txo_try(struct parked *pk, bool expired)
+{
+    struct txo *t = (struct txo *)pk;
+    int16_t verr;
+    if (txn_verify_done(t->job))
+        verr = txn_verify_error(t->job, 0);
+    else if (expired)
+        verr = KERR_NOT_ENOUGH_REPLICAS; /* the client retries */
+    else
+        return false;
+    t->op->req->cancel = NULL;
+    txo_finish(t, verr);
+    return true;
+}
+
+static void txo_cancel(struct request *req)
+{
+    struct txo *t = req->handler_state;
+    park_stop(&t->pk);
+    txn_verify_release(t->job);
+    t->job = NULL;
+}
+
 void api_handle_txn_offset_commit(struct request *req)
 {
     const txn_offset_commit_request_t *q = req->body;
@@ -909,28 +986,37 @@ void api_handle_txn_offset_commit(struct request *req)
         }
     }
     mimage_release(img);
-    if (!group_err) {
-        bool any = false;
-        for (int32_t i = 0; i < k && !any; i++)
-            any = parts[i].error == 0;
-        if (any) {
-            int16_t err = coord_txn_commit(b->coord, q->group_id, v >= 3 ? q->member_id : KSTR_LIT(""),
-                                           v >= 3 ? q->group_instance_id : KSTR_NULL, v >= 3 ? q->generation_id : -1,
-                                           q->producer_id, q->producer_epoch, parts, k, &op->ack);
-            err = txn_commit_error(err, v);
-            for (int32_t i = 0; err && i < k; i++)
-                if (!parts[i].error)
-                    parts[i].error = err;
+    struct txo *t = arena_alloc(&req->arena, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->op = op;
+    t->parts = parts;
+    t->n = k;
+    t->guard = PLOG_GUARD_UNCHECKED;
+    bool any = false;
+    for (int32_t i = 0; i < k && !any; i++)
+        any = parts[i].error == 0;
+    if (group_err || !any) {
+        txo_finish(t, 0);
+        return;
+    }
+    /* KIP-890: the coordinator runtime verifies a transactional write
+     * whose producer has no open transaction in the partition yet */
+    int32_t part = -1;
+    if (b->cfg->transaction_partition_verification_enable && b->txn_coord &&
+        coord_txn_verify_begin(b->coord, q->group_id, q->producer_id, q->producer_epoch, &t->guard, &part) &&
+        t->guard != 0) {
+        kstr_t topic = KSTR_LIT(COORD_OFFSETS_TOPIC);
+        t->job = txn_verify_start(b, q->transactional_id, q->producer_id, q->producer_epoch, 1, &topic, &part);
+        if (!txn_verify_done(t->job)) {
+            req->handler_state = t;
+            req->cancel = txo_cancel;
+            park_init(&t->pk, req, txo_try);
+            park_watch(&t->pk, park_key_object(t->job));
+            park_start(&t->pk, api_commit_timeout_ms(req));
+            return;
         }
     }
-    k = 0;
-    for (int32_t t = 0; t < resp->topics.n; t++)
-        for (int32_t p = 0; p < resp->topics.a[t].partitions.n; p++) {
-            resp->topics.a[t].partitions.a[p].partition_index = parts[k].partition;
-            resp->topics.a[t].partitions.a[p].error_code = parts[k].error;
-            k++;
-        }
-    gop_run(op, api_commit_timeout_ms(req));
+    txo_finish(t, t->job ? txn_verify_error(t->job, 0) : 0);
 }
 
 /* ------------------------------------------------------------------ */

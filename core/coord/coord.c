@@ -215,6 +215,7 @@ struct batch {
     struct rb_builder b;
     struct buf k, v;
     int n;
+    uint64_t guard; /* KIP-890's (a verified transactional commit), else PLOG_GUARD_UNCHECKED */
 };
 
 /* opts NULL: a plain batch; else a producer's (transactional). */
@@ -225,6 +226,7 @@ static void batch_begin_opts(struct batch *bt, const struct rb_batch_opts *opts)
     buf_init(&bt->v);
     rb_builder_begin(&bt->b, &bt->out, 0, clock_wall_ms(), opts);
     bt->n = 0;
+    bt->guard = PLOG_GUARD_UNCHECKED;
 }
 
 static void batch_begin(struct batch *bt)
@@ -280,7 +282,7 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
         int32_t ep = atomic_load(&s->p->leader_epoch);
         /* as the coordinator: a transactional batch's producer epoch is
          * checked, not its sequence (the coordinator writes each at 0) */
-        rc = partition_append_coordinator(s->p, bt->out.data + bt->out.len - len, len, &res);
+        rc = partition_append_coordinator(s->p, bt->out.data + bt->out.len - len, len, bt->guard, &res);
         if (rc) {
             /* a fenced producer's transactional commit is the producer's
              * error, not the log's */
@@ -2068,8 +2070,8 @@ int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, in
 /* transactions                                                        */
 
 int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
-                         int64_t producer_id, int16_t producer_epoch, struct coord_commit *parts, int32_t n,
-                         struct coord_ack *ack)
+                         int64_t producer_id, int16_t producer_epoch, uint64_t guard, struct coord_commit *parts,
+                         int32_t n, struct coord_ack *ack)
 {
     coord_ack_init(ack);
     struct coord_shard *s;
@@ -2106,6 +2108,7 @@ int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t
     opts.transactional = true;
     struct batch bt;
     batch_begin_opts(&bt, &opts);
+    bt.guard = guard;
     struct cg_offset *vals = xcalloc((size_t)(n > 0 ? n : 1), sizeof *vals);
     int32_t *rec = xcalloc((size_t)(n > 0 ? n : 1), sizeof *rec);
     for (int32_t i = 0; i < n; i++) {
@@ -2135,7 +2138,8 @@ int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t
     int32_t epoch = -1;
     int32_t nrec = bt.n;
     err = batch_append(s, &bt, &last, &epoch);
-    if (err == KERR_INVALID_PRODUCER_EPOCH || err == KERR_PRODUCER_FENCED || err == KERR_INVALID_TXN_STATE) {
+    if (err == KERR_INVALID_PRODUCER_EPOCH || err == KERR_PRODUCER_FENCED || err == KERR_INVALID_TXN_STATE ||
+        err == KERR_INVALID_PRODUCER_ID_MAPPING) {
         /* the producer's, for the whole request */
         free(vals);
         free(rec);
@@ -2208,4 +2212,20 @@ int16_t coord_write_txn_marker(struct coord *c, struct partition *p, int64_t pro
     txn_groups_free(t);
     pthread_mutex_unlock(&s->lock);
     return 0;
+}
+
+bool coord_txn_verify_begin(struct coord *c, kstr_t group, int64_t producer_id, int16_t producer_epoch,
+                            uint64_t *guard, int32_t *partition)
+{
+    *guard = PLOG_GUARD_UNCHECKED;
+    *partition = -1;
+    struct coord_shard *s;
+    if (acquire(c, group, &s))
+        return false;
+    bool ok = plog_verify_begin(s->p->log, producer_id, producer_epoch, guard) == 0;
+    *partition = s->index;
+    release(s);
+    if (!ok)
+        *guard = PLOG_GUARD_UNCHECKED;
+    return ok;
 }

@@ -173,13 +173,26 @@ int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched 
  * lock, so in log order), and the answers wait for the ISR. */
 
 /* generation, member_id, instance_id: of the request (v3+; -1, "" and
- * null before). Partition errors in parts[i].error (the commit_ts
+ * null before). guard: KIP-890's (coord_txn_verify_begin), or
+ * PLOG_GUARD_UNCHECKED (verification off): a guard no longer current
+ * (a marker ended the transaction meanwhile) is INVALID_TXN_STATE. Partition errors in parts[i].error (the commit_ts
  * fields are ignored: now). Returns 0 or the request's error
  * (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, the
  * coordinator-level ones, or the append's: INVALID_PRODUCER_EPOCH...). */
 int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
-                         int64_t producer_id, int16_t producer_epoch, struct coord_commit *parts, int32_t n,
-                         struct coord_ack *ack);
+                         int64_t producer_id, int16_t producer_epoch, uint64_t guard, struct coord_commit *parts,
+                         int32_t n, struct coord_ack *ack);
+
+/* KIP-890 for TxnOffsetCommit (Kafka's coordinator runtime asks
+ * maybeStartTransactionVerification before a transactional write): the
+ * guard of the group's __consumer_offsets partition for the producer
+ * (plog_verify_begin) when this node leads it; 0 (nothing to verify: the
+ * producer's transaction is open there already) or a guard to verify
+ * with the transaction coordinator; *topic and *partition name that
+ * partition. Returns false when there is no such partition here (the
+ * commit itself answers why). */
+bool coord_txn_verify_begin(struct coord *c, kstr_t group, int64_t producer_id, int16_t producer_epoch,
+                            uint64_t *guard, int32_t *partition);
 
 /* WriteTxnMarkers on partition index of __consumer_offsets (p: its
  * partition, led here): appends the marker under the shard's lock and

@@ -887,10 +887,10 @@ int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t l
     return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, ORIGIN_CLIENT, guard, res);
 }
 
-int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, uint64_t guard,
                             struct plog_append_result *res)
 {
-    return append_impl(l, batches, len, leader_epoch, -1, ORIGIN_COORDINATOR, PLOG_GUARD_UNCHECKED, res);
+    return append_impl(l, batches, len, leader_epoch, -1, ORIGIN_COORDINATOR, guard, res);
 }
 
 int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res)
@@ -1001,10 +1001,8 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                 c = plog_marker_of(batches + pos, (size_t)rb_batch_size(&h), &type, &cepoch);
                 if (c == 0)
                     c = pstate_check_marker(l->ps, &h, cepoch);
-            } else if (origin == ORIGIN_COORDINATOR) {
-                c = pstate_check_coordinator(l->ps, &h);
             } else {
-                c = pstate_check(l->ps, &h, &dup);
+                c = origin == ORIGIN_COORDINATOR ? pstate_check_coordinator(l->ps, &h) : pstate_check(l->ps, &h, &dup);
                 if (c == 0 && guard != PLOG_GUARD_UNCHECKED && rb_is_transactional(&h)) {
                     const struct ps_entry *pe = pstate_find(l->ps, h.producer_id);
                     if (!pe || pe->current_txn_first_offset < 0)

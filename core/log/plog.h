@@ -255,8 +255,10 @@ int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t l
 
 /* plog_append for a coordinator's own write (Kafka's AppendOrigin.
  * COORDINATOR): a data batch with a producer id is checked with
- * pstate_check_coordinator (its epoch only) instead of pstate_check. */
-int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+ * pstate_check_coordinator (its epoch only) instead of pstate_check;
+ * guard as plog_append_verified (the group coordinator's transactional
+ * offset commits are verified like a producer's first batch). */
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, uint64_t guard,
                             struct plog_append_result *res);
 
 /* A follower's append (Kafka's appendAsFollower): whole v2 batches as

@@ -100,9 +100,10 @@ int partition_append_verified(struct partition *p, uint8_t *batches, size_t len,
     return 0;
 }
 
-int partition_append_coordinator(struct partition *p, uint8_t *batches, size_t len, struct plog_append_result *res)
+int partition_append_coordinator(struct partition *p, uint8_t *batches, size_t len, uint64_t guard,
+                                 struct plog_append_result *res)
 {
-    int err = plog_append_coordinator(p->log, batches, len, atomic_load(&p->leader_epoch), res);
+    int err = plog_append_coordinator(p->log, batches, len, atomic_load(&p->leader_epoch), guard, res);
     if (err)
         return err;
     raise_hw(p, p->log);

@@ -78,7 +78,7 @@ static int append(struct fx *f, int64_t pid, int16_t epoch, int n, const char *t
     size_t len;
     assert_int_equal(rb_builder_finish(&bl, &len), 0);
     struct plog_append_result res;
-    int rc = plog_append_coordinator(f->p.log, b.data, len, 0, &res);
+    int rc = plog_append_coordinator(f->p.log, b.data, len, 0, PLOG_GUARD_UNCHECKED, &res);
     if (!rc && base)
         *base = res.base_offset;
     buf_free(&b);

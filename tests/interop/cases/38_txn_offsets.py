@@ -23,15 +23,32 @@ T = "txo"
 NOT_LEADER_OR_FOLLOWER = 6
 OFFSET_METADATA_TOO_LARGE = 12
 INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
 UNSTABLE_OFFSET_COMMIT = kg.UNSTABLE_OFFSET_COMMIT
 N_OFFSETS_PARTITIONS = 50
 
 
-def setup():
+def start_server(verification, name=None):
     global srv
-    srv = h.Server({"group.initial.rebalance.delay.ms": "0", "transaction.state.log.num.partitions": "5"})
+    srv = h.Server({"group.initial.rebalance.delay.ms": "0", "transaction.state.log.num.partitions": "5",
+                    "transaction.partition.verification.enable": "true" if verification else "false"}, name=name)
     h.ck_create_topic(srv.bootstrap, T, 3, 1)
     h.ck_create_topic(srv.bootstrap, "txo-out", 1, 1)
+
+
+def setup():
+    # The raw cases play the transaction coordinator themselves (no
+    # InitProducerId, no AddOffsetsToTxn): without KIP-890's verification,
+    # which asks the real one. The real clients' cases run on a second
+    # server with it.
+    start_server(False)
+
+
+def verifying():
+    """Switches the cases to the server with verification (once)."""
+    if srv.overrides.get("transaction.partition.verification.enable") != "true":
+        srv.stop()
+        start_server(True, name="verify")
 
 
 def conn():
@@ -329,6 +346,7 @@ def confluent_send_offsets_to_transaction():
     with the transaction are committed with it, or dropped with its
     abort."""
     from confluent_kafka import Producer, Consumer, TopicPartition
+    verifying()
     g = "txo-ck-group"
     ensure(g)
     p = Producer(h.ck_conf(srv.bootstrap, **{"transactional.id": "txo-ck",
@@ -356,6 +374,7 @@ def confluent_send_offsets_to_transaction():
 @S.case
 def kafkajs_send_offsets():
     """kafkajs's transaction.sendOffsets (its TxnOffsetCommit is v0)."""
+    verifying()
     g = "txo-js-group"
     ensure(g)
     base = {"transactionalId": "txo-js", "topic": "txo-out", "group": g}
@@ -365,6 +384,40 @@ def kafkajs_send_offsets():
     h.node("kafkajs-txn-offsets", srv.bootstrap, dict(base, value="js-2", commit=False,
                                                        offsets=[{"topic": T, "partition": 1, "offset": 44}]))
     h.eq(until_stable(g), [(-1, 0), (33, 0), (-1, 0)], "kafkajs: offsets of the aborted transaction dropped")
+
+
+@S.case
+def verification_refuses_offsets_outside_the_transaction():
+    """KIP-890: a TxnOffsetCommit of a producer whose transaction does not
+    hold the group's partition (no AddOffsetsToTxn) is refused, and
+    nothing is written."""
+    verifying()
+    g = "txo-verify-group"
+    ensure(g)
+    c = conn()
+    try:
+        deadline = time.monotonic() + h.bound(15)
+        while True:
+            r = kg.find_coordinator(c, "txo-verify", version=1, key_type=1)
+            if r["error_code"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        h.eq(r["error_code"], 0, "FindCoordinator for the transactional id")
+        deadline = time.monotonic() + h.bound(15)
+        while True:
+            ip = kwire.init_producer_id(c, 1, transactional_id="txo-verify")
+            if ip["error_code"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        h.eq(ip["error_code"], 0, "InitProducerId")
+    finally:
+        c.close()
+    pid, epoch = ip["producer_id"], ip["producer_epoch"]
+    before = len(offsets_records(g))
+    got = txn_commit_loaded(g, pid, epoch, {T: [(0, 5, "")]}, tid="txo-verify")
+    h.eq(got, {(T, 0): INVALID_TXN_STATE}, "TxnOffsetCommit outside the transaction")
+    h.eq(len(offsets_records(g)), before, "nothing written")
+    h.eq(stable(g), [(-1, 0), (-1, 0), (-1, 0)], "nothing pending")
 
 
 if __name__ == "__main__":
