@@ -351,7 +351,14 @@ def kip890_verification():
                     break
                 time.sleep(0.05)
             eq((p["high_watermark"], p["last_stable_offset"]), (4, 4), "committed: (HW, LSO)")
-            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+            # (NOT_ENOUGH_REPLICAS, retriable, while the coordinator still
+            # completes the commit: CONCURRENT_TRANSACTIONS to the check)
+            deadline = time.monotonic() + bound(10)
+            while True:
+                r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+                if r["error_code"] != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             eq(r["error_code"], INVALID_TXN_STATE, "next transaction without AddPartitionsToTxn")
         finally:
             c.close()
