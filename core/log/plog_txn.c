@@ -19,7 +19,9 @@
  *
  * The files follow their segments: segment_rename and segment_unlink
  * (log/segment.c) take the .txnindex along (retention, file.delete.delay,
- * truncation's dropped segments). A log that opens reads the files of its
+ * truncation's dropped segments). The cleaner merges the files of the
+ * segments it replaces, less the entries of transactions whose data it
+ * found gone (log/cleaner.c). A log that opens reads the files of its
  * segments, then drops the entries at or after the offset where the
  * producer-state replay starts (plog_producers.c), which re-creates them
  * from the markers it reads: an unclean stop, a torn tail or a

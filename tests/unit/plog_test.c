@@ -1542,9 +1542,10 @@ static void dump_log(struct plog *l, char *out, size_t n)
 }
 
 /* Compaction and transactions (Kafka's cleaner): aborted records
- * supersede nothing and are removed, markers stay, the cleaned segment
- * keeps the .txnindex entries of those it replaces, nothing at or past
- * the LSO is cleaned. */
+ * supersede nothing and are removed, markers stay (each transaction has
+ * a batch left: a live record, or its producer's last batch, emptied),
+ * the cleaned segment keeps the .txnindex entries of those it replaces,
+ * nothing at or past the LSO is cleaned. */
 static void test_cleaner_transactions(void **state)
 {
     struct fx *f = *state;
