@@ -39,13 +39,12 @@
 #include "log/plog_internal.h"
 #include "log/producer_state.h"
 #include "log/segment.h"
+#include "log/txnindex.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
 
-#define TXN_ENTRY_SIZE 34
-#define TXN_ENTRY_VERSION 0
 /* A .txnindex larger than this is not one of ours. */
 #define TXN_FILE_MAX_BYTES (64LL * 1024 * 1024)
 
@@ -149,15 +148,6 @@ void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
         }
 }
 
-static void encode_entry(uint8_t *p, const struct plog_aborted_txn *a)
-{
-    be16_write(p, TXN_ENTRY_VERSION);
-    be64_write(p + 2, (uint64_t)a->producer_id);
-    be64_write(p + 10, (uint64_t)a->first_offset);
-    be64_write(p + 18, (uint64_t)a->last_offset);
-    be64_write(p + 26, (uint64_t)a->last_stable_offset);
-}
-
 /* Under txn_lock. */
 static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64_t seg_base)
 {
@@ -189,6 +179,17 @@ static void mark_dirty(struct plog *l, int64_t seg_base)
  * Entries that are not version 0 or whose offsets make no sense end the
  * file's entries (as a torn tail; the replay re-creates what is after
  * the snapshot); *rewrite is then set, and for a partial last entry. */
+struct load_ctx {
+    struct plog *l;
+    int64_t seg_base;
+};
+
+static void load_entry(void *ctx, const struct plog_aborted_txn *a)
+{
+    struct load_ctx *x = ctx;
+    push_aborted(x->l, a, x->seg_base);
+}
+
 static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
 {
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
@@ -204,25 +205,16 @@ static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
         free(p);
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    size_t n = len / TXN_ENTRY_SIZE;
     /* A torn entry at the end (a crash in the middle of an append) would
-     * misalign the next append: the file is rewritten by the reset. */
-    if (len % TXN_ENTRY_SIZE)
+     * misalign the next append, and an invalid one ends what can be
+     * trusted: the file is rewritten by the reset. */
+    struct load_ctx x = {l, seg_base};
+    int clean;
+    size_t n = txnindex_decode((const uint8_t *)data, len, load_entry, &x, &clean);
+    if (!clean) {
+        if (n < len / TXNINDEX_ENTRY_SIZE)
+            slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, n);
         *rewrite = true;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *q = (const uint8_t *)data + i * TXN_ENTRY_SIZE;
-        struct plog_aborted_txn a = {
-            .producer_id = (int64_t)be64_read(q + 2),
-            .first_offset = (int64_t)be64_read(q + 10),
-            .last_offset = (int64_t)be64_read(q + 18),
-            .last_stable_offset = (int64_t)be64_read(q + 26),
-        };
-        if ((int16_t)be16_read(q) != TXN_ENTRY_VERSION || a.first_offset < 0 || a.last_offset < a.first_offset) {
-            slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, i);
-            *rewrite = true;
-            break;
-        }
-        push_aborted(l, &a, seg_base);
     }
     free(data);
     free(p);
@@ -237,7 +229,7 @@ static int rewrite_file(struct plog *l, int64_t seg_base)
     buf_init(&b);
     for (size_t i = 0; i < l->naborted; i++)
         if (l->aborted[i].seg_base == seg_base)
-            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
     int e = 0;
     if (b.len)
@@ -330,8 +322,8 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
             .last_stable_offset = next_open >= 0 ? next_open : t->last_offset + 1,
         };
         push_aborted(l, &a, seg_base);
-        uint8_t e[TXN_ENTRY_SIZE];
-        encode_entry(e, &a);
+        uint8_t e[TXNINDEX_ENTRY_SIZE];
+        txnindex_encode(e, &a);
         char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
         /* A small write, no fsync: the flusher syncs it (plog_txn_flush)
          * before the producer-state snapshot that would skip its marker. */
@@ -423,7 +415,7 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t sb = l->aborted[i].seg_base;
         if (sb >= from && sb < to && !in_drop(drop, ndrop, l->aborted[i].a.last_offset))
-            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
     }
     pthread_mutex_unlock(&l->txn_lock);
     int e = 0;
