@@ -16,6 +16,7 @@
 #include "coord/consumer.h"
 #include "coord/logscan.h"
 #include "coord/records.h"
+#include "coord/shards.h"
 #include "log/plog.h"
 #include "plugin/codec.h"
 #include "plugin/registry.h"
@@ -31,20 +32,9 @@
  * wakes it (leadership changes), in ms. */
 #define IMAGE_POLL_MS 200
 
-enum shard_state {
-    SHARD_UNLOADED = 0,
-    SHARD_LOADING,
-    SHARD_ACTIVE,
-};
-
 struct coord_shard {
+    CSHARD_HEAD;
     struct coord *c;
-    int32_t index;
-    pthread_mutex_t lock;
-    enum shard_state state;
-    int32_t epoch;        /* partition leader epoch it was loaded at */
-    kuuid_t topic_id;
-    struct partition *p;  /* reference while ACTIVE */
     struct hmap groups;   /* id -> struct cgroup* */
     /* Open transactions with offsets here: producer id (int64) ->
      * struct txn_groups*, the groups their offsets went to (Kafka's
@@ -74,9 +64,7 @@ struct coord_settings {
 struct coord {
     struct broker *b;
     struct coord_settings s;
-    pthread_rwlock_t shards_lock; /* the array, not the shards */
-    struct coord_shard **shards;
-    int32_t nshards;
+    struct cshard_table shards;
 
     pthread_mutex_t lock; /* the fields below */
     pthread_cond_t cond;
@@ -269,7 +257,7 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
     int rc = rb_builder_finish(&bt->b, &len);
     if (rc) {
         err = coord_append_error(rc);
-    } else if (!s->p || s->state != SHARD_ACTIVE) {
+    } else if (!s->p || s->state != CSHARD_ACTIVE) {
         err = KERR_NOT_COORDINATOR;
     } else {
         /* Unlike an acks=all Produce, no NOT_ENOUGH_REPLICAS refusal
@@ -554,35 +542,29 @@ static struct txn_groups *txn_index_end(struct hmap *groups, struct hmap *txns, 
 /* ------------------------------------------------------------------ */
 /* shards                                                              */
 
-static struct coord_shard *shard_new(struct coord *c, int32_t index)
+static struct cshard *shard_make(void *ctx, int32_t index)
 {
     struct coord_shard *s = xcalloc(1, sizeof *s);
-    s->c = c;
-    s->index = index;
-    pthread_mutex_init(&s->lock, NULL);
+    cshard_init(&s->base, index);
+    s->c = ctx;
     hmap_init(&s->groups);
     hmap_init(&s->txns);
-    s->epoch = -1;
-    return s;
+    return &s->base;
+}
+
+static void shard_destroy(struct cshard *b)
+{
+    struct coord_shard *s = (struct coord_shard *)b;
+    hmap_free(&s->groups);
+    txn_index_free(&s->txns);
+    hmap_free(&s->txns);
+    free(s->heap);
+    free(s);
 }
 
 static struct coord_shard *shard_at(struct coord *c, int32_t index, bool create)
 {
-    pthread_rwlock_rdlock(&c->shards_lock);
-    struct coord_shard *s = index < c->nshards ? c->shards[index] : NULL;
-    pthread_rwlock_unlock(&c->shards_lock);
-    if (s || !create)
-        return s;
-    pthread_rwlock_wrlock(&c->shards_lock);
-    if (index >= c->nshards) {
-        c->shards = xrealloc(c->shards, (size_t)(index + 1) * sizeof *c->shards);
-        for (int32_t i = c->nshards; i <= index; i++)
-            c->shards[i] = shard_new(c, i);
-        c->nshards = index + 1;
-    }
-    s = c->shards[index];
-    pthread_rwlock_unlock(&c->shards_lock);
-    return s;
+    return (struct coord_shard *)cshard_at(&c->shards, index, create);
 }
 
 int32_t coord_num_partitions(const struct broker *b, const struct mimage *img)
@@ -597,30 +579,13 @@ int32_t coord_num_partitions(const struct broker *b, const struct mimage *img)
 /* Finds the shard of group and locks it, or says why not. */
 static int16_t acquire(struct coord *c, kstr_t group, struct coord_shard **out)
 {
-    *out = NULL;
-    struct mimage *img = controller_image(c->b->controller);
-    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
-    if (!t || t->npartitions <= 0) {
-        mimage_release(img);
-        return KERR_NOT_COORDINATOR;
-    }
-    int32_t idx = coord_partition_for(group, t->npartitions);
-    const struct mi_partition *mp = mi_topic_partition(t, idx);
-    int32_t leader = mp ? mp->leader : -1, epoch = mp ? mp->leader_epoch : -1;
-    mimage_release(img);
-    if (leader != c->b->node_id)
-        return KERR_NOT_COORDINATOR;
-    struct coord_shard *s = shard_at(c, idx, true);
-    pthread_mutex_lock(&s->lock);
-    if (s->state != SHARD_ACTIVE || s->epoch != epoch) {
-        bool idle = s->state != SHARD_LOADING;
-        pthread_mutex_unlock(&s->lock);
-        if (idle)
-            kick(c);
-        return KERR_COORDINATOR_LOAD_IN_PROGRESS;
-    }
-    *out = s;
-    return 0;
+    struct cshard *b;
+    bool want_load;
+    int16_t err = cshard_acquire(&c->shards, c->b->controller, c->b->node_id, group, &b, &want_load);
+    *out = (struct coord_shard *)b;
+    if (want_load)
+        kick(c);
+    return err;
 }
 
 static void release(struct coord_shard *s)
@@ -658,7 +623,7 @@ static enum ack_state ack_check_one(const struct coord_ack *a, int16_t *err)
     pthread_mutex_lock(&s->lock);
     enum ack_state st;
     int16_t e = 0;
-    if (s->state != SHARD_ACTIVE || !s->p) {
+    if (s->state != CSHARD_ACTIVE || !s->p) {
         st = ACK_FAILED;
         e = KERR_NOT_COORDINATOR;
     } else {
@@ -689,15 +654,7 @@ enum ack_state coord_ack_check(const struct coord_ack *a, int16_t *err)
 
 struct partition *coord_ack_partition(const struct coord_ack *a)
 {
-    if (!a->shard || a->offset < 0)
-        return NULL;
-    struct coord_shard *s = a->shard;
-    pthread_mutex_lock(&s->lock);
-    struct partition *p = s->state == SHARD_ACTIVE ? s->p : NULL;
-    if (p)
-        atomic_fetch_add(&p->refs, 1);
-    pthread_mutex_unlock(&s->lock);
-    return p;
+    return a->shard && a->offset >= 0 ? cshard_partition(&a->shard->base) : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -706,7 +663,7 @@ struct partition *coord_ack_partition(const struct coord_ack *a)
 static void unload(struct coord_shard *s, const char *why)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->state == SHARD_ACTIVE && hmap_count(&s->groups) > 0)
+    if (s->state == CSHARD_ACTIVE && hmap_count(&s->groups) > 0)
         slog_info("group coordinator: unloading %s-%d (%s): %zu group(s)", COORD_OFFSETS_TOPIC, s->index, why,
                   hmap_count(&s->groups));
     size_t it = 0;
@@ -722,7 +679,7 @@ static void unload(struct coord_shard *s, const char *why)
     if (s->p)
         partition_put(s->p);
     s->p = NULL;
-    s->state = SHARD_UNLOADED;
+    s->state = CSHARD_UNLOADED;
     s->epoch = -1;
     pthread_mutex_unlock(&s->lock);
 }
@@ -962,7 +919,7 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
     if (!p)
         return; /* its log is not open yet: next round */
     pthread_mutex_lock(&s->lock);
-    s->state = SHARD_LOADING;
+    s->state = CSHARD_LOADING;
     pthread_mutex_unlock(&s->lock);
 
     int64_t t0 = clock_mono_ms();
@@ -976,7 +933,7 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
     if (err) {
         slog_error("group coordinator: loading %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
                    kerr_name((int16_t)err));
-        s->state = SHARD_UNLOADED;
+        s->state = CSHARD_UNLOADED;
         pthread_mutex_unlock(&s->lock);
         size_t it = 0;
         const void *k;
@@ -996,7 +953,7 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
     s->topic_id = *topic_id;
     s->epoch = epoch;
     s->nheap = 0;
-    s->state = SHARD_ACTIVE;
+    s->state = CSHARD_ACTIVE;
     struct cg_env e;
     env_init(s, &e);
     size_t it = 0, n = 0;
@@ -1040,38 +997,20 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
 
 /* Brings the shards in line with the image: load what this node leads,
  * unload what it no longer does. */
+static void load_cb(void *ctx, struct cshard *s, const kuuid_t *topic_id, int32_t epoch)
+{
+    load(ctx, (struct coord_shard *)s, topic_id, epoch);
+}
+
+static void unload_cb(void *ctx, struct cshard *s, const char *why)
+{
+    (void)ctx;
+    unload((struct coord_shard *)s, why);
+}
+
 static void sync_image(struct coord *c)
 {
-    struct mimage *img = controller_image(c->b->controller);
-    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
-    int32_t n = t ? t->npartitions : 0;
-    pthread_rwlock_rdlock(&c->shards_lock);
-    int32_t have = c->nshards;
-    pthread_rwlock_unlock(&c->shards_lock);
-    int32_t upto = n > have ? n : have;
-    for (int32_t i = 0; i < upto; i++) {
-        const struct mi_partition *mp = t ? mi_topic_partition(t, i) : NULL;
-        bool lead = mp && mp->leader == c->b->node_id;
-        struct coord_shard *s = shard_at(c, i, lead);
-        if (!s)
-            continue;
-        pthread_mutex_lock(&s->lock);
-        enum shard_state st = s->state;
-        int32_t epoch = s->epoch;
-        bool same_topic = t && kuuid_eq(&s->topic_id, &t->id);
-        pthread_mutex_unlock(&s->lock);
-        if (!lead) {
-            if (st != SHARD_UNLOADED)
-                unload(s, "no longer the partition leader");
-            continue;
-        }
-        if (st == SHARD_ACTIVE && epoch == mp->leader_epoch && same_topic)
-            continue;
-        if (st == SHARD_ACTIVE)
-            unload(s, "new leader epoch");
-        load(c, s, &t->id, mp->leader_epoch);
-    }
-    mimage_release(img);
+    cshard_sync(&c->shards, c->b->controller, c->b->node_id, load_cb, unload_cb, c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1181,15 +1120,13 @@ static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
 
 static void run_timers(struct coord *c, int64_t now, int64_t *next)
 {
-    pthread_rwlock_rdlock(&c->shards_lock);
-    int32_t n = c->nshards;
-    pthread_rwlock_unlock(&c->shards_lock);
+    int32_t n = cshard_count(&c->shards);
     for (int32_t i = 0; i < n; i++) {
         struct coord_shard *s = shard_at(c, i, false);
         if (!s)
             continue;
         pthread_mutex_lock(&s->lock);
-        if (s->state == SHARD_ACTIVE) {
+        if (s->state == CSHARD_ACTIVE) {
             /* take the due groups out first: a group still due after
              * its tick comes back in the next round, not this one */
             int32_t ndue = 0;
@@ -1230,13 +1167,11 @@ static void run_timers(struct coord *c, int64_t now, int64_t *next)
 
 static void run_expiration(struct coord *c)
 {
-    pthread_rwlock_rdlock(&c->shards_lock);
-    int32_t n = c->nshards;
-    pthread_rwlock_unlock(&c->shards_lock);
+    int32_t n = cshard_count(&c->shards);
     for (int32_t i = 0; i < n; i++) {
         struct coord_shard *s = shard_at(c, i, false);
         pthread_mutex_lock(&s->lock);
-        if (s->state == SHARD_ACTIVE)
+        if (s->state == CSHARD_ACTIVE)
             expire_offsets(s, c->s.retention_ms);
         pthread_mutex_unlock(&s->lock);
     }
@@ -1334,7 +1269,7 @@ struct coord *coord_create(struct broker *b)
                       t);
     }
     free(list);
-    pthread_rwlock_init(&c->shards_lock, NULL);
+    cshard_table_init(&c->shards, COORD_OFFSETS_TOPIC, shard_make, c);
     pthread_mutex_init(&c->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1364,28 +1299,18 @@ void coord_stop(struct coord *c)
     if (c->started)
         pthread_join(c->thread, NULL);
     c->started = false;
-    for (int32_t i = 0; i < c->nshards; i++)
-        unload(c->shards[i], "shutdown");
+    for (int32_t i = 0; i < cshard_count(&c->shards); i++)
+        unload(shard_at(c, i, false), "shutdown");
 }
 
 void coord_destroy(struct coord *c)
 {
     if (!c)
         return;
-    for (int32_t i = 0; i < c->nshards; i++) {
-        struct coord_shard *s = c->shards[i];
-        hmap_free(&s->groups);
-        txn_index_free(&s->txns);
-        hmap_free(&s->txns);
-        free(s->heap);
-        pthread_mutex_destroy(&s->lock);
-        free(s);
-    }
-    free(c->shards);
+    cshard_table_free(&c->shards, shard_destroy);
     for (int32_t i = 0; i < c->s.nassignors; i++)
         free(c->s.assignors[i]);
     free(c->s.assignors);
-    pthread_rwlock_destroy(&c->shards_lock);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
     free(c);
@@ -1895,7 +1820,7 @@ int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed 
             continue;
         struct coord_shard *s = shard_at(c, i, true);
         pthread_mutex_lock(&s->lock);
-        if (s->state != SHARD_ACTIVE || s->epoch != mp->leader_epoch) {
+        if (s->state != CSHARD_ACTIVE || s->epoch != mp->leader_epoch) {
             err = KERR_COORDINATOR_LOAD_IN_PROGRESS;
             pthread_mutex_unlock(&s->lock);
             kick(c);
@@ -2175,8 +2100,8 @@ int16_t coord_write_txn_marker(struct coord *c, struct partition *p, int64_t pro
     struct coord_shard *s = shard_at(c, p->index, true);
     pthread_mutex_lock(&s->lock);
     int32_t ep = atomic_load(&p->leader_epoch);
-    if (s->state != SHARD_ACTIVE || s->p != p || s->epoch != ep) {
-        bool idle = s->state != SHARD_LOADING;
+    if (s->state != CSHARD_ACTIVE || s->p != p || s->epoch != ep) {
+        bool idle = s->state != CSHARD_LOADING;
         pthread_mutex_unlock(&s->lock);
         if (idle)
             kick(c);
