@@ -10,12 +10,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "coord/coord.h"
 #include "coord/logscan.h"
 #include "coord/records.h"
+#include "coord/shards.h"
 #include "coord/txn_log.h"
 #include "coord/txn_markers_send.h"
 #include "log/plog.h"
@@ -33,12 +33,6 @@
 #define IMAGE_POLL_MS 200
 #define SETTLE_POLL_MS 10
 
-enum shard_state {
-    SHARD_UNLOADED = 0,
-    SHARD_LOADING,
-    SHARD_ACTIVE,
-};
-
 /* A transition written and not yet replicated. */
 struct txn_write {
     struct txn_meta *m;     /* the id's metadata, in the shard's map */
@@ -49,16 +43,15 @@ struct txn_write {
 };
 
 struct txn_shard {
+    CSHARD_HEAD; /* epoch: the coordinator epoch */
     struct txn_coord *tc;
-    int32_t index;
-    pthread_mutex_t lock;
-    enum shard_state state;
-    int32_t epoch; /* partition leader epoch: the coordinator epoch */
-    kuuid_t topic_id;
-    struct partition *p; /* reference while ACTIVE */
-    struct hmap ids;     /* transactional id -> struct txn_meta* */
+    struct hmap ids; /* transactional id -> struct txn_meta* */
     struct txn_write *writes;
     int32_t nwrites, capwrites;
+    /* Prepared transactions whose markers are done but whose Complete*
+     * is not written yet (the id was busy, or the append failed): the
+     * thread's settle passes look for them only while this is set. */
+    bool complete_due;
 };
 
 struct txn_settings {
@@ -71,12 +64,10 @@ struct txn_settings {
 };
 
 struct txn_coord {
-    struct broker *b;
+    struct txn_coord_env env;
     struct txn_settings s;
     struct txn_sender *sender;
-    pthread_rwlock_t shards_lock; /* the array, not the shards */
-    struct txn_shard **shards;
-    int32_t nshards;
+    struct cshard_table shards;
 
     pthread_mutex_t lock; /* the fields below */
     pthread_cond_t cond;
@@ -101,30 +92,26 @@ static void kick(struct txn_coord *tc)
 /* ------------------------------------------------------------------ */
 /* shards                                                              */
 
+static struct cshard *shard_make(void *ctx, int32_t index)
+{
+    struct txn_shard *s = xcalloc(1, sizeof *s);
+    cshard_init(&s->base, index);
+    s->tc = ctx;
+    hmap_init(&s->ids);
+    return &s->base;
+}
+
+static void shard_destroy(struct cshard *b)
+{
+    struct txn_shard *s = (struct txn_shard *)b;
+    hmap_free(&s->ids);
+    free(s->writes);
+    free(s);
+}
+
 static struct txn_shard *shard_at(struct txn_coord *tc, int32_t index, bool create)
 {
-    pthread_rwlock_rdlock(&tc->shards_lock);
-    struct txn_shard *s = index < tc->nshards ? tc->shards[index] : NULL;
-    pthread_rwlock_unlock(&tc->shards_lock);
-    if (s || !create)
-        return s;
-    pthread_rwlock_wrlock(&tc->shards_lock);
-    if (index >= tc->nshards) {
-        tc->shards = xrealloc(tc->shards, (size_t)(index + 1) * sizeof *tc->shards);
-        for (int32_t i = tc->nshards; i <= index; i++) {
-            struct txn_shard *n = xcalloc(1, sizeof *n);
-            n->tc = tc;
-            n->index = i;
-            n->epoch = -1;
-            pthread_mutex_init(&n->lock, NULL);
-            hmap_init(&n->ids);
-            tc->shards[i] = n;
-        }
-        tc->nshards = index + 1;
-    }
-    s = tc->shards[index];
-    pthread_rwlock_unlock(&tc->shards_lock);
-    return s;
+    return (struct txn_shard *)cshard_at(&tc->shards, index, create);
 }
 
 static void send_markers(struct txn_shard *s, const struct txn_meta *m)
@@ -147,7 +134,7 @@ static void send_markers(struct txn_shard *s, const struct txn_meta *m)
  * as it was, as Kafka resets its pending state). Under the lock. */
 static void settle(struct txn_shard *s)
 {
-    if (s->state != SHARD_ACTIVE || !s->p)
+    if (s->state != CSHARD_ACTIVE || !s->p)
         return;
     int32_t kept = 0;
     for (int32_t i = 0; i < s->nwrites; i++) {
@@ -166,6 +153,8 @@ static void settle(struct txn_shard *s)
                       (long long)w->offset, kerr_name(err));
             if (!w->tombstone)
                 txn_meta_clear(&w->target);
+            if (m->markers_done)
+                s->complete_due = true; /* its Complete* is written again */
             continue;
         }
         if (w->tombstone) {
@@ -207,7 +196,7 @@ static int16_t write_meta(struct txn_shard *s, struct txn_meta *m, struct txn_me
     struct plog_append_result res;
     int32_t epoch = s->p ? atomic_load(&s->p->leader_epoch) : -1;
     if (!rc) {
-        if (s->state != SHARD_ACTIVE || !s->p || epoch != s->epoch)
+        if (s->state != CSHARD_ACTIVE || !s->p || epoch != s->epoch)
             rc = KERR_NOT_COORDINATOR;
         else
             rc = partition_append(s->p, out.data + out.len - len, len, false, &res);
@@ -249,31 +238,15 @@ static int16_t write_meta(struct txn_shard *s, struct txn_meta *m, struct txn_me
 /* Finds the shard of id, locks it and applies what is replicated. */
 static int16_t acquire(struct txn_coord *tc, kstr_t id, struct txn_shard **out)
 {
-    *out = NULL;
-    struct mimage *img = controller_image(tc->b->controller);
-    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(TXN_STATE_TOPIC));
-    if (!t || t->npartitions <= 0) {
-        mimage_release(img);
-        return KERR_NOT_COORDINATOR;
-    }
-    int32_t idx = coord_partition_for(id, t->npartitions);
-    const struct mi_partition *mp = mi_topic_partition(t, idx);
-    int32_t leader = mp ? mp->leader : -1, epoch = mp ? mp->leader_epoch : -1;
-    mimage_release(img);
-    if (leader != tc->b->node_id)
-        return KERR_NOT_COORDINATOR;
-    struct txn_shard *s = shard_at(tc, idx, true);
-    pthread_mutex_lock(&s->lock);
-    if (s->state != SHARD_ACTIVE || s->epoch != epoch) {
-        bool idle = s->state != SHARD_LOADING;
-        pthread_mutex_unlock(&s->lock);
-        if (idle)
-            kick(tc);
-        return KERR_COORDINATOR_LOAD_IN_PROGRESS;
-    }
-    settle(s);
-    *out = s;
-    return 0;
+    struct cshard *b;
+    bool want_load;
+    int16_t err = cshard_acquire(&tc->shards, tc->env.controller, tc->env.node_id, id, &b, &want_load);
+    *out = (struct txn_shard *)b;
+    if (want_load)
+        kick(tc);
+    if (!err)
+        settle(*out);
+    return err;
 }
 
 static struct txn_meta *meta_get(struct txn_shard *s, kstr_t id)
@@ -300,7 +273,7 @@ enum ack_state txn_ack_check(const struct txn_ack *a, int16_t *err)
     pthread_mutex_lock(&s->lock);
     enum ack_state st;
     int16_t e = 0;
-    if (s->state != SHARD_ACTIVE || !s->p || s->epoch != a->epoch) {
+    if (s->state != CSHARD_ACTIVE || !s->p || s->epoch != a->epoch) {
         st = ACK_FAILED;
         e = KERR_NOT_COORDINATOR;
     } else {
@@ -322,15 +295,7 @@ enum ack_state txn_ack_check(const struct txn_ack *a, int16_t *err)
 
 struct partition *txn_ack_partition(const struct txn_ack *a)
 {
-    if (!a->shard || a->offset < 0)
-        return NULL;
-    struct txn_shard *s = a->shard;
-    pthread_mutex_lock(&s->lock);
-    struct partition *p = s->state == SHARD_ACTIVE ? s->p : NULL;
-    if (p)
-        atomic_fetch_add(&p->refs, 1);
-    pthread_mutex_unlock(&s->lock);
-    return p;
+    return a->shard && a->offset >= 0 ? cshard_partition(&a->shard->base) : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -438,14 +403,54 @@ int16_t txn_coord_end(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoc
     return err;
 }
 
+void txn_coord_verify(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, int32_t n, const kstr_t *topics,
+                      const int32_t *partitions, int16_t *errs)
+{
+    int16_t all = 0;
+    struct txn_shard *s = NULL;
+    if (id.len <= 0)
+        all = KERR_INVALID_REQUEST;
+    else
+        all = acquire(tc, id, &s);
+    if (!all) {
+        const struct txn_meta *m = meta_get(s, id);
+        /* the pending state is not looked at: the append checks the
+         * guard last (Kafka's comment); partitions are in the metadata
+         * once their AddPartitions record is replicated */
+        if (!m || m->producer_id != pid)
+            all = KERR_INVALID_PRODUCER_ID_MAPPING;
+        else if (m->epoch != epoch)
+            all = KERR_PRODUCER_FENCED;
+        else if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+            all = KERR_CONCURRENT_TRANSACTIONS;
+        else
+            for (int32_t i = 0; i < n; i++)
+                errs[i] = txn_meta_has_part(m, topics[i], partitions[i]) ? 0 : KERR_TRANSACTION_ABORTABLE;
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (all)
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = all;
+}
+
+struct txn_sender *txn_coord_sender(struct txn_coord *tc)
+{
+    return tc->sender;
+}
+
+const struct txn_coord_env *txn_coord_env(const struct txn_coord *tc)
+{
+    return &tc->env;
+}
+
 /* Writes the Complete* of a prepared transaction whose markers are all
  * written. Under the lock. */
 static void complete(struct txn_shard *s, struct txn_meta *m)
 {
     struct txn_meta target;
     memset(&target, 0, sizeof target);
-    if (txn_prepare_complete(m, clock_wall_ms(), &target) == 0)
-        write_meta(s, m, &target, NULL); /* on failure, retried by the thread (markers_done) */
+    if (txn_prepare_complete(m, clock_wall_ms(), &target) == 0 && write_meta(s, m, &target, NULL) != 0)
+        s->complete_due = true; /* retried by the thread (markers_done) */
 }
 
 void txn_coord_markers_done(struct txn_coord *tc, int32_t partition, int32_t coord_epoch, kstr_t id, int64_t pid,
@@ -455,12 +460,14 @@ void txn_coord_markers_done(struct txn_coord *tc, int32_t partition, int32_t coo
     if (!s)
         return;
     pthread_mutex_lock(&s->lock);
-    struct txn_meta *m = s->state == SHARD_ACTIVE && s->epoch == coord_epoch ? meta_get(s, id) : NULL;
+    struct txn_meta *m = s->state == CSHARD_ACTIVE && s->epoch == coord_epoch ? meta_get(s, id) : NULL;
     enum txn_state want = commit ? TXN_PREPARE_COMMIT : TXN_PREPARE_ABORT;
     if (m && m->state == want && m->producer_id == pid && m->epoch == epoch && !m->markers_done) {
         m->markers_done = true;
         if (!m->pending)
             complete(s, m);
+        else
+            s->complete_due = true;
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -516,17 +523,15 @@ int16_t txn_coord_list(struct txn_coord *tc, const kstr_t *states, int32_t nstat
     *n = 0;
     int32_t cap = 0;
     int64_t now = clock_wall_ms();
-    pthread_rwlock_rdlock(&tc->shards_lock);
-    int32_t nshards = tc->nshards;
-    pthread_rwlock_unlock(&tc->shards_lock);
+    int32_t nshards = cshard_count(&tc->shards);
     for (int32_t i = 0; i < nshards; i++) {
         struct txn_shard *s = shard_at(tc, i, false);
         pthread_mutex_lock(&s->lock);
-        if (s->state == SHARD_LOADING) {
+        if (s->state == CSHARD_LOADING) {
             pthread_mutex_unlock(&s->lock);
             return KERR_COORDINATOR_LOAD_IN_PROGRESS;
         }
-        if (s->state != SHARD_ACTIVE) {
+        if (s->state != CSHARD_ACTIVE) {
             pthread_mutex_unlock(&s->lock);
             continue;
         }
@@ -587,7 +592,7 @@ static void free_ids(struct hmap *ids)
 static void unload(struct txn_shard *s, const char *why)
 {
     pthread_mutex_lock(&s->lock);
-    if (s->state == SHARD_ACTIVE && hmap_count(&s->ids) > 0)
+    if (s->state == CSHARD_ACTIVE && hmap_count(&s->ids) > 0)
         slog_info("transaction coordinator: unloading %s-%d (%s): %zu transactional id(s)", TXN_STATE_TOPIC,
                   s->index, why, hmap_count(&s->ids));
     for (int32_t i = 0; i < s->nwrites; i++)
@@ -598,7 +603,11 @@ static void unload(struct txn_shard *s, const char *why)
     if (s->p)
         partition_put(s->p);
     s->p = NULL;
-    s->state = SHARD_UNLOADED;
+    /* Its markers are the next leader's to send (it loads the prepared
+     * transactions); reports would be dropped here anyway. */
+    if (s->epoch >= 0)
+        txn_sender_forget(s->tc->sender, s->index, s->epoch);
+    s->state = CSHARD_UNLOADED;
     s->epoch = -1;
     pthread_mutex_unlock(&s->lock);
 }
@@ -645,22 +654,22 @@ static void load_one(void *arg, int64_t offset, kbytes_t key, kbytes_t value)
 
 static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic_id, int32_t epoch)
 {
-    struct partition *p = preg_get(tc->b->partitions, topic_id, s->index);
+    struct partition *p = preg_get(tc->env.partitions, topic_id, s->index);
     if (!p)
         return; /* its log is not open yet: next round */
     pthread_mutex_lock(&s->lock);
-    s->state = SHARD_LOADING;
+    s->state = CSHARD_LOADING;
     pthread_mutex_unlock(&s->lock);
     int64_t t0 = clock_mono_ms();
     struct hmap ids;
     hmap_init(&ids);
     struct load_ctx x = {&ids, s->index, 0, false};
-    int err = coord_log_scan(p, tc->b->plugins, tc->s.load_buffer, TXN_STATE_TOPIC, load_one, &x);
+    int err = coord_log_scan(p, tc->env.plugins, tc->s.load_buffer, TXN_STATE_TOPIC, load_one, &x);
     pthread_mutex_lock(&s->lock);
     if (err) {
         slog_error("transaction coordinator: loading %s-%d failed: %s", TXN_STATE_TOPIC, s->index,
                    kerr_name((int16_t)err));
-        s->state = SHARD_UNLOADED;
+        s->state = CSHARD_UNLOADED;
         pthread_mutex_unlock(&s->lock);
         free_ids(&ids);
         hmap_free(&ids);
@@ -672,7 +681,7 @@ static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic
     s->topic_id = *topic_id;
     s->epoch = epoch;
     s->nwrites = 0;
-    s->state = SHARD_ACTIVE;
+    s->state = CSHARD_ACTIVE;
     /* Prepared transactions finish here: their markers go out again
      * (a partition that has one already refuses nothing: the producer
      * state takes a repeated marker of the same epoch). */
@@ -695,38 +704,20 @@ static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic
     pthread_mutex_unlock(&s->lock);
 }
 
+static void load_cb(void *ctx, struct cshard *s, const kuuid_t *topic_id, int32_t epoch)
+{
+    load(ctx, (struct txn_shard *)s, topic_id, epoch);
+}
+
+static void unload_cb(void *ctx, struct cshard *s, const char *why)
+{
+    (void)ctx;
+    unload((struct txn_shard *)s, why);
+}
+
 static void sync_image(struct txn_coord *tc)
 {
-    struct mimage *img = controller_image(tc->b->controller);
-    const struct mi_topic *t = mimage_topic(img, KSTR_LIT(TXN_STATE_TOPIC));
-    int32_t n = t ? t->npartitions : 0;
-    pthread_rwlock_rdlock(&tc->shards_lock);
-    int32_t have = tc->nshards;
-    pthread_rwlock_unlock(&tc->shards_lock);
-    int32_t upto = n > have ? n : have;
-    for (int32_t i = 0; i < upto; i++) {
-        const struct mi_partition *mp = t ? mi_topic_partition(t, i) : NULL;
-        bool lead = mp && mp->leader == tc->b->node_id;
-        struct txn_shard *s = shard_at(tc, i, lead);
-        if (!s)
-            continue;
-        pthread_mutex_lock(&s->lock);
-        enum shard_state st = s->state;
-        int32_t epoch = s->epoch;
-        bool same_topic = t && kuuid_eq(&s->topic_id, &t->id);
-        pthread_mutex_unlock(&s->lock);
-        if (!lead) {
-            if (st != SHARD_UNLOADED)
-                unload(s, "no longer the partition leader");
-            continue;
-        }
-        if (st == SHARD_ACTIVE && epoch == mp->leader_epoch && same_topic)
-            continue;
-        if (st == SHARD_ACTIVE)
-            unload(s, "new leader epoch");
-        load(tc, s, &t->id, mp->leader_epoch);
-    }
-    mimage_release(img);
+    cshard_sync(&tc->shards, tc->env.controller, tc->env.node_id, load_cb, unload_cb, tc);
 }
 
 /* ------------------------------------------------------------------ */
@@ -740,17 +731,22 @@ static bool sweep(struct txn_coord *tc, enum sweep what)
 {
     bool waiting = false;
     int64_t now = clock_wall_ms();
-    pthread_rwlock_rdlock(&tc->shards_lock);
-    int32_t nshards = tc->nshards;
-    pthread_rwlock_unlock(&tc->shards_lock);
+    int32_t nshards = cshard_count(&tc->shards);
     for (int32_t i = 0; i < nshards; i++) {
         struct txn_shard *s = shard_at(tc, i, false);
         pthread_mutex_lock(&s->lock);
-        if (s->state != SHARD_ACTIVE) {
+        if (s->state != CSHARD_ACTIVE) {
             pthread_mutex_unlock(&s->lock);
             continue;
         }
         settle(s);
+        if (what == SWEEP_SETTLE && !s->complete_due) {
+            if (s->nwrites > 0)
+                waiting = true;
+            pthread_mutex_unlock(&s->lock);
+            continue;
+        }
+        s->complete_due = false;
         size_t it = 0;
         const void *k;
         size_t kl;
@@ -762,9 +758,10 @@ static bool sweep(struct txn_coord *tc, enum sweep what)
             ms[nm++] = v;
         for (size_t j = 0; j < nm; j++) {
             struct txn_meta *m = ms[j];
+            bool prepared = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
             if (m->pending)
-                continue;
-            if (m->markers_done && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)) {
+                continue; /* a prepared one's is its Complete* (settle says if it fails) */
+            if (m->markers_done && prepared) {
                 complete(s, m);
             } else if (what == SWEEP_TIMEOUTS && txn_timed_out(m, now)) {
                 struct txn_meta target;
@@ -847,11 +844,11 @@ static void *txn_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* life cycle                                                          */
 
-struct txn_coord *txn_coord_create(struct broker *b)
+struct txn_coord *txn_coord_create(const struct txn_coord_env *env)
 {
     struct txn_coord *tc = xcalloc(1, sizeof *tc);
-    tc->b = b;
-    const struct samsa_config *cfg = b->cfg;
+    tc->env = *env;
+    const struct samsa_config *cfg = env->cfg;
     tc->s.max_timeout_ms = (int32_t)cfg_long(cfg, "transaction.max.timeout.ms", 900000);
     tc->s.id_expiration_ms = cfg_long(cfg, "transactional.id.expiration.ms", 604800000);
     tc->s.abort_interval_ms = cfg_long(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000);
@@ -860,8 +857,8 @@ struct txn_coord *txn_coord_create(struct broker *b)
     if (tc->s.load_buffer < 4096)
         tc->s.load_buffer = 4096;
     tc->s.write_timeout_ms = 30000;
-    tc->sender = txn_sender_create(b, tc);
-    pthread_rwlock_init(&tc->shards_lock, NULL);
+    tc->sender = txn_sender_create(&tc->env, tc);
+    cshard_table_init(&tc->shards, TXN_STATE_TOPIC, shard_make, tc);
     pthread_mutex_init(&tc->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -892,8 +889,8 @@ void txn_coord_stop(struct txn_coord *tc)
         pthread_join(tc->thread, NULL);
     tc->started = false;
     txn_sender_stop(tc->sender);
-    for (int32_t i = 0; i < tc->nshards; i++)
-        unload(tc->shards[i], "shutdown");
+    for (int32_t i = 0; i < cshard_count(&tc->shards); i++)
+        unload(shard_at(tc, i, false), "shutdown");
 }
 
 void txn_coord_destroy(struct txn_coord *tc)
@@ -901,15 +898,7 @@ void txn_coord_destroy(struct txn_coord *tc)
     if (!tc)
         return;
     txn_sender_destroy(tc->sender);
-    for (int32_t i = 0; i < tc->nshards; i++) {
-        struct txn_shard *s = tc->shards[i];
-        hmap_free(&s->ids);
-        free(s->writes);
-        pthread_mutex_destroy(&s->lock);
-        free(s);
-    }
-    free(tc->shards);
-    pthread_rwlock_destroy(&tc->shards_lock);
+    cshard_table_free(&tc->shards, shard_destroy);
     pthread_mutex_destroy(&tc->lock);
     pthread_cond_destroy(&tc->cond);
     free(tc);

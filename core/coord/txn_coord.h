@@ -39,11 +39,29 @@
 #include "replica/partition.h" /* enum ack_state */
 #include "util/arena.h"
 
-struct broker;
+struct controller;
+struct park_hub;
+struct partition_registry;
+struct plugin_registry;
+struct samsa_config;
 struct txn_coord;
 struct txn_shard;
 
-struct txn_coord *txn_coord_create(struct broker *b);
+/* What the coordinator, its marker sender and the partition leaders'
+ * verification use of the node (all outlive the coordinator): a narrow
+ * view instead of struct broker. wake may be NULL (no network layer). */
+struct txn_coord_env {
+    const struct samsa_config *cfg;
+    struct controller *controller;         /* the metadata image */
+    struct partition_registry *partitions; /* __transaction_state logs */
+    struct plugin_registry *plugins;       /* codecs when loading */
+    struct park_hub *wake;                 /* parked requests' wake-ups */
+    int32_t node_id;
+};
+
+/* env is copied. */
+struct txn_coord *txn_coord_create(const struct txn_coord_env *env);
+const struct txn_coord_env *txn_coord_env(const struct txn_coord *tc);
 /* Starts the coordinator's thread and the marker sender. */
 void txn_coord_start(struct txn_coord *tc);
 /* Stops both and unloads every shard. */
@@ -99,6 +117,20 @@ int16_t txn_coord_add_partitions(struct txn_coord *tc, kstr_t id, int64_t pid, i
 /* EndTxn: answered once the PrepareCommit / PrepareAbort is replicated;
  * the markers follow. */
 int16_t txn_coord_end(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, bool commit, struct txn_ack *ack);
+
+/* AddPartitionsToTxn v4+ with VerifyOnly, from a partition leader
+ * (KIP-890; Kafka's handleVerifyPartitionsInTransaction): errs[i] is 0
+ * when (topics[i], partitions[i]) is in the producer's ongoing
+ * transaction, TRANSACTION_ABORTABLE when not; or for every partition
+ * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
+ * (the transaction is ending), INVALID_REQUEST (an empty id), or the
+ * coordinator's NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS. */
+void txn_coord_verify(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, int32_t n, const kstr_t *topics,
+                      const int32_t *partitions, int16_t *errs);
+
+/* The marker sender, whose loop and clients the partition leaders'
+ * verification shares (txn_verify.c). */
+struct txn_sender *txn_coord_sender(struct txn_coord *tc);
 
 /* ---- DescribeTransactions / ListTransactions ---- */
 

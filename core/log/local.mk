@@ -9,7 +9,7 @@ core_libsamsacore_a_SOURCES += \
 	core/log/plog.c core/log/plog.h core/log/plog_internal.h \
 	core/log/producer_state.c core/log/producer_state.h \
 	core/log/plog_producers.c \
-	core/log/plog_txn.c \
+	core/log/plog_txn.c core/log/txnindex.c core/log/txnindex.h \
 	core/log/cleaner.c core/log/cleaner.h \
 	core/log/logmgr.c core/log/logmgr.h
 # The storage benchmarks (run by hand; they build storage_bench.c against

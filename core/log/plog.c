@@ -844,8 +844,12 @@ static bool should_roll(const struct plog *l, const struct segment *seg, size_t 
     return waited > l->cfg.segment_ms - seg->roll_jitter_ms;
 }
 
+/* Who appends: Kafka's AppendOrigin. */
+enum append_origin { ORIGIN_CLIENT, ORIGIN_REPLICATION, ORIGIN_COORDINATOR };
+
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res);
+                       int64_t append_time_ms_or_minus1, enum append_origin origin, uint64_t guard,
+                       struct plog_append_result *res);
 
 /* A marker batch now in the segment of seg_base: the producer state and
  * the transaction side (LSO, .txnindex) follow. Under append_lock. */
@@ -857,6 +861,8 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
     if (plog_marker_of(batch, size, &type, &cepoch) != 0)
         return; /* not a marker Kafka would act on either */
     struct ps_completed_txn done;
+    if (l->nverify)
+        plog_txn_verify_clear(l, h->producer_id);
     int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
     if (c != 0 && c != 1) {
         slog_warn("log: %s: out of memory recording the marker of producer %" PRId64, l->dir, h->producer_id);
@@ -871,18 +877,33 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res)
 {
-    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, res);
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, ORIGIN_CLIENT, PLOG_GUARD_UNCHECKED,
+                       res);
+}
+
+int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                         int64_t append_time_ms_or_minus1, uint64_t guard, struct plog_append_result *res)
+{
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, ORIGIN_CLIENT, guard, res);
+}
+
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, uint64_t guard,
+                            struct plog_append_result *res)
+{
+    return append_impl(l, batches, len, leader_epoch, -1, ORIGIN_COORDINATOR, guard, res);
 }
 
 int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res)
 {
     /* Nothing is written into the batches on this path. */
-    return append_impl(l, (uint8_t *)batches, len, -1, -1, true, res);
+    return append_impl(l, (uint8_t *)batches, len, -1, -1, ORIGIN_REPLICATION, PLOG_GUARD_UNCHECKED, res);
 }
 
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res)
+                       int64_t append_time_ms_or_minus1, enum append_origin origin, uint64_t guard,
+                       struct plog_append_result *res)
 {
+    bool follower = origin == ORIGIN_REPLICATION;
     if (res) {
         res->base_offset = res->last_offset = -1;
         res->log_append_time = -1;
@@ -965,7 +986,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         goto out;
     }
     if (has_pid && !follower) {
-        /* Kafka's analyzeAndValidateProducerState (origin CLIENT): under
+        /* Kafka's analyzeAndValidateProducerState (origins CLIENT and COORDINATOR): under
          * the append lock, so a retry racing its original sees it. */
         for (size_t pos = 0; pos < len;) {
             struct rb_header h;
@@ -981,7 +1002,12 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                 if (c == 0)
                     c = pstate_check_marker(l->ps, &h, cepoch);
             } else {
-                c = pstate_check(l->ps, &h, &dup);
+                c = origin == ORIGIN_COORDINATOR ? pstate_check_coordinator(l->ps, &h) : pstate_check(l->ps, &h, &dup);
+                if (c == 0 && guard != PLOG_GUARD_UNCHECKED && rb_is_transactional(&h)) {
+                    const struct ps_entry *pe = pstate_find(l->ps, h.producer_id);
+                    if (!pe || pe->current_txn_first_offset < 0)
+                        c = plog_txn_verify_check(l, h.producer_id, guard);
+                }
             }
             if (c == PSTATE_DUPLICATE) {
                 if (res) {
@@ -1104,6 +1130,8 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                           "appended again", l->dir, h.producer_id);
             else if (opens)
                 plog_txn_opened(l, h.base_offset);
+            if (opens && l->nverify)
+                plog_txn_verify_clear(l, h.producer_id);
         }
         pos += size;
     }

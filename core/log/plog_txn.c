@@ -19,7 +19,9 @@
  *
  * The files follow their segments: segment_rename and segment_unlink
  * (log/segment.c) take the .txnindex along (retention, file.delete.delay,
- * truncation's dropped segments). A log that opens reads the files of its
+ * truncation's dropped segments). The cleaner merges the files of the
+ * segments it replaces, less the entries of transactions whose data it
+ * found gone (log/cleaner.c). A log that opens reads the files of its
  * segments, then drops the entries at or after the offset where the
  * producer-state replay starts (plog_producers.c), which re-creates them
  * from the markers it reads: an unclean stop, a torn tail or a
@@ -27,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +39,12 @@
 #include "log/plog_internal.h"
 #include "log/producer_state.h"
 #include "log/segment.h"
+#include "log/txnindex.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/slog.h"
 
-#define TXN_ENTRY_SIZE 34
-#define TXN_ENTRY_VERSION 0
 /* A .txnindex larger than this is not one of ours. */
 #define TXN_FILE_MAX_BYTES (64LL * 1024 * 1024)
 
@@ -58,6 +61,8 @@ void plog_txn_init(struct plog *l)
     l->txn_files_loaded = false;
     l->txn_dirty = NULL;
     l->ntxn_dirty = l->txn_dirtycap = 0;
+    l->verify = NULL;
+    l->nverify = l->verifycap = 0;
 }
 
 void plog_txn_free(struct plog *l)
@@ -65,16 +70,82 @@ void plog_txn_free(struct plog *l)
     free(l->aborted);
     free(l->unrepl);
     free(l->txn_dirty);
+    free(l->verify);
     pthread_mutex_destroy(&l->txn_lock);
 }
 
-static void encode_entry(uint8_t *p, const struct plog_aborted_txn *a)
+/* ---- KIP-890 verification guards ---- */
+
+/* A guard unverified this long is dropped (its produce request is long
+ * answered; Kafka drops them with the producer's expiry). */
+#define VERIFY_ENTRY_MAX_AGE_MS (10 * 60 * 1000)
+
+static _Atomic uint64_t next_guard = 1;
+
+static struct plog_verify_entry *verify_find(struct plog *l, int64_t pid)
 {
-    be16_write(p, TXN_ENTRY_VERSION);
-    be64_write(p + 2, (uint64_t)a->producer_id);
-    be64_write(p + 10, (uint64_t)a->first_offset);
-    be64_write(p + 18, (uint64_t)a->last_offset);
-    be64_write(p + 26, (uint64_t)a->last_stable_offset);
+    for (size_t i = 0; i < l->nverify; i++)
+        if (l->verify[i].producer_id == pid)
+            return &l->verify[i];
+    return NULL;
+}
+
+int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64_t *guard)
+{
+    pthread_mutex_lock(&l->append_lock);
+    const struct ps_entry *pe = pstate_find(l->ps, producer_id);
+    if (pe && pe->current_txn_first_offset >= 0) {
+        *guard = 0;
+        pthread_mutex_unlock(&l->append_lock);
+        return 0;
+    }
+    int64_t now = clock_mono_ms();
+    struct plog_verify_entry *v = verify_find(l, producer_id);
+    if (!v) {
+        /* few at a time: producers between their verification and
+         * their first append */
+        size_t kept = 0;
+        for (size_t i = 0; i < l->nverify; i++)
+            if (now - l->verify[i].created_ms < VERIFY_ENTRY_MAX_AGE_MS)
+                l->verify[kept++] = l->verify[i];
+        l->nverify = kept;
+        if (l->nverify == l->verifycap) {
+            size_t cap = l->verifycap ? l->verifycap * 2 : 4;
+            struct plog_verify_entry *nv = realloc(l->verify, cap * sizeof *nv);
+            if (!nv) {
+                pthread_mutex_unlock(&l->append_lock);
+                return KERR_KAFKA_STORAGE_ERROR;
+            }
+            l->verify = nv;
+            l->verifycap = cap;
+        }
+        v = &l->verify[l->nverify++];
+        v->producer_id = producer_id;
+        v->epoch = epoch;
+        v->guard = atomic_fetch_add(&next_guard, 1);
+        v->created_ms = now;
+    } else if (epoch > v->epoch) {
+        /* Kafka's maybeUpdateLowestSequenceAndEpoch: the guard stays */
+        v->epoch = epoch;
+    }
+    *guard = v->guard;
+    pthread_mutex_unlock(&l->append_lock);
+    return 0;
+}
+
+int plog_txn_verify_check(struct plog *l, int64_t producer_id, uint64_t guard)
+{
+    const struct plog_verify_entry *v = verify_find(l, producer_id);
+    return v && guard != 0 && v->guard == guard ? 0 : KERR_INVALID_TXN_STATE;
+}
+
+void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
+{
+    for (size_t i = 0; i < l->nverify; i++)
+        if (l->verify[i].producer_id == producer_id) {
+            l->verify[i] = l->verify[--l->nverify];
+            return;
+        }
 }
 
 /* Under txn_lock. */
@@ -108,6 +179,17 @@ static void mark_dirty(struct plog *l, int64_t seg_base)
  * Entries that are not version 0 or whose offsets make no sense end the
  * file's entries (as a torn tail; the replay re-creates what is after
  * the snapshot); *rewrite is then set, and for a partial last entry. */
+struct load_ctx {
+    struct plog *l;
+    int64_t seg_base;
+};
+
+static void load_entry(void *ctx, const struct plog_aborted_txn *a)
+{
+    struct load_ctx *x = ctx;
+    push_aborted(x->l, a, x->seg_base);
+}
+
 static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
 {
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
@@ -123,25 +205,16 @@ static int load_file(struct plog *l, int64_t seg_base, bool *rewrite)
         free(p);
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    size_t n = len / TXN_ENTRY_SIZE;
     /* A torn entry at the end (a crash in the middle of an append) would
-     * misalign the next append: the file is rewritten by the reset. */
-    if (len % TXN_ENTRY_SIZE)
+     * misalign the next append, and an invalid one ends what can be
+     * trusted: the file is rewritten by the reset. */
+    struct load_ctx x = {l, seg_base};
+    int clean;
+    size_t n = txnindex_decode((const uint8_t *)data, len, load_entry, &x, &clean);
+    if (!clean) {
+        if (n < len / TXNINDEX_ENTRY_SIZE)
+            slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, n);
         *rewrite = true;
-    for (size_t i = 0; i < n; i++) {
-        const uint8_t *q = (const uint8_t *)data + i * TXN_ENTRY_SIZE;
-        struct plog_aborted_txn a = {
-            .producer_id = (int64_t)be64_read(q + 2),
-            .first_offset = (int64_t)be64_read(q + 10),
-            .last_offset = (int64_t)be64_read(q + 18),
-            .last_stable_offset = (int64_t)be64_read(q + 26),
-        };
-        if ((int16_t)be16_read(q) != TXN_ENTRY_VERSION || a.first_offset < 0 || a.last_offset < a.first_offset) {
-            slog_warn("log: %s: ignoring entries from %zu on: not a version 0 entry", p, i);
-            *rewrite = true;
-            break;
-        }
-        push_aborted(l, &a, seg_base);
     }
     free(data);
     free(p);
@@ -156,7 +229,7 @@ static int rewrite_file(struct plog *l, int64_t seg_base)
     buf_init(&b);
     for (size_t i = 0; i < l->naborted; i++)
         if (l->aborted[i].seg_base == seg_base)
-            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
     int e = 0;
     if (b.len)
@@ -249,8 +322,8 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
             .last_stable_offset = next_open >= 0 ? next_open : t->last_offset + 1,
         };
         push_aborted(l, &a, seg_base);
-        uint8_t e[TXN_ENTRY_SIZE];
-        encode_entry(e, &a);
+        uint8_t e[TXNINDEX_ENTRY_SIZE];
+        txnindex_encode(e, &a);
         char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
         /* A small write, no fsync: the flusher syncs it (plog_txn_flush)
          * before the producer-state snapshot that would skip its marker. */
@@ -314,18 +387,35 @@ void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
     pthread_mutex_unlock(&l->txn_lock);
 }
 
-int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix)
+/* Whether the entry of a marker at offset is in drop (ascending). */
+static bool in_drop(const int64_t *drop, size_t ndrop, int64_t offset)
+{
+    size_t lo = 0, hi = ndrop;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (drop[mid] < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ndrop && drop[lo] == offset;
+}
+
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix,
+                          const int64_t *drop, size_t ndrop)
 {
     /* Kafka's cleaner gives the cleaned segment the aborted transactions
-     * of the segments it replaces: its .txnindex is written (durably,
-     * with the cleaned segment's suffix) before the swap renames it. */
+     * of the segments it replaces whose data it still saw (the others'
+     * markers are on their way out, Kafka's CleanedTransactionMetadata):
+     * its .txnindex is written (durably, with the cleaned segment's
+     * suffix) before the swap renames it. */
     struct buf b;
     buf_init(&b);
     pthread_mutex_lock(&l->txn_lock);
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t sb = l->aborted[i].seg_base;
-        if (sb >= from && sb < to)
-            encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
+        if (sb >= from && sb < to && !in_drop(drop, ndrop, l->aborted[i].a.last_offset))
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
     }
     pthread_mutex_unlock(&l->txn_lock);
     int e = 0;
@@ -344,15 +434,36 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
     return e ? KERR_KAFKA_STORAGE_ERROR : 0;
 }
 
-void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to)
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const int64_t *drop,
+                              size_t ndrop)
 {
     pthread_mutex_lock(&l->txn_lock);
+    size_t k = 0;
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t b = l->aborted[i].seg_base;
-        if (b >= from && b < to)
+        if (b >= from && b < to) {
+            if (in_drop(drop, ndrop, l->aborted[i].a.last_offset))
+                continue;
             l->aborted[i].seg_base = base;
+        }
+        l->aborted[k++] = l->aborted[i];
     }
+    l->naborted = k;
     pthread_mutex_unlock(&l->txn_lock);
+}
+
+size_t plog_txn_aborted_before(struct plog *l, int64_t upper, struct plog_aborted_txn **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&l->txn_lock);
+    if (l->naborted > 0)
+        *out = xmalloc(l->naborted * sizeof **out);
+    for (size_t i = 0; i < l->naborted; i++)
+        if (l->aborted[i].a.first_offset < upper)
+            (*out)[n++] = l->aborted[i].a;
+    pthread_mutex_unlock(&l->txn_lock);
+    return n;
 }
 
 int64_t plog_last_stable_offset(struct plog *l, int64_t hw)

@@ -89,6 +89,10 @@ int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topi
 struct plog_append_result;
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res);
+/* partition_append with a KIP-890 verification guard (plog.h:
+ * plog_verify_begin / plog_append_verified). */
+int partition_append_verified(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
+                              uint64_t guard, struct plog_append_result *res);
 
 /* Kafka's lastStableOffset: the high watermark, held back to the first
  * offset of the oldest transaction that is open or whose marker the
@@ -128,6 +132,11 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
  * state and the high watermark move; parked requests are woken when the
  * high watermark did. */
 void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fetch_offset);
+
+/* partition_append of a coordinator's own write (plog_append_coordinator,
+ * guard: PLOG_GUARD_UNCHECKED or plog_verify_begin's). */
+int partition_append_coordinator(struct partition *p, uint8_t *batches, size_t len, uint64_t guard,
+                                 struct plog_append_result *res);
 
 /* Follower: appends the leader's batches as they are
  * (plog_append_follower) and takes the leader's high watermark (capped

@@ -16,7 +16,7 @@ FUZZ_CORE_SRCS = \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
 	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz \
-	tests/fuzz/txn_log_fuzz
+	tests/fuzz/txn_log_fuzz tests/fuzz/txnindex_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -60,6 +60,11 @@ tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdi
 		$(top_srcdir)/modules/sasl-scram/scram.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto
+
+# .txnindex files: the entry format alone.
+tests/fuzz/txnindex_fuzz: $(top_srcdir)/tests/fuzz/txnindex_fuzz.c $(top_srcdir)/core/log/txnindex.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/log/txnindex.c
 
 # Producer-state snapshots: producer_state.c and the hash map it uses.
 FUZZ_PSTATE_SRCS = core/log/producer_state.c core/util/hmap.c

@@ -8,7 +8,18 @@ AbortedTransactions, so real read_committed consumers (confluent-kafka,
 kafka-python) skip it while read_uncommitted ones see it; markers from an
 older coordinator epoch or producer epoch are refused; the open
 transaction and the aborted-transaction index survive a clean restart
-and kill -9."""
+and kill -9. Those cases run with transaction.partition.verification.enable
+false (no coordinator is asked); kip890_verification runs a second
+server with it on: a transactional batch for a partition not in the
+producer's transaction (per the coordinator) is INVALID_TXN_STATE, with no
+coordinator reachable NOT_ENOUGH_REPLICAS (retriable), after
+AddPartitionsToTxn it is appended, and after EndTxn the next
+transaction's first batch needs its AddPartitionsToTxn again.
+compaction_removes_markers_of_empty_transactions: on a compacted topic
+the cleaner removes the aborted records, then (after delete.retention.ms)
+the markers of transactions with nothing left and the abort's .txnindex
+entry, keeps the markers of transactions with records, and read_committed
+consumers read the same before and after."""
 import os
 import time
 import struct
@@ -27,6 +38,7 @@ INVALID_TXN_STATE = 48
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPICS = ("txn-lso", "txn-abort", "txn-fence", "txn-restart", "txn-hanging")
+COMPACT_TOPIC = "txn-compact"
 
 
 def kafka_version():
@@ -36,9 +48,12 @@ def kafka_version():
 
 def setup():
     global srv
-    srv = Server()
+    srv = Server(overrides={"transaction.partition.verification.enable": "false", "log.cleaner.backoff.ms": "100"})
     for t in TOPICS:
         ck_create_topic("127.0.0.1:%d" % srv.port, t, partitions=1)
+    ck_create_topic("127.0.0.1:%d" % srv.port, COMPACT_TOPIC, partitions=1,
+                    config={"cleanup.policy": "compact", "segment.bytes": "300", "min.cleanable.dirty.ratio": "0.01",
+                            "delete.retention.ms": "500"})
 
 
 def conn():
@@ -187,6 +202,62 @@ def aborted_transaction_is_skipped_by_read_committed():
     eq([m["value"] for m in got], everything, "confluent-kafka read_uncommitted sees the aborted records")
 
 
+def keyed(t, key, value, first, pid=-1, seq=-1):
+    b = kwire.build_batch([(key, value, [])], attributes=TXN if pid >= 0 else 0, producer_id=pid,
+                          producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)
+    c = conn()
+    try:
+        r = kwire.produce(c, t, 0, b, transactional_id="tx" if pid >= 0 else None)
+    finally:
+        c.close()
+    eq((r["error_code"], r["base_offset"]), (0, first), "%s=%s at %d" % (key, value, first))
+
+
+@S.case
+def compaction_removes_markers_of_empty_transactions():
+    t = COMPACT_TOPIC
+    keyed(t, b"a", b"a0", 0)
+    keyed(t, b"a", b"ax", 1, pid=3001, seq=0)       # aborted
+    eq(marker(t, 3001, False, 1), 0, "ABORT at 2")
+    keyed(t, b"c", b"c1", 3, pid=3002, seq=0)       # committed, superseded at 9
+    eq(marker(t, 3002, True, 1), 0, "COMMIT at 4")
+    keyed(t, b"b", b"b1", 5, pid=3001, seq=1)
+    eq(marker(t, 3001, True, 1), 0, "COMMIT at 6")
+    keyed(t, b"m", b"m1", 7, pid=3002, seq=1)
+    eq(marker(t, 3002, True, 1), 0, "COMMIT at 8")
+    keyed(t, b"c", b"c2", 9)
+    for i in range(6):  # closes the segments above
+        keyed(t, b"f%d" % i, b"0", 10 + i)
+
+    def state():
+        # a fetch returns one segment's batches at most: read on to the end
+        recs, off, hw = [], 0, None
+        while hw is None or off < hw:
+            p = fetch(t, off, 0)
+            hw = p["high_watermark"]
+            got = kwire.parse_batches(p["records"])
+            if not got:
+                break
+            recs += got
+            off = got[-1]["offset"] + 1
+        return ([r["offset"] for r in recs if r["control"]], [r["value"] for r in recs if not r["control"]], hw)
+    deadline = time.monotonic() + bound(30)
+    while True:
+        markers, values, hw = state()
+        if markers == [6, 8] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    eq(markers, [6, 8], "markers left: those of the transactions with records")
+    eq(values, [b"a0", b"b1", b"m1", b"c2"] + [b"0"] * 6, "records left (read_uncommitted)")
+    eq(hw, 16, "high watermark")
+    eq(fetch(t, 0, 1)["aborted"], [], "no AbortedTransactions once the aborted data is gone")
+    d = os.path.join(srv.data, t + "-0")
+    eq([n for n in os.listdir(d) if n.endswith(".txnindex")], [], ".txnindex files")
+    want = [b"a0", b"b1", b"m1", b"c2"] + [b"0"] * 6
+    got = ck_consume("127.0.0.1:%d" % srv.port, t, 0, 0, len(want), conf={"isolation.level": "read_committed"})
+    eq([m["value"] for m in got], want, "read_committed after cleaning")
+
+
 @S.case
 def stale_markers_and_invalid_batches_are_refused():
     t = "txn-fence"
@@ -274,6 +345,90 @@ def samsactl_aborts_a_hanging_transaction():
     check(b"Aborted the transaction of producer 5002" in res.stdout, "samsactl abort output: %r", res.stdout)
     p = expect_lso(t, 11, 11, "after the second abort")
     eq(p["aborted"], [(5001, 3), (5002, 8)], "AbortedTransactions after both aborts")
+
+
+# ---- KIP-890 part 1 ------------------------------------------------------------
+
+ADD_PARTITIONS_TO_TXN = 24
+END_TXN = 26
+NOT_ENOUGH_REPLICAS = 19
+
+
+def add_partitions_v2(c, tid, pid, epoch, topic, parts):
+    body = kwire.W().string(tid).i64(pid).i16(epoch).array(
+        [topic], lambda w, t: w.string(t).array(parts, lambda w2, p: w2.i32(p))).bytes()
+    r = c.request(ADD_PARTITIONS_TO_TXN, 2, body)
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        for _ in range(r.i32()):
+            p = r.i32()
+            out[(name, p)] = r.i16()
+    return out
+
+
+def end_txn_v2(c, tid, pid, epoch, commit):
+    r = c.request(END_TXN, 2, kwire.W().string(tid).i64(pid).i16(epoch).boolean(commit).bytes())
+    r.i32()
+    return r.i16()
+
+
+@S.case
+def kip890_verification():
+    import kgroups as kg
+    v = Server(overrides={"transaction.partition.verification.enable": "true"}, name="verify")
+    try:
+        ck_create_topic("127.0.0.1:%d" % v.port, "txn-verify", partitions=2)
+        c = kwire.Conn(v.port)
+        try:
+            # no __transaction_state yet: the coordinator cannot be asked
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(6001, 0, 1, b"n"), transactional_id="vt")
+            eq(r["error_code"], NOT_ENOUGH_REPLICAS, "transactional produce with no coordinator")
+            deadline = time.monotonic() + bound(15)
+            while kg.find_coordinator(c, "vt", version=1, key_type=1)["error_code"] != 0:
+                check(time.monotonic() < deadline, "no transaction coordinator for vt")
+                time.sleep(0.1)
+            while True:
+                ip = kwire.init_producer_id(c, 3, "vt")
+                if ip["error_code"] == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            eq(ip["error_code"], 0, "InitProducerId vt")
+            pid, ep = ip["producer_id"], ip["producer_epoch"]
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 0, 2, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (INVALID_TXN_STATE, -1), "batch for a partition not in the txn")
+            eq(add_partitions_v2(c, "vt", pid, ep, "txn-verify", [0]), {("txn-verify", 0): 0}, "AddPartitionsToTxn")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 0, 2, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (0, 0), "batch after AddPartitionsToTxn")
+            # partition 1 was not added: refused, partition 0 goes on
+            r = kwire.produce(c, "txn-verify", 1, txn_batch(pid, 0, 1, b"b", ep), transactional_id="vt")
+            eq(r["error_code"], INVALID_TXN_STATE, "partition 1 not in the txn")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 2, 1, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (0, 2), "the open transaction goes on")
+            eq(end_txn_v2(c, "vt", pid, ep, True), 0, "EndTxn commit")
+            # the marker ends the transaction on partition 0; the next
+            # transaction's first batch is verified again
+            deadline = time.monotonic() + bound(10)
+            while True:
+                p = kwire.fetch_v4(c, "txn-verify", 0, 0, isolation=1)
+                if p["last_stable_offset"] == 4 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            eq((p["high_watermark"], p["last_stable_offset"]), (4, 4), "committed: (HW, LSO)")
+            # (NOT_ENOUGH_REPLICAS, retriable, while the coordinator still
+            # completes the commit: CONCURRENT_TRANSACTIONS to the check)
+            deadline = time.monotonic() + bound(10)
+            while True:
+                r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+                if r["error_code"] != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            eq(r["error_code"], INVALID_TXN_STATE, "next transaction without AddPartitionsToTxn")
+        finally:
+            c.close()
+    finally:
+        v.stop()
 
 
 if __name__ == "__main__":
