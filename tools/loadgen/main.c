@@ -113,6 +113,7 @@ static void usage(FILE *f)
           "                           idempotently (acks=all) and reads with a\n"
           "                           read_committed and a read_uncommitted consumer\n"
           "                           at once, timing produce call -> consumed\n"
+          "                           (from offset 0: give it a new topic)\n"
           "  -X KEY=VALUE             any librdkafka property (repeatable)\n"
           "      --stall-timeout S    fail when nothing progresses for S seconds (30)\n"
           "      --json               also print one JSON line per phase\n"
