@@ -17,6 +17,7 @@ struct fetch_session_cache;
 struct plugin_registry;
 struct logmgr;
 struct coord;
+struct txn_coord;
 struct park_hub;
 struct mimage;
 
@@ -54,6 +55,9 @@ struct broker {
     struct plugin_registry *plugins;
     /* The group coordinator (coord/coord.h): set at startup. */
     struct coord *coord;
+    /* The transaction coordinator (coord/txn_coord.h): set at startup;
+     * NULL where a node runs without one (tests). */
+    struct txn_coord *txn_coord;
 
     /* What the controller tells the rest of the node, without knowing
      * it (set by main; NULL in tests without them). On the controller's

@@ -55,6 +55,8 @@ void api_handle_allocate_producer_ids(struct request *req); /* controlplane.c */
 void api_handle_update_features(struct request *req);   /* features.c */
 void api_handle_init_producer_id(struct request *req);  /* init_producer_id.c */
 void api_handle_write_txn_markers(struct request *req); /* txn_markers.c */
+void api_handle_describe_transactions(struct request *req); /* txn_describe.c */
+void api_handle_list_transactions(struct request *req);     /* txn_describe.c */
 void api_handle_sasl_handshake(struct request *req);    /* sasl.c */
 void api_handle_sasl_authenticate(struct request *req); /* sasl.c */
 void api_sasl_raw_token(struct request *req);           /* sasl.c: after SaslHandshake v0 */
