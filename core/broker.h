@@ -55,8 +55,7 @@ struct broker {
     struct plugin_registry *plugins;
     /* The group coordinator (coord/coord.h): set at startup. */
     struct coord *coord;
-    /* The transaction coordinator (coord/txn_coord.h): set at startup;
-     * NULL where a node runs without one (tests). */
+    /* The transaction coordinator (coord/txn_coord.h): set at startup. */
     struct txn_coord *txn_coord;
 
     /* What the controller tells the rest of the node, without knowing

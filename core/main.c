@@ -22,6 +22,7 @@
 #include "controller/controller.h"
 #include "controller/format.h"
 #include "coord/coord.h"
+#include "coord/txn_coord.h"
 #include "log/logmgr.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
@@ -310,6 +311,10 @@ int main(int argc, char **argv)
      * this node leads, on its own thread, as their logs open. */
     b.coord = coord_create(&b);
     coord_start(b.coord);
+    /* So does the transaction coordinator with __transaction_state; its
+     * marker sender runs on a thread of its own. */
+    b.txn_coord = txn_coord_create(&b);
+    txn_coord_start(b.txn_coord);
     /* Followers fetch from their leaders on the replica fetcher thread,
      * which also keeps the ISR of the partitions this node leads. */
     struct fetcher *fetcher = fetcher_start(&b);
@@ -333,6 +338,7 @@ int main(int argc, char **argv)
     /* Groups unload (waiting requests are answered) while the workers'
      * loops still exist to be woken. */
     coord_stop(b.coord);
+    txn_coord_stop(b.txn_coord);
     /* The quorum thread stops (a leader resigns) before the workers'
      * loops go: it wakes them. */
     controller_close(b.controller, true);
@@ -341,6 +347,8 @@ int main(int argc, char **argv)
     b.net = NULL;
     coord_destroy(b.coord);
     b.coord = NULL;
+    txn_coord_destroy(b.txn_coord);
+    b.txn_coord = NULL;
     preg_destroy(b.partitions, true);
     logmgr_destroy(b.logs);
     fetch_session_cache_destroy(&sessions);

@@ -22,6 +22,7 @@
 #include "coord/coord.h"
 #include "coord/records.h"
 #include "net/net.h"
+#include "coord/txn_log.h"
 #include "net/park.h"
 #include "proto/gen/delete_groups_request.h"
 #include "proto/gen/delete_groups_response.h"
@@ -251,21 +252,29 @@ static void find_one(struct request *req, struct mimage **img, kstr_t key, int8_
 {
     struct broker *b = req->broker;
     *out = (struct coordinator_answer){0, -1, KSTR_LIT(""), -1};
+    kstr_t topic;
     if (key_type == KEY_TYPE_TRANSACTION) {
-        out->error = authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TRANSACTIONAL_ID, key)
-                         ? KERR_COORDINATOR_NOT_AVAILABLE /* no transaction coordinator yet */
-                         : KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-        return;
-    }
-    if (key_type != KEY_TYPE_GROUP) {
+        if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TRANSACTIONAL_ID, key)) {
+            out->error = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+            return;
+        }
+        /* Kafka: an empty transactional id has no coordinator */
+        if (key.len <= 0) {
+            out->error = KERR_INVALID_REQUEST;
+            return;
+        }
+        topic = KSTR_LIT(TXN_STATE_TOPIC);
+    } else if (key_type == KEY_TYPE_GROUP) {
+        if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_GROUP, key)) {
+            out->error = KERR_GROUP_AUTHORIZATION_FAILED;
+            return;
+        }
+        topic = KSTR_LIT(COORD_OFFSETS_TOPIC);
+    } else {
         out->error = KERR_INVALID_REQUEST;
         return;
     }
-    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_GROUP, key)) {
-        out->error = KERR_GROUP_AUTHORIZATION_FAILED;
-        return;
-    }
-    const struct mi_topic *t = mimage_topic(*img, KSTR_LIT(COORD_OFFSETS_TOPIC));
+    const struct mi_topic *t = mimage_topic(*img, topic);
     if (!t) {
         /* Kafka creates its internal topics on first use, whatever
          * auto.create.topics.enable says; the client retries meanwhile. */
@@ -273,7 +282,7 @@ static void find_one(struct request *req, struct mimage **img, kstr_t key, int8_
             *created = true;
             char msg[256];
             struct ctl_op *op = NULL;
-            int rc = controller_auto_create_topic(b->controller, KSTR_LIT(COORD_OFFSETS_TOPIC), msg, sizeof msg, &op);
+            int rc = controller_auto_create_topic(b->controller, topic, msg, sizeof msg, &op);
             if (op)
                 ctl_op_release(op);
             if (rc == KERR_INVALID_REPLICATION_FACTOR) {
@@ -283,12 +292,12 @@ static void find_one(struct request *req, struct mimage **img, kstr_t key, int8_
                 static _Atomic int64_t last_said;
                 int64_t now = clock_mono_ms(), then = atomic_load(&last_said);
                 if (now - then >= 10000 && atomic_compare_exchange_strong(&last_said, &then, now))
-                    slog_info("FindCoordinator: not creating %s yet: %s", COORD_OFFSETS_TOPIC, msg);
+                    slog_info("FindCoordinator: not creating %.*s yet: %s", topic.len, topic.p, msg);
             } else if (rc)
-                slog_warn("FindCoordinator: creating %s failed: %s %s", COORD_OFFSETS_TOPIC, kerr_name((int16_t)rc),
+                slog_warn("FindCoordinator: creating %.*s failed: %s %s", topic.len, topic.p, kerr_name((int16_t)rc),
                           msg);
             else
-                slog_info("FindCoordinator from %s: creating %s", req_peer(req), COORD_OFFSETS_TOPIC);
+                slog_info("FindCoordinator from %s: creating %.*s", req_peer(req), topic.len, topic.p);
         }
         out->error = KERR_COORDINATOR_NOT_AVAILABLE;
         return;

@@ -55,6 +55,11 @@ void api_handle_allocate_producer_ids(struct request *req); /* controlplane.c */
 void api_handle_update_features(struct request *req);   /* features.c */
 void api_handle_init_producer_id(struct request *req);  /* init_producer_id.c */
 void api_handle_write_txn_markers(struct request *req); /* txn_markers.c */
+/* txn.c */
+void api_txn_init_producer_id(struct request *req); /* a transactional id's InitProducerId */
+void api_handle_add_partitions_to_txn(struct request *req);
+void api_handle_add_offsets_to_txn(struct request *req);
+void api_handle_end_txn(struct request *req);
 void api_handle_describe_transactions(struct request *req); /* txn_describe.c */
 void api_handle_list_transactions(struct request *req);     /* txn_describe.c */
 void api_handle_sasl_handshake(struct request *req);    /* sasl.c */

@@ -12,12 +12,8 @@
  * past ID_WAIT_MS it gets COORDINATOR_LOAD_IN_PROGRESS, which Kafka
  * answers at once in that case and every client retries.
  *
- * Transactions are not here yet: there is no transaction coordinator
- * (FindCoordinator of a transactional id answers COORDINATOR_NOT_AVAILABLE,
- * api/groups.c), so InitProducerId with a transactional id answers the
- * same, a retriable error after which clients look for the coordinator
- * again and give up at their own timeout (librdkafka's and the Java
- * client's init_transactions timeout, kafkajs's retries) with an error. */
+ * A transactional id goes to the transaction coordinator (api/txn.c).
+ */
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -93,8 +89,10 @@ void api_handle_init_producer_id(struct request *req)
         return;
     }
     if (transactional) {
-        /* Transactions are not here yet (see the top of this file). */
-        respond(req, q->transactional_id.len == 0 ? KERR_INVALID_REQUEST : KERR_COORDINATOR_NOT_AVAILABLE, 0);
+        if (q->transactional_id.len == 0)
+            respond(req, KERR_INVALID_REQUEST, 0);
+        else
+            api_txn_init_producer_id(req); /* api/txn.c */
         return;
     }
     struct controller *c = req->broker->controller;

@@ -26,3 +26,4 @@ core_libsamsacore_a_SOURCES += core/api/txn_describe.c
 core_libsamsacore_a_SOURCES += core/api/groups.c
 # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials
 core_libsamsacore_a_SOURCES += core/api/sasl.c
+core_libsamsacore_a_SOURCES += core/api/txn.c

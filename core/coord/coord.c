@@ -182,11 +182,7 @@ static void refile(struct coord_shard *s, struct cgroup *g)
 /* ------------------------------------------------------------------ */
 /* appends                                                             */
 
-/* Kafka's mapping of a group coordinator write's errors
- * (GroupCoordinatorService.handleOperationException, and
- * GroupMetadataManager's for NOT_ENOUGH_REPLICAS_AFTER_APPEND, which an
- * acks=all write can also end with). */
-static int16_t map_append_error(int err)
+int16_t coord_append_error(int err)
 {
     switch (err) {
     case 0:
@@ -260,7 +256,7 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
     size_t len = 0;
     int rc = rb_builder_finish(&bt->b, &len);
     if (rc) {
-        err = map_append_error(rc);
+        err = coord_append_error(rc);
     } else if (!s->p || s->state != SHARD_ACTIVE) {
         err = KERR_NOT_COORDINATOR;
     } else {
@@ -276,7 +272,7 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
         if (rc) {
             slog_warn("group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
                       kerr_name((int16_t)rc));
-            err = map_append_error(rc);
+            err = coord_append_error(rc);
         } else {
             if (last)
                 *last = res.last_offset;
@@ -299,7 +295,7 @@ static int store_group(struct cg_env *e, struct cgroup *g, const kbytes_t *assig
     int rc = batch_add(&bt, false);
     if (rc) {
         batch_free(&bt);
-        return map_append_error(rc);
+        return coord_append_error(rc);
     }
     int64_t last = -1;
     int32_t epoch = -1;
@@ -589,7 +585,7 @@ static enum ack_state ack_check_one(const struct coord_ack *a, int16_t *err)
         e = KERR_REQUEST_TIMED_OUT;
     }
     if (st == ACK_FAILED)
-        *err = map_append_error(e);
+        *err = coord_append_error(e);
     return st;
 }
 
@@ -1484,7 +1480,7 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
         crec_offset_value(&bt.v, &vals[i]);
         int rc = batch_add(&bt, false);
         if (rc)
-            p->error = map_append_error(rc);
+            p->error = coord_append_error(rc);
     }
     int64_t last = -1;
     int32_t epoch = -1;

@@ -93,6 +93,14 @@ enum ack_state coord_ack_check(const struct coord_ack *a, int16_t *err);
 struct partition;
 struct partition *coord_ack_partition(const struct coord_ack *a);
 
+/* Kafka's mapping of a coordinator write's errors for the client
+ * (GroupCoordinatorService.handleOperationException, and
+ * GroupMetadataManager's for NOT_ENOUGH_REPLICAS_AFTER_APPEND, which an
+ * acks=all write can also end with; TransactionStateManager maps its
+ * appends the same way): NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+ * UNKNOWN_SERVER_ERROR or err itself. */
+int16_t coord_append_error(int err);
+
 /* Every operation returns 0 or the coordinator-level error for the whole
  * request: NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
  * COORDINATOR_NOT_AVAILABLE. */

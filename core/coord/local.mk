@@ -6,10 +6,13 @@ core_libsamsacore_a_SOURCES += \
 	core/coord/records.c core/coord/records.h \
 	core/coord/coord.c core/coord/coord.h
 # Transaction coordinator: txn_meta.c is the state machine, txn_log.c
-# the __transaction_state records.
+# the __transaction_state records, txn_markers_send.c the marker sender,
+# txn_coord.c the service.
 core_libsamsacore_a_SOURCES += \
 	core/coord/txn_meta.c core/coord/txn_meta.h \
 	core/coord/txn_log.c core/coord/txn_log.h \
-	core/coord/logscan.c core/coord/logscan.h
+	core/coord/logscan.c core/coord/logscan.h \
+	core/coord/txn_markers_send.c core/coord/txn_markers_send.h \
+	core/coord/txn_coord.c core/coord/txn_coord.h
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
 core_libsamsacore_a_SOURCES += core/api/consumer_groups.c

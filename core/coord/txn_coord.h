@@ -81,8 +81,14 @@ struct partition *txn_ack_partition(const struct txn_ack *a);
  * *need_pid comes back true (an unknown id, or an exhausted epoch) the
  * caller gets a fresh producer id and calls again with it. On 0 the
  * answer is *pid / *epoch once ack is ready. */
+/* *then_err: the error to answer once ack is ready instead of the id
+ * (CONCURRENT_TRANSACTIONS after fencing an open transaction: its abort
+ * was prepared; the client retries until it completes), else 0.
+ * INVALID_TRANSACTION_TIMEOUT for a timeout outside
+ * (0, transaction.max.timeout.ms]. */
 int16_t txn_coord_init_pid(struct txn_coord *tc, kstr_t id, int32_t timeout_ms, int64_t req_pid, int16_t req_epoch,
-                           int64_t new_pid, bool *need_pid, int64_t *pid, int16_t *epoch, struct txn_ack *ack);
+                           int64_t new_pid, bool *need_pid, int64_t *pid, int16_t *epoch, int16_t *then_err,
+                           struct txn_ack *ack);
 
 /* AddPartitionsToTxn (and AddOffsetsToTxn, with the group's
  * __consumer_offsets partition): the caller has checked that the
@@ -116,9 +122,11 @@ struct txn_coord_listed {
 };
 /* ListTransactions: the ids of every shard loaded here, filtered by
  * states (nstates 0: any), producer ids (npids 0: any) and, when
- * min_duration_ms >= 0, running at least that long. Returns 0, or
- * COORDINATOR_LOAD_IN_PROGRESS while a shard this node leads loads;
- * *unknown_states gets the filter names that are not states (arena). */
+ * min_duration_ms >= 0, started more than that long ago (KIP-994;
+ * as Kafka, an id with no transaction, start -1, passes). A
+ * state name that is not a state matches nothing (the handler reports
+ * it). Returns 0, or COORDINATOR_LOAD_IN_PROGRESS while a shard this
+ * node leads loads. */
 int16_t txn_coord_list(struct txn_coord *tc, const kstr_t *states, int32_t nstates, const int64_t *pids,
                        int32_t npids, int64_t min_duration_ms, struct arena *a, struct txn_coord_listed **out,
                        int32_t *n);

@@ -56,7 +56,8 @@ struct txn_meta {
     int64_t update_ts; /* wall ms of the last transition */
     int16_t client_version;
     /* caller's bookkeeping, not in the log */
-    bool pending; /* a write or the markers are on their way */
+    bool pending;      /* a write is on its way */
+    bool markers_done; /* Prepare*: every marker written, Complete* to write */
 };
 
 /* Kafka's TransactionState names ("Empty", "Ongoing", ...), as

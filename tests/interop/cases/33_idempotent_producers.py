@@ -5,11 +5,9 @@ a plain consumer reads back exactly those records, in order, at the
 expected offsets, and the stored batches carry the producer's id, epoch
 0 and sequences from 0. Producer ids differ between producers. Raw
 InitProducerId (v0 and v5): a null transactional id gets a fresh id with
-epoch 0 whatever the request's id/epoch; a transactional id gets
-COORDINATOR_NOT_AVAILABLE (no transaction coordinator yet).
-
-The partition leader does not deduplicate or check sequences yet: these
-cases rely on produce accepting batches with producer ids only."""
+epoch 0 whatever the request's id/epoch; a transactional id goes to the
+transaction coordinator, and with no __transaction_state yet gets
+NOT_COORDINATOR (transactions themselves: 39_transactions)."""
 # limit: 240
 import os
 import sys
@@ -24,6 +22,7 @@ srv = None
 PARTITIONS = 3
 PER_PARTITION = 40
 COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
 INVALID_REQUEST = 42
 # Producer ids seen, by producer: all must differ.
 seen = {}
@@ -147,10 +146,12 @@ def raw_init_producer_id():
         r = kwire.init_producer_id(c, 5, None, producer_id=12, producer_epoch=-1)
         eq((r["error_code"], r["producer_id"], r["producer_epoch"]), (INVALID_REQUEST, -1, -1),
            "InitProducerId with an id and no epoch")
-        # transactions are not here yet: no coordinator for any transactional id
+        # a transactional id goes to its coordinator: with no
+        # __transaction_state yet (nobody asked FindCoordinator for it)
+        # this node coordinates nothing, and says so as Kafka does
         for v in (0, 5):
             r = kwire.init_producer_id(c, v, "txn-a")
-            eq((r["error_code"], r["producer_id"], r["producer_epoch"]), (COORDINATOR_NOT_AVAILABLE, -1, -1),
+            eq((r["error_code"], r["producer_id"], r["producer_epoch"]), (NOT_COORDINATOR, -1, -1),
                "InitProducerId v%d with a transactional id" % v)
         # ApiVersions advertises InitProducerId v0-5
         av = kwire.api_versions(c, 0)
