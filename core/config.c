@@ -402,8 +402,9 @@ const struct config_def config_defs[] = {
      ATLEAST(1), "How often timed-out transactions are aborted."},
     {"transaction.remove.expired.transaction.cleanup.interval.ms", T(INT), "3600000", RO, 0,
      ATLEAST(1), "How often expired transactional ids are removed."},
-    {"transaction.partition.verification.enable", T(BOOLEAN), "true", CW, NE, NOCHECK,
-     "Check that a partition is in the transaction before a transactional write."},
+    {"transaction.partition.verification.enable", T(BOOLEAN), "true", CW, 0, NOCHECK,
+     "Check with the transaction coordinator that a partition is in the producer's transaction before "
+     "its first transactional write there (KIP-890)."},
     /* Read once by the log manager: not dynamic (Kafka's is cluster-wide
      * dynamic), so AlterConfigs refuses it by name. */
     {"producer.id.expiration.ms", T(INT), "86400000", RO, 0, ATLEAST(1),
@@ -1966,6 +1967,7 @@ static void refresh(struct samsa_config *c)
     c->transaction_state_log_replication_factor =
         (int16_t)get_l(c, "transaction.state.log.replication.factor");
     c->transaction_state_log_min_isr = (int32_t)get_l(c, "transaction.state.log.min.isr");
+    c->transaction_partition_verification_enable = get_b(c, "transaction.partition.verification.enable");
     c->group_initial_rebalance_delay_ms = (int32_t)get_l(c, "group.initial.rebalance.delay.ms");
     c->offsets_commit_timeout_ms = get_l(c, "offsets.commit.timeout.ms");
     c->group_min_session_timeout_ms = (int32_t)get_l(c, "group.min.session.timeout.ms");

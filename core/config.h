@@ -248,6 +248,7 @@ struct samsa_config {
     int32_t offsets_topic_num_partitions;
     int16_t transaction_state_log_replication_factor;
     int32_t transaction_state_log_min_isr;
+    bool transaction_partition_verification_enable;
     int32_t group_initial_rebalance_delay_ms;
     /* Read on request paths: typed here, so no string lookup there. */
     int64_t offsets_commit_timeout_ms;

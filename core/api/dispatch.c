@@ -47,11 +47,11 @@ const struct api_handler api_handlers[] = {
     {KAPI_CONSUMER_GROUP_DESCRIBE, 0, 0, api_handle_consumer_group_describe},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     /* Idempotent and transactional producers (api/init_producer_id.c,
-     * api/txn.c). Transactions V1: AddPartitionsToTxn at the client's
-     * versions (v4+ is the brokers' KIP-890 verification); EndTxn v5
-     * is transactions V2, which transaction.version 0 keeps off. */
+     * api/txn.c). Transactions V1; AddPartitionsToTxn v4+ is the
+     * brokers' batch (KIP-890 verification); EndTxn v5 is transactions
+     * V2, which transaction.version 0 keeps off. */
     {KAPI_INIT_PRODUCER_ID, 0, 5, api_handle_init_producer_id},
-    {KAPI_ADD_PARTITIONS_TO_TXN, 0, 3, api_handle_add_partitions_to_txn},
+    {KAPI_ADD_PARTITIONS_TO_TXN, 0, 5, api_handle_add_partitions_to_txn},
     {KAPI_ADD_OFFSETS_TO_TXN, 0, 4, api_handle_add_offsets_to_txn},
     {KAPI_END_TXN, 0, 4, api_handle_end_txn},
     /* The partition side of transactions (api/txn_markers.c) */

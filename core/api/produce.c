@@ -13,6 +13,7 @@
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
+#include "coord/txn_verify.h"
 #include "log/plog.h"
 #include "net/park.h"
 #include "api/produce_codec.h"
@@ -128,7 +129,8 @@ static void ack_add(struct request *req, struct ack_wait **awp, struct partition
 static int16_t produce_partition(struct request *req, const struct mimage *img, const struct mi_topic *t,
                                  kstr_t topic, int16_t acks,
                                  const produce_request_partition_produce_data_t *pd,
-                                 produce_response_partition_produce_response_t *rp, struct ack_wait **aw)
+                                 produce_response_partition_produce_response_t *rp, uint64_t guard,
+                                 struct ack_wait **aw)
 {
     if (!authz_allowed(req, ACL_OP_WRITE, ACL_RES_TOPIC, topic))
         return KERR_TOPIC_AUTHORIZATION_FAILED;
@@ -193,7 +195,7 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     }
     struct plog_append_result res;
     int32_t epoch = atomic_load(&p->leader_epoch);
-    err = partition_append(p, batches, batches_len, tc->message_timestamp_log_append, &res);
+    err = partition_append_verified(p, batches, batches_len, tc->message_timestamp_log_append, guard, &res);
     produce_codec_free(&pc);
     /* acks=0 never hears back; acks=all waits for the ISR (the high
      * watermark); a durable-ack partition may make the answer wait for
@@ -233,7 +235,151 @@ static bool has_transactional_records(const produce_request_t *q)
     return false;
 }
 
+/* KIP-890 verification of a request's transactional partitions: per
+ * partition (in request order) the guard to append with and the
+ * coordinator's verdict. */
+struct produce_verify {
+    struct parked pk; /* first */
+    struct request *req;
+    uint64_t *guards;       /* PLOG_GUARD_UNCHECKED: no check */
+    int32_t *job_index;     /* partition -> index in job, -1: not asked */
+    struct txn_verify *job; /* NULL: nothing asked */
+    int16_t txn_err;        /* for every partition */
+};
+
+static void produce_all(struct request *req, const struct produce_verify *pv);
+
+static bool verify_try(struct parked *pk, bool expired)
+{
+    struct produce_verify *pv = (struct produce_verify *)pk;
+    if (!txn_verify_done(pv->job)) {
+        if (!expired)
+            return false;
+        pv->txn_err = KERR_NOT_ENOUGH_REPLICAS; /* the client retries */
+    }
+    pv->req->cancel = NULL;
+    produce_all(pv->req, pv);
+    txn_verify_release(pv->job);
+    pv->job = NULL;
+    return true;
+}
+
+static void verify_cancel(struct request *req)
+{
+    struct produce_verify *pv = req->handler_state;
+    park_stop(&pv->pk);
+    txn_verify_release(pv->job);
+    pv->job = NULL;
+}
+
+/* The first batch header of a partition's records, if it is transactional. */
+static bool txn_header(const produce_request_partition_produce_data_t *pd, struct rb_header *h)
+{
+    krecords_t r = pd->records;
+    return r.p && r.len >= RB_HEADER_SIZE && rb_parse_header(r.p, (size_t)r.len, h) == 0 && rb_is_transactional(h) &&
+           rb_has_producer_id(h) && !rb_is_control(h);
+}
+
+/* ReplicaManager.maybeStartTransactionVerificationForPartitions: for
+ * each transactional partition this node leads, a guard; the partitions
+ * whose producer has no open transaction there are verified with the
+ * coordinator. Returns false when the request parked for it. */
+static bool start_verification(struct request *req, struct produce_verify *pv)
+{
+    const produce_request_t *q = req->body;
+    struct broker *b = req->broker;
+    int32_t total = 0;
+    for (int32_t i = 0; i < q->topic_data.n; i++)
+        total += q->topic_data.a[i].partition_data.n;
+    struct arena *ar = &req->arena;
+    pv->guards = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *pv->guards);
+    pv->job_index = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *pv->job_index);
+    kstr_t *topics = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *topics);
+    int32_t *parts = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *parts);
+    int32_t n = 0, at = 0;
+    int64_t pid = -1;
+    int16_t epoch = -1;
+    struct mimage *img = controller_image(b->controller);
+    for (int32_t i = 0; i < q->topic_data.n; i++) {
+        const produce_request_topic_produce_data_t *td = &q->topic_data.a[i];
+        const struct mi_topic *t = mimage_topic(img, td->name);
+        for (int32_t j = 0; j < td->partition_data.n; j++, at++) {
+            const produce_request_partition_produce_data_t *pd = &td->partition_data.a[j];
+            pv->guards[at] = PLOG_GUARD_UNCHECKED;
+            pv->job_index[at] = -1;
+            struct rb_header h;
+            if (!txn_header(pd, &h))
+                continue;
+            if (pid >= 0 && h.producer_id != pid) {
+                /* Kafka: transactional records of more than one producer */
+                pv->txn_err = KERR_INVALID_PRODUCER_ID_MAPPING;
+                continue;
+            }
+            pid = h.producer_id;
+            epoch = h.producer_epoch;
+            const struct mi_partition *mp = t ? mi_topic_partition(t, pd->index) : NULL;
+            if (!mp || mp->leader != b->node_id)
+                continue; /* refused below, unverified */
+            struct partition *p = preg_get(b->partitions, &t->id, pd->index);
+            if (!p)
+                continue;
+            uint64_t guard = 0;
+            if (plog_verify_begin(p->log, h.producer_id, h.producer_epoch, &guard) == 0) {
+                pv->guards[at] = guard;
+                if (guard != 0) {
+                    pv->job_index[at] = n;
+                    topics[n] = td->name;
+                    parts[n] = pd->index;
+                    n++;
+                }
+            }
+            partition_put(p);
+        }
+    }
+    mimage_release(img);
+    if (n == 0 || pv->txn_err)
+        return true;
+    pv->job = txn_verify_start(b, q->transactional_id, pid, epoch, n, topics, parts);
+    if (txn_verify_done(pv->job))
+        return true;
+    req->handler_state = pv;
+    req->cancel = verify_cancel;
+    park_init(&pv->pk, req, verify_try);
+    park_watch(&pv->pk, park_key_object(pv->job));
+    park_start(&pv->pk, q->timeout_ms);
+    return false;
+}
+
 void api_handle_produce(struct request *req)
+{
+    const produce_request_t *q = req->body;
+    /* Kafka's handleProduceRequest: records of a transaction need a
+     * transactional id the client may WRITE, else every partition is
+     * refused. (Kafka checks nothing the other way round: a transactional
+     * id with plain batches is appended.) Then, with
+     * transaction.partition.verification.enable, KIP-890's verification
+     * of the partitions a transaction writes to for the first time. */
+    struct produce_verify *pv = arena_alloc(&req->arena, sizeof *pv);
+    memset(pv, 0, sizeof *pv);
+    pv->req = req;
+    if (has_transactional_records(q)) {
+        kstr_t tid = req->api_version >= 3 ? q->transactional_id : (kstr_t){NULL, -1};
+        if (tid.len < 0 || !authz_allowed(req, ACL_OP_WRITE, ACL_RES_TRANSACTIONAL_ID, tid))
+            pv->txn_err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+        else if (req->broker->cfg->transaction_partition_verification_enable && req->broker->txn_coord &&
+                 !start_verification(req, pv))
+            return; /* parked */
+    }
+    produce_all(req, pv);
+    if (pv->job) {
+        txn_verify_release(pv->job);
+        pv->job = NULL;
+    }
+}
+
+/* Appends every partition's records (with the verification's guards and
+ * verdicts, if any) and answers, or parks for the acks. */
+static void produce_all(struct request *req, const struct produce_verify *pv)
 {
     const produce_request_t *q = req->body;
     produce_response_t resp;
@@ -243,23 +389,10 @@ void api_handle_produce(struct request *req)
     bool bad_acks = acks != 0 && acks != 1 && acks != -1;
     bool any_error = false;
     struct ack_wait *aw = NULL;
-
-    /* Kafka's handleProduceRequest: records of a transaction need a
-     * transactional id the client may WRITE, else every partition is
-     * refused. (Kafka checks nothing the other way round: a transactional
-     * id with plain batches is appended.) KIP-890 part 1's verification
-     * (asking the transaction coordinator whether the partition was added
-     * to the producer's transaction before the first transactional append)
-     * is not done here yet: the coordinator side may add it. */
-    int16_t txn_err = 0;
-    if (has_transactional_records(q)) {
-        kstr_t tid = req->api_version >= 3 ? q->transactional_id : (kstr_t){NULL, -1};
-        if (tid.len < 0 || !authz_allowed(req, ACL_OP_WRITE, ACL_RES_TRANSACTIONAL_ID, tid))
-            txn_err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-    }
     struct mimage *img = controller_image(req->broker->controller);
     resp.responses.a = produce_response_topic_produce_response_new_array(ar, q->topic_data.n);
     resp.responses.n = q->topic_data.n;
+    int32_t at = 0;
     for (int32_t i = 0; i < q->topic_data.n; i++) {
         const produce_request_topic_produce_data_t *td = &q->topic_data.a[i];
         produce_response_topic_produce_response_t *rt = &resp.responses.a[i];
@@ -268,18 +401,24 @@ void api_handle_produce(struct request *req)
         rt->partition_responses.a =
             produce_response_partition_produce_response_new_array(ar, td->partition_data.n);
         rt->partition_responses.n = td->partition_data.n;
-        for (int32_t j = 0; j < td->partition_data.n; j++) {
+        for (int32_t j = 0; j < td->partition_data.n; j++, at++) {
             const produce_request_partition_produce_data_t *pd = &td->partition_data.a[j];
             produce_response_partition_produce_response_t *rp = &rt->partition_responses.a[j];
             rp->index = pd->index;
             rp->base_offset = -1;
+            uint64_t guard = pv->guards ? pv->guards[at] : PLOG_GUARD_UNCHECKED;
+            int16_t verr = pv->job && pv->job_index && pv->job_index[at] >= 0
+                               ? txn_verify_error(pv->job, pv->job_index[at])
+                               : 0;
             int16_t err;
             if (bad_acks)
                 err = KERR_INVALID_REQUIRED_ACKS;
-            else if (txn_err)
-                err = txn_err;
+            else if (pv->txn_err)
+                err = pv->txn_err;
+            else if (verr)
+                err = verr;
             else
-                err = produce_partition(req, img, t, td->name, acks, pd, rp, &aw);
+                err = produce_partition(req, img, t, td->name, acks, pd, rp, guard, &aw);
             rp->error_code = err;
             if (err) {
                 any_error = true;

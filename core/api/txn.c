@@ -214,9 +214,148 @@ static void add_parts_finish(struct txop *op, int16_t err)
     req_respond(op->req, resp);
 }
 
+/* v4+: brokers' batches (KIP-890). VerifyOnly transactions are checked
+ * at once; others are added as a client's would be, and the answer waits
+ * for all their writes. */
+struct add_batch {
+    struct parked pk; /* first */
+    struct request *req;
+    add_partitions_to_txn_response_t resp;
+    struct txn_ack *acks; /* one per transaction (offset -1: none) */
+    int32_t n;
+};
+
+static void add_batch_set(add_partitions_to_txn_response_add_partitions_to_txn_result_t *tr, int16_t err,
+                          bool only_ok)
+{
+    for (int32_t j = 0; j < tr->topic_results.n; j++)
+        for (int32_t k = 0; k < tr->topic_results.a[j].results_by_partition.n; k++) {
+            int16_t *e = &tr->topic_results.a[j].results_by_partition.a[k].partition_error_code;
+            if (!only_ok || !*e)
+                *e = err;
+        }
+}
+
+static bool add_batch_try(struct parked *pk, bool expired)
+{
+    struct add_batch *ab = (struct add_batch *)pk;
+    for (int32_t i = 0; i < ab->n; i++) {
+        int16_t err = 0;
+        enum ack_state st = txn_ack_check(&ab->acks[i], &err);
+        if (st == ACK_WAIT && !expired)
+            return false;
+    }
+    for (int32_t i = 0; i < ab->n; i++) {
+        int16_t err = 0;
+        enum ack_state st = txn_ack_check(&ab->acks[i], &err);
+        if (st == ACK_WAIT)
+            err = KERR_COORDINATOR_NOT_AVAILABLE;
+        if (err)
+            add_batch_set(&ab->resp.results_by_transaction.a[i], err, true);
+    }
+    ab->req->cancel = NULL;
+    req_respond(ab->req, &ab->resp);
+    return true;
+}
+
+static void add_batch_cancel(struct request *req)
+{
+    struct add_batch *ab = req->handler_state;
+    park_stop(&ab->pk);
+}
+
+static void add_partitions_batch(struct request *req)
+{
+    const add_partitions_to_txn_request_t *q = req->body;
+    struct arena *ar = &req->arena;
+    struct add_batch *ab = arena_alloc(ar, sizeof *ab);
+    memset(ab, 0, sizeof *ab);
+    ab->req = req;
+    add_partitions_to_txn_response_t *resp = &ab->resp;
+    add_partitions_to_txn_response_init(resp);
+    /* Kafka: brokers only (CLUSTER_ACTION), the whole request refused */
+    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+        resp->error_code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+        req_respond(req, resp);
+        return;
+    }
+    int32_t nt = q->transactions.n > 0 ? q->transactions.n : 0;
+    resp->results_by_transaction.a = add_partitions_to_txn_response_add_partitions_to_txn_result_new_array(ar, nt);
+    resp->results_by_transaction.n = nt;
+    ab->acks = arena_alloc(ar, (size_t)(nt ? nt : 1) * sizeof *ab->acks);
+    ab->n = nt;
+    bool waiting = false;
+    for (int32_t i = 0; i < nt; i++) {
+        const add_partitions_to_txn_request_add_partitions_to_txn_transaction_t *tx = &q->transactions.a[i];
+        add_partitions_to_txn_response_add_partitions_to_txn_result_t *tr = &resp->results_by_transaction.a[i];
+        txn_ack_init(&ab->acks[i]);
+        tr->transactional_id = tx->transactional_id;
+        int32_t ntop = tx->topics.n > 0 ? tx->topics.n : 0, total = 0;
+        tr->topic_results.a = add_partitions_to_txn_response_add_partitions_to_txn_topic_result_new_array(ar, ntop);
+        tr->topic_results.n = ntop;
+        for (int32_t j = 0; j < ntop; j++)
+            total += tx->topics.a[j].partitions.n > 0 ? tx->topics.a[j].partitions.n : 0;
+        kstr_t *topics = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *topics);
+        int32_t *parts = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *parts);
+        int16_t *errs = arena_alloc(ar, (size_t)(total ? total : 1) * sizeof *errs);
+        int32_t n = 0;
+        for (int32_t j = 0; j < ntop; j++) {
+            const add_partitions_to_txn_request_add_partitions_to_txn_topic_t *t = &tx->topics.a[j];
+            int32_t np = t->partitions.n > 0 ? t->partitions.n : 0;
+            tr->topic_results.a[j].name = t->name;
+            tr->topic_results.a[j].results_by_partition.a =
+                add_partitions_to_txn_response_add_partitions_to_txn_partition_result_new_array(ar, np);
+            tr->topic_results.a[j].results_by_partition.n = np;
+            for (int32_t k = 0; k < np; k++) {
+                tr->topic_results.a[j].results_by_partition.a[k].partition_index = t->partitions.a[k];
+                topics[n] = t->name;
+                parts[n] = t->partitions.a[k];
+                n++;
+            }
+        }
+        if (tx->verify_only) {
+            txn_coord_verify(req->broker->txn_coord, tx->transactional_id, tx->producer_id, tx->producer_epoch, n,
+                             topics, parts, errs);
+            int32_t at = 0;
+            for (int32_t j = 0; j < ntop; j++)
+                for (int32_t k = 0; k < tr->topic_results.a[j].results_by_partition.n; k++)
+                    tr->topic_results.a[j].results_by_partition.a[k].partition_error_code = errs[at++];
+            continue;
+        }
+        int16_t err = txn_coord_add_partitions(req->broker->txn_coord, tx->transactional_id, tx->producer_id,
+                                               tx->producer_epoch, n, topics, parts, &ab->acks[i]);
+        if (err)
+            add_batch_set(tr, err, false);
+        else if (ab->acks[i].offset >= 0)
+            waiting = true;
+    }
+    if (!waiting) {
+        req_respond(req, resp);
+        return;
+    }
+    req->handler_state = ab;
+    req->cancel = add_batch_cancel;
+    park_init(&ab->pk, req, add_batch_try);
+    int64_t deadline = INT64_MAX;
+    for (int32_t i = 0; i < nt; i++) {
+        struct partition *p = txn_ack_partition(&ab->acks[i]);
+        if (p) {
+            park_watch(&ab->pk, partition_park_key(p));
+            partition_put(p);
+        }
+        if (ab->acks[i].offset >= 0 && ab->acks[i].deadline < deadline)
+            deadline = ab->acks[i].deadline;
+    }
+    park_start(&ab->pk, deadline == INT64_MAX ? 0 : deadline - clock_mono_ms());
+}
+
 void api_handle_add_partitions_to_txn(struct request *req)
 {
     const add_partitions_to_txn_request_t *q = req->body;
+    if (req->api_version >= 4) {
+        add_partitions_batch(req);
+        return;
+    }
     struct arena *ar = &req->arena;
     /* the answer lives right after the op, in the arena */
     struct txop *op = arena_alloc(ar, sizeof *op + sizeof(add_partitions_to_txn_response_t));

@@ -13,6 +13,7 @@ core_libsamsacore_a_SOURCES += \
 	core/coord/txn_log.c core/coord/txn_log.h \
 	core/coord/logscan.c core/coord/logscan.h \
 	core/coord/txn_markers_send.c core/coord/txn_markers_send.h \
-	core/coord/txn_coord.c core/coord/txn_coord.h
+	core/coord/txn_coord.c core/coord/txn_coord.h \
+	core/coord/txn_verify.c core/coord/txn_verify.h
 # ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
 core_libsamsacore_a_SOURCES += core/api/consumer_groups.c

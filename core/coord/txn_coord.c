@@ -438,6 +438,41 @@ int16_t txn_coord_end(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoc
     return err;
 }
 
+void txn_coord_verify(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, int32_t n, const kstr_t *topics,
+                      const int32_t *partitions, int16_t *errs)
+{
+    int16_t all = 0;
+    struct txn_shard *s = NULL;
+    if (id.len <= 0)
+        all = KERR_INVALID_REQUEST;
+    else
+        all = acquire(tc, id, &s);
+    if (!all) {
+        const struct txn_meta *m = meta_get(s, id);
+        /* the pending state is not looked at: the append checks the
+         * guard last (Kafka's comment); partitions are in the metadata
+         * once their AddPartitions record is replicated */
+        if (!m || m->producer_id != pid)
+            all = KERR_INVALID_PRODUCER_ID_MAPPING;
+        else if (m->epoch != epoch)
+            all = KERR_PRODUCER_FENCED;
+        else if (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)
+            all = KERR_CONCURRENT_TRANSACTIONS;
+        else
+            for (int32_t i = 0; i < n; i++)
+                errs[i] = txn_meta_has_part(m, topics[i], partitions[i]) ? 0 : KERR_TRANSACTION_ABORTABLE;
+        pthread_mutex_unlock(&s->lock);
+    }
+    if (all)
+        for (int32_t i = 0; i < n; i++)
+            errs[i] = all;
+}
+
+struct txn_sender *txn_coord_sender(struct txn_coord *tc)
+{
+    return tc->sender;
+}
+
 /* Writes the Complete* of a prepared transaction whose markers are all
  * written. Under the lock. */
 static void complete(struct txn_shard *s, struct txn_meta *m)
@@ -598,6 +633,10 @@ static void unload(struct txn_shard *s, const char *why)
     if (s->p)
         partition_put(s->p);
     s->p = NULL;
+    /* Its markers are the next leader's to send (it loads the prepared
+     * transactions); reports would be dropped here anyway. */
+    if (s->epoch >= 0)
+        txn_sender_forget(s->tc->sender, s->index, s->epoch);
     s->state = SHARD_UNLOADED;
     s->epoch = -1;
     pthread_mutex_unlock(&s->lock);

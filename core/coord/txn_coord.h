@@ -100,6 +100,20 @@ int16_t txn_coord_add_partitions(struct txn_coord *tc, kstr_t id, int64_t pid, i
  * the markers follow. */
 int16_t txn_coord_end(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, bool commit, struct txn_ack *ack);
 
+/* AddPartitionsToTxn v4+ with VerifyOnly, from a partition leader
+ * (KIP-890; Kafka's handleVerifyPartitionsInTransaction): errs[i] is 0
+ * when (topics[i], partitions[i]) is in the producer's ongoing
+ * transaction, TRANSACTION_ABORTABLE when not; or for every partition
+ * INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
+ * (the transaction is ending), INVALID_REQUEST (an empty id), or the
+ * coordinator's NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS. */
+void txn_coord_verify(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoch, int32_t n, const kstr_t *topics,
+                      const int32_t *partitions, int16_t *errs);
+
+/* The marker sender, whose loop and clients the partition leaders'
+ * verification shares (txn_verify.c). */
+struct txn_sender *txn_coord_sender(struct txn_coord *tc);
+
 /* ---- DescribeTransactions / ListTransactions ---- */
 
 struct txn_coord_desc {

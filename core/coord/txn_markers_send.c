@@ -57,7 +57,14 @@ struct sjob {
     int32_t nparts;
     uint8_t *state;
     int64_t *due;
-    int32_t left; /* partitions not TP_DONE */
+    int32_t left;     /* partitions not TP_DONE */
+    int32_t inflight; /* partitions TP_INFLIGHT */
+    bool dropped;     /* forgotten: freed unreported once none is in flight */
+};
+
+/* A txn_sender_forget not yet applied to the active jobs. */
+struct forget {
+    int32_t txn_partition, coord_epoch;
 };
 
 /* A partition leader the sender talks to. */
@@ -80,8 +87,11 @@ struct txn_sender {
     atomic_bool stop;
     atomic_int pending; /* jobs queued or active */
 
-    pthread_mutex_t lock; /* the queue */
+    pthread_mutex_t lock; /* the queue and the forgets */
     struct sjob *qhead, *qtail;
+    struct forget *forgets;
+    int32_t nforgets, capforgets;
+    struct sender_call *calls, *calls_tail; /* txn_sender_run */
 
     /* Loop thread only. */
     struct sjob **active;
@@ -266,6 +276,11 @@ static void on_response(void *arg, int err, int16_t version, void *resp, struct 
         struct sjob *j = x->m[k].job;
         for (int32_t q = 0; q < x->m[k].n; q++) {
             int32_t i = x->m[k].idx[q];
+            j->inflight--;
+            if (j->dropped) {
+                job_part_done(j, i);
+                continue;
+            }
             if (err) {
                 job_part_retry(j, i, now);
                 continue;
@@ -308,6 +323,7 @@ static void send_markers(struct txn_sender *s, struct dest *d, struct sent_marke
         for (int32_t e = 0; e < sel[k].n; e++) {
             const struct txn_tp *tp = &j->parts[sel[k].idx[e]];
             j->state[sel[k].idx[e]] = TP_INFLIGHT;
+            j->inflight++;
             write_txn_markers_request_writable_txn_marker_topic_t *t = NULL;
             for (int32_t u = 0; u < m->topics.n && !t; u++)
                 if (kstr_eqc(m->topics.a[u].name, tp->topic))
@@ -331,11 +347,18 @@ static void send_markers(struct txn_sender *s, struct dest *d, struct sent_marke
         d->inflight = false;
         int64_t now = clock_mono_ms();
         for (int32_t k = 0; k < n; k++)
-            for (int32_t e = 0; e < sel[k].n; e++)
+            for (int32_t e = 0; e < sel[k].n; e++) {
+                sel[k].job->inflight--;
                 job_part_retry(sel[k].job, sel[k].idx[e], now);
+            }
         ctx_free(x);
     }
     arena_free(&ar);
+}
+
+static bool forgotten(const struct sjob *j, const struct forget *f)
+{
+    return j->txn_partition == f->txn_partition && j->coord_epoch <= f->coord_epoch;
 }
 
 /* A due partition and where it goes. */
@@ -350,7 +373,7 @@ static void arm_retry(struct txn_sender *s, int64_t now)
     int64_t next = INT64_MAX;
     for (int32_t a = 0; a < s->nactive; a++) {
         struct sjob *j = s->active[a];
-        for (int32_t i = 0; i < j->nparts; i++)
+        for (int32_t i = 0; i < j->nparts && !j->dropped; i++)
             if (j->state[i] == TP_PENDING && j->due[i] > now && j->due[i] < next)
                 next = j->due[i];
     }
@@ -372,7 +395,16 @@ static void step(struct txn_sender *s)
         s->active[s->nactive++] = j;
     }
     s->qhead = s->qtail = NULL;
+    struct forget *fg = s->forgets;
+    int32_t nfg = s->nforgets;
+    s->forgets = NULL;
+    s->nforgets = s->capforgets = 0;
     pthread_mutex_unlock(&s->lock);
+    for (int32_t a = 0; a < s->nactive; a++)
+        for (int32_t k = 0; k < nfg; k++)
+            if (forgotten(s->active[a], &fg[k]))
+                s->active[a]->dropped = true;
+    free(fg);
     if (s->nactive == 0)
         return;
 
@@ -382,7 +414,7 @@ static void step(struct txn_sender *s)
     int32_t ndue = 0, capdue = 0;
     for (int32_t a = 0; a < s->nactive && img; a++) {
         struct sjob *j = s->active[a];
-        for (int32_t i = 0; i < j->nparts; i++) {
+        for (int32_t i = 0; i < j->nparts && !j->dropped; i++) {
             if (j->state[i] != TP_PENDING || j->due[i] > now)
                 continue;
             const struct txn_tp *tp = &j->parts[i];
@@ -465,17 +497,39 @@ static void step(struct txn_sender *s)
     int32_t keep = 0;
     for (int32_t a = 0; a < s->nactive; a++) {
         struct sjob *j = s->active[a];
-        if (j->left > 0) {
+        if (j->dropped ? j->inflight > 0 : j->left > 0) {
             s->active[keep++] = j;
             continue;
         }
-        txn_coord_markers_done(s->tc, j->txn_partition, j->coord_epoch, (kstr_t){j->id, j->id_len}, j->producer_id,
-                               j->producer_epoch, j->commit);
+        if (!j->dropped)
+            txn_coord_markers_done(s->tc, j->txn_partition, j->coord_epoch, (kstr_t){j->id, j->id_len},
+                                   j->producer_id, j->producer_epoch, j->commit);
         job_free(j);
         atomic_fetch_sub(&s->pending, 1);
     }
     s->nactive = keep;
     arm_retry(s, now);
+}
+
+/* A function another module runs on this loop (txn_sender_run). */
+struct sender_call {
+    struct sender_call *next;
+    void (*fn)(void *arg);
+    void *arg;
+};
+
+static void run_calls(struct txn_sender *s)
+{
+    pthread_mutex_lock(&s->lock);
+    struct sender_call *c = s->calls;
+    s->calls = s->calls_tail = NULL;
+    pthread_mutex_unlock(&s->lock);
+    while (c) {
+        struct sender_call *next = c->next;
+        c->fn(c->arg);
+        free(c);
+        c = next;
+    }
 }
 
 static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
@@ -486,6 +540,7 @@ static void on_wake(struct ev_loop *loop, ev_async *w, int revents)
         ev_break(loop, EVBREAK_ALL);
         return;
     }
+    run_calls(s);
     step(s);
 }
 
@@ -550,6 +605,9 @@ void txn_sender_stop(struct txn_sender *s)
         pthread_join(s->thread, NULL);
         s->started = false;
     }
+    /* Calls queued meanwhile still run (their owners wait for an
+     * answer: a request they send is failed by kclient_free below). */
+    run_calls(s);
     /* The loop is stopped: the requests kclient_free fails call back
      * here and see stop. */
     for (int32_t i = 0; i < s->ndests; i++) {
@@ -568,6 +626,9 @@ void txn_sender_stop(struct txn_sender *s)
     pthread_mutex_lock(&s->lock);
     struct sjob *q = s->qhead;
     s->qhead = s->qtail = NULL;
+    free(s->forgets);
+    s->forgets = NULL;
+    s->nforgets = s->capforgets = 0;
     pthread_mutex_unlock(&s->lock);
     while (q) {
         struct sjob *next = q->next;
@@ -624,7 +685,67 @@ void txn_sender_send(struct txn_sender *s, const struct txn_marker_job *job)
     ev_async_send(s->loop, &s->wake);
 }
 
+void txn_sender_forget(struct txn_sender *s, int32_t txn_partition, int32_t coord_epoch)
+{
+    if (!s || atomic_load(&s->stop))
+        return;
+    struct forget f = {txn_partition, coord_epoch};
+    struct sjob *gone = NULL;
+    pthread_mutex_lock(&s->lock);
+    /* Queued ones go now; the active ones at the sender's next step. */
+    struct sjob **pp = &s->qhead, *last = NULL;
+    while (*pp) {
+        struct sjob *j = *pp;
+        if (forgotten(j, &f)) {
+            *pp = j->next;
+            j->next = gone;
+            gone = j;
+        } else {
+            last = j;
+            pp = &j->next;
+        }
+    }
+    s->qtail = last;
+    if (s->nforgets == s->capforgets) {
+        s->capforgets = s->capforgets ? 2 * s->capforgets : 4;
+        s->forgets = xrealloc(s->forgets, (size_t)s->capforgets * sizeof *s->forgets);
+    }
+    s->forgets[s->nforgets++] = f;
+    pthread_mutex_unlock(&s->lock);
+    while (gone) {
+        struct sjob *next = gone->next;
+        job_free(gone);
+        atomic_fetch_sub(&s->pending, 1);
+        gone = next;
+    }
+    ev_async_send(s->loop, &s->wake);
+}
+
 int32_t txn_sender_pending(struct txn_sender *s)
 {
     return s ? atomic_load(&s->pending) : 0;
+}
+
+bool txn_sender_run(struct txn_sender *s, void (*fn)(void *arg), void *arg)
+{
+    if (!s || atomic_load(&s->stop))
+        return false;
+    struct sender_call *c = xcalloc(1, sizeof *c);
+    c->fn = fn;
+    c->arg = arg;
+    pthread_mutex_lock(&s->lock);
+    if (s->calls_tail)
+        s->calls_tail->next = c;
+    else
+        s->calls = c;
+    s->calls_tail = c;
+    pthread_mutex_unlock(&s->lock);
+    ev_async_send(s->loop, &s->wake);
+    return true;
+}
+
+struct kclient *txn_sender_client(struct txn_sender *s, const struct mimage *img, int32_t broker_id)
+{
+    struct dest *d = dest_for(s, broker_id);
+    return dest_connect(s, d, img) ? d->kc : NULL;
 }

@@ -54,6 +54,24 @@ void txn_sender_destroy(struct txn_sender *s);
  * partitions is reported done at once (from the sender's thread). */
 void txn_sender_send(struct txn_sender *s, const struct txn_marker_job *job);
 
+/* Drops the jobs of __transaction_state partition txn_partition sent
+ * with a coordinator epoch <= coord_epoch, unreported (Kafka's
+ * removeMarkersForTxnTopicPartition when the coordinator resigns a
+ * partition): call it when unloading a shard. Any thread, never blocks;
+ * a report already being made as it is called may still arrive. */
+void txn_sender_forget(struct txn_sender *s, int32_t txn_partition, int32_t coord_epoch);
+
+/* The sender's loop and clients serve the partition leaders' KIP-890
+ * verification too (txn_verify.c), so a node keeps one inter-broker
+ * client per broker for transactions. txn_sender_run: fn(arg) runs on
+ * the sender's thread soon (false when the sender is stopping: fn will
+ * not run). txn_sender_client, on that thread only: the client to
+ * broker_id at its registered address, or NULL while it is unknown. */
+struct kclient;
+struct mimage;
+bool txn_sender_run(struct txn_sender *s, void (*fn)(void *arg), void *arg);
+struct kclient *txn_sender_client(struct txn_sender *s, const struct mimage *img, int32_t broker_id);
+
 /* Jobs queued or in flight (for tests and DescribeTransactions' logs). */
 int32_t txn_sender_pending(struct txn_sender *s);
 

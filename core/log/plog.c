@@ -845,7 +845,8 @@ static bool should_roll(const struct plog *l, const struct segment *seg, size_t 
 }
 
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res);
+                       int64_t append_time_ms_or_minus1, bool follower, uint64_t guard,
+                       struct plog_append_result *res);
 
 /* A marker batch now in the segment of seg_base: the producer state and
  * the transaction side (LSO, .txnindex) follow. Under append_lock. */
@@ -857,6 +858,8 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
     if (plog_marker_of(batch, size, &type, &cepoch) != 0)
         return; /* not a marker Kafka would act on either */
     struct ps_completed_txn done;
+    if (l->nverify)
+        plog_txn_verify_clear(l, h->producer_id);
     int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
     if (c != 0 && c != 1) {
         slog_warn("log: %s: out of memory recording the marker of producer %" PRId64, l->dir, h->producer_id);
@@ -871,17 +874,24 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res)
 {
-    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, res);
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, PLOG_GUARD_UNCHECKED, res);
+}
+
+int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                         int64_t append_time_ms_or_minus1, uint64_t guard, struct plog_append_result *res)
+{
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, guard, res);
 }
 
 int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res)
 {
     /* Nothing is written into the batches on this path. */
-    return append_impl(l, (uint8_t *)batches, len, -1, -1, true, res);
+    return append_impl(l, (uint8_t *)batches, len, -1, -1, true, PLOG_GUARD_UNCHECKED, res);
 }
 
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, struct plog_append_result *res)
+                       int64_t append_time_ms_or_minus1, bool follower, uint64_t guard,
+                       struct plog_append_result *res)
 {
     if (res) {
         res->base_offset = res->last_offset = -1;
@@ -982,6 +992,11 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                     c = pstate_check_marker(l->ps, &h, cepoch);
             } else {
                 c = pstate_check(l->ps, &h, &dup);
+                if (c == 0 && guard != PLOG_GUARD_UNCHECKED && rb_is_transactional(&h)) {
+                    const struct ps_entry *pe = pstate_find(l->ps, h.producer_id);
+                    if (!pe || pe->current_txn_first_offset < 0)
+                        c = plog_txn_verify_check(l, h.producer_id, guard);
+                }
             }
             if (c == PSTATE_DUPLICATE) {
                 if (res) {
@@ -1104,6 +1119,8 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                           "appended again", l->dir, h.producer_id);
             else if (opens)
                 plog_txn_opened(l, h.base_offset);
+            if (opens && l->nverify)
+                plog_txn_verify_clear(l, h.producer_id);
         }
         pos += size;
     }

@@ -234,6 +234,25 @@ struct plog_append_result {
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res);
 
+/* KIP-890 part 1 (Kafka's UnifiedLog.maybeStartTransactionVerification
+ * and VerificationGuard): before the first transactional batch of a
+ * transaction is appended, the leader asks the transaction coordinator
+ * whether the partition is in the producer's transaction.
+ * plog_verify_begin: 0 with *guard 0 when the producer has an open
+ * transaction here already (nothing to verify), else a guard (non-zero,
+ * the same while the producer's verification is pending, a new one after
+ * its transaction opened or ended) to pass to plog_append_verified once
+ * the coordinator said yes. */
+#define PLOG_GUARD_UNCHECKED UINT64_MAX /* verification is off */
+int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64_t *guard);
+/* plog_append with the guard of plog_verify_begin (PLOG_GUARD_UNCHECKED:
+ * as plog_append). A transactional data batch of a producer without an
+ * open transaction here needs the producer's current guard: else
+ * KERR_INVALID_TXN_STATE (a marker ended the transaction after the
+ * verification, or it was never verified). */
+int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
+                         int64_t append_time_ms_or_minus1, uint64_t guard, struct plog_append_result *res);
+
 /* A follower's append (Kafka's appendAsFollower): whole v2 batches as
  * the leader stored them, kept byte for byte (offsets and
  * partitionLeaderEpoch included). Each batch's CRC is checked and the

@@ -117,6 +117,18 @@ struct plog {
     bool txn_files_loaded;
     int64_t *txn_dirty;
     size_t ntxn_dirty, txn_dirtycap;
+    /* KIP-890 verification guards (Kafka's VerificationStateEntry), one
+     * per producer whose next transactional batch is being verified with
+     * its coordinator; under append_lock. */
+    struct plog_verify_entry *verify;
+    size_t nverify, verifycap;
+};
+
+struct plog_verify_entry {
+    int64_t producer_id;
+    int16_t epoch;
+    uint64_t guard;
+    int64_t created_ms; /* monotonic */
 };
 
 struct plog_aborted_entry {
@@ -192,6 +204,12 @@ void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_
 /* Whether the data batch of producer_id at offset belongs to an aborted
  * transaction (the cleaner drops those records). */
 bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset);
+/* Under append_lock: the verification check of a transactional data
+ * batch from a producer with no open transaction (0 or
+ * KERR_INVALID_TXN_STATE), and forgetting a producer's guard once its
+ * transaction opened or ended. */
+int plog_txn_verify_check(struct plog *l, int64_t producer_id, uint64_t guard);
+void plog_txn_verify_clear(struct plog *l, int64_t producer_id);
 /* A marker batch's control record (batch: size bytes, uncompressed, as
  * Kafka writes markers): 0 with its type and coordinator epoch, or
  * KERR_INVALID_RECORD / KERR_CORRUPT_MESSAGE. */

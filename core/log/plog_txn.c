@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 #include "log/segment.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/slog.h"
 
 #define TXN_ENTRY_SIZE 34
@@ -58,6 +60,8 @@ void plog_txn_init(struct plog *l)
     l->txn_files_loaded = false;
     l->txn_dirty = NULL;
     l->ntxn_dirty = l->txn_dirtycap = 0;
+    l->verify = NULL;
+    l->nverify = l->verifycap = 0;
 }
 
 void plog_txn_free(struct plog *l)
@@ -65,7 +69,82 @@ void plog_txn_free(struct plog *l)
     free(l->aborted);
     free(l->unrepl);
     free(l->txn_dirty);
+    free(l->verify);
     pthread_mutex_destroy(&l->txn_lock);
+}
+
+/* ---- KIP-890 verification guards ---- */
+
+/* A guard unverified this long is dropped (its produce request is long
+ * answered; Kafka drops them with the producer's expiry). */
+#define VERIFY_ENTRY_MAX_AGE_MS (10 * 60 * 1000)
+
+static _Atomic uint64_t next_guard = 1;
+
+static struct plog_verify_entry *verify_find(struct plog *l, int64_t pid)
+{
+    for (size_t i = 0; i < l->nverify; i++)
+        if (l->verify[i].producer_id == pid)
+            return &l->verify[i];
+    return NULL;
+}
+
+int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64_t *guard)
+{
+    pthread_mutex_lock(&l->append_lock);
+    const struct ps_entry *pe = pstate_find(l->ps, producer_id);
+    if (pe && pe->current_txn_first_offset >= 0) {
+        *guard = 0;
+        pthread_mutex_unlock(&l->append_lock);
+        return 0;
+    }
+    int64_t now = clock_mono_ms();
+    struct plog_verify_entry *v = verify_find(l, producer_id);
+    if (!v) {
+        /* few at a time: producers between their verification and
+         * their first append */
+        size_t kept = 0;
+        for (size_t i = 0; i < l->nverify; i++)
+            if (now - l->verify[i].created_ms < VERIFY_ENTRY_MAX_AGE_MS)
+                l->verify[kept++] = l->verify[i];
+        l->nverify = kept;
+        if (l->nverify == l->verifycap) {
+            size_t cap = l->verifycap ? l->verifycap * 2 : 4;
+            struct plog_verify_entry *nv = realloc(l->verify, cap * sizeof *nv);
+            if (!nv) {
+                pthread_mutex_unlock(&l->append_lock);
+                return KERR_KAFKA_STORAGE_ERROR;
+            }
+            l->verify = nv;
+            l->verifycap = cap;
+        }
+        v = &l->verify[l->nverify++];
+        v->producer_id = producer_id;
+        v->epoch = epoch;
+        v->guard = atomic_fetch_add(&next_guard, 1);
+        v->created_ms = now;
+    } else if (epoch > v->epoch) {
+        /* Kafka's maybeUpdateLowestSequenceAndEpoch: the guard stays */
+        v->epoch = epoch;
+    }
+    *guard = v->guard;
+    pthread_mutex_unlock(&l->append_lock);
+    return 0;
+}
+
+int plog_txn_verify_check(struct plog *l, int64_t producer_id, uint64_t guard)
+{
+    const struct plog_verify_entry *v = verify_find(l, producer_id);
+    return v && guard != 0 && v->guard == guard ? 0 : KERR_INVALID_TXN_STATE;
+}
+
+void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
+{
+    for (size_t i = 0; i < l->nverify; i++)
+        if (l->verify[i].producer_id == producer_id) {
+            l->verify[i] = l->verify[--l->nverify];
+            return;
+        }
 }
 
 static void encode_entry(uint8_t *p, const struct plog_aborted_txn *a)

@@ -85,8 +85,14 @@ static void wake(struct partition *p)
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res)
 {
+    return partition_append_verified(p, batches, len, log_append_time, PLOG_GUARD_UNCHECKED, res);
+}
+
+int partition_append_verified(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
+                              uint64_t guard, struct plog_append_result *res)
+{
     int64_t append_time = log_append_time ? clock_wall_ms() : -1;
-    int err = plog_append(p->log, batches, len, atomic_load(&p->leader_epoch), append_time, res);
+    int err = plog_append_verified(p->log, batches, len, atomic_load(&p->leader_epoch), append_time, guard, res);
     if (err)
         return err;
     raise_hw(p, p->log);

@@ -89,6 +89,10 @@ int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topi
 struct plog_append_result;
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res);
+/* partition_append with a KIP-890 verification guard (plog.h:
+ * plog_verify_begin / plog_append_verified). */
+int partition_append_verified(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
+                              uint64_t guard, struct plog_append_result *res);
 
 /* Kafka's lastStableOffset: the high watermark, held back to the first
  * offset of the oldest transaction that is open or whose marker the

@@ -17,3 +17,9 @@ TESTS += tests/unit/txn_coord_test
 tests_unit_txn_coord_test_SOURCES = tests/unit/txn_coord_test.c
 tests_unit_txn_coord_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_txn_coord_test_LDADD = $(UNIT_LIBS)
+# the transaction marker sender against fake brokers and a real controller
+check_PROGRAMS += tests/unit/txn_sender_test
+TESTS += tests/unit/txn_sender_test
+tests_unit_txn_sender_test_SOURCES = tests/unit/txn_sender_test.c
+tests_unit_txn_sender_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_txn_sender_test_LDADD = $(UNIT_LIBS)

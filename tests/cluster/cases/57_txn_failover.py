@@ -27,7 +27,9 @@ RETRIABLE = (3, 6, 5, 19, 20)  # unknown partition, not leader, leader n/a, not 
 
 def setup():
     global CL
-    CL = C.Cluster(3, overrides=dict(C.FAST, **{"min.insync.replicas": "2", "replica.lag.time.max.ms": "3000"}))
+    # raw transactional batches without a coordinator: no KIP-890 check
+    CL = C.Cluster(3, overrides=dict(C.FAST, **{"min.insync.replicas": "2", "replica.lag.time.max.ms": "3000",
+                                                "transaction.partition.verification.enable": "false"}))
     CL.start()
     C.create_topics(CL.node(1), [TOPIC], partitions=1, rf=3)
 

@@ -8,7 +8,13 @@ AbortedTransactions, so real read_committed consumers (confluent-kafka,
 kafka-python) skip it while read_uncommitted ones see it; markers from an
 older coordinator epoch or producer epoch are refused; the open
 transaction and the aborted-transaction index survive a clean restart
-and kill -9."""
+and kill -9. Those cases run with transaction.partition.verification.enable
+false (no coordinator is asked); kip890_verification runs a second
+server with it on: a transactional batch for a partition not in the
+producer's transaction (per the coordinator) is INVALID_TXN_STATE, with no
+coordinator reachable NOT_ENOUGH_REPLICAS (retriable), after
+AddPartitionsToTxn it is appended, and after EndTxn the next
+transaction's first batch needs its AddPartitionsToTxn again."""
 import os
 import time
 import struct
@@ -36,7 +42,7 @@ def kafka_version():
 
 def setup():
     global srv
-    srv = Server()
+    srv = Server(overrides={"transaction.partition.verification.enable": "false"})
     for t in TOPICS:
         ck_create_topic("127.0.0.1:%d" % srv.port, t, partitions=1)
 
@@ -274,6 +280,83 @@ def samsactl_aborts_a_hanging_transaction():
     check(b"Aborted the transaction of producer 5002" in res.stdout, "samsactl abort output: %r", res.stdout)
     p = expect_lso(t, 11, 11, "after the second abort")
     eq(p["aborted"], [(5001, 3), (5002, 8)], "AbortedTransactions after both aborts")
+
+
+# ---- KIP-890 part 1 ------------------------------------------------------------
+
+ADD_PARTITIONS_TO_TXN = 24
+END_TXN = 26
+NOT_ENOUGH_REPLICAS = 19
+
+
+def add_partitions_v2(c, tid, pid, epoch, topic, parts):
+    body = kwire.W().string(tid).i64(pid).i16(epoch).array(
+        [topic], lambda w, t: w.string(t).array(parts, lambda w2, p: w2.i32(p))).bytes()
+    r = c.request(ADD_PARTITIONS_TO_TXN, 2, body)
+    r.i32()
+    out = {}
+    for _ in range(r.i32()):
+        name = r.string()
+        for _ in range(r.i32()):
+            p = r.i32()
+            out[(name, p)] = r.i16()
+    return out
+
+
+def end_txn_v2(c, tid, pid, epoch, commit):
+    r = c.request(END_TXN, 2, kwire.W().string(tid).i64(pid).i16(epoch).boolean(commit).bytes())
+    r.i32()
+    return r.i16()
+
+
+@S.case
+def kip890_verification():
+    import kgroups as kg
+    v = Server(overrides={"transaction.partition.verification.enable": "true"}, name="verify")
+    try:
+        ck_create_topic("127.0.0.1:%d" % v.port, "txn-verify", partitions=2)
+        c = kwire.Conn(v.port)
+        try:
+            # no __transaction_state yet: the coordinator cannot be asked
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(6001, 0, 1, b"n"), transactional_id="vt")
+            eq(r["error_code"], NOT_ENOUGH_REPLICAS, "transactional produce with no coordinator")
+            deadline = time.monotonic() + bound(15)
+            while kg.find_coordinator(c, "vt", version=1, key_type=1)["error_code"] != 0:
+                check(time.monotonic() < deadline, "no transaction coordinator for vt")
+                time.sleep(0.1)
+            while True:
+                ip = kwire.init_producer_id(c, 3, "vt")
+                if ip["error_code"] == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            eq(ip["error_code"], 0, "InitProducerId vt")
+            pid, ep = ip["producer_id"], ip["producer_epoch"]
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 0, 2, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (INVALID_TXN_STATE, -1), "batch for a partition not in the txn")
+            eq(add_partitions_v2(c, "vt", pid, ep, "txn-verify", [0]), {("txn-verify", 0): 0}, "AddPartitionsToTxn")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 0, 2, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (0, 0), "batch after AddPartitionsToTxn")
+            # partition 1 was not added: refused, partition 0 goes on
+            r = kwire.produce(c, "txn-verify", 1, txn_batch(pid, 0, 1, b"b", ep), transactional_id="vt")
+            eq(r["error_code"], INVALID_TXN_STATE, "partition 1 not in the txn")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 2, 1, b"a", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (0, 2), "the open transaction goes on")
+            eq(end_txn_v2(c, "vt", pid, ep, True), 0, "EndTxn commit")
+            # the marker ends the transaction on partition 0; the next
+            # transaction's first batch is verified again
+            deadline = time.monotonic() + bound(10)
+            while True:
+                p = kwire.fetch_v4(c, "txn-verify", 0, 0, isolation=1)
+                if p["last_stable_offset"] == 4 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            eq((p["high_watermark"], p["last_stable_offset"]), (4, 4), "committed: (HW, LSO)")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+            eq(r["error_code"], INVALID_TXN_STATE, "next transaction without AddPartitionsToTxn")
+        finally:
+            c.close()
+    finally:
+        v.stop()
 
 
 if __name__ == "__main__":
