@@ -814,7 +814,8 @@ static int do_list(struct kc_client *c)
     for (int32_t i = 0; i < nb && rc == 0; i++)
         rc = list_broker(c, ids[i], &a, &v, &n, &cap);
     if (rc == 0) {
-        qsort(v, (size_t)n, sizeof *v, cmp_listed);
+        if (n > 1) /* v is NULL when no group is listed */
+            qsort(v, (size_t)n, sizeof *v, cmp_listed);
         static const char *const hdr[] = {"GROUP", "STATE", "PROTOCOL-TYPE"};
         struct table t;
         table_init(&t, 3, hdr);

@@ -293,7 +293,8 @@ static int do_list(struct kc_client *c, const struct txn_opts *o)
     if (rc == 0) {
         /* each coordinator's ids, merged; an id moving between
          * coordinators is shown by both, as Kafka's tool shows it */
-        qsort(v, (size_t)n, sizeof *v, cmp_listed);
+        if (n > 1) /* v is NULL when nothing is listed */
+            qsort(v, (size_t)n, sizeof *v, cmp_listed);
         static const char *const hdr[] = {"TransactionalId", "Coordinator", "ProducerId", "TransactionState"};
         struct table t;
         table_init(&t, 4, hdr);

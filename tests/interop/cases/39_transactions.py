@@ -44,7 +44,7 @@ import kwire  # noqa: E402
 S = h.Suite("39_transactions", case_limit=90)
 srv = None
 TXN_JS = os.path.join(h.HERE, "js", "txn_js.mjs")
-MAX_TIMEOUT_MS = 120000
+MAX_TIMEOUT_MS = 600000
 
 INVALID_REQUEST = 42
 INVALID_PRODUCER_EPOCH = 47
@@ -130,9 +130,11 @@ def latest(topic, partition, isolation):
 
 def producer(tid, **extra):
     from confluent_kafka import Producer
-    conf = h.ck_conf(srv.bootstrap, **{"transactional.id": tid, "transaction.timeout.ms": 60000,
+    conf = h.ck_conf(srv.bootstrap, **{"transactional.id": tid, "transaction.timeout.ms": int(bound(60000)),
                                        "message.timeout.ms": int(bound(30000)), "linger.ms": 5})
     conf.update(extra)
+    # librdkafka requires message.timeout.ms <= transaction.timeout.ms
+    conf["message.timeout.ms"] = min(conf["message.timeout.ms"], conf["transaction.timeout.ms"])
     p = Producer(conf)
     p.init_transactions(bound(30))
     return p
