@@ -39,6 +39,7 @@ const struct api_handler api_handlers[] = {
     {KAPI_LEAVE_GROUP, 0, 5, api_handle_leave_group},
     {KAPI_OFFSET_COMMIT, 1, 9, api_handle_offset_commit},
     {KAPI_OFFSET_FETCH, 1, 9, api_handle_offset_fetch},
+    {KAPI_TXN_OFFSET_COMMIT, 0, 4, api_handle_txn_offset_commit},
     {KAPI_LIST_GROUPS, 0, 5, api_handle_list_groups},
     {KAPI_DESCRIBE_GROUPS, 0, 5, api_handle_describe_groups},
     {KAPI_DELETE_GROUPS, 0, 2, api_handle_delete_groups},

@@ -1,6 +1,6 @@
 /* The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat,
  * LeaveGroup, ListGroups, DescribeGroups, DeleteGroups, OffsetCommit,
- * OffsetFetch and OffsetDelete, as Kafka's KafkaApis and
+ * TxnOffsetCommit, OffsetFetch and OffsetDelete, as Kafka's KafkaApis and
  * GroupCoordinatorService answer them. The group logic is the
  * coordinator's (coord/); this file checks requests, authorizes,
  * resolves topics, and parks the requests that wait: JoinGroup and
@@ -21,6 +21,9 @@
 #include "controller/controller.h"
 #include "coord/coord.h"
 #include "coord/records.h"
+#include "coord/txn_meta.h"
+#include "coord/txn_verify.h"
+#include "log/plog.h"
 #include "net/net.h"
 #include "coord/txn_log.h"
 #include "net/park.h"
@@ -46,6 +49,8 @@
 #include "proto/gen/offset_fetch_response.h"
 #include "proto/gen/sync_group_request.h"
 #include "proto/gen/sync_group_response.h"
+#include "proto/gen/txn_offset_commit_request.h"
+#include "proto/gen/txn_offset_commit_response.h"
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "util/clock.h"
@@ -829,6 +834,192 @@ void api_handle_offset_commit(struct request *req)
 }
 
 /* ------------------------------------------------------------------ */
+/* TxnOffsetCommit                                                     */
+
+/* An error for the whole request, as Kafka answers it to this version:
+ * COORDINATOR_LOAD_IN_PROGRESS is COORDINATOR_NOT_AVAILABLE before v2
+ * (clients before 2.0 did not expect it), PRODUCER_FENCED is
+ * INVALID_PRODUCER_EPOCH before v3 (KIP-588). */
+static int16_t txn_commit_error(int16_t err, int16_t version)
+{
+    if (err == KERR_COORDINATOR_LOAD_IN_PROGRESS && version < 2)
+        return KERR_COORDINATOR_NOT_AVAILABLE;
+    return txn_error_for_version(err, KAPI_TXN_OFFSET_COMMIT, version);
+}
+
+static void txn_commit_finish(struct gop *op, int16_t err)
+{
+    txn_offset_commit_response_t *resp = op->resp;
+    err = txn_commit_error(err, op->req->api_version);
+    for (int32_t t = 0; err && t < resp->topics.n; t++)
+        for (int32_t p = 0; p < resp->topics.a[t].partitions.n; p++)
+            if (!resp->topics.a[t].partitions.a[p].error_code)
+                resp->topics.a[t].partitions.a[p].error_code = err;
+    req_respond(op->req, resp);
+}
+
+/* A TxnOffsetCommit: first, with KIP-890 verification, parked until the
+ * transaction coordinator confirms the group's partition is in the
+ * producer's transaction; then the commit (op), which parks until the ISR
+ * has its batch. */
+struct txo {
+    struct parked pk; /* first */
+    struct gop *op;
+    struct coord_commit *parts;
+    int32_t n;
+    uint64_t guard;
+    struct txn_verify *job; /* NULL: nothing asked */
+};
+
+/* Runs the commit (unless verr, the verification's produce-style error,
+ * or the partitions' own errors stop it) and answers, now or once
+ * replicated. */
+static void txo_finish(struct txo *t, int16_t verr)
+{
+    struct request *req = t->op->req;
+    const txn_offset_commit_request_t *q = req->body;
+    int16_t v = req->api_version;
+    txn_offset_commit_response_t *resp = t->op->resp;
+    if (t->job) {
+        txn_verify_release(t->job);
+        t->job = NULL;
+    }
+    bool any = false;
+    for (int32_t i = 0; i < t->n && !any; i++)
+        any = t->parts[i].error == 0;
+    if (any) {
+        /* the verification's retriable answer (NOT_ENOUGH_REPLICAS) as
+         * Kafka's runtime maps it: COORDINATOR_NOT_AVAILABLE */
+        int16_t err = verr ? coord_append_error(verr)
+                           : coord_txn_commit(req->broker->coord, q->group_id, v >= 3 ? q->member_id : KSTR_LIT(""),
+                                              v >= 3 ? q->group_instance_id : KSTR_NULL,
+                                              v >= 3 ? q->generation_id : -1, q->producer_id, q->producer_epoch,
+                                              t->guard, t->parts, t->n, &t->op->ack);
+        err = txn_commit_error(err, v);
+        for (int32_t i = 0; err && i < t->n; i++)
+            if (!t->parts[i].error)
+                t->parts[i].error = err;
+    }
+    int32_t k = 0;
+    for (int32_t x = 0; x < resp->topics.n; x++)
+        for (int32_t p = 0; p < resp->topics.a[x].partitions.n; p++) {
+            resp->topics.a[x].partitions.a[p].partition_index = t->parts[k].partition;
+            resp->topics.a[x].partitions.a[p].error_code = t->parts[k].error;
+            k++;
+        }
+    gop_run(t->op, api_commit_timeout_ms(req));
+}
+
+static bool txo_try(struct parked *pk, bool expired)
+{
+    struct txo *t = (struct txo *)pk;
+    int16_t verr;
+    if (txn_verify_done(t->job))
+        verr = txn_verify_error(t->job, 0);
+    else if (expired)
+        verr = KERR_NOT_ENOUGH_REPLICAS; /* the client retries */
+    else
+        return false;
+    t->op->req->cancel = NULL;
+    txo_finish(t, verr);
+    return true;
+}
+
+static void txo_cancel(struct request *req)
+{
+    struct txo *t = req->handler_state;
+    park_stop(&t->pk);
+    txn_verify_release(t->job);
+    t->job = NULL;
+}
+
+void api_handle_txn_offset_commit(struct request *req)
+{
+    const txn_offset_commit_request_t *q = req->body;
+    struct broker *b = req->broker;
+    int16_t v = req->api_version;
+    struct gop *op = gop_new(req, txn_commit_finish);
+    txn_offset_commit_response_t *resp = arena_alloc(&req->arena, sizeof *resp);
+    txn_offset_commit_response_init(resp);
+    op->resp = resp;
+
+    int32_t total = 0;
+    for (int32_t t = 0; t < q->topics.n; t++)
+        total += q->topics.a[t].partitions.n > 0 ? q->topics.a[t].partitions.n : 0;
+    struct coord_commit *parts = arena_alloc(&req->arena, (size_t)(total + 1) * sizeof *parts);
+    /* KafkaApis: the transactional id (WRITE; the producer id is implied
+     * by it), then the group (READ), then each topic (READ) */
+    int16_t group_err = 0;
+    if (!authz_allowed(req, ACL_OP_WRITE, ACL_RES_TRANSACTIONAL_ID, q->transactional_id))
+        group_err = KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+    else if (!authz_allowed(req, ACL_OP_READ, ACL_RES_GROUP, q->group_id))
+        group_err = KERR_GROUP_AUTHORIZATION_FAILED;
+    else if (group_id_empty(q->group_id))
+        group_err = KERR_INVALID_GROUP_ID;
+
+    struct mimage *img = controller_image(b->controller);
+    resp->topics.a = txn_offset_commit_response_txn_offset_commit_response_topic_new_array(&req->arena, q->topics.n);
+    resp->topics.n = q->topics.n > 0 ? q->topics.n : 0;
+    int32_t k = 0;
+    for (int32_t t = 0; t < resp->topics.n; t++) {
+        const txn_offset_commit_request_txn_offset_commit_request_topic_t *rt = &q->topics.a[t];
+        txn_offset_commit_response_txn_offset_commit_response_topic_t *ot = &resp->topics.a[t];
+        ot->name = rt->name;
+        int32_t np = rt->partitions.n > 0 ? rt->partitions.n : 0;
+        ot->partitions.a = txn_offset_commit_response_txn_offset_commit_response_partition_new_array(&req->arena, np);
+        ot->partitions.n = np;
+        bool topic_ok = group_err || authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, rt->name);
+        const struct mi_topic *mt = mimage_topic(img, rt->name);
+        for (int32_t p = 0; p < np; p++) {
+            const txn_offset_commit_request_txn_offset_commit_request_partition_t *rp = &rt->partitions.a[p];
+            struct coord_commit *c = &parts[k++];
+            c->topic = rt->name;
+            c->partition = rp->partition_index;
+            c->offset = rp->committed_offset;
+            c->leader_epoch = v >= 2 ? rp->committed_leader_epoch : -1;
+            c->metadata = rp->committed_metadata;
+            c->commit_ts = -1;
+            c->error = group_err              ? group_err
+                       : !topic_ok            ? KERR_TOPIC_AUTHORIZATION_FAILED
+                       : !mt || !mi_topic_partition(mt, rp->partition_index) ? KERR_UNKNOWN_TOPIC_OR_PARTITION
+                                                                              : 0;
+        }
+    }
+    mimage_release(img);
+    struct txo *t = arena_alloc(&req->arena, sizeof *t);
+    memset(t, 0, sizeof *t);
+    t->op = op;
+    t->parts = parts;
+    t->n = k;
+    t->guard = PLOG_GUARD_UNCHECKED;
+    bool any = false;
+    for (int32_t i = 0; i < k && !any; i++)
+        any = parts[i].error == 0;
+    if (group_err || !any) {
+        txo_finish(t, 0);
+        return;
+    }
+    /* KIP-890: the coordinator runtime verifies a transactional write
+     * whose producer has no open transaction in the partition yet */
+    int32_t part = -1;
+    if (b->cfg->transaction_partition_verification_enable && b->txn_coord &&
+        coord_txn_verify_begin(b->coord, q->group_id, q->producer_id, q->producer_epoch, &t->guard, &part) &&
+        t->guard != 0) {
+        kstr_t topic = KSTR_LIT(COORD_OFFSETS_TOPIC);
+        t->job = txn_verify_start(b, q->transactional_id, q->producer_id, q->producer_epoch, 1, &topic, &part);
+        if (!txn_verify_done(t->job)) {
+            req->handler_state = t;
+            req->cancel = txo_cancel;
+            park_init(&t->pk, req, txo_try);
+            park_watch(&t->pk, park_key_object(t->job));
+            park_start(&t->pk, api_commit_timeout_ms(req));
+            return;
+        }
+    }
+    txo_finish(t, t->job ? txn_verify_error(t->job, 0) : 0);
+}
+
+/* ------------------------------------------------------------------ */
 /* OffsetFetch                                                         */
 
 /* One group's answer: topics (NULL: all) of a v0-7 or v8+ request. The
@@ -842,7 +1033,7 @@ struct fetch_group {
     struct coord_fetched **parts;
 };
 
-static void fetch_group(struct request *req, kstr_t group, bool all, int32_t nt, const kstr_t *tnames,
+static void fetch_group(struct request *req, kstr_t group, bool all, bool stable, int32_t nt, const kstr_t *tnames,
                         const int32_t *const *tparts, const int32_t *tnparts, struct fetch_group *out)
 {
     struct arena *a = &req->arena;
@@ -854,7 +1045,7 @@ static void fetch_group(struct request *req, kstr_t group, bool all, int32_t nt,
     if (all) {
         struct coord_fetched *v;
         int32_t n;
-        out->error = coord_fetch_offsets(req->broker->coord, group, NULL, 0, true, a, &v, &n);
+        out->error = coord_fetch_offsets(req->broker->coord, group, NULL, 0, true, stable, a, &v, &n);
         if (out->error)
             return;
         /* group by topic (sorted already), leaving out topics the
@@ -895,7 +1086,7 @@ static void fetch_group(struct request *req, kstr_t group, bool all, int32_t nt,
             k++;
         }
     }
-    out->error = coord_fetch_offsets(req->broker->coord, group, v, total, false, a, NULL, NULL);
+    out->error = coord_fetch_offsets(req->broker->coord, group, v, total, false, stable, a, NULL, NULL);
     /* topics the principal may not describe */
     for (int32_t t = 0; t < nt; t++) {
         if (authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, tnames[t]))
@@ -934,10 +1125,9 @@ void api_handle_offset_fetch(struct request *req)
     struct arena *a = &req->arena;
     offset_fetch_response_t resp;
     offset_fetch_response_init(&resp);
-    /* require_stable (v7+) asks for UNSTABLE_OFFSET_COMMIT while a
-     * transaction holds offsets of the partition; without a transaction
-     * coordinator there are never such pending offsets, so it changes
-     * nothing here. */
+    /* require_stable (v7+): UNSTABLE_OFFSET_COMMIT for a partition an
+     * open transaction holds an offset of (the client retries) */
+    bool stable = v >= 7 && q->require_stable;
     if (v < 8) {
         bool all = v >= 2 && q->topics.n < 0;
         int32_t nt = q->topics.n > 0 ? q->topics.n : 0;
@@ -950,7 +1140,7 @@ void api_handle_offset_fetch(struct request *req)
             pn[t] = q->topics.a[t].partition_indexes.n > 0 ? q->topics.a[t].partition_indexes.n : 0;
         }
         struct fetch_group fg;
-        fetch_group(req, q->group_id, all, nt, names, pl, pn, &fg);
+        fetch_group(req, q->group_id, all, stable, nt, names, pl, pn, &fg);
         resp.error_code = fg.error;
         if (fg.error) {
             /* OffsetFetchRequest.getErrorResponse: every partition asked
@@ -1008,7 +1198,7 @@ void api_handle_offset_fetch(struct request *req)
             pn[t] = rg->topics.a[t].partition_indexes.n > 0 ? rg->topics.a[t].partition_indexes.n : 0;
         }
         struct fetch_group fg;
-        fetch_group(req, rg->group_id, all, nt, names, pl, pn, &fg);
+        fetch_group(req, rg->group_id, all, stable, nt, names, pl, pn, &fg);
         if (!fg.error && v >= 9) /* a KIP-848 member's fetch: its epoch must be current */
             fg.error = coord_validate_fetch(req->broker->coord, rg->group_id, rg->member_id, rg->member_epoch);
         og->error_code = fg.error;

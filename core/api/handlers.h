@@ -47,6 +47,7 @@ void api_handle_describe_groups(struct request *req);   /* groups.c */
 void api_handle_delete_groups(struct request *req);     /* groups.c */
 void api_handle_offset_commit(struct request *req);     /* groups.c */
 void api_handle_offset_fetch(struct request *req);      /* groups.c */
+void api_handle_txn_offset_commit(struct request *req); /* groups.c */
 void api_handle_offset_delete(struct request *req);     /* groups.c */
 void api_handle_consumer_group_heartbeat(struct request *req); /* consumer_groups.c */
 void api_handle_consumer_group_describe(struct request *req);  /* consumer_groups.c */

@@ -9,9 +9,12 @@
  * TRANSACTION_COORDINATOR_FENCED), and answered like an acks=all Produce:
  * once the high watermark is past it (the request parks on the
  * partitions' keys until then, bounded by Kafka's request.timeout.ms
- * default). Completing the transaction's offset commits in the group
- * coordinator (markers on __consumer_offsets partitions) is the
- * coordinator side's and not done here. */
+ * default). On a __consumer_offsets partition the group coordinator
+ * writes the marker itself (coord_write_txn_marker, as Kafka's
+ * KafkaApis delegates it to completeTransaction): appended under the
+ * shard's lock and replayed at once, so the producer's pending offset
+ * commits become committed or dropped in log order with the shard's
+ * other writes; the answer, as for every marker, waits for the ISR. */
 #include <string.h>
 
 #include "api/dispatch.h"
@@ -20,6 +23,8 @@
 #include "auth/authz.h"
 #include "broker.h"
 #include "controller/controller.h"
+#include "coord/coord.h"
+#include "coord/records.h"
 #include "log/plog.h"
 #include "net/park.h"
 #include "proto/kerr.h"
@@ -113,17 +118,28 @@ static int16_t write_marker(struct request *req, const struct mimage *img, struc
     struct partition *p = preg_get(req->broker->partitions, &t->id, index);
     if (!p)
         return preg_unavailable_error(req->broker->partitions, &t->id, index);
-    struct buf b;
-    buf_init(&b);
-    int err = rb_build_txn_marker(&b, 0, clock_wall_ms(), mk->producer_id, mk->producer_epoch,
+    struct plog_append_result res;
+    int32_t epoch = atomic_load(&p->leader_epoch);
+    int err;
+    if (req->broker->coord && kstr_eq(topic, KSTR_LIT(COORD_OFFSETS_TOPIC))) {
+        err = coord_write_txn_marker(req->broker->coord, p, mk->producer_id, mk->producer_epoch,
+                                     mk->coordinator_epoch, mk->transaction_result, &res.last_offset, &epoch);
+        /* the transaction coordinator expects no coordinator errors:
+         * "not ready yet" (Kafka's translation) */
+        if (err == KERR_NOT_COORDINATOR || err == KERR_COORDINATOR_LOAD_IN_PROGRESS ||
+            err == KERR_COORDINATOR_NOT_AVAILABLE)
+            err = KERR_NOT_LEADER_OR_FOLLOWER;
+    } else {
+        struct buf b;
+        buf_init(&b);
+        err = rb_build_txn_marker(&b, 0, clock_wall_ms(), mk->producer_id, mk->producer_epoch,
                                   RB_NO_PARTITION_LEADER_EPOCH,
                                   mk->transaction_result ? RB_CONTROL_COMMIT : RB_CONTROL_ABORT,
                                   mk->coordinator_epoch, NULL);
-    struct plog_append_result res;
-    int32_t epoch = atomic_load(&p->leader_epoch);
-    if (!err)
-        err = partition_append(p, b.data, b.len, false, &res);
-    buf_free(&b);
+        if (!err)
+            err = partition_append(p, b.data, b.len, false, &res);
+        buf_free(&b);
+    }
     if (err) {
         partition_put(p);
         if (err == KERR_INVALID_PRODUCER_EPOCH || err == KERR_TRANSACTION_COORDINATOR_FENCED)

@@ -46,6 +46,10 @@ struct coord_shard {
     kuuid_t topic_id;
     struct partition *p;  /* reference while ACTIVE */
     struct hmap groups;   /* id -> struct cgroup* */
+    /* Open transactions with offsets here: producer id (int64) ->
+     * struct txn_groups*, the groups their offsets went to (Kafka's
+     * pendingTransactionalOffsets by producer id). */
+    struct hmap txns;
     struct cgroup **heap; /* by next deadline */
     int32_t nheap, capheap;
 };
@@ -211,15 +215,23 @@ struct batch {
     struct rb_builder b;
     struct buf k, v;
     int n;
+    uint64_t guard; /* KIP-890's (a verified transactional commit), else PLOG_GUARD_UNCHECKED */
 };
 
-static void batch_begin(struct batch *bt)
+/* opts NULL: a plain batch; else a producer's (transactional). */
+static void batch_begin_opts(struct batch *bt, const struct rb_batch_opts *opts)
 {
     buf_init(&bt->out);
     buf_init(&bt->k);
     buf_init(&bt->v);
-    rb_builder_begin(&bt->b, &bt->out, 0, clock_wall_ms(), NULL);
+    rb_builder_begin(&bt->b, &bt->out, 0, clock_wall_ms(), opts);
     bt->n = 0;
+    bt->guard = PLOG_GUARD_UNCHECKED;
+}
+
+static void batch_begin(struct batch *bt)
+{
+    batch_begin_opts(bt, NULL);
 }
 
 /* k/v hold the record; v.len 0 with tombstone: null value. */
@@ -268,10 +280,15 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
          * which the client hears as the same COORDINATOR_NOT_AVAILABLE. */
         struct plog_append_result res;
         int32_t ep = atomic_load(&s->p->leader_epoch);
-        rc = partition_append(s->p, bt->out.data + bt->out.len - len, len, false, &res);
+        /* as the coordinator: a transactional batch's producer epoch is
+         * checked, not its sequence (the coordinator writes each at 0) */
+        rc = partition_append_coordinator(s->p, bt->out.data + bt->out.len - len, len, bt->guard, &res);
         if (rc) {
-            slog_warn("group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
-                      kerr_name((int16_t)rc));
+            /* a fenced producer's transactional commit is the producer's
+             * error, not the log's */
+            slog(rc == KERR_INVALID_PRODUCER_EPOCH ? SLOG_INFO : SLOG_WARN,
+                 "group coordinator: append to %s-%d failed: %s", COORD_OFFSETS_TOPIC, s->index,
+                 kerr_name((int16_t)rc));
             err = coord_append_error(rc);
         } else {
             if (last)
@@ -468,6 +485,73 @@ static int16_t ccg_env_finish(struct ccg_ctx *x, int64_t *last, int32_t *epoch)
 
 
 /* ------------------------------------------------------------------ */
+/* open transactions of a shard                                        */
+
+struct txn_group_id {
+    char *id;
+    int32_t len;
+};
+
+struct txn_groups {
+    struct txn_group_id *v;
+    int32_t n, cap;
+};
+
+/* producer_id's transaction has offsets of g. */
+static void txn_index_add(struct hmap *txns, int64_t producer_id, const struct cgroup *g)
+{
+    struct txn_groups *t = hmap_get(txns, &producer_id, sizeof producer_id);
+    if (!t) {
+        t = xcalloc(1, sizeof *t);
+        hmap_put(txns, &producer_id, sizeof producer_id, t);
+    }
+    for (int32_t i = 0; i < t->n; i++)
+        if (t->v[i].len == g->id_len && memcmp(t->v[i].id, g->id, (size_t)g->id_len) == 0)
+            return;
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 4;
+        t->v = xrealloc(t->v, (size_t)t->cap * sizeof *t->v);
+    }
+    t->v[t->n++] = (struct txn_group_id){xstrndup(g->id, (size_t)g->id_len), g->id_len};
+}
+
+static void txn_groups_free(struct txn_groups *t)
+{
+    if (!t)
+        return;
+    for (int32_t i = 0; i < t->n; i++)
+        free(t->v[i].id);
+    free(t->v);
+    free(t);
+}
+
+static void txn_index_free(struct hmap *txns)
+{
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(txns, &it, &k, &kl, &v))
+        txn_groups_free(v);
+    hmap_free(txns);
+    hmap_init(txns);
+}
+
+/* Kafka's replayEndTransactionMarker: producer_id's transaction ended in
+ * the log (commit or abort). Its groups are returned (the caller frees
+ * the list with txn_groups_free), NULL when it had no offsets here. */
+static struct txn_groups *txn_index_end(struct hmap *groups, struct hmap *txns, int64_t producer_id, bool commit)
+{
+    struct txn_groups *t = hmap_del(txns, &producer_id, sizeof producer_id);
+    for (int32_t i = 0; t && i < t->n; i++) {
+        struct cgroup *g = hmap_get(groups, t->v[i].id, (size_t)t->v[i].len);
+        if (g)
+            cg_txn_end(g, producer_id, commit);
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------------ */
 /* shards                                                              */
 
 static struct coord_shard *shard_new(struct coord *c, int32_t index)
@@ -477,6 +561,7 @@ static struct coord_shard *shard_new(struct coord *c, int32_t index)
     s->index = index;
     pthread_mutex_init(&s->lock, NULL);
     hmap_init(&s->groups);
+    hmap_init(&s->txns);
     s->epoch = -1;
     return s;
 }
@@ -632,6 +717,7 @@ static void unload(struct coord_shard *s, const char *why)
         cg_free(v, KERR_NOT_COORDINATOR);
     hmap_free(&s->groups);
     hmap_init(&s->groups);
+    txn_index_free(&s->txns);
     s->nheap = 0;
     if (s->p)
         partition_put(s->p);
@@ -748,8 +834,11 @@ static void replay_ccg(struct hmap *groups, const struct crec *r, int64_t wall_n
     }
 }
 
-/* Replays one record into groups (a map being built). */
-static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
+/* Replays one record into groups and txns (maps being built), the
+ * record at offset of a transactional batch of producer_id (-1: not
+ * transactional), as Kafka's OffsetMetadataManager.replay. */
+static void replay(struct hmap *groups, struct hmap *txns, const struct crec *r, int64_t offset,
+                   int64_t producer_id, int64_t wall_now)
 {
     if (r->kind == CREC_CCG) {
         replay_ccg(groups, r, wall_now);
@@ -760,8 +849,10 @@ static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
         size_t gl = (size_t)(gid.len > 0 ? gid.len : 0);
         struct cgroup *g = hmap_get(groups, gid.p ? gid.p : "", gl);
         if (r->tombstone) {
-            if (g)
+            if (g) {
                 cg_offset_del(g, r->okey.topic, r->okey.partition);
+                cg_txn_del(g, r->okey.topic, r->okey.partition);
+            }
             return;
         }
         if (!g) {
@@ -775,8 +866,14 @@ static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
             .metadata_len = r->ovalue.metadata.len > 0 ? r->ovalue.metadata.len : 0,
             .commit_ts = r->ovalue.commit_timestamp,
             .expire_ts = r->ovalue.expire_timestamp,
+            .record_offset = offset,
         };
-        cg_offset_put(g, r->okey.topic, r->okey.partition, &o);
+        if (producer_id >= 0) {
+            cg_txn_put(g, producer_id, r->okey.topic, r->okey.partition, &o);
+            txn_index_add(txns, producer_id, g);
+        } else {
+            cg_offset_put(g, r->okey.topic, r->okey.partition, &o);
+        }
         return;
     }
     if (r->kind != CREC_GROUP)
@@ -813,13 +910,14 @@ static void replay(struct hmap *groups, const struct crec *r, int64_t wall_now)
 /* Reads the whole partition into groups. Returns 0 or a Kafka error. */
 struct read_ctx {
     struct hmap *groups;
+    struct hmap *txns;
     int64_t *nrecords;
     int64_t wall;
     int32_t index;
     bool warned_other;
 };
 
-static void read_one(void *arg, int64_t offset, kbytes_t key, kbytes_t value)
+static void read_one(void *arg, int64_t offset, int64_t producer_id, kbytes_t key, kbytes_t value)
 {
     struct read_ctx *x = arg;
     struct arena a = ARENA_INIT;
@@ -834,18 +932,28 @@ static void read_one(void *arg, int64_t offset, kbytes_t key, kbytes_t value)
                       COORD_OFFSETS_TOPIC, x->index, cr.key_version);
         x->warned_other = true;
     } else {
-        replay(x->groups, &cr, x->wall);
+        replay(x->groups, x->txns, &cr, offset, producer_id, x->wall);
         (*x->nrecords)++;
     }
     arena_free(&a);
 }
 
-/* Transactional offset commits are skipped (coord_log_scan): their
- * transactions are not decided here yet. */
-static int read_partition(struct coord *c, struct partition *p, struct hmap *groups, int64_t *nrecords)
+static void read_marker(void *arg, int64_t offset, int64_t producer_id, bool commit)
 {
-    struct read_ctx x = {groups, nrecords, clock_wall_ms(), p->index, false};
-    return coord_log_scan(p, c->b->plugins, c->s.load_buffer, COORD_OFFSETS_TOPIC, read_one, &x);
+    (void)offset;
+    struct read_ctx *x = arg;
+    txn_groups_free(txn_index_end(x->groups, x->txns, producer_id, commit));
+}
+
+/* Transactional offset commits are replayed pending, their markers
+ * commit or drop them in log order; a transaction still open at the end
+ * of the log stays pending (its marker comes later). */
+static int read_partition(struct coord *c, struct partition *p, struct hmap *groups, struct hmap *txns,
+                          int64_t *nrecords)
+{
+    struct read_ctx x = {groups, txns, nrecords, clock_wall_ms(), p->index, false};
+    static const struct coord_scan_fns fns = {read_one, read_marker};
+    return coord_log_scan_txn(p, c->b->plugins, c->s.load_buffer, COORD_OFFSETS_TOPIC, &fns, &x);
 }
 
 static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id, int32_t epoch)
@@ -858,10 +966,11 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
     pthread_mutex_unlock(&s->lock);
 
     int64_t t0 = clock_mono_ms();
-    struct hmap groups;
+    struct hmap groups, txns;
     hmap_init(&groups);
+    hmap_init(&txns);
     int64_t nrec = 0;
-    int err = read_partition(c, p, &groups, &nrec);
+    int err = read_partition(c, p, &groups, &txns, &nrec);
 
     pthread_mutex_lock(&s->lock);
     if (err) {
@@ -876,10 +985,13 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
         while (hmap_next(&groups, &it, &k, &kl, &v))
             cg_free(v, KERR_NOT_COORDINATOR);
         hmap_free(&groups);
+        txn_index_free(&txns);
         partition_put(p);
         return;
     }
     s->groups = groups;
+    txn_index_free(&s->txns);
+    s->txns = txns;
     s->p = p;
     s->topic_id = *topic_id;
     s->epoch = epoch;
@@ -919,8 +1031,10 @@ static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id
     free(all);
     /* an empty partition (most of the 50) is not worth a line */
     slog(kept || nrec ? SLOG_INFO : SLOG_DEBUG,
-         "group coordinator: loaded %s-%d (epoch %d): %zu group(s) from %lld record(s) in %lld ms",
-         COORD_OFFSETS_TOPIC, s->index, epoch, kept, (long long)nrec, (long long)(clock_mono_ms() - t0));
+         "group coordinator: loaded %s-%d (epoch %d): %zu group(s), %zu open transaction(s) from %lld record(s) "
+         "in %lld ms",
+         COORD_OFFSETS_TOPIC, s->index, epoch, kept, hmap_count(&s->txns), (long long)nrec,
+         (long long)(clock_mono_ms() - t0));
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -1005,7 +1119,8 @@ static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
         while (cg_offset_next(g, &oit, &topic, &part, &o)) {
             int64_t base = expiry_base(g, topic, o);
             bool expired = o->expire_ts >= 0 ? now >= o->expire_ts : base >= 0 && now - base >= retention_ms;
-            if (!expired)
+            /* Kafka keeps an offset a transaction is about to replace */
+            if (!expired || cg_txn_pending(g, topic, part))
                 continue;
             if (nd == capd) {
                 capd = capd ? 2 * capd : 16;
@@ -1023,8 +1138,9 @@ static void expire_offsets(struct coord_shard *s, int64_t retention_ms)
             crec_offset_key(&bt.k, (kstr_t){g->id, g->id_len}, topic, part);
             batch_add(&bt, true);
         }
+        /* not while a transaction has offsets of the group */
         bool drop = g->state == CG_EMPTY && cg_offset_count(g) == (size_t)nd && g->npending == 0 &&
-                    (!g->cc || g->cc->nmembers == 0);
+                    (!g->cc || g->cc->nmembers == 0) && cg_txn_count(g) == 0;
         if (drop && g->cc) {
             if (g->cc->has_records) {
                 struct ccg_env ce;
@@ -1259,6 +1375,8 @@ void coord_destroy(struct coord *c)
     for (int32_t i = 0; i < c->nshards; i++) {
         struct coord_shard *s = c->shards[i];
         hmap_free(&s->groups);
+        txn_index_free(&s->txns);
+        hmap_free(&s->txns);
         free(s->heap);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -1460,6 +1578,7 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
     struct batch bt;
     batch_begin(&bt);
     struct cg_offset *vals = xcalloc((size_t)(n > 0 ? n : 1), sizeof *vals);
+    int32_t *rec = xcalloc((size_t)(n > 0 ? n : 1), sizeof *rec); /* index of its record in the batch */
     for (int32_t i = 0; i < n; i++) {
         struct coord_commit *p = &parts[i];
         if (p->error)
@@ -1468,6 +1587,7 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
             p->error = KERR_OFFSET_METADATA_TOO_LARGE;
             continue;
         }
+        rec[i] = bt.n;
         vals[i] = (struct cg_offset){
             .offset = p->offset,
             .leader_epoch = p->leader_epoch,
@@ -1484,17 +1604,21 @@ int16_t coord_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t ins
     }
     int64_t last = -1;
     int32_t epoch = -1;
+    int32_t nrec = bt.n;
     err = batch_append(s, &bt, &last, &epoch);
     for (int32_t i = 0; i < n; i++) {
         struct coord_commit *p = &parts[i];
         if (p->error)
             continue;
-        if (err)
+        if (err) {
             p->error = err;
-        else
+        } else {
+            vals[i].record_offset = last - nrec + 1 + rec[i];
             cg_offset_put(g, p->topic, p->partition, &vals[i]);
+        }
     }
     free(vals);
+    free(rec);
     after_op(s, g);
     ack_set(ack, s, last, epoch);
     release(s);
@@ -1527,7 +1651,7 @@ static void fill_fetched(struct arena *a, struct coord_fetched *f, const struct 
 }
 
 int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched *parts, int32_t n, bool all,
-                            struct arena *a, struct coord_fetched **out, int32_t *nout)
+                            bool require_stable, struct arena *a, struct coord_fetched **out, int32_t *nout)
 {
     if (out) {
         *out = NULL;
@@ -1542,6 +1666,11 @@ int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched 
         g = NULL; /* Kafka: GroupIdNotFound, every partition without offset */
     for (int32_t i = 0; i < n; i++) {
         parts[i].error = 0;
+        if (require_stable && g && cg_txn_pending(g, parts[i].topic, parts[i].partition)) {
+            fill_fetched(a, &parts[i], NULL);
+            parts[i].error = KERR_UNSTABLE_OFFSET_COMMIT;
+            continue;
+        }
         fill_fetched(a, &parts[i], g ? cg_offset_get(g, parts[i].topic, parts[i].partition) : NULL);
     }
     if (all && g) {
@@ -1555,6 +1684,10 @@ int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched 
             v[k].topic = (kstr_t){arena_strndup(a, topic.p, (size_t)topic.len), topic.len};
             v[k].partition = part;
             v[k].error = 0;
+            if (require_stable && cg_txn_pending(g, topic, part)) {
+                v[k].error = KERR_UNSTABLE_OFFSET_COMMIT;
+                o = NULL;
+            }
             fill_fetched(a, &v[k], o);
             k++;
         }
@@ -1594,7 +1727,8 @@ int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kst
             errs[i] = KERR_GROUP_SUBSCRIBED_TO_TOPIC;
             continue;
         }
-        if (cg_offset_get(g, topics[i], partitions[i])) {
+        /* a tombstone when committed or pending in a transaction */
+        if (cg_offset_get(g, topics[i], partitions[i]) || cg_txn_pending(g, topics[i], partitions[i])) {
             crec_offset_key(&bt.k, group, topics[i], partitions[i]);
             if (batch_add(&bt, true) == 0)
                 del[i] = true;
@@ -1605,8 +1739,10 @@ int16_t coord_delete_offsets(struct coord *c, kstr_t group, int32_t n, const kst
     err = batch_append(s, &bt, &last, &epoch);
     if (!err) {
         for (int32_t i = 0; i < n; i++)
-            if (del[i])
+            if (del[i]) {
                 cg_offset_del(g, topics[i], partitions[i]);
+                cg_txn_del(g, topics[i], partitions[i]);
+            }
     }
     free(del);
     after_op(s, g);
@@ -1654,6 +1790,15 @@ int16_t coord_delete_group(struct coord *c, kstr_t group, struct coord_ack *ack)
     int32_t part;
     const struct cg_offset *o;
     while (cg_offset_next(g, &it, &topic, &part, &o)) {
+        crec_offset_key(&bt.k, group, topic, part);
+        batch_add(&bt, true);
+    }
+    /* Kafka's deleteAllOffsets: the pending offsets of open transactions
+     * get tombstones too, unless committed ones had theirs above */
+    size_t t1 = 0, t2 = 0;
+    while (cg_txn_next(g, &t1, &t2, &topic, &part)) {
+        if (cg_offset_get(g, topic, part))
+            continue;
         crec_offset_key(&bt.k, group, topic, part);
         batch_add(&bt, true);
     }
@@ -1919,4 +2064,168 @@ int16_t coord_validate_fetch(struct coord *c, kstr_t group, kstr_t member_id, in
     err = g && g->cc ? ccg_validate_fetch(g->cc, member_id, member_epoch) : 0;
     release(s);
     return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* transactions                                                        */
+
+int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                         int64_t producer_id, int16_t producer_epoch, uint64_t guard, struct coord_commit *parts,
+                         int32_t n, struct coord_ack *ack)
+{
+    coord_ack_init(ack);
+    struct coord_shard *s;
+    int16_t err = acquire(c, group, &s);
+    if (err)
+        return err;
+    struct cgroup *g = group_get(s, group, false);
+    if (!g) {
+        if (generation >= 0) {
+            release(s);
+            return KERR_ILLEGAL_GENERATION;
+        }
+        g = group_get(s, group, true); /* a simple group */
+    }
+    if (g->cc) {
+        /* a member of a consumer group commits with its member epoch;
+         * a stale one is ILLEGAL_GENERATION here (Kafka maps it) */
+        err = ccg_validate_commit(g->cc, member_id, generation, 9);
+        if (err == KERR_STALE_MEMBER_EPOCH)
+            err = KERR_ILLEGAL_GENERATION;
+    } else {
+        err = cg_validate_txn_commit(g, member_id, instance_id, generation);
+    }
+    if (err) {
+        after_op(s, g);
+        release(s);
+        return err;
+    }
+    int64_t now = clock_wall_ms();
+    struct rb_batch_opts opts = RB_BATCH_OPTS_INIT;
+    opts.producer_id = producer_id;
+    opts.producer_epoch = producer_epoch;
+    opts.base_sequence = 0;
+    opts.transactional = true;
+    struct batch bt;
+    batch_begin_opts(&bt, &opts);
+    bt.guard = guard;
+    struct cg_offset *vals = xcalloc((size_t)(n > 0 ? n : 1), sizeof *vals);
+    int32_t *rec = xcalloc((size_t)(n > 0 ? n : 1), sizeof *rec);
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_commit *p = &parts[i];
+        if (p->error)
+            continue;
+        if (p->metadata.len > c->s.metadata_max_bytes) {
+            p->error = KERR_OFFSET_METADATA_TOO_LARGE;
+            continue;
+        }
+        rec[i] = bt.n;
+        vals[i] = (struct cg_offset){
+            .offset = p->offset,
+            .leader_epoch = p->leader_epoch,
+            .metadata = (char *)(p->metadata.len > 0 ? p->metadata.p : ""),
+            .metadata_len = p->metadata.len > 0 ? p->metadata.len : 0,
+            .commit_ts = now,
+            .expire_ts = -1,
+        };
+        crec_offset_key(&bt.k, group, p->topic, p->partition);
+        crec_offset_value(&bt.v, &vals[i]);
+        int rc = batch_add(&bt, false);
+        if (rc)
+            p->error = coord_append_error(rc);
+    }
+    int64_t last = -1;
+    int32_t epoch = -1;
+    int32_t nrec = bt.n;
+    err = batch_append(s, &bt, &last, &epoch);
+    if (err == KERR_INVALID_PRODUCER_EPOCH || err == KERR_PRODUCER_FENCED || err == KERR_INVALID_TXN_STATE ||
+        err == KERR_INVALID_PRODUCER_ID_MAPPING) {
+        /* the producer's, for the whole request */
+        free(vals);
+        free(rec);
+        after_op(s, g);
+        release(s);
+        return err;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        struct coord_commit *p = &parts[i];
+        if (p->error)
+            continue;
+        if (err) {
+            p->error = err;
+            continue;
+        }
+        vals[i].record_offset = last - nrec + 1 + rec[i];
+        cg_txn_put(g, producer_id, p->topic, p->partition, &vals[i]);
+        txn_index_add(&s->txns, producer_id, g);
+    }
+    free(vals);
+    free(rec);
+    after_op(s, g);
+    ack_set(ack, s, last, epoch);
+    release(s);
+    return 0;
+}
+
+int16_t coord_write_txn_marker(struct coord *c, struct partition *p, int64_t producer_id, int16_t producer_epoch,
+                               int32_t coordinator_epoch, bool commit, int64_t *offset, int32_t *epoch)
+{
+    *offset = -1;
+    *epoch = -1;
+    struct coord_shard *s = shard_at(c, p->index, true);
+    pthread_mutex_lock(&s->lock);
+    int32_t ep = atomic_load(&p->leader_epoch);
+    if (s->state != SHARD_ACTIVE || s->p != p || s->epoch != ep) {
+        bool idle = s->state != SHARD_LOADING;
+        pthread_mutex_unlock(&s->lock);
+        if (idle)
+            kick(c);
+        return idle ? KERR_NOT_COORDINATOR : KERR_COORDINATOR_LOAD_IN_PROGRESS;
+    }
+    struct buf b;
+    buf_init(&b);
+    int err = rb_build_txn_marker(&b, 0, clock_wall_ms(), producer_id, producer_epoch, RB_NO_PARTITION_LEADER_EPOCH,
+                                  commit ? RB_CONTROL_COMMIT : RB_CONTROL_ABORT, coordinator_epoch, NULL);
+    struct plog_append_result res;
+    if (!err)
+        err = partition_append(p, b.data, b.len, false, &res);
+    buf_free(&b);
+    if (err) {
+        pthread_mutex_unlock(&s->lock);
+        return (int16_t)err;
+    }
+    *offset = res.last_offset;
+    *epoch = ep;
+    /* replayed at once, in log order with the shard's other appends
+     * (this lock); the transaction coordinator hears of it once the ISR
+     * has the marker */
+    struct txn_groups *t = txn_index_end(&s->groups, &s->txns, producer_id, commit);
+    for (int32_t i = 0; t && i < t->n; i++) {
+        struct cgroup *g = hmap_get(&s->groups, t->v[i].id, (size_t)t->v[i].len);
+        if (g)
+            after_op(s, g); /* an aborted simple group may be left with nothing */
+    }
+    if (t)
+        slog_debug("group coordinator: %s-%d: transaction of producer %lld %s at offset %lld (%d group(s))",
+                   COORD_OFFSETS_TOPIC, s->index, (long long)producer_id, commit ? "committed" : "aborted",
+                   (long long)res.last_offset, t->n);
+    txn_groups_free(t);
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+bool coord_txn_verify_begin(struct coord *c, kstr_t group, int64_t producer_id, int16_t producer_epoch,
+                            uint64_t *guard, int32_t *partition)
+{
+    *guard = PLOG_GUARD_UNCHECKED;
+    *partition = -1;
+    struct coord_shard *s;
+    if (acquire(c, group, &s))
+        return false;
+    bool ok = plog_verify_begin(s->p->log, producer_id, producer_epoch, guard) == 0;
+    *partition = s->index;
+    release(s);
+    if (!ok)
+        *guard = PLOG_GUARD_UNCHECKED;
+    return ok;
 }

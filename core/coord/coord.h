@@ -152,9 +152,59 @@ struct coord_fetched {
 };
 /* parts (n of them, topic and partition set) are filled in; with all,
  * every committed offset of the group is returned in *out (from a,
- * sorted by topic and partition). */
+ * sorted by topic and partition). Offsets of open transactions are not
+ * seen; with require_stable (OffsetFetch v7+) a partition that has one
+ * answers UNSTABLE_OFFSET_COMMIT (offset -1) instead. */
 int16_t coord_fetch_offsets(struct coord *c, kstr_t group, struct coord_fetched *parts, int32_t n, bool all,
-                            struct arena *a, struct coord_fetched **out, int32_t *nout);
+                            bool require_stable, struct arena *a, struct coord_fetched **out, int32_t *nout);
+
+/* ---- transactions (Kafka's OffsetMetadataManager) ----
+ *
+ * TxnOffsetCommit: the offsets are written as one transactional batch of
+ * the producer (its id and epoch, base sequence 0, as Kafka's coordinator
+ * runtime writes it; the partition checks the epoch) and stay pending,
+ * invisible to OffsetFetch, until the transaction's marker is written to
+ * the same partition (coord_write_txn_marker): COMMIT makes them the
+ * committed offsets (each only where no later regular commit's record
+ * follows it in the log), ABORT drops them. Loading a shard replays the
+ * transactional batches and the markers in log order; transactions open
+ * at the log end stay pending. Like a regular commit, pending and
+ * committed state change when the record is appended (under the shard's
+ * lock, so in log order), and the answers wait for the ISR. */
+
+/* generation, member_id, instance_id: of the request (v3+; -1, "" and
+ * null before). guard: KIP-890's (coord_txn_verify_begin), or
+ * PLOG_GUARD_UNCHECKED (verification off): a guard no longer current
+ * (a marker ended the transaction meanwhile) is INVALID_TXN_STATE. Partition errors in parts[i].error (the commit_ts
+ * fields are ignored: now). Returns 0 or the request's error
+ * (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID, the
+ * coordinator-level ones, or the append's: INVALID_PRODUCER_EPOCH...). */
+int16_t coord_txn_commit(struct coord *c, kstr_t group, kstr_t member_id, kstr_t instance_id, int32_t generation,
+                         int64_t producer_id, int16_t producer_epoch, uint64_t guard, struct coord_commit *parts,
+                         int32_t n, struct coord_ack *ack);
+
+/* KIP-890 for TxnOffsetCommit (Kafka's coordinator runtime asks
+ * maybeStartTransactionVerification before a transactional write): the
+ * guard of the group's __consumer_offsets partition for the producer
+ * (plog_verify_begin) when this node leads it; 0 (nothing to verify: the
+ * producer's transaction is open there already) or a guard to verify
+ * with the transaction coordinator; *topic and *partition name that
+ * partition. Returns false when there is no such partition here (the
+ * commit itself answers why). */
+bool coord_txn_verify_begin(struct coord *c, kstr_t group, int64_t producer_id, int16_t producer_epoch,
+                            uint64_t *guard, int32_t *partition);
+
+/* WriteTxnMarkers on partition index of __consumer_offsets (p: its
+ * partition, led here): appends the marker under the shard's lock and
+ * replays it (the producer's pending offsets of the shard become
+ * committed or are dropped). 0 with *offset and *epoch (the marker's
+ * offset and the leader epoch of the append, for the ISR wait), or
+ * NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (the shard is not
+ * loaded at p's epoch: the caller answers NOT_LEADER_OR_FOLLOWER, as
+ * Kafka does, and the transaction coordinator retries), or the append's
+ * error (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED...). */
+int16_t coord_write_txn_marker(struct coord *c, struct partition *p, int64_t producer_id, int16_t producer_epoch,
+                               int32_t coordinator_epoch, bool commit, int64_t *offset, int32_t *epoch);
 
 /* OffsetDelete: a top-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP)
  * or per partition in errs (GROUP_SUBSCRIBED_TO_TOPIC). */

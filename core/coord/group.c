@@ -341,6 +341,7 @@ struct cgroup *cg_new(const char *id, int32_t len, int64_t wall_now)
     g->sync_deadline = CG_NO_DEADLINE;
     g->heap_index = -1;
     hmap_init(&g->offsets);
+    hmap_init(&g->txn);
     return g;
 }
 
@@ -401,7 +402,7 @@ bool cg_is_disposable(const struct cgroup *g)
     if (g->cc && (g->cc->nmembers > 0 || g->cc->has_records))
         return false;
     return g->state == CG_EMPTY && g->nmembers == 0 && g->npending == 0 && hmap_count(&g->offsets) == 0 &&
-           !g->has_record;
+           hmap_count(&g->txn) == 0 && !g->has_record;
 }
 
 static bool is_leader(const struct cgroup *g, const char *member_id)
@@ -1367,6 +1368,22 @@ int16_t cg_validate_commit(struct cg_env *e, struct cgroup *g, kstr_t member_id,
     return 0;
 }
 
+int16_t cg_validate_txn_commit(const struct cgroup *g, kstr_t member_id, kstr_t instance_id, int32_t generation)
+{
+    if (g->state == CG_DEAD)
+        return KERR_COORDINATOR_NOT_AVAILABLE;
+    if (generation < 0 && g->state == CG_EMPTY)
+        return 0;
+    if (generation >= 0 || member_id.len > 0 || instance_id.len >= 0) {
+        int16_t err = validate_member(g, member_id, instance_id);
+        if (err)
+            return err;
+        if (generation != g->generation)
+            return KERR_ILLEGAL_GENERATION;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* timers                                                              */
 
@@ -1475,6 +1492,21 @@ void cg_make_dead(struct cgroup *g, int16_t err)
     g->sync_deadline = CG_NO_DEADLINE;
 }
 
+/* Frees an offsets map's values and the map. */
+static void offsets_free(struct hmap *m)
+{
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(m, &it, &k, &kl, &v)) {
+        struct cg_offset *o = v;
+        free(o->metadata);
+        free(o);
+    }
+    hmap_free(m);
+}
+
 void cg_free(struct cgroup *g, int16_t err)
 {
     if (!g)
@@ -1491,12 +1523,12 @@ void cg_free(struct cgroup *g, int16_t err)
     const void *k;
     size_t kl;
     void *v;
-    while (hmap_next(&g->offsets, &it, &k, &kl, &v)) {
-        struct cg_offset *o = v;
-        free(o->metadata);
-        free(o);
+    offsets_free(&g->offsets);
+    while (hmap_next(&g->txn, &it, &k, &kl, &v)) {
+        offsets_free(v);
+        free(v);
     }
-    hmap_free(&g->offsets);
+    hmap_free(&g->txn);
     free(g->protocol_type);
     free(g->protocol_name);
     free(g->leader);
@@ -1527,33 +1559,49 @@ const struct cg_offset *cg_offset_get(const struct cgroup *g, kstr_t topic, int3
     return o;
 }
 
-void cg_offset_put(struct cgroup *g, kstr_t topic, int32_t partition, const struct cg_offset *o)
+/* Puts a copy of o (key: offset_key's bytes) into m. */
+static void map_put_key(struct hmap *m, const void *key, size_t klen, const struct cg_offset *o)
 {
     struct cg_offset *c = xmalloc(sizeof *c);
     *c = *o;
     c->metadata_len = o->metadata_len > 0 ? o->metadata_len : 0;
     c->metadata = xstrndup(o->metadata ? o->metadata : "", (size_t)c->metadata_len);
-    struct buf b = BUF_INIT;
-    offset_key(&b, topic, partition);
-    struct cg_offset *old = hmap_put(&g->offsets, b.data, b.len, c);
-    buf_free(&b);
+    struct cg_offset *old = hmap_put(m, key, klen, c);
     if (old) {
         free(old->metadata);
         free(old);
     }
 }
 
-bool cg_offset_del(struct cgroup *g, kstr_t topic, int32_t partition)
+static void map_put(struct hmap *m, kstr_t topic, int32_t partition, const struct cg_offset *o)
 {
     struct buf b = BUF_INIT;
     offset_key(&b, topic, partition);
-    struct cg_offset *old = hmap_del(&g->offsets, b.data, b.len);
+    map_put_key(m, b.data, b.len, o);
+    buf_free(&b);
+}
+
+static bool map_del(struct hmap *m, kstr_t topic, int32_t partition)
+{
+    struct buf b = BUF_INIT;
+    offset_key(&b, topic, partition);
+    struct cg_offset *old = hmap_del(m, b.data, b.len);
     buf_free(&b);
     if (!old)
         return false;
     free(old->metadata);
     free(old);
     return true;
+}
+
+void cg_offset_put(struct cgroup *g, kstr_t topic, int32_t partition, const struct cg_offset *o)
+{
+    map_put(&g->offsets, topic, partition, o);
+}
+
+bool cg_offset_del(struct cgroup *g, kstr_t topic, int32_t partition)
+{
+    return map_del(&g->offsets, topic, partition);
 }
 
 bool cg_offset_next(const struct cgroup *g, size_t *iter, kstr_t *topic, int32_t *partition,
@@ -1574,6 +1622,101 @@ bool cg_offset_next(const struct cgroup *g, size_t *iter, kstr_t *topic, int32_t
 size_t cg_offset_count(const struct cgroup *g)
 {
     return hmap_count(&g->offsets);
+}
+
+/* ---- transactional offsets ---- */
+
+void cg_txn_put(struct cgroup *g, int64_t producer_id, kstr_t topic, int32_t partition, const struct cg_offset *o)
+{
+    struct hmap *m = hmap_get(&g->txn, &producer_id, sizeof producer_id);
+    if (!m) {
+        m = xmalloc(sizeof *m);
+        hmap_init(m);
+        hmap_put(&g->txn, &producer_id, sizeof producer_id, m);
+    }
+    map_put(m, topic, partition, o);
+}
+
+int32_t cg_txn_end(struct cgroup *g, int64_t producer_id, bool commit)
+{
+    struct hmap *m = hmap_del(&g->txn, &producer_id, sizeof producer_id);
+    if (!m)
+        return 0;
+    int32_t n = 0;
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (commit && hmap_next(m, &it, &k, &kl, &v)) {
+        const struct cg_offset *o = v;
+        const struct cg_offset *cur = hmap_get(&g->offsets, k, kl);
+        /* Kafka keeps the most recent commit of a mix of transactional
+         * and regular ones, by the position of their records: compaction
+         * of __consumer_offsets keeps the later one too */
+        if (cur && o->record_offset <= cur->record_offset)
+            continue;
+        map_put_key(&g->offsets, k, kl, o);
+        n++;
+    }
+    offsets_free(m);
+    free(m);
+    return n;
+}
+
+void cg_txn_del(struct cgroup *g, kstr_t topic, int32_t partition)
+{
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (hmap_next(&g->txn, &it, &k, &kl, &v))
+        map_del(v, topic, partition); /* the transaction stays open, maybe empty, until its marker */
+}
+
+bool cg_txn_pending(const struct cgroup *g, kstr_t topic, int32_t partition)
+{
+    if (hmap_count(&g->txn) == 0)
+        return false;
+    struct buf b = BUF_INIT;
+    offset_key(&b, topic, partition);
+    bool found = false;
+    size_t it = 0;
+    const void *k;
+    size_t kl;
+    void *v;
+    while (!found && hmap_next(&g->txn, &it, &k, &kl, &v))
+        found = hmap_get(v, b.data, b.len) != NULL;
+    buf_free(&b);
+    return found;
+}
+
+size_t cg_txn_count(const struct cgroup *g)
+{
+    return hmap_count(&g->txn);
+}
+
+bool cg_txn_next(const struct cgroup *g, size_t *iter1, size_t *iter2, kstr_t *topic, int32_t *partition)
+{
+    for (;;) {
+        size_t i1 = *iter1;
+        const void *k;
+        size_t kl;
+        void *v;
+        if (!hmap_next(&g->txn, &i1, &k, &kl, &v))
+            return false;
+        /* *iter1 stays on this transaction until its offsets are done */
+        const void *ok;
+        size_t okl;
+        void *ov;
+        if (hmap_next(v, iter2, &ok, &okl, &ov)) {
+            const uint8_t *kb = ok;
+            *topic = (kstr_t){(const char *)kb, (int32_t)(okl - 5)};
+            *partition = (int32_t)be32_read(kb + okl - 4);
+            return true;
+        }
+        *iter1 = i1;
+        *iter2 = 0;
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -91,6 +91,10 @@ struct cg_offset {
     int32_t metadata_len;
     int64_t commit_ts;     /* wall ms */
     int64_t expire_ts;     /* wall ms, -1 none */
+    /* Offset of its record in __consumer_offsets (-1 unknown): of a
+     * committed transaction's offsets, only one written after the
+     * partition's current one replaces it (Kafka's recordOffset rule). */
+    int64_t record_offset;
 };
 
 enum cg_join_timer {
@@ -127,6 +131,11 @@ struct cgroup {
     int32_t nsubscribed;
     /* topic "\0" partition(be32) -> struct cg_offset* */
     struct hmap offsets;
+    /* Transactional offset commits whose transaction has not ended:
+     * producer id (int64) -> struct hmap* of the same keys and values as
+     * offsets. Invisible to OffsetFetch; the marker moves them to
+     * offsets (COMMIT) or drops them (ABORT). */
+    struct hmap txn;
     /* A GroupMetadata record of this group is in the log: deleting the
      * group writes a tombstone for it. */
     bool has_record;
@@ -208,7 +217,8 @@ void cg_free(struct cgroup *g, int16_t err);
 
 struct cg_member *cg_member_find(const struct cgroup *g, kstr_t member_id);
 bool cg_is_pending(const struct cgroup *g, kstr_t member_id);
-/* No members, pending members, offsets or record: nothing to keep. */
+/* No members, pending members, offsets (committed or in an open
+ * transaction) or record: nothing to keep. */
 bool cg_is_disposable(const struct cgroup *g);
 
 struct cg_join_req {
@@ -254,6 +264,13 @@ int16_t cg_leave(struct cg_env *e, struct cgroup *g, int32_t n, const kstr_t *me
 int16_t cg_validate_commit(struct cg_env *e, struct cgroup *g, kstr_t member_id, kstr_t instance_id,
                            int32_t generation);
 
+/* TxnOffsetCommit's group checks (validateOffsetCommit with
+ * isTransactional): as cg_validate_commit, except that a request
+ * without member id and generation (v0-2) is accepted whatever the
+ * state, the state is not enforced (no REBALANCE_IN_PROGRESS), and no
+ * session is kept alive. */
+int16_t cg_validate_txn_commit(const struct cgroup *g, kstr_t member_id, kstr_t instance_id, int32_t generation);
+
 /* Runs the timers that are due at e->now. */
 void cg_tick(struct cg_env *e, struct cgroup *g);
 /* The earliest timer, CG_NO_DEADLINE when none. */
@@ -275,6 +292,28 @@ bool cg_offset_del(struct cgroup *g, kstr_t topic, int32_t partition);
 bool cg_offset_next(const struct cgroup *g, size_t *iter, kstr_t *topic, int32_t *partition,
                     const struct cg_offset **o);
 size_t cg_offset_count(const struct cgroup *g);
+
+/* ---- transactional offsets (Kafka's OffsetMetadataManager) ---- */
+
+/* A transactional offset commit of producer_id (its record replayed or
+ * written): pending until the transaction ends. Copies o. */
+void cg_txn_put(struct cgroup *g, int64_t producer_id, kstr_t topic, int32_t partition, const struct cg_offset *o);
+/* The transaction of producer_id ended (its marker): with commit, each of
+ * its pending offsets becomes the committed one unless the committed one's
+ * record is later in the log (record_offset); either way they are no
+ * longer pending. Returns how many offsets became committed. */
+int32_t cg_txn_end(struct cgroup *g, int64_t producer_id, bool commit);
+/* A tombstone of (topic, partition): drops it from every open
+ * transaction of g too. */
+void cg_txn_del(struct cgroup *g, kstr_t topic, int32_t partition);
+/* hasPendingTransactionalOffsets: an open transaction holds an offset of
+ * (topic, partition). */
+bool cg_txn_pending(const struct cgroup *g, kstr_t topic, int32_t partition);
+/* Open transactions with offsets of g. */
+size_t cg_txn_count(const struct cgroup *g);
+/* Each (topic, partition) pending in some open transaction, possibly
+ * more than once; *iter1 and *iter2 start at 0. topic points into g. */
+bool cg_txn_next(const struct cgroup *g, size_t *iter1, size_t *iter2, kstr_t *topic, int32_t *partition);
 
 /* OffsetDelete: Kafka's ClassicGroup.isSubscribedToTopic. */
 bool cg_subscribed_to(const struct cgroup *g, kstr_t topic);

@@ -14,8 +14,11 @@
 #include "util/sfile.h"
 #include "util/slog.h"
 
-int coord_log_scan(struct partition *p, struct plugin_registry *plugins, int32_t buffer, const char *what,
-                   void (*fn)(void *arg, int64_t offset, kbytes_t key, kbytes_t value), void *arg)
+/* The scan itself: fn for plain records (coord_log_scan), or fns
+ * (coord_log_scan_txn: transactional records and markers too). */
+static int scan(struct partition *p, struct plugin_registry *plugins, int32_t buffer, const char *what,
+                void (*fn)(void *arg, int64_t offset, kbytes_t key, kbytes_t value), const struct coord_scan_fns *fns,
+                void *arg)
 {
     struct plog *l = p->log;
     int64_t off = plog_log_start_offset(l);
@@ -60,8 +63,24 @@ int coord_log_scan(struct partition *p, struct plugin_registry *plugins, int32_t
             }
             const uint8_t *batch = data.data + pos;
             pos += size;
-            if (rb_is_control(&h) || rb_is_transactional(&h) || rb_last_offset(&h) < off)
+            if (rb_last_offset(&h) < off)
                 continue;
+            if (!fns && (rb_is_control(&h) || rb_is_transactional(&h)))
+                continue;
+            if (rb_is_control(&h)) {
+                /* Kafka reads a marker's first record only */
+                struct rb_record_iter cit;
+                struct rb_record rec;
+                int16_t type;
+                int32_t cepoch;
+                if (rb_record_iter_init_batch(&cit, batch, size) == 0 && rb_record_next(&cit, &rec) == 1 &&
+                    rb_parse_control_record(&rec, &type, &cepoch) == 0 &&
+                    (type == RB_CONTROL_COMMIT || type == RB_CONTROL_ABORT) && fns->marker)
+                    fns->marker(arg, h.base_offset, h.producer_id, type == RB_CONTROL_COMMIT);
+                off = rb_last_offset(&h) + 1;
+                continue;
+            }
+            int64_t pid = rb_is_transactional(&h) ? h.producer_id : -1;
             struct rb_record_iter it;
             if (rb_codec(&h) != RB_CODEC_NONE) {
                 buf_reset(&dec);
@@ -81,7 +100,10 @@ int coord_log_scan(struct partition *p, struct plugin_registry *plugins, int32_t
                 int64_t o = h.base_offset + rec.offset_delta;
                 if (o < off)
                     continue;
-                fn(arg, o, rec.key, rec.value);
+                if (fns)
+                    fns->record(arg, o, pid, rec.key, rec.value);
+                else
+                    fn(arg, o, rec.key, rec.value);
             }
             off = rb_last_offset(&h) + 1;
         }
@@ -90,4 +112,16 @@ int coord_log_scan(struct partition *p, struct plugin_registry *plugins, int32_t
     buf_free(&data);
     buf_free(&dec);
     return err;
+}
+
+int coord_log_scan(struct partition *p, struct plugin_registry *plugins, int32_t buffer, const char *what,
+                   void (*fn)(void *arg, int64_t offset, kbytes_t key, kbytes_t value), void *arg)
+{
+    return scan(p, plugins, buffer, what, fn, NULL, arg);
+}
+
+int coord_log_scan_txn(struct partition *p, struct plugin_registry *plugins, int32_t buffer, const char *what,
+                       const struct coord_scan_fns *fns, void *arg)
+{
+    return scan(p, plugins, buffer, what, NULL, fns, arg);
 }

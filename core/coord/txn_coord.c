@@ -59,6 +59,10 @@ struct txn_shard {
     struct hmap ids;     /* transactional id -> struct txn_meta* */
     struct txn_write *writes;
     int32_t nwrites, capwrites;
+    /* Prepared transactions whose markers are done but whose Complete*
+     * is not written yet (the id was busy, or the append failed): the
+     * thread's settle passes look for them only while this is set. */
+    bool complete_due;
 };
 
 struct txn_settings {
@@ -166,6 +170,8 @@ static void settle(struct txn_shard *s)
                       (long long)w->offset, kerr_name(err));
             if (!w->tombstone)
                 txn_meta_clear(&w->target);
+            if (m->markers_done)
+                s->complete_due = true; /* its Complete* is written again */
             continue;
         }
         if (w->tombstone) {
@@ -479,8 +485,8 @@ static void complete(struct txn_shard *s, struct txn_meta *m)
 {
     struct txn_meta target;
     memset(&target, 0, sizeof target);
-    if (txn_prepare_complete(m, clock_wall_ms(), &target) == 0)
-        write_meta(s, m, &target, NULL); /* on failure, retried by the thread (markers_done) */
+    if (txn_prepare_complete(m, clock_wall_ms(), &target) == 0 && write_meta(s, m, &target, NULL) != 0)
+        s->complete_due = true; /* retried by the thread (markers_done) */
 }
 
 void txn_coord_markers_done(struct txn_coord *tc, int32_t partition, int32_t coord_epoch, kstr_t id, int64_t pid,
@@ -496,6 +502,8 @@ void txn_coord_markers_done(struct txn_coord *tc, int32_t partition, int32_t coo
         m->markers_done = true;
         if (!m->pending)
             complete(s, m);
+        else
+            s->complete_due = true;
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -790,6 +798,13 @@ static bool sweep(struct txn_coord *tc, enum sweep what)
             continue;
         }
         settle(s);
+        if (what == SWEEP_SETTLE && !s->complete_due) {
+            if (s->nwrites > 0)
+                waiting = true;
+            pthread_mutex_unlock(&s->lock);
+            continue;
+        }
+        s->complete_due = false;
         size_t it = 0;
         const void *k;
         size_t kl;
@@ -801,9 +816,10 @@ static bool sweep(struct txn_coord *tc, enum sweep what)
             ms[nm++] = v;
         for (size_t j = 0; j < nm; j++) {
             struct txn_meta *m = ms[j];
+            bool prepared = m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT;
             if (m->pending)
-                continue;
-            if (m->markers_done && (m->state == TXN_PREPARE_COMMIT || m->state == TXN_PREPARE_ABORT)) {
+                continue; /* a prepared one's is its Complete* (settle says if it fails) */
+            if (m->markers_done && prepared) {
                 complete(s, m);
             } else if (what == SWEEP_TIMEOUTS && txn_timed_out(m, now)) {
                 struct txn_meta target;

@@ -138,12 +138,31 @@ int fs_read_small(const char *path, size_t max, char **out, size_t *len)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return errno;
-    char *b = xmalloc(max + 2);
+    /* The buffer starts at the file's size, not at max: max is a sanity
+     * bound (256 MiB for a producer snapshot), and allocating it for
+     * every small file costs a mapping per call (under ASan, the
+     * poisoning of its shadow made each log open take a second). */
+    struct stat st;
+    size_t cap = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
+    if (cap > max)
+        cap = max;
+    cap += 2;
+    if (cap < 256)
+        cap = 256 < max + 2 ? 256 : max + 2;
+    char *b = xmalloc(cap);
     size_t got = 0;
     int e = 0;
     /* Read one byte past max to tell "exactly max" from "larger". */
     while (got < max + 1) {
-        ssize_t r = read(fd, b + got, max + 1 - got);
+        if (got + 1 >= cap) {
+            /* the file grew since fstat */
+            cap = cap > (max + 2) / 2 ? max + 2 : cap * 2;
+            b = xrealloc(b, cap);
+        }
+        size_t room = cap - 1 - got;
+        if (room > max + 1 - got)
+            room = max + 1 - got;
+        ssize_t r = read(fd, b + got, room);
         if (r < 0) {
             if (errno == EINTR)
                 continue;

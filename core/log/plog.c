@@ -844,8 +844,11 @@ static bool should_roll(const struct plog *l, const struct segment *seg, size_t 
     return waited > l->cfg.segment_ms - seg->roll_jitter_ms;
 }
 
+/* Who appends: Kafka's AppendOrigin. */
+enum append_origin { ORIGIN_CLIENT, ORIGIN_REPLICATION, ORIGIN_COORDINATOR };
+
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, uint64_t guard,
+                       int64_t append_time_ms_or_minus1, enum append_origin origin, uint64_t guard,
                        struct plog_append_result *res);
 
 /* A marker batch now in the segment of seg_base: the producer state and
@@ -874,25 +877,33 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
 int plog_append(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, int64_t append_time_ms_or_minus1,
                 struct plog_append_result *res)
 {
-    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, PLOG_GUARD_UNCHECKED, res);
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, ORIGIN_CLIENT, PLOG_GUARD_UNCHECKED,
+                       res);
 }
 
 int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                          int64_t append_time_ms_or_minus1, uint64_t guard, struct plog_append_result *res)
 {
-    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, false, guard, res);
+    return append_impl(l, batches, len, leader_epoch, append_time_ms_or_minus1, ORIGIN_CLIENT, guard, res);
+}
+
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, uint64_t guard,
+                            struct plog_append_result *res)
+{
+    return append_impl(l, batches, len, leader_epoch, -1, ORIGIN_COORDINATOR, guard, res);
 }
 
 int plog_append_follower(struct plog *l, const uint8_t *batches, size_t len, struct plog_append_result *res)
 {
     /* Nothing is written into the batches on this path. */
-    return append_impl(l, (uint8_t *)batches, len, -1, -1, true, PLOG_GUARD_UNCHECKED, res);
+    return append_impl(l, (uint8_t *)batches, len, -1, -1, ORIGIN_REPLICATION, PLOG_GUARD_UNCHECKED, res);
 }
 
 static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
-                       int64_t append_time_ms_or_minus1, bool follower, uint64_t guard,
+                       int64_t append_time_ms_or_minus1, enum append_origin origin, uint64_t guard,
                        struct plog_append_result *res)
 {
+    bool follower = origin == ORIGIN_REPLICATION;
     if (res) {
         res->base_offset = res->last_offset = -1;
         res->log_append_time = -1;
@@ -975,7 +986,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         goto out;
     }
     if (has_pid && !follower) {
-        /* Kafka's analyzeAndValidateProducerState (origin CLIENT): under
+        /* Kafka's analyzeAndValidateProducerState (origins CLIENT and COORDINATOR): under
          * the append lock, so a retry racing its original sees it. */
         for (size_t pos = 0; pos < len;) {
             struct rb_header h;
@@ -991,7 +1002,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                 if (c == 0)
                     c = pstate_check_marker(l->ps, &h, cepoch);
             } else {
-                c = pstate_check(l->ps, &h, &dup);
+                c = origin == ORIGIN_COORDINATOR ? pstate_check_coordinator(l->ps, &h) : pstate_check(l->ps, &h, &dup);
                 if (c == 0 && guard != PLOG_GUARD_UNCHECKED && rb_is_transactional(&h)) {
                     const struct ps_entry *pe = pstate_find(l->ps, h.producer_id);
                     if (!pe || pe->current_txn_first_offset < 0)

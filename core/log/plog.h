@@ -253,6 +253,14 @@ int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64
 int plog_append_verified(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch,
                          int64_t append_time_ms_or_minus1, uint64_t guard, struct plog_append_result *res);
 
+/* plog_append for a coordinator's own write (Kafka's AppendOrigin.
+ * COORDINATOR): a data batch with a producer id is checked with
+ * pstate_check_coordinator (its epoch only) instead of pstate_check;
+ * guard as plog_append_verified (the group coordinator's transactional
+ * offset commits are verified like a producer's first batch). */
+int plog_append_coordinator(struct plog *l, uint8_t *batches, size_t len, int32_t leader_epoch, uint64_t guard,
+                            struct plog_append_result *res);
+
 /* A follower's append (Kafka's appendAsFollower): whole v2 batches as
  * the leader stored them, kept byte for byte (offsets and
  * partitionLeaderEpoch included). Each batch's CRC is checked and the

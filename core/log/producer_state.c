@@ -154,6 +154,16 @@ int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_ba
     return txn_check(e, h);
 }
 
+int pstate_check_coordinator(const struct pstate *s, const struct rb_header *h)
+{
+    if (!rb_has_producer_id(h) || rb_is_control(h))
+        return 0;
+    const struct ps_entry *e = lookup(s, h->producer_id);
+    if (e && h->producer_epoch < e->epoch)
+        return KERR_INVALID_PRODUCER_EPOCH;
+    return 0;
+}
+
 static struct ps_entry *entry_new(int64_t producer_id)
 {
     struct ps_entry *e = malloc(sizeof *e);

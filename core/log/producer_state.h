@@ -119,6 +119,13 @@ int pstate_check(const struct pstate *s, const struct rb_header *h, struct ps_ba
  *                                      transaction: an empty transaction)
  * s is not changed. */
 int pstate_check_marker(const struct pstate *s, const struct rb_header *h, int32_t coordinator_epoch);
+/* A data batch a coordinator writes itself (the group coordinator's
+ * transactional offset commits): Kafka checks only the epoch of such an
+ * append (AppendOrigin.COORDINATOR: no sequence and no duplicate check;
+ * the coordinator writes every batch at base sequence 0).
+ * KERR_INVALID_PRODUCER_EPOCH when the epoch is below the entry's, else
+ * 0. s is not changed. */
+int pstate_check_coordinator(const struct pstate *s, const struct rb_header *h);
 
 /* A transaction a marker ended (Kafka's CompletedTxn). */
 struct ps_completed_txn {

@@ -100,6 +100,17 @@ int partition_append_verified(struct partition *p, uint8_t *batches, size_t len,
     return 0;
 }
 
+int partition_append_coordinator(struct partition *p, uint8_t *batches, size_t len, uint64_t guard,
+                                 struct plog_append_result *res)
+{
+    int err = plog_append_coordinator(p->log, batches, len, atomic_load(&p->leader_epoch), guard, res);
+    if (err)
+        return err;
+    raise_hw(p, p->log);
+    wake(p);
+    return 0;
+}
+
 int64_t partition_last_stable_offset(struct partition *p)
 {
     return plog_last_stable_offset(p->log, atomic_load(&p->high_watermark));

@@ -133,6 +133,11 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
  * high watermark did. */
 void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fetch_offset);
 
+/* partition_append of a coordinator's own write (plog_append_coordinator,
+ * guard: PLOG_GUARD_UNCHECKED or plog_verify_begin's). */
+int partition_append_coordinator(struct partition *p, uint8_t *batches, size_t len, uint64_t guard,
+                                 struct plog_append_result *res);
+
 /* Follower: appends the leader's batches as they are
  * (plog_append_follower) and takes the leader's high watermark (capped
  * at the local log end). Returns a Kafka error code. */

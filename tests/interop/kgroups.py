@@ -1,7 +1,7 @@
 """The group APIs by hand (on kwire's framing), for raw-protocol group
 tests: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups,
-OffsetDelete, and Kafka's ConsumerProtocol subscription/assignment
+OffsetDelete, TxnOffsetCommit, and Kafka's ConsumerProtocol subscription/assignment
 encodings. Non-flexible versions unless a function says otherwise."""
 
 from kwire import W, R
@@ -35,6 +35,8 @@ GROUP_ID_NOT_FOUND = 69
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
 GROUP_SUBSCRIBED_TO_TOPIC = 86
+UNSTABLE_OFFSET_COMMIT = 88
+TXN_OFFSET_COMMIT = 28
 
 
 # ---------------------------------------------------------------- consumer protocol
@@ -430,3 +432,97 @@ def until_loaded(fn, limit=10.0):
             return err, res
         time.sleep(0.05)
 
+
+
+# ---------------------------------------------------------------- transactional offsets
+
+def txn_offset_commit(conn, group, pid, epoch, offsets, version=3, tid="tx", generation=-1, member_id="",
+                      instance_id=None):
+    """TxnOffsetCommit v0-4 (flexible from v3). offsets: {topic:
+    [(partition, offset, metadata)]}. Returns {(topic, partition): error}."""
+    flex = version >= 3
+    w = W()
+    string = w.cstring if flex else w.string
+    string(tid)
+    string(group)
+    w.i64(pid).i16(epoch)
+    if version >= 3:
+        w.i32(generation)
+        w.cstring(member_id)
+        w.cstring(instance_id)
+
+    def part(w, p):
+        w.i32(p[0]).i64(p[1])
+        if version >= 2:
+            w.i32(-1)
+        (w.cstring if flex else w.string)(p[2])
+        if flex:
+            w.tags()
+
+    def topic(w, t):
+        (w.cstring if flex else w.string)(t[0])
+        (w.carray if flex else w.array)(t[1], part)
+        if flex:
+            w.tags()
+    (w.carray if flex else w.array)(sorted(offsets.items()), topic)
+    if flex:
+        w.tags()
+    r = conn.request(TXN_OFFSET_COMMIT, version, w.bytes(), flexible=flex)
+    r.i32()
+
+    def part_r(r):
+        p = (r.i32(), r.i16())
+        if flex:
+            r.tags()
+        return p
+
+    def topic_r(r):
+        name = r.cstring() if flex else r.string()
+        ps = (r.carray if flex else r.array)(part_r)
+        if flex:
+            r.tags()
+        return name, ps
+    out = {}
+    for t, ps in (r.carray if flex else r.array)(topic_r):
+        for p, e in ps:
+            out[(t, p)] = e
+    return out
+
+
+def offset_fetch_v7(conn, group, parts, require_stable):
+    """OffsetFetch v7 (flexible, RequireStable). parts: {topic:
+    [partitions]}. Returns (top-level error, {(topic, partition): (offset,
+    error)})."""
+    w = W().cstring(group)
+    w.carray(sorted(parts.items()), lambda w, t: (w.cstring(t[0]), w.carray(t[1], lambda w, p: w.i32(p)), w.tags()))
+    w.boolean(require_stable)
+    w.tags()
+    r = conn.request(OFFSET_FETCH, 7, w.bytes(), flexible=True)
+    r.i32()
+
+    def part(r):
+        p, off, _epoch, _meta, err = r.i32(), r.i64(), r.i32(), r.cstring(), r.i16()
+        r.tags()
+        return p, off, err
+
+    def topic(r):
+        name = r.cstring()
+        ps = r.carray(part)
+        r.tags()
+        return name, ps
+    out = {}
+    for t, ps in r.carray(topic):
+        for p, off, err in ps:
+            out[(t, p)] = (off, err)
+    return r.i16(), out
+
+
+def partition_for(group, n=50):
+    """Kafka's partitionFor: abs(String.hashCode) % n."""
+    u = group.encode("utf-16-be")
+    hsh = 0
+    for i in range(0, len(u), 2):
+        hsh = (31 * hsh + int.from_bytes(u[i:i + 2], "big")) & 0xFFFFFFFF
+    if hsh >= 1 << 31:
+        hsh -= 1 << 32
+    return (0 if hsh == -(1 << 31) else abs(hsh)) % n

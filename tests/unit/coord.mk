@@ -23,3 +23,9 @@ TESTS += tests/unit/txn_sender_test
 tests_unit_txn_sender_test_SOURCES = tests/unit/txn_sender_test.c
 tests_unit_txn_sender_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_txn_sender_test_LDADD = $(UNIT_LIBS)
+# the group coordinator's loader reading transactions back (coord/logscan.c)
+check_PROGRAMS += tests/unit/coord_logscan_test
+TESTS += tests/unit/coord_logscan_test
+tests_unit_coord_logscan_test_SOURCES = tests/unit/coord_logscan_test.c
+tests_unit_coord_logscan_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_coord_logscan_test_LDADD = $(UNIT_LIBS)

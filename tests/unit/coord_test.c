@@ -880,6 +880,154 @@ static void test_offsets(void **state)
     assert_false(cg_offset_next(f->g, &it, &topic, &p, &v));
 }
 
+/* ------------------------------------------------------------------ */
+/* transactional offsets (Kafka's OffsetMetadataManager rules)         */
+
+static struct cg_offset off_at(int64_t offset, int64_t record_offset)
+{
+    return (struct cg_offset){.offset = offset, .leader_epoch = -1, .metadata = "", .metadata_len = 0,
+                              .commit_ts = 5, .expire_ts = -1, .record_offset = record_offset};
+}
+
+static int64_t committed_at(const struct cgroup *g, const char *topic, int32_t p)
+{
+    const struct cg_offset *o = cg_offset_get(g, KSTR(topic), p);
+    return o ? o->offset : -1;
+}
+
+static void test_txn_offsets_commit_and_abort(void **state)
+{
+    struct fx *f = *state;
+    struct cgroup *g = f->g;
+    struct cg_offset o = off_at(5, 10); /* a regular commit, record at 10 */
+    cg_offset_put(g, KSTR_LIT("t"), 0, &o);
+    o = off_at(100, 11);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 0, &o);
+    o = off_at(200, 12);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 1, &o);
+    o = off_at(300, 13);
+    cg_txn_put(g, 8, KSTR_LIT("t"), 2, &o);
+    /* pending: invisible, but known per partition */
+    assert_int_equal(committed_at(g, "t", 0), 5);
+    assert_int_equal(committed_at(g, "t", 1), -1);
+    assert_true(cg_txn_pending(g, KSTR_LIT("t"), 0));
+    assert_true(cg_txn_pending(g, KSTR_LIT("t"), 1));
+    assert_true(cg_txn_pending(g, KSTR_LIT("t"), 2));
+    assert_false(cg_txn_pending(g, KSTR_LIT("t"), 3));
+    assert_false(cg_txn_pending(g, KSTR_LIT("u"), 0));
+    assert_int_equal(cg_txn_count(g), 2);
+    /* the same partition again in the same transaction: the later one */
+    o = off_at(101, 14);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 0, &o);
+    /* COMMIT of 7 (marker): both become committed, with their record
+     * offsets */
+    assert_int_equal(cg_txn_end(g, 7, true), 2);
+    assert_int_equal(committed_at(g, "t", 0), 101);
+    assert_int_equal(cg_offset_get(g, KSTR_LIT("t"), 0)->record_offset, 14);
+    assert_int_equal(committed_at(g, "t", 1), 200);
+    assert_false(cg_txn_pending(g, KSTR_LIT("t"), 0));
+    assert_true(cg_txn_pending(g, KSTR_LIT("t"), 2));
+    assert_int_equal(cg_txn_count(g), 1);
+    /* ABORT of 8: dropped */
+    assert_int_equal(cg_txn_end(g, 8, false), 0);
+    assert_int_equal(committed_at(g, "t", 2), -1);
+    assert_int_equal(cg_txn_count(g), 0);
+    /* a marker of a producer without offsets here changes nothing */
+    assert_int_equal(cg_txn_end(g, 9, true), 0);
+    assert_int_equal(cg_offset_count(g), 2);
+}
+
+static void test_txn_offsets_record_order(void **state)
+{
+    struct fx *f = *state;
+    struct cgroup *g = f->g;
+    /* transactional at 20, then a regular commit at 21: the commit of the
+     * transaction (marker at 22) does not replace the later record */
+    struct cg_offset o = off_at(40, 20);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 0, &o);
+    o = off_at(41, 20);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 1, &o);
+    o = off_at(45, 21);
+    cg_offset_put(g, KSTR_LIT("t"), 0, &o);
+    assert_int_equal(cg_txn_end(g, 7, true), 1);
+    assert_int_equal(committed_at(g, "t", 0), 45);
+    assert_int_equal(committed_at(g, "t", 1), 41);
+    /* a regular commit before the transactional record: replaced */
+    o = off_at(50, 30);
+    cg_offset_put(g, KSTR_LIT("t"), 2, &o);
+    o = off_at(60, 31);
+    cg_txn_put(g, 8, KSTR_LIT("t"), 2, &o);
+    assert_int_equal(cg_txn_end(g, 8, true), 1);
+    assert_int_equal(committed_at(g, "t", 2), 60);
+    assert_int_equal(cg_offset_get(g, KSTR_LIT("t"), 2)->record_offset, 31);
+}
+
+static void test_txn_offsets_tombstone_and_disposal(void **state)
+{
+    struct fx *f = *state;
+    struct cgroup *g = f->g;
+    assert_true(cg_is_disposable(g));
+    struct cg_offset o = off_at(1, 3);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 0, &o);
+    o = off_at(2, 3);
+    cg_txn_put(g, 7, KSTR_LIT("t"), 1, &o);
+    o = off_at(3, 4);
+    cg_txn_put(g, 8, KSTR_LIT("t"), 1, &o);
+    /* a group with only pending offsets is kept */
+    assert_false(cg_is_disposable(g));
+    size_t i1 = 0, i2 = 0, n = 0;
+    kstr_t topic;
+    int32_t p;
+    int seen = 0;
+    while (cg_txn_next(g, &i1, &i2, &topic, &p)) {
+        assert_kstr(topic, "t");
+        seen |= 1 << p;
+        n++;
+    }
+    assert_int_equal(n, 3);
+    assert_int_equal(seen, 3);
+    /* a tombstone of t-1 (OffsetDelete / DeleteGroups) drops it from
+     * every open transaction; the transactions stay open */
+    cg_txn_del(g, KSTR_LIT("t"), 1);
+    assert_false(cg_txn_pending(g, KSTR_LIT("t"), 1));
+    assert_true(cg_txn_pending(g, KSTR_LIT("t"), 0));
+    assert_int_equal(cg_txn_count(g), 2);
+    assert_int_equal(cg_txn_end(g, 8, true), 0);
+    assert_int_equal(committed_at(g, "t", 1), -1);
+    assert_int_equal(cg_txn_end(g, 7, false), 0);
+    assert_int_equal(cg_txn_count(g), 0);
+    assert_true(cg_is_disposable(g));
+}
+
+static void test_txn_commit_checks(void **state)
+{
+    struct fx *f = *state;
+    struct cgroup *g = f->g;
+    /* an empty group: anyone, with or without generation */
+    assert_int_equal(cg_validate_txn_commit(g, KSTR_LIT(""), KSTR_NULL, -1), 0);
+    assert_int_equal(cg_validate_txn_commit(g, KSTR_LIT("m"), KSTR_NULL, 1), KERR_UNKNOWN_MEMBER_ID);
+    /* one member, generation 1, CompletingRebalance (joined, not synced) */
+    char *mid = new_member(f);
+    struct cg_waiter *w = join(f, mid);
+    advance(f, 3000);
+    assert_true(done(w));
+    assert_int_equal(w->error, 0);
+    int32_t gen = w->generation;
+    wfree(w);
+    assert_int_equal(g->state, CG_COMPLETING_REBALANCE);
+    /* not REBALANCE_IN_PROGRESS (the state is not enforced) */
+    assert_int_equal(cg_validate_txn_commit(g, KSTR(mid), KSTR_NULL, gen), 0);
+    assert_int_equal(cg_validate_commit(&f->e, g, KSTR(mid), KSTR_NULL, gen), KERR_REBALANCE_IN_PROGRESS);
+    assert_int_equal(cg_validate_txn_commit(g, KSTR(mid), KSTR_NULL, gen + 1), KERR_ILLEGAL_GENERATION);
+    assert_int_equal(cg_validate_txn_commit(g, KSTR_LIT("other"), KSTR_NULL, gen), KERR_UNKNOWN_MEMBER_ID);
+    assert_int_equal(cg_validate_txn_commit(g, KSTR(mid), KSTR_LIT("inst"), gen), KERR_UNKNOWN_MEMBER_ID);
+    /* v0-2 (no member, no generation) pass whatever the state; an
+     * OffsetCommit the same way does not */
+    assert_int_equal(cg_validate_txn_commit(g, KSTR_LIT(""), KSTR_NULL, -1), 0);
+    assert_int_equal(cg_validate_commit(&f->e, g, KSTR_LIT(""), KSTR_NULL, -1), KERR_UNKNOWN_MEMBER_ID);
+    free(mid);
+}
+
 static void test_java_hash(void **state)
 {
     (void)state;
@@ -1003,6 +1151,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dead_group_answers_waiters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_offsets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txn_offsets_commit_and_abort, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txn_offsets_record_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txn_offsets_tombstone_and_disposal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_txn_commit_checks, setup, teardown),
         cmocka_unit_test(test_java_hash),
         cmocka_unit_test_setup_teardown(test_records_round_trip, setup, teardown),
     };

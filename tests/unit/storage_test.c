@@ -1467,10 +1467,54 @@ static void test_append_path_never_syncs(void **state)
     buf_free(&b);
 }
 
+/* fs_read_small reads whole files up to max, sizing its buffer by the
+ * file (not by max), and refuses a larger one with EFBIG. */
+static void test_read_small_sizes(void **state)
+{
+    struct fx *f = *state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/small", f->root);
+    static const size_t sizes[] = {0, 1, 255, 256, 257, 4000, 4096, 4097};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t n = sizes[i];
+        char *want = malloc(n + 1);
+        for (size_t k = 0; k < n; k++)
+            want[k] = (char)('a' + (k * 7 + i) % 26);
+        FILE *fp = fopen(path, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(want, 1, n, fp), n);
+        fclose(fp);
+        char *got = NULL;
+        size_t len = 99;
+        int e = fs_read_small(path, 4096, &got, &len);
+        if (n > 4096) {
+            assert_int_equal(e, EFBIG);
+            assert_null(got);
+        } else {
+            assert_int_equal(e, 0);
+            assert_int_equal(len, n);
+            assert_memory_equal(got, want, n);
+            assert_int_equal(got[n], 0);
+            free(got);
+        }
+        /* a bound below the size */
+        if (n > 10) {
+            assert_int_equal(fs_read_small(path, 10, &got, &len), EFBIG);
+            assert_null(got);
+        }
+        free(want);
+    }
+    char *got = NULL;
+    size_t len;
+    snprintf(path, sizeof path, "%s/absent", f->root);
+    assert_int_equal(fs_read_small(path, 10, &got, &len), ENOENT);
+}
+
 int main(void)
 {
     slog_set_level(SLOG_WARN);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_read_small_sizes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_on_full_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_index_fds_released, setup, teardown),

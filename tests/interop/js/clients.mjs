@@ -12,6 +12,9 @@
 //                        this drives kafkajs's own Broker.fetch and record
 //                        batch decoder directly (no group).
 //   kafkajs-offsets     {topic, timestamp?}       fetchTopicOffsets / ...ByTimestamp
+//   kafkajs-txn-offsets {transactionalId, topic, value, group, offsets: [{topic, partition, offset}], commit}
+//                        one transaction: a record to topic, sendOffsets for
+//                        group, then commit (or abort when commit is false)
 //   plat-produce        {topic, acks, platformatic}  stdin: records (platformatic: extra options, e.g. sasl)
 //   plat-fetch          {topic, partition, offset, count, maxBytes, platformatic}
 //                        Consumer.fetch: a plain Fetch, no group.
@@ -59,6 +62,32 @@ async function kafkajsProduce () {
       idxs.forEach((i, pos) => { results[i] = { partition: md[0].partition, offset: base + pos, errorCode: md[0].errorCode } })
     }
     out({ ok: true, results })
+  } finally {
+    await producer.disconnect()
+  }
+}
+
+async function kafkajsTxnOffsets () {
+  const kafka = kafkajsClient(bootstrap, args.kafkajs || {})
+  const producer = kafka.producer({
+    allowAutoTopicCreation: false, idempotent: true, maxInFlightRequests: 1, transactionalId: args.transactionalId
+  })
+  await producer.connect()
+  try {
+    const txn = await producer.transaction()
+    await txn.send({ topic: args.topic, messages: [{ value: args.value }] })
+    const byTopic = new Map()
+    for (const o of args.offsets) {
+      if (!byTopic.has(o.topic)) byTopic.set(o.topic, [])
+      byTopic.get(o.topic).push({ partition: o.partition, offset: String(o.offset) })
+    }
+    await txn.sendOffsets({
+      consumerGroupId: args.group,
+      topics: [...byTopic].map(([topic, partitions]) => ({ topic, partitions }))
+    })
+    if (args.commit) await txn.commit()
+    else await txn.abort()
+    out({ ok: true })
   } finally {
     await producer.disconnect()
   }
@@ -222,6 +251,7 @@ const ops = {
   'kafkajs-produce': kafkajsProduce,
   'kafkajs-fetch': kafkajsFetch,
   'kafkajs-offsets': kafkajsOffsets,
+  'kafkajs-txn-offsets': kafkajsTxnOffsets,
   'plat-produce': platProduce,
   'plat-fetch': platFetch,
   'plat-offsets': platOffsets
