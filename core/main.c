@@ -313,7 +313,8 @@ int main(int argc, char **argv)
     coord_start(b.coord);
     /* So does the transaction coordinator with __transaction_state; its
      * marker sender runs on a thread of its own. */
-    b.txn_coord = txn_coord_create(&b);
+    struct txn_coord_env tenv = {b.cfg, b.controller, b.partitions, b.plugins, b.wake, b.node_id};
+    b.txn_coord = txn_coord_create(&tenv);
     txn_coord_start(b.txn_coord);
     /* Followers fetch from their leaders on the replica fetcher thread,
      * which also keeps the ISR of the partitions this node leads. */

@@ -34,7 +34,7 @@ net:        util proto config
 quorum:     util proto config log raft net/kclient.h
 controller: util proto config log raft quorum net/kclient.h net/park.h
 replica:    util proto config plugin log controller net/kclient.h net/park.h
-coord:      util proto config plugin log controller replica
+coord:      util proto config plugin log controller replica net/kclient.h net/park.h
 auth:       util proto config plugin net controller
 api:        util proto config plugin log raft net quorum controller replica coord auth broker
 main:       *

@@ -1006,7 +1006,7 @@ void api_handle_txn_offset_commit(struct request *req)
         coord_txn_verify_begin(b->coord, q->group_id, q->producer_id, q->producer_epoch, &t->guard, &part) &&
         t->guard != 0) {
         kstr_t topic = KSTR_LIT(COORD_OFFSETS_TOPIC);
-        t->job = txn_verify_start(b, q->transactional_id, q->producer_id, q->producer_epoch, 1, &topic, &part);
+        t->job = txn_verify_start(b->txn_coord, q->transactional_id, q->producer_id, q->producer_epoch, 1, &topic, &part);
         if (!txn_verify_done(t->job)) {
             req->handler_state = t;
             req->cancel = txo_cancel;

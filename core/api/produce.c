@@ -339,7 +339,7 @@ static bool start_verification(struct request *req, struct produce_verify *pv)
     mimage_release(img);
     if (n == 0 || pv->txn_err)
         return true;
-    pv->job = txn_verify_start(b, q->transactional_id, pid, epoch, n, topics, parts);
+    pv->job = txn_verify_start(b->txn_coord, q->transactional_id, pid, epoch, n, topics, parts);
     if (txn_verify_done(pv->job))
         return true;
     req->handler_state = pv;

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "coord/coord.h"
@@ -75,7 +74,7 @@ struct txn_settings {
 };
 
 struct txn_coord {
-    struct broker *b;
+    struct txn_coord_env env;
     struct txn_settings s;
     struct txn_sender *sender;
     pthread_rwlock_t shards_lock; /* the array, not the shards */
@@ -256,7 +255,7 @@ static int16_t write_meta(struct txn_shard *s, struct txn_meta *m, struct txn_me
 static int16_t acquire(struct txn_coord *tc, kstr_t id, struct txn_shard **out)
 {
     *out = NULL;
-    struct mimage *img = controller_image(tc->b->controller);
+    struct mimage *img = controller_image(tc->env.controller);
     const struct mi_topic *t = mimage_topic(img, KSTR_LIT(TXN_STATE_TOPIC));
     if (!t || t->npartitions <= 0) {
         mimage_release(img);
@@ -266,7 +265,7 @@ static int16_t acquire(struct txn_coord *tc, kstr_t id, struct txn_shard **out)
     const struct mi_partition *mp = mi_topic_partition(t, idx);
     int32_t leader = mp ? mp->leader : -1, epoch = mp ? mp->leader_epoch : -1;
     mimage_release(img);
-    if (leader != tc->b->node_id)
+    if (leader != tc->env.node_id)
         return KERR_NOT_COORDINATOR;
     struct txn_shard *s = shard_at(tc, idx, true);
     pthread_mutex_lock(&s->lock);
@@ -477,6 +476,11 @@ void txn_coord_verify(struct txn_coord *tc, kstr_t id, int64_t pid, int16_t epoc
 struct txn_sender *txn_coord_sender(struct txn_coord *tc)
 {
     return tc->sender;
+}
+
+const struct txn_coord_env *txn_coord_env(const struct txn_coord *tc)
+{
+    return &tc->env;
 }
 
 /* Writes the Complete* of a prepared transaction whose markers are all
@@ -692,7 +696,7 @@ static void load_one(void *arg, int64_t offset, kbytes_t key, kbytes_t value)
 
 static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic_id, int32_t epoch)
 {
-    struct partition *p = preg_get(tc->b->partitions, topic_id, s->index);
+    struct partition *p = preg_get(tc->env.partitions, topic_id, s->index);
     if (!p)
         return; /* its log is not open yet: next round */
     pthread_mutex_lock(&s->lock);
@@ -702,7 +706,7 @@ static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic
     struct hmap ids;
     hmap_init(&ids);
     struct load_ctx x = {&ids, s->index, 0, false};
-    int err = coord_log_scan(p, tc->b->plugins, tc->s.load_buffer, TXN_STATE_TOPIC, load_one, &x);
+    int err = coord_log_scan(p, tc->env.plugins, tc->s.load_buffer, TXN_STATE_TOPIC, load_one, &x);
     pthread_mutex_lock(&s->lock);
     if (err) {
         slog_error("transaction coordinator: loading %s-%d failed: %s", TXN_STATE_TOPIC, s->index,
@@ -744,7 +748,7 @@ static void load(struct txn_coord *tc, struct txn_shard *s, const kuuid_t *topic
 
 static void sync_image(struct txn_coord *tc)
 {
-    struct mimage *img = controller_image(tc->b->controller);
+    struct mimage *img = controller_image(tc->env.controller);
     const struct mi_topic *t = mimage_topic(img, KSTR_LIT(TXN_STATE_TOPIC));
     int32_t n = t ? t->npartitions : 0;
     pthread_rwlock_rdlock(&tc->shards_lock);
@@ -753,7 +757,7 @@ static void sync_image(struct txn_coord *tc)
     int32_t upto = n > have ? n : have;
     for (int32_t i = 0; i < upto; i++) {
         const struct mi_partition *mp = t ? mi_topic_partition(t, i) : NULL;
-        bool lead = mp && mp->leader == tc->b->node_id;
+        bool lead = mp && mp->leader == tc->env.node_id;
         struct txn_shard *s = shard_at(tc, i, lead);
         if (!s)
             continue;
@@ -902,11 +906,11 @@ static void *txn_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* life cycle                                                          */
 
-struct txn_coord *txn_coord_create(struct broker *b)
+struct txn_coord *txn_coord_create(const struct txn_coord_env *env)
 {
     struct txn_coord *tc = xcalloc(1, sizeof *tc);
-    tc->b = b;
-    const struct samsa_config *cfg = b->cfg;
+    tc->env = *env;
+    const struct samsa_config *cfg = env->cfg;
     tc->s.max_timeout_ms = (int32_t)cfg_long(cfg, "transaction.max.timeout.ms", 900000);
     tc->s.id_expiration_ms = cfg_long(cfg, "transactional.id.expiration.ms", 604800000);
     tc->s.abort_interval_ms = cfg_long(cfg, "transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000);
@@ -915,7 +919,7 @@ struct txn_coord *txn_coord_create(struct broker *b)
     if (tc->s.load_buffer < 4096)
         tc->s.load_buffer = 4096;
     tc->s.write_timeout_ms = 30000;
-    tc->sender = txn_sender_create(b, tc);
+    tc->sender = txn_sender_create(&tc->env, tc);
     pthread_rwlock_init(&tc->shards_lock, NULL);
     pthread_mutex_init(&tc->lock, NULL);
     pthread_condattr_t ca;

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "controller/image.h"
@@ -77,7 +76,7 @@ struct dest {
 };
 
 struct txn_sender {
-    struct broker *b;
+    struct txn_coord_env env;
     struct txn_coord *tc;
     struct ev_loop *loop;
     ev_async wake;
@@ -157,7 +156,7 @@ static bool dest_connect(struct txn_sender *s, struct dest *d, const struct mima
     const struct mi_broker *br = mimage_broker(img, d->id);
     if (!br)
         return false;
-    const struct samsa_config *cfg = s->b->cfg;
+    const struct samsa_config *cfg = s->env.cfg;
     const char *host = NULL;
     int32_t port = 0;
     mi_broker_address(br, cfg->inter_broker_listener_name, &host, &port);
@@ -173,7 +172,7 @@ static bool dest_connect(struct txn_sender *s, struct dest *d, const struct mima
         snprintf(d->host, sizeof d->host, "%s", host);
         d->port = port;
         char cid[64];
-        snprintf(cid, sizeof cid, "broker-%d-txn-marker-sender", (int)s->b->node_id);
+        snprintf(cid, sizeof cid, "broker-%d-txn-marker-sender", (int)s->env.node_id);
         struct kclient_opts ko = {.host = d->host, .port = d->port, .client_id = cid,
                                   .request_timeout_ms = REQUEST_TIMEOUT_MS,
                                   .recv_buffer_bytes = cfg->socket_receive_buffer_bytes};
@@ -409,7 +408,7 @@ static void step(struct txn_sender *s)
         return;
 
     int64_t now = clock_mono_ms();
-    struct mimage *img = s->b->controller ? controller_image(s->b->controller) : NULL;
+    struct mimage *img = s->env.controller ? controller_image(s->env.controller) : NULL;
     struct due *due = NULL;
     int32_t ndue = 0, capdue = 0;
     for (int32_t a = 0; a < s->nactive && img; a++) {
@@ -563,7 +562,7 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-struct txn_sender *txn_sender_create(struct broker *b, struct txn_coord *tc)
+struct txn_sender *txn_sender_create(const struct txn_coord_env *env, struct txn_coord *tc)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     if (!loop) {
@@ -571,7 +570,7 @@ struct txn_sender *txn_sender_create(struct broker *b, struct txn_coord *tc)
         return NULL;
     }
     struct txn_sender *s = xcalloc(1, sizeof *s);
-    s->b = b;
+    s->env = *env;
     s->tc = tc;
     s->loop = loop;
     atomic_init(&s->stop, false);

@@ -26,8 +26,8 @@
 #include "coord/txn_meta.h"
 #include "proto/kcodec.h"
 
-struct broker;
 struct txn_coord;
+struct txn_coord_env;
 struct txn_sender;
 
 /* One transaction's markers. */
@@ -42,8 +42,8 @@ struct txn_marker_job {
     int32_t nparts;
 };
 
-/* tc gets the reports (txn_coord_markers_done). */
-struct txn_sender *txn_sender_create(struct broker *b, struct txn_coord *tc);
+/* tc gets the reports (txn_coord_markers_done); env is copied. */
+struct txn_sender *txn_sender_create(const struct txn_coord_env *env, struct txn_coord *tc);
 void txn_sender_start(struct txn_sender *s);
 /* Stops the thread; jobs not done are dropped (the next leader of their
  * shard sends them again when it loads the prepared transaction). */

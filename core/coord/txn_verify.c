@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "controller/controller.h"
 #include "coord/records.h"
 #include "coord/txn_coord.h"
@@ -26,7 +25,7 @@
 struct txn_verify {
     _Atomic int refs;
     atomic_bool done;
-    struct broker *b;
+    struct txn_coord *tc;
     char *tid; /* owned */
     int32_t tid_len;
     int64_t pid;
@@ -54,7 +53,8 @@ static void job_unref(struct txn_verify *v)
 static void finish(struct txn_verify *v)
 {
     atomic_store_explicit(&v->done, true, memory_order_release);
-    park_notify(v->b->wake, park_key_object(v));
+    if (txn_coord_env(v->tc)->wake)
+        park_notify(txn_coord_env(v->tc)->wake, park_key_object(v));
     job_unref(v);
 }
 
@@ -113,8 +113,8 @@ static void on_answer(void *ctx, int err, int16_t version, void *resp, struct ar
 static void send_verify(void *arg)
 {
     struct txn_verify *v = arg;
-    struct txn_sender *s = txn_coord_sender(v->b->txn_coord);
-    struct mimage *img = controller_image(v->b->controller);
+    struct txn_sender *s = txn_coord_sender(v->tc);
+    struct mimage *img = controller_image(txn_coord_env(v->tc)->controller);
     const struct mi_topic *t = mimage_topic(img, KSTR_LIT(TXN_STATE_TOPIC));
     const struct mi_partition *mp =
         t && t->npartitions > 0 ? mi_topic_partition(t, coord_partition_for((kstr_t){v->tid, v->tid_len},
@@ -161,13 +161,13 @@ static void send_verify(void *arg)
     arena_free(&ar);
 }
 
-struct txn_verify *txn_verify_start(struct broker *b, kstr_t tid, int64_t pid, int16_t epoch, int32_t n,
+struct txn_verify *txn_verify_start(struct txn_coord *tc, kstr_t tid, int64_t pid, int16_t epoch, int32_t n,
                                     const kstr_t *topics, const int32_t *partitions)
 {
     struct txn_verify *v = xcalloc(1, sizeof *v);
     atomic_init(&v->refs, 2); /* the caller's and the request's */
     atomic_init(&v->done, false);
-    v->b = b;
+    v->tc = tc;
     v->tid_len = tid.len > 0 ? tid.len : 0;
     v->tid = xmalloc((size_t)v->tid_len + 1);
     if (v->tid_len)
@@ -187,7 +187,7 @@ struct txn_verify *txn_verify_start(struct broker *b, kstr_t tid, int64_t pid, i
         v->topics[i][tl] = 0;
         v->parts[i] = partitions[i];
     }
-    struct txn_sender *s = b->txn_coord ? txn_coord_sender(b->txn_coord) : NULL;
+    struct txn_sender *s = tc ? txn_coord_sender(tc) : NULL;
     if (!s || !txn_sender_run(s, send_verify, v)) {
         set_all(v, KERR_COORDINATOR_NOT_AVAILABLE);
         atomic_store_explicit(&v->done, true, memory_order_release);

@@ -17,14 +17,15 @@
 
 #include "proto/kcodec.h"
 
-struct broker;
+struct txn_coord;
 struct txn_verify;
 
 /* Starts verifying partitions (topics[i], partitions[i]) of the
- * transaction of tid (producer pid/epoch); everything is copied. Returns
+ * transaction of tid (producer pid/epoch) with the coordinator of tc's
+ * node (its marker sender's loop); everything is copied. Returns
  * a job holding one reference for the caller (txn_verify_release). Any
  * thread; never blocks. */
-struct txn_verify *txn_verify_start(struct broker *b, kstr_t tid, int64_t pid, int16_t epoch, int32_t n,
+struct txn_verify *txn_verify_start(struct txn_coord *tc, kstr_t tid, int64_t pid, int16_t epoch, int32_t n,
                                     const kstr_t *topics, const int32_t *partitions);
 /* True once the answer is in (acquire: the errors are readable then). */
 bool txn_verify_done(const struct txn_verify *v);

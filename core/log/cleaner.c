@@ -252,15 +252,155 @@ static int writer_add(struct plog *l, struct writer *w, const uint8_t *batch, si
     return w->pending.len >= CLEAN_WRITE_CHUNK ? writer_flush(l, w) : 0;
 }
 
+/* ---- transactions (Kafka's CleanedTransactionMetadata) ---- */
+
+/* A transaction of the pass, from its first batch (an aborted one: from
+ * its first offset) to its marker. */
+struct txn_seen {
+    bool seen; /* a batch of it was read in this pass */
+    bool kept; /* one of them stays (for an aborted one: emptied, as its
+                * producer's last batch) */
+};
+
+/* What one pass learns of transactions, in offset order across its
+ * groups: a marker may go once its transaction has no batch left. */
+struct txn_track {
+    struct plog_aborted_txn *pending; /* the aborted ones, by first offset */
+    size_t npending, next;
+    struct hmap aborted;   /* producer id -> struct txn_seen *, reached */
+    struct hmap committed; /* producer id -> struct txn_seen *, not aborted */
+    /* The ABORT markers of the current group whose data the pass did not
+     * see: their .txnindex entries go (Kafka writes only the others to
+     * the cleaned segment's index). Ascending. */
+    int64_t *drop;
+    size_t ndrop, dropcap;
+    /* A marker stayed only for batches this pass removed: the next pass
+     * can start its delete horizon. */
+    bool revisit;
+};
+
+static int cmp_first_offset(const void *a, const void *b)
+{
+    int64_t x = ((const struct plog_aborted_txn *)a)->first_offset;
+    int64_t y = ((const struct plog_aborted_txn *)b)->first_offset;
+    return x < y ? -1 : x > y;
+}
+
+static void txn_track_init(struct plog *l, struct txn_track *t)
+{
+    memset(t, 0, sizeof *t);
+    t->npending = plog_txn_aborted_before(l, INT64_MAX, &t->pending);
+    if (t->npending > 1)
+        qsort(t->pending, t->npending, sizeof *t->pending, cmp_first_offset);
+    hmap_init(&t->aborted);
+    hmap_init(&t->committed);
+}
+
+static void free_values(struct hmap *m)
+{
+    const void *k;
+    size_t kl;
+    void *v;
+    for (size_t i = 0; hmap_next(m, &i, &k, &kl, &v);)
+        free(v);
+    hmap_free(m);
+}
+
+static void txn_track_free(struct txn_track *t)
+{
+    free(t->pending);
+    free(t->drop);
+    free_values(&t->aborted);
+    free_values(&t->committed);
+}
+
+/* The aborted transactions that started at or before offset are
+ * reached (Kafka's consumeAbortedTxnsUpTo). */
+static void txn_reach(struct txn_track *t, int64_t offset)
+{
+    while (t->next < t->npending && t->pending[t->next].first_offset <= offset) {
+        int64_t pid = t->pending[t->next++].producer_id;
+        if (!hmap_get(&t->aborted, &pid, sizeof pid))
+            hmap_put(&t->aborted, &pid, sizeof pid, xcalloc(1, sizeof(struct txn_seen)));
+    }
+}
+
+/* A data batch read (Kafka's onBatchRead): true when it belongs to an
+ * aborted transaction (its records go). */
+static bool txn_on_batch(struct txn_track *t, const struct rb_header *h)
+{
+    txn_reach(t, rb_last_offset(h));
+    if (!rb_is_transactional(h))
+        return false;
+    struct txn_seen *s = hmap_get(&t->aborted, &h->producer_id, sizeof h->producer_id);
+    if (s) {
+        s->seen = true;
+        return true;
+    }
+    s = hmap_get(&t->committed, &h->producer_id, sizeof h->producer_id);
+    if (!s) {
+        s = xcalloc(1, sizeof *s);
+        hmap_put(&t->committed, &h->producer_id, sizeof h->producer_id, s);
+    }
+    s->seen = true;
+    return false;
+}
+
+/* A transactional data batch stays in the cleaned segment. */
+static void txn_note_kept(struct txn_track *t, const struct rb_header *h)
+{
+    if (!rb_is_transactional(h))
+        return;
+    struct txn_seen *s = hmap_get(&t->aborted, &h->producer_id, sizeof h->producer_id);
+    if (!s)
+        s = hmap_get(&t->committed, &h->producer_id, sizeof h->producer_id);
+    if (s)
+        s->kept = true;
+}
+
+/* A control batch read (Kafka's onControlBatchRead): true when its
+ * transaction has no batch left before it, so the marker may go once
+ * its delete horizon passes. An ABORT marker kept for its data keeps
+ * its .txnindex entry; the entry of any other goes. */
+static bool txn_on_control(struct txn_track *t, const uint8_t *p, size_t size, const struct rb_header *h)
+{
+    txn_reach(t, rb_last_offset(h));
+    /* an empty control batch was a removable marker already */
+    if (h->records_count <= 0)
+        return true;
+    int16_t type;
+    int32_t cepoch;
+    if (plog_marker_of(p, size, &type, &cepoch) != 0)
+        return false; /* not a COMMIT or ABORT: kept */
+    struct hmap *m = type == RB_CONTROL_ABORT ? &t->aborted : &t->committed;
+    struct txn_seen *s = hmap_del(m, &h->producer_id, sizeof h->producer_id);
+    bool removable = !s || !s->seen;
+    if (!removable && !s->kept)
+        t->revisit = true;
+    free(s);
+    if (removable && type == RB_CONTROL_ABORT) {
+        if (t->ndrop == t->dropcap) {
+            t->dropcap = t->dropcap ? t->dropcap * 2 : 16;
+            t->drop = xrealloc(t->drop, t->dropcap * sizeof *t->drop);
+        }
+        t->drop[t->ndrop++] = h->base_offset;
+    }
+    return removable;
+}
+
+/* ---- filtering ---- */
+
 struct filter_ctx {
     struct plog *l;
+    struct txn_track txn;
     const struct offset_map *map;
     /* producer id -> last offset of its last batch, for the producers the
      * log knows (taken when the clean starts; values are int64_t *). */
     const struct hmap *last_batches;
     int64_t now;
     int64_t delete_retention_ms;
-    int64_t min_horizon; /* earliest delete horizon of a kept tombstone */
+    /* earliest delete horizon of a kept tombstone or removable marker */
+    int64_t min_horizon;
     struct plog_clean_stats *st;
     struct buf scratch, out, recs;
 };
@@ -330,8 +470,16 @@ static bool is_last_batch_of_producer(const struct filter_ctx *fc, const struct 
 {
     if (!rb_has_producer_id(h) || !fc->last_batches)
         return false;
-    const int64_t *last = hmap_get(fc->last_batches, &h->producer_id, sizeof h->producer_id);
-    return last && *last == rb_last_offset(h);
+    const struct plog_last_record *last = hmap_get(fc->last_batches, &h->producer_id, sizeof h->producer_id);
+    if (!last)
+        return false;
+    /* Kafka's isBatchLastRecordOfProducer: the batch of the last
+     * sequence, or, when the producer's last entry is a marker (an epoch
+     * bump dropped its batches), the markers of its epoch, which fence
+     * older epochs. */
+    if (last->last_data_offset >= 0)
+        return last->last_data_offset == rb_last_offset(h);
+    return rb_is_control(h) && h->producer_epoch == last->epoch;
 }
 
 /* Kafka's BatchRetention.RETAIN_EMPTY: the batch that holds a
@@ -345,85 +493,30 @@ static int retain_empty(struct filter_ctx *fc, struct writer *w, const uint8_t *
     buf_append(&fc->out, p, RB_HEADER_SIZE);
     uint8_t *b = fc->out.data;
     be32_write(b + RB_OFF_BATCH_LENGTH, (uint32_t)(RB_HEADER_SIZE - RB_LOG_OVERHEAD));
-    be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~RB_ATTR_CODEC_MASK));
+    /* As Kafka's writeEmptyHeader: both timestamps the batch's max
+     * timestamp, no delete horizon. */
+    be16_write(b + RB_OFF_ATTRIBUTES, (uint16_t)(h->attributes & ~(RB_ATTR_CODEC_MASK | RB_ATTR_DELETE_HORIZON)));
+    be64_write(b + RB_OFF_BASE_TIMESTAMP, (uint64_t)h->max_timestamp);
     be32_write(b + RB_OFF_RECORDS_COUNT, 0);
     rb_recompute_crc(b, fc->out.len);
     return writer_add(fc->l, w, fc->out.data, fc->out.len);
 }
 
-static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
-                        const struct rb_header *h)
+/* Writes the batch p (header h, records it) again with the records
+ * retain() keeps (all of them when all), kept of them; with set_horizon
+ * its base timestamp becomes base_ts, the delete horizon, and the
+ * records' timestamp deltas are re-encoded against it. */
+static int write_rebuilt(struct filter_ctx *fc, struct writer *w, const uint8_t *p, const struct rb_header *h,
+                         struct rb_record_iter *it, bool all, bool set_horizon, int64_t base_ts, int32_t kept)
 {
     struct plog *l = fc->l;
-    struct plog_clean_stats *st = fc->st;
-    st->records_read += h->records_count > 0 ? h->records_count : 0;
-    /* Kafka's cleaner removes the data of aborted transactions (their
-     * markers and .txnindex entries stay: the markers are kept whole
-     * here, Kafka's removal of markers after delete.retention.ms is not
-     * done). */
-    if (rb_is_transactional(h) && !rb_is_control(h) && plog_txn_is_aborted(l, h->producer_id, h->base_offset)) {
-        if (is_last_batch_of_producer(fc, h))
-            return retain_empty(fc, w, p, h);
-        st->batches_dropped++;
-        return 0;
-    }
-    /* Control batches stay whole. */
-    if (rb_is_control(h)) {
-        st->batches_copied++;
-        st->records_kept += h->records_count > 0 ? h->records_count : 0;
-        return writer_add(l, w, p, size);
-    }
-    struct rb_record_iter it;
-    int rc = records_of(l, p, size, h, &fc->scratch, &it);
-    if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE) {
-        st->batches_copied++;
-        st->records_kept += h->records_count > 0 ? h->records_count : 0;
-        return writer_add(l, w, p, size);
-    }
-    if (rc)
-        return rc;
-    bool has_horizon = rb_has_delete_horizon(h);
-    /* First pass: which records stay. */
-    struct rb_record_iter it0 = it;
-    struct rb_record r;
-    int32_t kept = 0, total = 0, tombstones = 0;
-    int n;
-    while ((n = rb_record_next(&it0, &r)) == 1) {
-        total++;
-        if (retain(fc, h, &r, h->base_offset + r.offset_delta)) {
-            kept++;
-            tombstones += r.value.len < 0;
-        }
-    }
-    if (n < 0) {
-        slog_error("log cleaner: %s: malformed record in the batch at offset %" PRId64 ": %s", l->dir,
-                   h->base_offset, it0.reason ? it0.reason : "?");
-        return KERR_CORRUPT_MESSAGE;
-    }
-    st->records_kept += kept;
-    bool set_horizon = !has_horizon && tombstones > 0;
-    int64_t base_ts = set_horizon ? fc->now + fc->delete_retention_ms : h->base_timestamp;
-    /* With tombstones kept, base_ts is the batch's horizon either way. */
-    if (tombstones > 0 && base_ts < fc->min_horizon)
-        fc->min_horizon = base_ts;
-    if (kept == total && !set_horizon) {
-        st->batches_copied++;
-        return writer_add(l, w, p, size);
-    }
-    if (kept == 0 && is_last_batch_of_producer(fc, h))
-        return retain_empty(fc, w, p, h);
-    if (kept == 0) {
-        st->batches_dropped++;
-        return 0;
-    }
-    st->batches_rebuilt++;
-    /* Second pass: the kept records, as they are or against the new base
-     * timestamp. */
+    fc->st->batches_rebuilt++;
     buf_reset(&fc->recs);
     int64_t max_ts = RB_NO_TIMESTAMP;
-    const uint8_t *at = it.p;
-    while (rb_record_next(&it, &r) == 1) {
-        if (retain(fc, h, &r, h->base_offset + r.offset_delta)) {
+    const uint8_t *at = it->p;
+    struct rb_record r;
+    while (rb_record_next(it, &r) == 1) {
+        if (all || retain(fc, h, &r, h->base_offset + r.offset_delta)) {
             if (set_horizon)
                 reencode_record(&fc->recs, at, r.size, &r, h->base_timestamp, base_ts);
             else
@@ -432,7 +525,7 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
             if (ts > max_ts)
                 max_ts = ts;
         }
-        at = it.p;
+        at = it->p;
     }
     /* The header as it was (offsets, producer fields), then the records. */
     buf_reset(&fc->out);
@@ -465,6 +558,118 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
         be64_write(b + RB_OFF_MAX_TIMESTAMP, (uint64_t)max_ts);
     rb_recompute_crc(b, fc->out.len);
     return writer_add(l, w, fc->out.data, fc->out.len);
+}
+
+/* A transaction marker (Kafka's cleaner, KIP-534): it stays while its
+ * transaction has batches left before it. Once it has none, the first
+ * pass stamps its delete horizon (now + delete.retention.ms, as for
+ * tombstones) and a pass after the horizon removes it, so a consumer
+ * that was behind still sees it; the producer's last batch stays
+ * (emptied once removable: it holds the epoch that fences). */
+static int filter_control(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
+                          const struct rb_header *h)
+{
+    struct plog_clean_stats *st = fc->st;
+    bool removable = txn_on_control(&fc->txn, p, size, h);
+    bool has_horizon = rb_has_delete_horizon(h);
+    if (h->records_count <= 0 || (removable && has_horizon && h->base_timestamp <= fc->now)) {
+        if (is_last_batch_of_producer(fc, h))
+            return retain_empty(fc, w, p, h);
+        st->batches_dropped++;
+        return 0;
+    }
+    struct rb_record_iter it;
+    int rc = removable && !has_horizon ? records_of(fc->l, p, size, h, &fc->scratch, &it) : 0;
+    if (rc && rc != KERR_UNSUPPORTED_COMPRESSION_TYPE)
+        return rc;
+    st->records_kept += h->records_count;
+    if (!removable || has_horizon || rc) {
+        if (removable && has_horizon && h->base_timestamp < fc->min_horizon)
+            fc->min_horizon = h->base_timestamp;
+        st->batches_copied++;
+        return writer_add(fc->l, w, p, size);
+    }
+    int64_t horizon = fc->now + fc->delete_retention_ms;
+    if (horizon < fc->min_horizon)
+        fc->min_horizon = horizon;
+    return write_rebuilt(fc, w, p, h, &it, true, true, horizon, h->records_count);
+}
+
+/* Filters one batch into the writer (Kafka's MemoryRecords.filterTo for
+ * the cleaner). A batch that keeps tombstones and has no delete horizon
+ * yet gets one, now + delete.retention.ms (KIP-534): its baseTimestamp
+ * becomes the horizon, the delete-horizon attribute is set and the
+ * records' timestamp deltas are re-encoded against it, so every record
+ * keeps its timestamp. A later pass drops those tombstones once the
+ * horizon has passed. A batch left without records goes, unless it holds
+ * its producer's last sequence. */
+static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *p, size_t size,
+                        const struct rb_header *h)
+{
+    struct plog *l = fc->l;
+    struct plog_clean_stats *st = fc->st;
+    st->records_read += h->records_count > 0 ? h->records_count : 0;
+    if (rb_is_control(h))
+        return filter_control(fc, w, p, size, h);
+    /* Kafka's cleaner removes the data of aborted transactions. */
+    if (txn_on_batch(&fc->txn, h)) {
+        if (is_last_batch_of_producer(fc, h)) {
+            txn_note_kept(&fc->txn, h);
+            return retain_empty(fc, w, p, h);
+        }
+        st->batches_dropped++;
+        return 0;
+    }
+    struct rb_record_iter it;
+    int rc = records_of(l, p, size, h, &fc->scratch, &it);
+    if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE) {
+        st->batches_copied++;
+        st->records_kept += h->records_count > 0 ? h->records_count : 0;
+        txn_note_kept(&fc->txn, h);
+        return writer_add(l, w, p, size);
+    }
+    if (rc)
+        return rc;
+    bool has_horizon = rb_has_delete_horizon(h);
+    /* First pass: which records stay. */
+    struct rb_record_iter it0 = it;
+    struct rb_record r;
+    int32_t kept = 0, total = 0, tombstones = 0;
+    int n;
+    while ((n = rb_record_next(&it0, &r)) == 1) {
+        total++;
+        if (retain(fc, h, &r, h->base_offset + r.offset_delta)) {
+            kept++;
+            tombstones += r.value.len < 0;
+        }
+    }
+    if (n < 0) {
+        slog_error("log cleaner: %s: malformed record in the batch at offset %" PRId64 ": %s", l->dir,
+                   h->base_offset, it0.reason ? it0.reason : "?");
+        return KERR_CORRUPT_MESSAGE;
+    }
+    if (kept == 0) {
+        if (is_last_batch_of_producer(fc, h)) {
+            txn_note_kept(&fc->txn, h);
+            return retain_empty(fc, w, p, h);
+        }
+        st->batches_dropped++;
+        return 0;
+    }
+    st->records_kept += kept;
+    txn_note_kept(&fc->txn, h);
+    bool set_horizon = !has_horizon && tombstones > 0;
+    int64_t base_ts = set_horizon ? fc->now + fc->delete_retention_ms : h->base_timestamp;
+    /* With tombstones kept, base_ts is the batch's horizon either way. */
+    if (tombstones > 0 && base_ts < fc->min_horizon)
+        fc->min_horizon = base_ts;
+    if (kept == total && !set_horizon) {
+        st->batches_copied++;
+        return writer_add(l, w, p, size);
+    }
+    /* Second pass: the kept records, as they are or against the new base
+     * timestamp. */
+    return write_rebuilt(fc, w, p, h, &it, false, set_horizon, base_ts, kept);
 }
 
 /* Rewrites one segment's batches through the filter. */
@@ -514,14 +719,16 @@ static void set_mtime(struct segment *s, int64_t ms)
 
 /* Replaces segs[from, from + k) by cleaned (named .cleaned, complete and
  * durable). Called with maint_lock held. */
-static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleaned, int64_t now)
+static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleaned, int64_t now,
+                   const struct txn_track *t)
 {
     /* The aborted transactions of the replaced segments go with the
      * cleaned one (its .txnindex is renamed with it from here on). */
     pthread_rwlock_rdlock(&l->seg_lock); /* a roll may grow the list meanwhile */
     int64_t first_base = l->segs[from]->base_offset, last_base = l->segs[from + k - 1]->base_offset;
     pthread_rwlock_unlock(&l->seg_lock);
-    int rc = plog_txn_write_merged(l, cleaned->base_offset, first_base, last_base + 1, cleaned->suffix);
+    int rc = plog_txn_write_merged(l, cleaned->base_offset, first_base, last_base + 1, cleaned->suffix, t->drop,
+                                   t->ndrop);
     if (rc)
         return rc;
     rc = segment_rename(cleaned, SEGMENT_SWAP_SUFFIX);
@@ -549,7 +756,7 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
     for (size_t i = 0; i < k; i++)
         plog_trash_segment(l, old[i], now);
     free(old);
-    plog_txn_segments_merged(l, cleaned->base_offset, first_base, last_base + 1);
+    plog_txn_segments_merged(l, cleaned->base_offset, first_base, last_base + 1, t->drop, t->ndrop);
     rc = segment_rename(cleaned, "");
     /* Synced before the swap: only the mappings are needed now. */
     pthread_rwlock_wrlock(&l->seg_lock);
@@ -644,6 +851,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
                             .delete_retention_ms = c.delete_retention_ms,
                             .min_horizon = INT64_MAX,
                             .st = st};
+    txn_track_init(l, &fc.txn);
     int64_t read_bytes = st->bytes_read;
     st->bytes_read = 0;
     size_t first = 0;
@@ -687,6 +895,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         struct segment *cleaned = NULL;
         rc = segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
         struct writer w = {.s = cleaned};
+        fc.txn.ndrop = 0; /* the group's own */
         for (size_t j = 0; j < k && rc == 0; j++)
             rc = clean_segment(&fc, &w, group[j], gf[j], gs[j]);
         if (rc == 0)
@@ -707,7 +916,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         if (rc == 0) {
             set_mtime(cleaned, mtime);
             st->bytes_written += cleaned->size;
-            rc = swap_in(l, i, k, cleaned, now_ms);
+            rc = swap_in(l, i, k, cleaned, now_ms, &fc.txn);
             if (rc) {
                 /* The old segments may already be gone from the list: the
                  * log is consistent on disk (open completes the swap) but
@@ -740,14 +949,20 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         if (end > atomic_load(&l->cleaner_offset))
             atomic_store(&l->cleaner_offset, end);
         /* Every segment below end was rewritten: the earliest horizon
-         * seen is when a pass can next drop tombstones. */
-        atomic_store(&l->tombstone_expiry, fc.min_horizon);
+         * seen is when a pass can next drop tombstones or markers; a
+         * marker whose transaction lost its last batches in this pass
+         * can get its horizon in the next one, now. */
+        int64_t due = fc.min_horizon;
+        if (fc.txn.revisit && now_ms < due)
+            due = now_ms;
+        atomic_store(&l->tombstone_expiry, due);
     }
     buf_free(&fc.scratch);
     buf_free(&fc.out);
     buf_free(&fc.recs);
     hmap_free(&map.h);
     plog_producers_last_offsets_free(&last_batches);
+    txn_track_free(&fc.txn);
     pthread_mutex_unlock(&l->maint_lock);
     return rc;
 }

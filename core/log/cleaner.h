@@ -23,19 +23,27 @@
  *      dropped, as Kafka's cleaner does. Batches keep their base offset
  *      and lastOffsetDelta, records their offsets: offsets keep their
  *      gaps. A batch whose records all stay (and needs no horizon) is
- *      copied byte for byte; one that loses all of them is dropped;
+ *      copied byte for byte; one that loses all of them is dropped,
+ *      except the batch holding its producer's last sequence (Kafka's
+ *      RETAIN_EMPTY: it stays without records, so a replica rebuilding
+ *      the producer state from this log still deduplicates);
  *   4. the cleaned group replaces the old segments by renames:
  *      .cleaned -> .swap, old segments -> .deleted, .swap -> plain name;
  *      plog_open completes or discards a swap a crash interrupted, so the
  *      log is valid at every step;
  *   5. the cleaner checkpoint moves to the end of the map.
  *
- * Not yet handled, because samsa has neither yet: transactions (Kafka
- * keeps transaction markers until their delete horizon and drops aborted
- * transactional data; here control batches are kept whole and
- * transactional batches are treated like any other) and idempotent
- * producer state (Kafka keeps the last batch of each producer, even when
- * empty, for its sequence numbers; here empty batches are dropped).
+ * Transactions (Kafka's CleanedTransactionMetadata): nothing at or past
+ * the last stable offset is cleaned; the records of aborted transactions
+ * supersede nothing and are dropped; a COMMIT or ABORT marker stays while
+ * a batch of its transaction is left before it, then gets a delete
+ * horizon as a tombstone does (the first pass that finds it removable)
+ * and goes in a pass after the horizon, unless it is its producer's last
+ * entry. The .txnindex entry of an ABORT marker goes with the pass that
+ * finds the transaction's data gone. A pass that removed a transaction's
+ * last batches brings the cleaner back at once, to start the marker's
+ * horizon.
+ *
  * Compressed batches are cleaned through the codecs given to plog_open;
  * without a codec for one, the batch is kept whole. */
 #ifndef SAMSA_LOG_CLEANER_H
@@ -55,7 +63,7 @@ struct plog_clean_state {
     int64_t dirty_bytes;       /* bytes of segments in [first_dirty, first_uncleanable) */
     double dirty_ratio;        /* dirty / (clean + dirty) */
     bool must_clean;           /* max.compaction.lag.ms exceeded */
-    bool tombstones_due;       /* a tombstone's delete horizon has passed */
+    bool tombstones_due;       /* a tombstone's or marker's delete horizon has passed */
 };
 
 /* The dirty section of a compacted log now. False when there is nothing

@@ -74,8 +74,9 @@ struct plog {
     _Atomic int64_t recovery_point;
     _Atomic int64_t high_watermark; /* -1: follow the end offset */
     _Atomic int64_t cleaner_offset; /* -1: never cleaned */
-    /* Earliest delete horizon of a tombstone the last cleaning kept
-     * (INT64_MAX: none): the cleaner comes back then. */
+    /* Earliest delete horizon of a tombstone or removable transaction
+     * marker the last cleaning kept (INT64_MAX: none; the cleaning's time
+     * when a marker can get its horizon): the cleaner comes back then. */
     _Atomic int64_t tombstone_expiry;
     _Atomic int64_t last_flush_ms;  /* wall clock */
     /* A roll happened: the rolled segment and the new one's directory
@@ -170,8 +171,12 @@ int plog_producers_close(struct plog *l);
 void plog_producers_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
 int plog_producers_truncated(struct plog *l, int64_t end);
 /* For the cleaner (Kafka's lastRecordsOfActiveProducers): out gets
- * producer id (8 bytes) -> malloc'ed int64_t, the last offset of the
- * producer's last batch; free with plog_producers_last_offsets_free. */
+ * producer id (8 bytes) -> malloc'ed struct plog_last_record, for every
+ * producer the state knows; free with plog_producers_last_offsets_free. */
+struct plog_last_record {
+    int64_t last_data_offset; /* last offset of its last data batch; -1: none */
+    int16_t epoch;
+};
 struct hmap;
 void plog_producers_last_offsets(struct plog *l, struct hmap *out);
 void plog_producers_last_offsets_free(struct hmap *m);
@@ -189,7 +194,9 @@ void plog_producers_last_offsets_free(struct hmap *m);
  * plog_producers_segments_deleted. The cleaner replacing the segments
  * of bases [from, to) by one at base: write_merged writes the entries of
  * those segments to "<base>.txnindex<suffix>" (durably) before the swap,
- * segments_merged moves them to base in memory after it. */
+ * segments_merged moves them to base in memory after it; both leave out
+ * the entries whose marker offset is in drop (ascending, ndrop of them):
+ * the aborted transactions the cleaner found no data of. */
 struct ps_completed_txn;
 void plog_txn_init(struct plog *l);
 void plog_txn_free(struct plog *l);
@@ -199,8 +206,14 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
 void plog_txn_publish_first_unstable(struct plog *l);
 int plog_txn_flush(struct plog *l);
 void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n);
-int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix);
-void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to);
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix,
+                          const int64_t *drop, size_t ndrop);
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const int64_t *drop,
+                              size_t ndrop);
+/* A copy of the aborted transactions whose first offset is below upper
+ * (in marker order): *out is malloc'ed (NULL when none), the caller
+ * frees it. For the cleaner (Kafka's collectAbortedTransactions). */
+size_t plog_txn_aborted_before(struct plog *l, int64_t upper, struct plog_aborted_txn **out);
 /* Whether the data batch of producer_id at offset belongs to an aborted
  * transaction (the cleaner drops those records). */
 bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset);

@@ -319,10 +319,11 @@ struct last_offsets {
 static void add_last_offset(void *ctx, const struct ps_entry *e)
 {
     struct last_offsets *lo = ctx;
-    if (e->nbatches == 0)
-        return;
-    int64_t *v = xmalloc(sizeof *v);
-    *v = e->batches[e->nbatches - 1].last_offset;
+    struct plog_last_record *v = xmalloc(sizeof *v);
+    /* No batches: the producer's last entry is a marker (an epoch bump
+     * dropped its batches), Kafka's LastRecord without a data offset. */
+    v->last_data_offset = e->nbatches > 0 ? e->batches[e->nbatches - 1].last_offset : -1;
+    v->epoch = e->epoch;
     hmap_put(lo->m, &e->producer_id, sizeof e->producer_id, v);
 }
 

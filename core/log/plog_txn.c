@@ -19,7 +19,9 @@
  *
  * The files follow their segments: segment_rename and segment_unlink
  * (log/segment.c) take the .txnindex along (retention, file.delete.delay,
- * truncation's dropped segments). A log that opens reads the files of its
+ * truncation's dropped segments). The cleaner merges the files of the
+ * segments it replaces, less the entries of transactions whose data it
+ * found gone (log/cleaner.c). A log that opens reads the files of its
  * segments, then drops the entries at or after the offset where the
  * producer-state replay starts (plog_producers.c), which re-creates them
  * from the markers it reads: an unclean stop, a torn tail or a
@@ -393,17 +395,34 @@ void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
     pthread_mutex_unlock(&l->txn_lock);
 }
 
-int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix)
+/* Whether the entry of a marker at offset is in drop (ascending). */
+static bool in_drop(const int64_t *drop, size_t ndrop, int64_t offset)
+{
+    size_t lo = 0, hi = ndrop;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (drop[mid] < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ndrop && drop[lo] == offset;
+}
+
+int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const char *suffix,
+                          const int64_t *drop, size_t ndrop)
 {
     /* Kafka's cleaner gives the cleaned segment the aborted transactions
-     * of the segments it replaces: its .txnindex is written (durably,
-     * with the cleaned segment's suffix) before the swap renames it. */
+     * of the segments it replaces whose data it still saw (the others'
+     * markers are on their way out, Kafka's CleanedTransactionMetadata):
+     * its .txnindex is written (durably, with the cleaned segment's
+     * suffix) before the swap renames it. */
     struct buf b;
     buf_init(&b);
     pthread_mutex_lock(&l->txn_lock);
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t sb = l->aborted[i].seg_base;
-        if (sb >= from && sb < to)
+        if (sb >= from && sb < to && !in_drop(drop, ndrop, l->aborted[i].a.last_offset))
             encode_entry(buf_extend(&b, TXN_ENTRY_SIZE), &l->aborted[i].a);
     }
     pthread_mutex_unlock(&l->txn_lock);
@@ -423,15 +442,36 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
     return e ? KERR_KAFKA_STORAGE_ERROR : 0;
 }
 
-void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to)
+void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const int64_t *drop,
+                              size_t ndrop)
 {
     pthread_mutex_lock(&l->txn_lock);
+    size_t k = 0;
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t b = l->aborted[i].seg_base;
-        if (b >= from && b < to)
+        if (b >= from && b < to) {
+            if (in_drop(drop, ndrop, l->aborted[i].a.last_offset))
+                continue;
             l->aborted[i].seg_base = base;
+        }
+        l->aborted[k++] = l->aborted[i];
     }
+    l->naborted = k;
     pthread_mutex_unlock(&l->txn_lock);
+}
+
+size_t plog_txn_aborted_before(struct plog *l, int64_t upper, struct plog_aborted_txn **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    pthread_mutex_lock(&l->txn_lock);
+    if (l->naborted > 0)
+        *out = xmalloc(l->naborted * sizeof **out);
+    for (size_t i = 0; i < l->naborted; i++)
+        if (l->aborted[i].a.first_offset < upper)
+            (*out)[n++] = l->aborted[i].a;
+    pthread_mutex_unlock(&l->txn_lock);
+    return n;
 }
 
 int64_t plog_last_stable_offset(struct plog *l, int64_t hw)

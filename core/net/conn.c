@@ -34,7 +34,7 @@ static void peer_name(int fd, char *out, size_t outlen)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    char host[64] = "?";
+    char host[INET6_ADDRSTRLEN] = "?"; /* 46: with ":65535" it fits any peer buffer of 64 */
     int port = 0;
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET) {

@@ -1480,13 +1480,14 @@ static void test_txnindex_retention(void **state)
 }
 
 /* A keyed batch of one record (transactional when pid >= 0). */
-static void keyed_append(struct plog *l, int64_t pid, int32_t seq, const char *key, const char *value)
+static void keyed_append_e(struct plog *l, int64_t pid, int16_t epoch, int32_t seq, const char *key,
+                           const char *value)
 {
     struct buf b = BUF_INIT;
     struct rb_batch_opts o = RB_BATCH_OPTS_INIT;
     if (pid >= 0) {
         o.producer_id = pid;
-        o.producer_epoch = 0;
+        o.producer_epoch = epoch;
         o.base_sequence = seq;
         o.transactional = true;
     }
@@ -1498,6 +1499,11 @@ static void keyed_append(struct plog *l, int64_t pid, int32_t seq, const char *k
     assert_int_equal(rb_builder_finish(&bb, NULL), 0);
     assert_int_equal(plog_append(l, b.data, b.len, 3, -1, NULL), 0);
     buf_free(&b);
+}
+
+static void keyed_append(struct plog *l, int64_t pid, int32_t seq, const char *key, const char *value)
+{
+    keyed_append_e(l, pid, 0, seq, key, value);
 }
 
 /* The values of the records of [0, end), "key=value@offset " (markers as
@@ -1536,9 +1542,10 @@ static void dump_log(struct plog *l, char *out, size_t n)
 }
 
 /* Compaction and transactions (Kafka's cleaner): aborted records
- * supersede nothing and are removed, markers stay, the cleaned segment
- * keeps the .txnindex entries of those it replaces, nothing at or past
- * the LSO is cleaned. */
+ * supersede nothing and are removed, markers stay (each transaction has
+ * a batch left: a live record, or its producer's last batch, emptied),
+ * the cleaned segment keeps the .txnindex entries of those it replaces,
+ * nothing at or past the LSO is cleaned. */
 static void test_cleaner_transactions(void **state)
 {
     struct fx *f = *state;
@@ -1578,6 +1585,287 @@ static void test_cleaner_transactions(void **state)
     plog_close(l, false);
 }
 
+/* What a read_committed consumer of [0, end) gets: the records of the
+ * batches the log returns, less those the AbortedTransactions name
+ * (Kafka's consumer skips a producer's batches from an aborted
+ * transaction's first offset to its marker), "key=value@offset ". */
+static void committed_view(struct plog *l, char *out, size_t n)
+{
+    out[0] = 0;
+    struct plog_aborted_txn *ab;
+    size_t nab = plog_aborted_txns(l, 0, INT64_MAX, &ab);
+    for (int64_t o = 0; o < plog_log_end_offset(l);) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, o, 1 << 20, true, -1, &r), 0);
+        if (r.len == 0)
+            break;
+        uint8_t *p = read_bytes(&r);
+        for (size_t pos = 0; pos < (size_t)r.len;) {
+            struct rb_header h;
+            assert_int_equal(rb_parse_header(p + pos, (size_t)r.len - pos, &h), 0);
+            bool skip = rb_is_control(&h);
+            for (size_t i = 0; i < nab && !skip && rb_is_transactional(&h); i++)
+                skip = ab[i].producer_id == h.producer_id && ab[i].first_offset <= h.base_offset &&
+                       h.base_offset <= ab[i].last_offset;
+            if (!skip) {
+                struct rb_record_iter it;
+                assert_int_equal(rb_record_iter_init_batch(&it, p + pos, (size_t)rb_batch_size(&h)), 0);
+                struct rb_record rec;
+                while (rb_record_next(&it, &rec) == 1) {
+                    size_t len = strlen(out);
+                    snprintf(out + len, n - len, "%.*s=%.*s@%" PRId64 " ", (int)rec.key.len, rec.key.p,
+                             (int)rec.value.len, rec.value.p, h.base_offset + rec.offset_delta);
+                }
+            }
+            pos += (size_t)rb_batch_size(&h);
+        }
+        o = r.next_offset;
+        free(p);
+        sfile_unref(r.file);
+    }
+    free(ab);
+}
+
+/* The header of the batch holding offset (it must be there); a marker
+ * with its record must still be one, its record's timestamp (2000)
+ * kept. */
+static struct rb_header batch_at(struct plog *l, int64_t offset)
+{
+    struct plog_read_result r;
+    assert_int_equal(plog_read(l, offset, 1 << 20, true, -1, &r), 0);
+    assert_true(r.len >= RB_HEADER_SIZE);
+    uint8_t *p = read_bytes(&r);
+    struct rb_header h;
+    assert_int_equal(rb_parse_header(p, (size_t)r.len, &h), 0);
+    assert_true(h.base_offset <= offset && offset <= rb_last_offset(&h));
+    assert_true(rb_crc_ok(p, (size_t)rb_batch_size(&h)));
+    if (rb_is_control(&h) && h.records_count > 0) {
+        struct rb_record_iter it;
+        assert_int_equal(rb_record_iter_init_batch(&it, p, (size_t)rb_batch_size(&h)), 0);
+        struct rb_record rec;
+        assert_int_equal(rb_record_next(&it, &rec), 1);
+        int16_t type;
+        int32_t cepoch;
+        assert_int_equal(rb_parse_control_record(&rec, &type, &cepoch), 0);
+        assert_int_equal(h.base_timestamp + rec.timestamp_delta, 2000);
+    }
+    free(p);
+    sfile_unref(r.file);
+    return h;
+}
+
+static bool horizon_at(struct plog *l, int64_t offset)
+{
+    struct rb_header h = batch_at(l, offset);
+    return rb_has_delete_horizon(&h);
+}
+
+static int count_txnindex_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *de;
+    int n = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t len = strlen(de->d_name);
+        n += len > 9 && strcmp(de->d_name + len - 9, ".txnindex") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+static void filler(struct plog *l, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "f%d", i);
+        keyed_append(l, -1, 0, k, "0");
+    }
+}
+
+/* Kafka's cleaner removes the markers of transactions without data left
+ * (KIP-534): the pass that removes the data keeps the marker (and an
+ * ABORT's .txnindex entry); the next one stamps the marker's delete
+ * horizon (now + delete.retention.ms in its base timestamp, the
+ * delete-horizon attribute) and drops the .txnindex entry; a pass after
+ * the horizon removes the marker. */
+static void test_cleaner_removes_empty_txn_markers(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(150, 1);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    c.delete_retention_ms = 1000;
+    c.file_delete_delay_ms = 0;
+    struct plog *l = open_log(f->dir, &c);
+    keyed_append(l, -1, 0, "a", "1");                              /* 0 */
+    keyed_append(l, 10, 0, "a", "x");                              /* 1, aborted */
+    assert_int_equal(marker_append(l, 10, 0, false, 0, NULL), 0); /* 2 */
+    keyed_append(l, 11, 0, "k", "1");                              /* 3, committed */
+    assert_int_equal(marker_append(l, 11, 0, true, 0, NULL), 0);  /* 4 */
+    /* later transactions: neither producer's last batch is above */
+    keyed_append(l, 10, 1, "b", "1");                              /* 5 */
+    assert_int_equal(marker_append(l, 10, 0, true, 0, NULL), 0);  /* 6 */
+    keyed_append(l, 11, 1, "m", "1");                              /* 7 */
+    assert_int_equal(marker_append(l, 11, 0, true, 0, NULL), 0);  /* 8 */
+    keyed_append(l, -1, 0, "k", "2");                              /* 9: k=1 superseded */
+    filler(l, 4);                                                  /* 10-13 */
+    assert_true(plog_segment_count(l) >= 5);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    const char *rest = "b=1@5 M@6 m=1@7 M@8 k=2@9 f0=0@10 f1=0@11 f2=0@12 f3=0@13 ";
+    const char *view = "a=1@0 b=1@5 m=1@7 k=2@9 f0=0@10 f1=0@11 f2=0@12 f3=0@13 ";
+    char want[512], got[1024];
+    int64_t t = clock_wall_ms();
+
+    /* pass 1: the data goes, the markers and the entry stay as they were */
+    struct plog_clean_stats st;
+    assert_int_equal(plog_clean(l, t, 1 << 20, NULL, &st), 0);
+    assert_true(st.end_offset >= 10);
+    dump_log(l, got, sizeof got);
+    snprintf(want, sizeof want, "a=1@0 M@2 M@4 %s", rest);
+    assert_string_equal(got, want);
+    expect_aborted(l, 0, INT64_MAX, "10:1-2/3 ");
+    assert_false(horizon_at(l, 2));
+    assert_false(horizon_at(l, 4));
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+    /* nothing dirty, but the markers can start their horizon: due now */
+    struct plog_clean_state cs;
+    assert_true(plog_cleanable(l, t, &cs));
+    assert_true(cs.tombstones_due);
+
+    /* pass 2: both markers get a delete horizon; the entry goes */
+    assert_int_equal(plog_clean(l, t, 1 << 20, NULL, &st), 0);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, want);
+    struct rb_header h = batch_at(l, 2);
+    assert_true(rb_is_control(&h) && rb_has_delete_horizon(&h));
+    assert_int_equal(h.base_timestamp, t + 1000);
+    assert_int_equal(h.producer_id, 10);
+    h = batch_at(l, 4);
+    assert_true(rb_is_control(&h) && rb_has_delete_horizon(&h));
+    assert_int_equal(h.base_timestamp, t + 1000);
+    assert_int_equal(h.producer_id, 11);
+    /* the markers of transactions with data are left alone */
+    assert_false(horizon_at(l, 6));
+    assert_false(horizon_at(l, 8));
+    expect_aborted(l, 0, INT64_MAX, "");
+    plog_purge_deleted(l, INT64_MAX, true);
+    assert_int_equal(count_txnindex_files(f->dir), 0);
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+    assert_false(plog_cleanable(l, t + 999, &cs));
+    assert_true(plog_cleanable(l, t + 1000, &cs));
+    /* a pass before the horizon keeps them */
+    assert_int_equal(plog_clean(l, t + 999, 1 << 20, NULL, &st), 0);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, want);
+
+    /* a pass after the horizon removes them */
+    assert_int_equal(plog_clean(l, t + 1000, 1 << 20, NULL, &st), 0);
+    dump_log(l, got, sizeof got);
+    snprintf(want, sizeof want, "a=1@0 %s", rest);
+    assert_string_equal(got, want);
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+    assert_false(plog_cleanable(l, t + 100000, &cs));
+    /* a reopen without snapshots (the producer state from the cleaned
+     * log alone) finds the same, nothing open */
+    plog_close(l, false);
+    remove_snapshots(f->dir);
+    l = open_log(f->dir, &c);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, want);
+    expect_aborted(l, 0, INT64_MAX, "");
+    assert_int_equal(lso(l), plog_log_end_offset(l));
+    plog_close(l, false);
+}
+
+/* Markers stay while their transaction has a batch left: a committed
+ * one with a live record; an aborted one whose data batch holds its
+ * producer's last sequence (kept empty, Kafka's RETAIN_EMPTY), with its
+ * .txnindex entry, so read_committed still skips that batch. A marker
+ * that is its producer's last entry (its epoch bumped, as transactions
+ * V2 do) gets its horizon once its data is gone, and then stays without
+ * its record (Kafka's isBatchLastRecordOfProducer). */
+static void test_cleaner_keeps_markers_of_live_txns(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(150, 1);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    c.delete_retention_ms = 1000;
+    c.file_delete_delay_ms = 0;
+    struct plog *l = open_log(f->dir, &c);
+    keyed_append(l, 20, 0, "a", "1");                              /* 0, committed */
+    assert_int_equal(marker_append(l, 20, 0, true, 0, NULL), 0);  /* 1 */
+    keyed_append(l, 21, 0, "b", "x");                              /* 2, aborted, 21's last */
+    assert_int_equal(marker_append(l, 21, 0, false, 0, NULL), 0); /* 3 */
+    keyed_append_e(l, 22, 0, 0, "c", "y");                         /* 4, aborted */
+    assert_int_equal(marker_append(l, 22, 1, false, 0, NULL), 0); /* 5, epoch 1 */
+    filler(l, 4);                                                  /* 6-9 */
+    assert_true(plog_segment_count(l) >= 4);
+    const char *all = "a=1@0 M@1 M@3 M@5 f0=0@6 f1=0@7 f2=0@8 f3=0@9 ";
+    const char *view = "a=1@0 f0=0@6 f1=0@7 f2=0@8 f3=0@9 ";
+    char got[1024];
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+    int64_t t = clock_wall_ms();
+
+    /* pass 1: 21's batch is emptied (its last), 22's goes */
+    struct plog_clean_stats st;
+    assert_int_equal(plog_clean(l, t, 1 << 20, NULL, &st), 0);
+    assert_true(st.end_offset >= 6);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, all);
+    struct rb_header h = batch_at(l, 2);
+    assert_false(rb_is_control(&h));
+    assert_int_equal(h.records_count, 0);
+    assert_int_equal(h.producer_id, 21);
+    expect_aborted(l, 0, INT64_MAX, "21:2-3/4 22:4-5/6 ");
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+
+    /* pass 2: 22's marker gets its horizon and loses its entry; the
+     * others stay as they are */
+    assert_int_equal(plog_clean(l, t, 1 << 20, NULL, &st), 0);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, all);
+    assert_false(horizon_at(l, 1));
+    assert_false(horizon_at(l, 3));
+    assert_true(horizon_at(l, 5));
+    expect_aborted(l, 0, INT64_MAX, "21:2-3/4 ");
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+
+    /* pass 3, after the horizon: 22's marker stays, empty, no horizon,
+     * its timestamps the batch's max timestamp (Kafka's empty header) */
+    assert_int_equal(plog_clean(l, t + 1000, 1 << 20, NULL, &st), 0);
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, all);
+    h = batch_at(l, 5);
+    assert_true(rb_is_control(&h));
+    assert_int_equal(h.records_count, 0);
+    assert_int_equal(h.producer_id, 22);
+    assert_int_equal(h.producer_epoch, 1);
+    assert_false(rb_has_delete_horizon(&h));
+    assert_int_equal(h.base_timestamp, h.max_timestamp);
+    assert_false(horizon_at(l, 1));
+    assert_false(horizon_at(l, 3));
+    expect_aborted(l, 0, INT64_MAX, "21:2-3/4 ");
+    committed_view(l, got, sizeof got);
+    assert_string_equal(got, view);
+    struct plog_clean_state cs;
+    assert_false(plog_cleanable(l, t + 100000, &cs));
+    /* the entry survives a reopen (its file follows the cleaned segment) */
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    expect_aborted(l, 0, INT64_MAX, "21:2-3/4 ");
+    dump_log(l, got, sizeof got);
+    assert_string_equal(got, all);
+    plog_close(l, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1586,6 +1874,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_txnindex_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_transactions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_removes_empty_txn_markers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cleaner_keeps_markers_of_live_txns, setup, teardown),
         cmocka_unit_test_setup_teardown(test_multi_batch_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),

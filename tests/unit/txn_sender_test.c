@@ -346,6 +346,7 @@ struct fx {
     char dir[256];
     struct samsa_config *cfg;
     struct broker b;
+    struct txn_coord_env env;
     struct controller *c;
     struct fake f2, f3;
     char msg[1024];
@@ -459,6 +460,8 @@ static int group_setup(void **state)
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;
+    f->env = (struct txn_coord_env){.cfg = f->cfg, .controller = f->c, .partitions = f->b.partitions,
+                                    .node_id = f->b.node_id};
     fake_start(&f->f2);
     fake_start(&f->f3);
     add_broker(f, 2, f->f2.port);
@@ -533,7 +536,7 @@ static void test_batching_and_report(void **state)
     struct fx *f = FX;
     create_topic(f, "a", 2, 2);
     create_topic(f, "b", 1, 3);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     assert_non_null(s);
     struct txn_tp p1[] = {{"a", 0}, {"b", 0}}, p2[] = {{"a", 1}};
     struct txn_marker_job j1, j2;
@@ -591,7 +594,7 @@ static void test_retry_until_success(void **state)
     pthread_mutex_unlock(&f->f2.mu);
     fake_script(&f->f2, "r", 0, false, 2, KERR_NOT_LEADER_OR_FOLLOWER, KERR_NOT_ENOUGH_REPLICAS);
     fake_script(&f->f2, "r", 1, false, 1, KERR_UNKNOWN_TOPIC_OR_PARTITION);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     txn_sender_start(s);
     struct txn_tp p[] = {{"r", 0}, {"r", 1}};
     struct txn_marker_job j;
@@ -618,7 +621,7 @@ static void test_deleted_topics(void **state)
     create_topic(f, "e", 1, 2);
     delete_topic(f, "d");
     fake_script(&f->f2, "e", 0, true, 1, KERR_UNKNOWN_TOPIC_OR_PARTITION);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     txn_sender_start(s);
     struct txn_tp p[] = {{"d", 0}, {"never", 0}, {"e", 0}};
     struct txn_marker_job j;
@@ -647,7 +650,7 @@ static void test_fenced_is_done(void **state)
     fake_script(&f->f2, "fenced", 0, true, 1, KERR_TRANSACTION_COORDINATOR_FENCED);
     fake_script(&f->f2, "fenced", 1, true, 1, KERR_INVALID_PRODUCER_EPOCH);
     fake_script(&f->f2, "fenced", 2, true, 1, KERR_CORRUPT_MESSAGE);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     txn_sender_start(s);
     struct txn_tp p[] = {{"fenced", 0}, {"fenced", 1}, {"fenced", 2}};
     struct txn_marker_job j;
@@ -668,7 +671,7 @@ static void test_empty_job_and_stop(void **state)
     struct fx *f = FX;
     create_topic(f, "stuck", 1, 3);
     fake_script(&f->f3, "stuck", 0, true, 1, KERR_NOT_ENOUGH_REPLICAS);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     txn_sender_start(s);
     struct txn_marker_job j;
     job_init(&j, "tx-empty", 5, 1, 6000, 0, false, NULL, 0);
@@ -701,7 +704,7 @@ static void test_forget(void **state)
     create_topic(f, "ok", 1, 2);
     create_topic(f, "held", 1, 3);
     fake_script(&f->f3, "held", 0, true, 1, KERR_NOT_LEADER_OR_FOLLOWER);
-    struct txn_sender *s = txn_sender_create(&f->b, fake_tc);
+    struct txn_sender *s = txn_sender_create(&f->env, fake_tc);
     struct txn_tp ok[] = {{"ok", 0}}, held[] = {{"held", 0}};
     struct txn_marker_job a, b, c;
     job_init(&a, "tx-old", 12, 3, 7000, 1, true, held, 1);

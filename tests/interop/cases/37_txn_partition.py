@@ -14,7 +14,12 @@ server with it on: a transactional batch for a partition not in the
 producer's transaction (per the coordinator) is INVALID_TXN_STATE, with no
 coordinator reachable NOT_ENOUGH_REPLICAS (retriable), after
 AddPartitionsToTxn it is appended, and after EndTxn the next
-transaction's first batch needs its AddPartitionsToTxn again."""
+transaction's first batch needs its AddPartitionsToTxn again.
+compaction_removes_markers_of_empty_transactions: on a compacted topic
+the cleaner removes the aborted records, then (after delete.retention.ms)
+the markers of transactions with nothing left and the abort's .txnindex
+entry, keeps the markers of transactions with records, and read_committed
+consumers read the same before and after."""
 import os
 import time
 import struct
@@ -33,6 +38,7 @@ INVALID_TXN_STATE = 48
 TRANSACTION_COORDINATOR_FENCED = 52
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPICS = ("txn-lso", "txn-abort", "txn-fence", "txn-restart", "txn-hanging")
+COMPACT_TOPIC = "txn-compact"
 
 
 def kafka_version():
@@ -42,9 +48,12 @@ def kafka_version():
 
 def setup():
     global srv
-    srv = Server(overrides={"transaction.partition.verification.enable": "false"})
+    srv = Server(overrides={"transaction.partition.verification.enable": "false", "log.cleaner.backoff.ms": "100"})
     for t in TOPICS:
         ck_create_topic("127.0.0.1:%d" % srv.port, t, partitions=1)
+    ck_create_topic("127.0.0.1:%d" % srv.port, COMPACT_TOPIC, partitions=1,
+                    config={"cleanup.policy": "compact", "segment.bytes": "300", "min.cleanable.dirty.ratio": "0.01",
+                            "delete.retention.ms": "500"})
 
 
 def conn():
@@ -191,6 +200,62 @@ def aborted_transaction_is_skipped_by_read_committed():
         [b"p%d" % i for i in range(21, 31)]
     got = ck_consume("127.0.0.1:%d" % srv.port, t, 0, 0, 30)
     eq([m["value"] for m in got], everything, "confluent-kafka read_uncommitted sees the aborted records")
+
+
+def keyed(t, key, value, first, pid=-1, seq=-1):
+    b = kwire.build_batch([(key, value, [])], attributes=TXN if pid >= 0 else 0, producer_id=pid,
+                          producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)
+    c = conn()
+    try:
+        r = kwire.produce(c, t, 0, b, transactional_id="tx" if pid >= 0 else None)
+    finally:
+        c.close()
+    eq((r["error_code"], r["base_offset"]), (0, first), "%s=%s at %d" % (key, value, first))
+
+
+@S.case
+def compaction_removes_markers_of_empty_transactions():
+    t = COMPACT_TOPIC
+    keyed(t, b"a", b"a0", 0)
+    keyed(t, b"a", b"ax", 1, pid=3001, seq=0)       # aborted
+    eq(marker(t, 3001, False, 1), 0, "ABORT at 2")
+    keyed(t, b"c", b"c1", 3, pid=3002, seq=0)       # committed, superseded at 9
+    eq(marker(t, 3002, True, 1), 0, "COMMIT at 4")
+    keyed(t, b"b", b"b1", 5, pid=3001, seq=1)
+    eq(marker(t, 3001, True, 1), 0, "COMMIT at 6")
+    keyed(t, b"m", b"m1", 7, pid=3002, seq=1)
+    eq(marker(t, 3002, True, 1), 0, "COMMIT at 8")
+    keyed(t, b"c", b"c2", 9)
+    for i in range(6):  # closes the segments above
+        keyed(t, b"f%d" % i, b"0", 10 + i)
+
+    def state():
+        # a fetch returns one segment's batches at most: read on to the end
+        recs, off, hw = [], 0, None
+        while hw is None or off < hw:
+            p = fetch(t, off, 0)
+            hw = p["high_watermark"]
+            got = kwire.parse_batches(p["records"])
+            if not got:
+                break
+            recs += got
+            off = got[-1]["offset"] + 1
+        return ([r["offset"] for r in recs if r["control"]], [r["value"] for r in recs if not r["control"]], hw)
+    deadline = time.monotonic() + bound(30)
+    while True:
+        markers, values, hw = state()
+        if markers == [6, 8] or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    eq(markers, [6, 8], "markers left: those of the transactions with records")
+    eq(values, [b"a0", b"b1", b"m1", b"c2"] + [b"0"] * 6, "records left (read_uncommitted)")
+    eq(hw, 16, "high watermark")
+    eq(fetch(t, 0, 1)["aborted"], [], "no AbortedTransactions once the aborted data is gone")
+    d = os.path.join(srv.data, t + "-0")
+    eq([n for n in os.listdir(d) if n.endswith(".txnindex")], [], ".txnindex files")
+    want = [b"a0", b"b1", b"m1", b"c2"] + [b"0"] * 6
+    got = ck_consume("127.0.0.1:%d" % srv.port, t, 0, 0, len(want), conf={"isolation.level": "read_committed"})
+    eq([m["value"] for m in got], want, "read_committed after cleaning")
 
 
 @S.case
@@ -351,7 +416,14 @@ def kip890_verification():
                     break
                 time.sleep(0.05)
             eq((p["high_watermark"], p["last_stable_offset"]), (4, 4), "committed: (HW, LSO)")
-            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+            # (NOT_ENOUGH_REPLICAS, retriable, while the coordinator still
+            # completes the commit: CONCURRENT_TRANSACTIONS to the check)
+            deadline = time.monotonic() + bound(10)
+            while True:
+                r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+                if r["error_code"] != NOT_ENOUGH_REPLICAS or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
             eq(r["error_code"], INVALID_TXN_STATE, "next transaction without AddPartitionsToTxn")
         finally:
             c.close()
