@@ -5,6 +5,8 @@ samsactl_SOURCES = \
 	tools/samsactl/main.c \
 	tools/samsactl/opts.c tools/samsactl/opts.h \
 	tools/samsactl/client.c tools/samsactl/client.h \
+	tools/samsactl/coordinator.c tools/samsactl/coordinator.h \
+	tools/samsactl/table.c tools/samsactl/table.h \
 	tools/samsactl/linereader.c tools/samsactl/linereader.h \
 	tools/samsactl/partitioner.c tools/samsactl/partitioner.h \
 	tools/samsactl/topics.c tools/samsactl/topics.h \

@@ -57,6 +57,9 @@ const struct api_handler api_handlers[] = {
     {KAPI_END_TXN, 0, 4, api_handle_end_txn},
     /* The partition side of transactions (api/txn_markers.c) */
     {KAPI_WRITE_TXN_MARKERS, 0, 1, api_handle_write_txn_markers},
+    /* What the transaction coordinator knows (api/txn_describe.c) */
+    {KAPI_DESCRIBE_TRANSACTIONS, 0, 0, api_handle_describe_transactions},
+    {KAPI_LIST_TRANSACTIONS, 0, 1, api_handle_list_transactions},
     /* SASL and SCRAM credentials (api/sasl.c) */
     {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},
     {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},

@@ -61,6 +61,8 @@ void api_txn_init_producer_id(struct request *req); /* a transactional id's Init
 void api_handle_add_partitions_to_txn(struct request *req);
 void api_handle_add_offsets_to_txn(struct request *req);
 void api_handle_end_txn(struct request *req);
+void api_handle_describe_transactions(struct request *req); /* txn_describe.c */
+void api_handle_list_transactions(struct request *req);     /* txn_describe.c */
 void api_handle_sasl_handshake(struct request *req);    /* sasl.c */
 void api_handle_sasl_authenticate(struct request *req); /* sasl.c */
 void api_sasl_raw_token(struct request *req);           /* sasl.c: after SaslHandshake v0 */

@@ -20,6 +20,8 @@ core_libsamsacore_a_SOURCES += core/api/deleterecords.c
 core_libsamsacore_a_SOURCES += core/api/describeproducers.c
 # WriteTxnMarkers (the partition side of transactions)
 core_libsamsacore_a_SOURCES += core/api/txn_markers.c
+# DescribeTransactions, ListTransactions (the state is core/coord/txn_coord's)
+core_libsamsacore_a_SOURCES += core/api/txn_describe.c
 # The group APIs (the group coordinator is core/coord)
 core_libsamsacore_a_SOURCES += core/api/groups.c
 # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials

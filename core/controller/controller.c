@@ -220,12 +220,7 @@ int ctl_wait_op(struct controller *c, struct ctl_op *op, int64_t timeout_ms)
     pthread_mutex_lock(&c->wait_mu);
     while (!atomic_load(&op->done) && clock_mono_ms() < deadline) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        clock_deadline_after(&ts, 20);
         pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts);
     }
     pthread_mutex_unlock(&c->wait_mu);
@@ -1964,7 +1959,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     pthread_mutex_init(&c->img_lock, NULL);
     pthread_mutex_init(&c->fwd_lock, NULL);
     pthread_mutex_init(&c->wait_mu, NULL);
-    pthread_cond_init(&c->wait_cv, NULL);
+    clock_cond_init_mono(&c->wait_cv);
     pthread_mutex_init(&c->pub_mu, NULL);
     pthread_cond_init(&c->pub_cv, NULL);
     atomic_init(&c->synced, -1);
@@ -2028,12 +2023,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
         while (clock_mono_ms() < deadline &&
                !(cfg->role_broker ? atomic_load(&c->ready) : atomic_load(&c->active))) {
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 20 * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            clock_deadline_after(&ts, 20);
             pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts);
         }
         pthread_mutex_unlock(&c->wait_mu);

@@ -1216,13 +1216,7 @@ static void *coord_main(void *arg)
         int64_t wait = next - clock_mono_ms();
         if (wait > 0) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            clock_deadline_after(&ts, wait);
             while (!c->kicked && !c->timer_kick && !c->stop) {
                 if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
                     break;
@@ -1271,11 +1265,7 @@ struct coord *coord_create(struct broker *b)
     free(list);
     cshard_table_init(&c->shards, COORD_OFFSETS_TOPIC, shard_make, c);
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init_mono(&c->cond);
     c->next_wake = INT64_MAX;
     return c;
 }

@@ -819,13 +819,7 @@ static void *txn_main(void *arg)
         int64_t wait = next - clock_mono_ms();
         if (!tc->stop && !tc->kicked && wait > 0) {
             struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            ts.tv_sec += wait / 1000;
-            ts.tv_nsec += (wait % 1000) * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
+            clock_deadline_after(&ts, wait);
             while (!tc->kicked && !tc->stop)
                 if (pthread_cond_timedwait(&tc->cond, &tc->lock, &ts) == ETIMEDOUT)
                     break;
@@ -860,11 +854,7 @@ struct txn_coord *txn_coord_create(const struct txn_coord_env *env)
     tc->sender = txn_sender_create(&tc->env, tc);
     cshard_table_init(&tc->shards, TXN_STATE_TOPIC, shard_make, tc);
     pthread_mutex_init(&tc->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&tc->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    clock_cond_init_mono(&tc->cond);
     return tc;
 }
 

@@ -245,8 +245,11 @@ int16_t txn_prepare_init(const struct txn_meta *m, int64_t req_pid, int16_t req_
         pid = new_pid;
         next_epoch = 0;
         last_epoch = expected ? m->epoch : TXN_NO_PRODUCER_EPOCH;
-    } else if (!expected || req_epoch == TXN_NO_PRODUCER_EPOCH || req_epoch == m->epoch) {
-        /* prepareIncrementProducerEpoch (-1 becomes 0) */
+    } else if (!expected || req_epoch == TXN_NO_PRODUCER_EPOCH || req_epoch == m->epoch ||
+               m->epoch == TXN_NO_PRODUCER_EPOCH) {
+        /* prepareIncrementProducerEpoch (-1 becomes 0); an id with no
+         * epoch yet takes any expected epoch, as Kafka's (a client that
+         * sends 0/0 on its first call, as @platformatic/kafka does) */
         next_epoch = (int16_t)(m->epoch + 1);
         last_epoch = expected ? m->epoch : TXN_NO_PRODUCER_EPOCH;
     } else if (req_epoch == m->last_epoch) {

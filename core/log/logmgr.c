@@ -103,26 +103,6 @@ struct logmgr {
 
 /* ---- helpers ---- */
 
-static void deadline_after(struct timespec *ts, int64_t ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += (time_t)(ms / 1000);
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-static void cond_init_mono(pthread_cond_t *c)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(c, &a);
-    pthread_condattr_destroy(&a);
-}
-
 static void *box(int64_t v) { return (void *)(uintptr_t)(v + 1); }
 static int64_t unbox(void *p) { return p ? (int64_t)(uintptr_t)p - 1 : -1; }
 
@@ -187,10 +167,10 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     m->ndirs = dflt ? 0 : cfg->n_log_dirs;
     m->dirs = xcalloc(m->ndirs ? m->ndirs : 1, sizeof *m->dirs);
     pthread_mutex_init(&m->lock, NULL);
-    cond_init_mono(&m->work_cond);
-    cond_init_mono(&m->sched_cond);
-    cond_init_mono(&m->idle_cond);
-    cond_init_mono(&m->clean_cond);
+    clock_cond_init_mono(&m->work_cond);
+    clock_cond_init_mono(&m->sched_cond);
+    clock_cond_init_mono(&m->idle_cond);
+    clock_cond_init_mono(&m->clean_cond);
     m->logs.next = m->logs.prev = &m->logs;
     hmap_init(&m->by_log);
     atomic_init(&m->stop_flag, false);
@@ -458,7 +438,7 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
 int logmgr_wait_opens(struct logmgr *m, int64_t timeout_ms)
 {
     struct timespec ts;
-    deadline_after(&ts, timeout_ms);
+    clock_deadline_after(&ts, timeout_ms);
     pthread_mutex_lock(&m->lock);
     int rc = 0;
     while ((m->pool_running > 0 || m->jhead) && rc != ETIMEDOUT)
@@ -839,7 +819,7 @@ static void *scheduler_main(void *arg)
         pthread_mutex_lock(&m->lock);
         if (sleep_ms > 0 && !m->stop && !m->retention_poke && !m->ls_dirty && !m->co_dirty) {
             struct timespec ts;
-            deadline_after(&ts, sleep_ms);
+            clock_deadline_after(&ts, sleep_ms);
             pthread_cond_timedwait(&m->sched_cond, &m->lock, &ts);
         }
     }
@@ -928,7 +908,7 @@ static void *cleaner_main(void *arg)
         pthread_mutex_lock(&m->lock);
         if (!m->stop) {
             struct timespec ts;
-            deadline_after(&ts, m->cleaner_backoff_ms);
+            clock_deadline_after(&ts, m->cleaner_backoff_ms);
             pthread_cond_timedwait(&m->clean_cond, &m->lock, &ts);
         }
         pthread_mutex_unlock(&m->lock);

@@ -736,6 +736,129 @@ def describe_producers(conn, topic, partitions):
     return {p["partition"]: p for _n, parts in topics for p in parts}
 
 
+# ---------------------------------------------------------------- transactions: AddPartitionsToTxn v0-3, EndTxn v0-3
+
+ADD_PARTITIONS_TO_TXN = 24
+END_TXN = 26
+
+
+def add_partitions_to_txn(conn, version, transactional_id, producer_id, producer_epoch, topics):
+    """topics: {name: [partitions]} (v0-3, the client's form). Returns
+    {(topic, partition): error_code}."""
+    flexible = version >= 3
+    w = W()
+    string = w.cstring if flexible else w.string
+    arr = w.carray if flexible else w.array
+    string(transactional_id)
+    w.i64(producer_id).i16(producer_epoch)
+
+    def topic(w, t):
+        (w.cstring if flexible else w.string)(t[0])
+        (w.carray if flexible else w.array)(t[1], lambda w, p: w.i32(p))
+        if flexible:
+            w.tags()
+
+    arr(sorted(topics.items()), topic)
+    if flexible:
+        w.tags()
+    r = conn.request(ADD_PARTITIONS_TO_TXN, version, w.bytes(), flexible=flexible)
+    r.i32()  # throttle
+    rarr = r.carray if flexible else r.array
+
+    def part_r(r):
+        p = (r.i32(), r.i16())
+        if flexible:
+            r.tags()
+        return p
+
+    def topic_r(r):
+        name = r.cstring() if flexible else r.string()
+        parts = (r.carray if flexible else r.array)(part_r)
+        if flexible:
+            r.tags()
+        return name, parts
+
+    res = rarr(topic_r)
+    if flexible:
+        r.tags()
+    if r.remaining():
+        raise ParseError("AddPartitionsToTxn v%d: %d bytes left over" % (version, r.remaining()))
+    return {(n, p): e for n, parts in res for p, e in parts}
+
+
+def end_txn(conn, version, transactional_id, producer_id, producer_epoch, commit):
+    """Returns the error code."""
+    flexible = version >= 3
+    w = W()
+    (w.cstring if flexible else w.string)(transactional_id)
+    w.i64(producer_id).i16(producer_epoch).boolean(commit)
+    if flexible:
+        w.tags()
+    r = conn.request(END_TXN, version, w.bytes(), flexible=flexible)
+    r.i32()  # throttle
+    err = r.i16()
+    if flexible:
+        r.tags()
+    if r.remaining():
+        raise ParseError("EndTxn v%d: %d bytes left over" % (version, r.remaining()))
+    return err
+
+
+# ---------------------------------------------------------------- DescribeTransactions v0, ListTransactions v0-1
+
+DESCRIBE_TRANSACTIONS = 65
+LIST_TRANSACTIONS = 66
+
+
+def describe_transactions(conn, ids):
+    """A list of dicts (error_code, transactional_id, state, timeout_ms,
+    start_time_ms, producer_id, producer_epoch, topics {name: [partitions]}),
+    in the answer's order."""
+    w = W().carray(ids, lambda w, i: w.cstring(i)).tags()
+    r = conn.request(DESCRIBE_TRANSACTIONS, 0, w.bytes(), flexible=True)
+    r.i32()  # throttle
+
+    def topic(r):
+        t = (r.cstring(), r.carray(lambda r: r.i32()))
+        r.tags()
+        return t
+
+    def state(r):
+        s = {"error_code": r.i16(), "transactional_id": r.cstring(), "state": r.cstring(),
+             "timeout_ms": r.i32(), "start_time_ms": r.i64(), "producer_id": r.i64(), "producer_epoch": r.i16()}
+        s["topics"] = dict(r.carray(topic) or [])
+        r.tags()
+        return s
+
+    res = r.carray(state)
+    r.tags()
+    if r.remaining():
+        raise ParseError("DescribeTransactions: %d bytes left over" % r.remaining())
+    return res
+
+
+def list_transactions(conn, version=1, states=(), producer_ids=(), duration_ms=-1):
+    """Returns {error_code, unknown_state_filters, transactions: [(id, producer_id, state)]}."""
+    w = W().carray(list(states), lambda w, s: w.cstring(s)).carray(list(producer_ids), lambda w, p: w.i64(p))
+    if version >= 1:
+        w.i64(duration_ms)
+    w.tags()
+    r = conn.request(LIST_TRANSACTIONS, version, w.bytes(), flexible=True)
+    r.i32()  # throttle
+    out = {"error_code": r.i16(), "unknown_state_filters": r.carray(lambda r: r.cstring())}
+
+    def state(r):
+        s = (r.cstring(), r.i64(), r.cstring())
+        r.tags()
+        return s
+
+    out["transactions"] = r.carray(state)
+    r.tags()
+    if r.remaining():
+        raise ParseError("ListTransactions v%d: %d bytes left over" % (version, r.remaining()))
+    return out
+
+
 # ---------------------------------------------------------------- ListOffsets v2 (isolation level)
 
 def list_offsets_v2(conn, topic, partition, timestamp=-1, isolation=0):

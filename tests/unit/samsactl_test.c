@@ -26,6 +26,8 @@
 #include "partitioner.h"
 #include "produce.h"
 #include "sasl.h"
+#include "table.h"
+#include "transactions.h"
 #include "proto/gen/consumer_protocol_assignment.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -1312,6 +1314,68 @@ static void test_sasl_settings(void **st)
     memset(&kc_security, 0, sizeof kc_security);
 }
 
+/* Kafka's tools' tables: columns as wide as their widest cell, one
+ * space apart, the last one unpadded (an empty last cell included). */
+static void test_table_print(void **state)
+{
+    (void)state;
+    static const char *const hdr[] = {"TransactionalId", "Coordinator", "TopicPartitions"};
+    struct table t;
+    table_init(&t, 3, hdr);
+    const char *r1[] = {"a-very-long-transactional-id", "1", "t-0,t-1"};
+    const char *r2[] = {"b", "12", ""};
+    table_row(&t, r1);
+    table_row(&t, r2);
+    char out[512];
+    char path[] = "/tmp/samsactl_table_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    table_print(&t);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, out, sizeof out - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    table_free(&t);
+    assert_string_equal(out, "TransactionalId              Coordinator TopicPartitions\n"
+                             "a-very-long-transactional-id 1           t-0,t-1\n"
+                             "b                            12          \n");
+}
+
+/* samsactl transactions: what each action accepts, refused before any
+ * connection (the bootstrap address is never dialled). */
+static void test_transactions_args(void **state)
+{
+    (void)state;
+    struct global_opts g = {"127.0.0.1:1", NULL};
+    char out[4096];
+    char *help[] = {"--help"};
+    assert_int_equal(run_captured(cmd_transactions, 1, help, &g, out, sizeof out), EXIT_OK);
+    assert_non_null(strstr(out, "samsactl transactions list [--duration-filter MS]"));
+    assert_non_null(strstr(out, "samsactl transactions describe ID | --transactional-id ID"));
+    char *bad[][4] = {
+        {"list", "--topic", "t", NULL},
+        {"list", "--duration-filter", "-5", NULL},
+        {"describe", NULL, NULL, NULL},
+        {"describe", "a", "--transactional-id", "b"},
+        {"describe", "--transactional-id", "", NULL},
+        {"describe-producers", "--transactional-id", "a", NULL},
+        {"bogus", NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int argc = 0;
+        while (argc < 4 && bad[i][argc])
+            argc++;
+        assert_int_equal(run_captured(cmd_transactions, argc, bad[i], &g, out, sizeof out), EXIT_USAGE);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1337,6 +1401,8 @@ int main(void)
         cmocka_unit_test(test_linereader_long_line),
         cmocka_unit_test(test_error_text),
         cmocka_unit_test(test_sasl_settings),
+        cmocka_unit_test(test_table_print),
+        cmocka_unit_test(test_transactions_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

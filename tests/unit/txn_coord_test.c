@@ -95,6 +95,24 @@ static void test_init_bumps_epoch(void **st)
     txn_meta_free(m);
 }
 
+/* A new id (no epoch yet) takes whatever id/epoch a KIP-360 request
+ * names, as Kafka's prepareIncrementProducerEpoch: @platformatic/kafka
+ * sends 0/0 on its first call. */
+static void test_init_new_id_any_expected_epoch(void **st)
+{
+    (void)st;
+    struct txn_meta *m = txn_meta_new(KSTR_LIT("tx"), PID, 60000, NOW);
+    struct txn_meta t;
+    enum txn_init_action act;
+    assert_int_equal(txn_prepare_init(m, 0, 0, 60000, -1, NOW, &t, &act), 0);
+    assert_int_equal(act, TXN_INIT_WRITE);
+    assert_int_equal(t.producer_id, PID);
+    assert_int_equal(t.epoch, 0);
+    assert_int_equal(t.last_epoch, -1);
+    txn_meta_clear(&t);
+    txn_meta_free(m);
+}
+
 static void test_init_epoch_exhausted(void **st)
 {
     (void)st;
@@ -370,6 +388,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_transitions), cmocka_unit_test(test_init_bumps_epoch),
+        cmocka_unit_test(test_init_new_id_any_expected_epoch),
         cmocka_unit_test(test_init_epoch_exhausted), cmocka_unit_test(test_init_fences_ongoing),
         cmocka_unit_test(test_add_partitions),     cmocka_unit_test(test_end_txn),
         cmocka_unit_test(test_timeout_and_expiry), cmocka_unit_test(test_error_for_version),

@@ -15,13 +15,14 @@
 #include <string.h>
 
 #include "client.h"
+#include "coordinator.h"
 #include "proto/gen/consumer_group_describe_request.h"
 #include "proto/gen/consumer_group_describe_response.h"
 #include "proto/gen/consumer_protocol_assignment.h"
 #include "proto/kerr.h"
+#include "table.h"
 #include "util/clock.h"
 
-#define KEY_TYPE_GROUP 0
 #define LIST_OFFSETS_LATEST (-1)
 #define LIST_OFFSETS_EARLIEST (-2)
 
@@ -469,61 +470,6 @@ int group_offset_rows(struct arena *a, const struct group_assignment *assignment
 
 /* ---- output ---- */
 
-/* A table printed as Kafka's tools print theirs: columns left-aligned
- * to their widest cell, one space apart, the last one unpadded. */
-struct table {
-    int ncols;
-    const char **cells; /* row-major, row 0 the header; owned (the strings are not) */
-    int nrows, cap;
-};
-
-static void table_init(struct table *t, int ncols, const char *const *header)
-{
-    memset(t, 0, sizeof *t);
-    t->ncols = ncols;
-    t->cells = xmalloc((size_t)ncols * sizeof *t->cells);
-    t->cap = 1;
-    memcpy(t->cells, header, (size_t)ncols * sizeof *t->cells);
-    t->nrows = 1;
-}
-
-static void table_row(struct table *t, const char *const *cells)
-{
-    if (t->nrows == t->cap) {
-        t->cap *= 2;
-        t->cells = xrealloc(t->cells, (size_t)t->cap * (size_t)t->ncols * sizeof *t->cells);
-    }
-    memcpy(t->cells + (size_t)t->nrows * (size_t)t->ncols, cells, (size_t)t->ncols * sizeof *t->cells);
-    t->nrows++;
-}
-
-static void table_print(const struct table *t)
-{
-    size_t *w = xcalloc((size_t)t->ncols, sizeof *w);
-    for (int r = 0; r < t->nrows; r++)
-        for (int c = 0; c < t->ncols; c++) {
-            size_t len = strlen(t->cells[r * t->ncols + c]);
-            if (len > w[c])
-                w[c] = len;
-        }
-    for (int r = 0; r < t->nrows; r++) {
-        for (int c = 0; c < t->ncols; c++) {
-            const char *s = t->cells[r * t->ncols + c];
-            if (c == t->ncols - 1)
-                printf("%s\n", s);
-            else
-                printf("%-*s ", (int)w[c], s);
-        }
-    }
-    free(w);
-}
-
-static void table_free(struct table *t)
-{
-    free(t->cells);
-    memset(t, 0, sizeof *t);
-}
-
 static const char *num(struct arena *a, int64_t v)
 {
     char tmp[24];
@@ -538,131 +484,8 @@ static const char *offset_cell(struct arena *a, int64_t v) { return v < 0 ? "-" 
  * splits into the same number of words. */
 static const char *text_cell(struct arena *a, kstr_t s) { return s.len > 0 ? kstr_dup(a, s) : "-"; }
 
-/* ---- talking to the coordinator ---- */
-
-struct coordinator {
-    const char *group;
-    int32_t node;   /* -1 until FindCoordinator names one (again) */
-    char addr[300]; /* "host:port" of that node */
-};
-
-/* Answers that mean "find the coordinator again and retry": the group's
- * partition has no leader yet (__consumer_offsets being created on first
- * use), moved, or is still being loaded after a leader change. */
-static bool coordinator_retriable(int code)
-{
-    return code == KERR_COORDINATOR_NOT_AVAILABLE || code == KERR_NOT_COORDINATOR ||
-           code == KERR_COORDINATOR_LOAD_IN_PROGRESS || code == KERR_NETWORK_EXCEPTION;
-}
-
-static int next_backoff(int ms) { return ms * 2 > 1000 ? 1000 : ms * 2; }
-
-/* The coordinator an answer names for co->group (v0-3 at the top, v4+
- * in a list): 0 with co filled, or the error it gives. */
-static int16_t coordinator_answer(const struct kc_response *r, struct coordinator *co)
-{
-    const find_coordinator_response_t *m = r->msg;
-    int16_t err = m->error_code;
-    int32_t node = m->node_id, port = m->port;
-    kstr_t host = m->host;
-    if (r->version >= 4) {
-        const find_coordinator_response_coordinator_t *k = NULL;
-        for (int32_t i = 0; i < m->coordinators.n; i++)
-            if (kstr_eqc(m->coordinators.a[i].key, co->group))
-                k = &m->coordinators.a[i];
-        if (!k)
-            return KERR_UNKNOWN_SERVER_ERROR;
-        err = k->error_code;
-        node = k->node_id;
-        port = k->port;
-        host = k->host;
-    }
-    if (err)
-        return err;
-    if (node < 0)
-        return KERR_COORDINATOR_NOT_AVAILABLE;
-    co->node = node;
-    snprintf(co->addr, sizeof co->addr, "%.*s:%d", host.len > 0 ? (int)host.len : 0, host.len > 0 ? host.p : "",
-             port);
-    return 0;
-}
-
-/* FindCoordinator through any broker, retried until deadline while the
- * answer is one of the above. No bootstrap broker reachable fails at
- * once, as every samsactl command does. */
-static int find_coordinator(struct kc_client *c, struct coordinator *co, int64_t deadline)
-{
-    for (int backoff = 50;; backoff = next_backoff(backoff)) {
-        struct kc_conn *conn;
-        int rc = kc_any_conn(c, &conn);
-        if (rc)
-            return rc;
-        find_coordinator_request_t req;
-        find_coordinator_request_init(&req);
-        kstr_t key = KSTR(co->group);
-        /* v0-3 ask for one key, v4+ for a list: fill both */
-        req.key = key;
-        req.key_type = KEY_TYPE_GROUP;
-        req.coordinator_keys.a = &key;
-        req.coordinator_keys.n = 1;
-        struct kc_response r;
-        rc = kc_call(c, conn, KAPI_FIND_COORDINATOR, &req, &r);
-        if (rc == 0) {
-            int16_t err = coordinator_answer(&r, co);
-            kc_response_free(&r);
-            if (err == 0)
-                return 0;
-            rc = kc_fail(c, err, "no coordinator for group '%s': %s", co->group, kc_default_message(err));
-        }
-        if (!coordinator_retriable(rc) || clock_mono_ms() >= deadline)
-            return rc;
-        if (!kc_sleep_ms(backoff))
-            return kc_fail(c, KC_INTERRUPTED, "interrupted");
-    }
-}
-
-static int coordinator_conn(struct kc_client *c, struct coordinator *co, int64_t deadline, struct kc_conn **out)
-{
-    int rc;
-    if (co->node < 0 && (rc = find_coordinator(c, co, deadline)) != 0)
-        return rc;
-    /* the connection is found through the metadata cache */
-    if (!kc_meta_broker(c, co->node) && (rc = kc_metadata(c, NULL, 0, false)) != 0)
-        return rc;
-    return kc_node_conn(c, co->node, out);
-}
-
-/* The group-level error of an answer (what says "not here, not yet"). */
-typedef int (*group_error_fn)(const struct kc_response *r);
-
-/* Sends req to the group's coordinator; while it answers (as
- * group_error finds) or fails as coordinator_retriable says, finds the
- * coordinator again and retries, up to c->timeout_ms in all. On 0, *out
- * holds the answer, whose other errors are the caller's to judge. */
-static int coord_call(struct kc_client *c, struct coordinator *co, int16_t key, const void *req,
-                      struct kc_response *out, group_error_fn group_error)
-{
-    int64_t deadline = clock_mono_ms() + c->timeout_ms;
-    for (int backoff = 50;; backoff = next_backoff(backoff)) {
-        struct kc_conn *conn;
-        int rc = coordinator_conn(c, co, deadline, &conn);
-        if (rc == 0) {
-            rc = kc_call(c, conn, key, req, out);
-            if (rc == 0) {
-                int e = group_error(out);
-                if (!coordinator_retriable(e))
-                    return 0;
-                kc_response_free(out);
-                rc = kc_fail(c, e, "group '%s': %s", co->group, kc_default_message(e));
-            }
-        }
-        if (!coordinator_retriable(rc) || clock_mono_ms() >= deadline)
-            return rc;
-        co->node = -1;
-        if (!kc_sleep_ms(backoff))
-            return kc_fail(c, KC_INTERRUPTED, "interrupted");
-    }
-}
+/* ---- talking to the coordinator (coordinator.h): the group-level
+ * error of each answer ---- */
 
 static int describe_error(const struct kc_response *r)
 {
@@ -701,21 +524,21 @@ static int describe_group(struct kc_client *c, struct coordinator *co, struct kc
 {
     describe_groups_request_t req;
     describe_groups_request_init(&req);
-    kstr_t name = KSTR(co->group);
+    kstr_t name = KSTR(co->key);
     req.groups.a = &name;
     req.groups.n = 1;
-    int rc = coord_call(c, co, KAPI_DESCRIBE_GROUPS, &req, out, describe_error);
+    int rc = coordinator_call(c, co, KAPI_DESCRIBE_GROUPS, &req, out, describe_error);
     if (rc)
         return rc;
     const describe_groups_response_t *m = out->msg;
     *g = NULL;
     for (int32_t i = 0; i < m->groups.n; i++)
-        if (kstr_eqc(m->groups.a[i].group_id, co->group))
+        if (kstr_eqc(m->groups.a[i].group_id, co->key))
             *g = &m->groups.a[i];
     if (!*g)
-        rc = kc_fail(c, KERR_UNKNOWN_SERVER_ERROR, "DescribeGroups answer does not mention group '%s'", co->group);
+        rc = kc_fail(c, KERR_UNKNOWN_SERVER_ERROR, "DescribeGroups answer does not mention group '%s'", co->key);
     else if ((*g)->error_code)
-        rc = kc_fail(c, (*g)->error_code, "group '%s': %s", co->group, kc_default_message((*g)->error_code));
+        rc = kc_fail(c, (*g)->error_code, "group '%s': %s", co->key, kc_default_message((*g)->error_code));
     if (rc)
         kc_response_free(out);
     return rc;
@@ -744,18 +567,18 @@ static int fetch_committed(struct kc_client *c, struct coordinator *co, struct a
     offset_fetch_request_init(&req);
     /* v1-7 name the group at the top, v8+ in a list; null topics ask for
      * all (v2+) */
-    req.group_id = KSTR(co->group);
+    req.group_id = KSTR(co->key);
     req.topics.a = NULL;
     req.topics.n = -1;
     offset_fetch_request_offset_fetch_request_group_t grp;
     offset_fetch_request_offset_fetch_request_group_init(&grp);
-    grp.group_id = KSTR(co->group);
+    grp.group_id = KSTR(co->key);
     grp.topics.a = NULL;
     grp.topics.n = -1;
     req.groups.a = &grp;
     req.groups.n = 1;
     struct kc_response r;
-    int rc = coord_call(c, co, KAPI_OFFSET_FETCH, &req, &r, offset_fetch_error);
+    int rc = coordinator_call(c, co, KAPI_OFFSET_FETCH, &req, &r, offset_fetch_error);
     if (rc)
         return rc;
     if (r.version < 2) {
@@ -766,7 +589,7 @@ static int fetch_committed(struct kc_client *c, struct coordinator *co, struct a
     int e = offset_fetch_error(&r);
     if (e) {
         kc_response_free(&r);
-        return kc_fail(c, e, "fetching the offsets of group '%s': %s", co->group, kc_default_message(e));
+        return kc_fail(c, e, "fetching the offsets of group '%s': %s", co->key, kc_default_message(e));
     }
     const offset_fetch_response_t *m = r.msg;
     /* v1-7 and v8+ carry the same fields in differently named structs */
@@ -782,7 +605,7 @@ static int fetch_committed(struct kc_client *c, struct coordinator *co, struct a
     struct group_committed *v = arena_alloc(a, (size_t)(total > 0 ? total : 1) * sizeof *v);
     if (r.version >= 8) {
         for (int32_t g = 0; g < m->groups.n; g++) {
-            if (!kstr_eqc(m->groups.a[g].group_id, co->group))
+            if (!kstr_eqc(m->groups.a[g].group_id, co->key))
                 continue;
             for (int32_t t = 0; t < m->groups.a[g].topics.n; t++) {
                 const offset_fetch_response_offset_fetch_response_topics_t *x = &m->groups.a[g].topics.a[t];
@@ -937,7 +760,7 @@ static int cmp_listed(const void *a, const void *b)
 static int list_broker(struct kc_client *c, int32_t node, struct arena *a, struct listed **v, int *n, int *cap)
 {
     int64_t deadline = clock_mono_ms() + c->timeout_ms;
-    for (int backoff = 50;; backoff = next_backoff(backoff)) {
+    for (int backoff = 50;; backoff = coordinator_next_backoff(backoff)) {
         struct kc_conn *conn;
         int rc = kc_node_conn(c, node, &conn);
         if (rc)
@@ -991,7 +814,8 @@ static int do_list(struct kc_client *c)
     for (int32_t i = 0; i < nb && rc == 0; i++)
         rc = list_broker(c, ids[i], &a, &v, &n, &cap);
     if (rc == 0) {
-        qsort(v, (size_t)n, sizeof *v, cmp_listed);
+        if (n > 1) /* v is NULL when no group is listed */
+            qsort(v, (size_t)n, sizeof *v, cmp_listed);
         static const char *const hdr[] = {"GROUP", "STATE", "PROTOCOL-TYPE"};
         struct table t;
         table_init(&t, 3, hdr);
@@ -1047,23 +871,23 @@ static int describe_consumer_group(struct kc_client *c, struct coordinator *co, 
 {
     consumer_group_describe_request_t req;
     consumer_group_describe_request_init(&req);
-    kstr_t name = KSTR(co->group);
+    kstr_t name = KSTR(co->key);
     req.group_ids.a = &name;
     req.group_ids.n = 1;
     struct kc_response r;
-    int rc = coord_call(c, co, KAPI_CONSUMER_GROUP_DESCRIBE, &req, &r, consumer_group_error);
+    int rc = coordinator_call(c, co, KAPI_CONSUMER_GROUP_DESCRIBE, &req, &r, consumer_group_error);
     if (rc)
         return rc;
     const consumer_group_describe_response_t *m = r.msg;
     const consumer_group_describe_response_described_group_t *g = NULL;
     for (int32_t i = 0; i < m->groups.n; i++)
-        if (kstr_eqc(m->groups.a[i].group_id, co->group))
+        if (kstr_eqc(m->groups.a[i].group_id, co->key))
             g = &m->groups.a[i];
     if (!g)
         rc = kc_fail(c, KERR_UNKNOWN_SERVER_ERROR, "ConsumerGroupDescribe answer does not mention group '%s'",
-                     co->group);
+                     co->key);
     else if (g->error_code)
-        rc = kc_fail(c, g->error_code, "group '%s': %s", co->group, kc_default_message(g->error_code));
+        rc = kc_fail(c, g->error_code, "group '%s': %s", co->key, kc_default_message(g->error_code));
     if (rc) {
         kc_response_free(&r);
         return rc;
@@ -1105,7 +929,7 @@ static int not_found(struct kc_client *c, const char *group)
 
 static int do_describe(struct kc_client *c, const struct groups_opts *o)
 {
-    struct coordinator co = {o->group, -1, ""};
+    struct coordinator co = {o->group, COORD_KEY_GROUP, -1, ""};
     struct kc_response dr;
     const describe_groups_response_described_group_t *g;
     int rc = describe_group(c, &co, &dr, &g);
@@ -1268,14 +1092,14 @@ static int do_describe(struct kc_client *c, const struct groups_opts *o)
 
 static int do_delete(struct kc_client *c, const struct groups_opts *o)
 {
-    struct coordinator co = {o->group, -1, ""};
+    struct coordinator co = {o->group, COORD_KEY_GROUP, -1, ""};
     delete_groups_request_t req;
     delete_groups_request_init(&req);
     kstr_t name = KSTR(o->group);
     req.groups_names.a = &name;
     req.groups_names.n = 1;
     struct kc_response r;
-    int rc = coord_call(c, &co, KAPI_DELETE_GROUPS, &req, &r, delete_error);
+    int rc = coordinator_call(c, &co, KAPI_DELETE_GROUPS, &req, &r, delete_error);
     if (rc)
         return rc;
     const delete_groups_response_t *m = r.msg;
@@ -1412,7 +1236,7 @@ static int commit_plan(struct kc_client *c, struct coordinator *co, const struct
     struct arena a = ARENA_INIT;
     offset_commit_request_t req;
     offset_commit_request_init(&req);
-    req.group_id = KSTR(co->group);
+    req.group_id = KSTR(co->key);
     req.generation_id_or_member_epoch = -1;
     req.member_id = KSTR_LIT("");
     req.group_instance_id = KSTR_NULL;
@@ -1437,7 +1261,7 @@ static int commit_plan(struct kc_client *c, struct coordinator *co, const struct
         i = j;
     }
     struct kc_response r;
-    int rc = coord_call(c, co, KAPI_OFFSET_COMMIT, &req, &r, commit_error);
+    int rc = coordinator_call(c, co, KAPI_OFFSET_COMMIT, &req, &r, commit_error);
     arena_free(&a);
     if (rc)
         return rc;
@@ -1453,11 +1277,11 @@ static int commit_plan(struct kc_client *c, struct coordinator *co, const struct
                 rc = kc_fail(c, e,
                              "Offsets of group '%s' were not reset: the group has active members now (offsets "
                              "can be reset only while it is inactive)",
-                             co->group);
+                             co->key);
             else
                 rc = kc_fail(c, e, "Committing the offset of %.*s-%d for group '%s' failed: %s",
                              m->topics.a[ti].name.len > 0 ? (int)m->topics.a[ti].name.len : 0, m->topics.a[ti].name.p,
-                             p->partition_index, co->group, kc_default_message(e));
+                             p->partition_index, co->key, kc_default_message(e));
         }
     kc_response_free(&r);
     return rc;
@@ -1465,7 +1289,7 @@ static int commit_plan(struct kc_client *c, struct coordinator *co, const struct
 
 static int do_reset(struct kc_client *c, const struct groups_opts *o)
 {
-    struct coordinator co = {o->group, -1, ""};
+    struct coordinator co = {o->group, COORD_KEY_GROUP, -1, ""};
     struct kc_response dr;
     const describe_groups_response_described_group_t *g;
     int rc = describe_group(c, &co, &dr, &g);

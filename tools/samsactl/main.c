@@ -32,7 +32,7 @@ static const struct command commands[] = {
     {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
     {"users", cmd_users, "SCRAM credentials: users scram set, delete, describe"},
-    {"transactions", cmd_transactions, "producers of a partition; abort a hanging transaction"},
+    {"transactions", cmd_transactions, "list, describe transactions; producers of a partition; abort one"},
     {NULL, NULL, NULL},
 };
 
