@@ -309,12 +309,12 @@ int main(int argc, char **argv)
      * NOT_LEADER_OR_FOLLOWER until ready). */
     /* The group coordinator loads the __consumer_offsets partitions
      * this node leads, on its own thread, as their logs open. */
-    b.coord = coord_create(&b);
+    struct coord_env cenv = {b.cfg, b.controller, b.partitions, b.plugins, b.wake, b.node_id};
+    b.coord = coord_create(&cenv);
     coord_start(b.coord);
     /* So does the transaction coordinator with __transaction_state; its
      * marker sender runs on a thread of its own. */
-    struct txn_coord_env tenv = {b.cfg, b.controller, b.partitions, b.plugins, b.wake, b.node_id};
-    b.txn_coord = txn_coord_create(&tenv);
+    b.txn_coord = txn_coord_create(&cenv);
     txn_coord_start(b.txn_coord);
     /* Followers fetch from their leaders on the replica fetcher thread,
      * which also keeps the ISR of the partitions this node leads. */

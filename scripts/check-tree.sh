@@ -55,7 +55,6 @@ core/controller/replication.c broker.h      to be removed: struct broker in cont
 core/controller/snapshot.c broker.h         to be removed: struct broker in controller
 core/replica/fetcher.c broker.h             to be removed: struct broker in replica
 core/replica/registry.c broker.h            to be removed: struct broker in replica
-core/coord/coord.c broker.h                 to be removed: struct broker in coord
 '
 
 fail=0

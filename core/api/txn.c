@@ -464,7 +464,7 @@ void api_handle_add_offsets_to_txn(struct request *req)
     /* the group's __consumer_offsets partition joins the transaction:
      * its TxnOffsetCommit records get the transaction's marker */
     struct mimage *img = controller_image(req->broker->controller);
-    int32_t n = coord_num_partitions(req->broker, img);
+    int32_t n = coord_num_partitions(req->broker->cfg, img);
     mimage_release(img);
     kstr_t topic = KSTR_LIT(COORD_OFFSETS_TOPIC);
     int32_t part = coord_partition_for(q->group_id, n);

@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "coord/consumer.h"
@@ -62,7 +61,7 @@ struct coord_settings {
 };
 
 struct coord {
-    struct broker *b;
+    struct coord_env env;
     struct coord_settings s;
     struct cshard_table shards;
 
@@ -384,7 +383,7 @@ static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **
         listed = strcmp(c->s.assignors[i], name) == 0;
     if (!listed)
         return NULL;
-    const struct plugin_cap *cap = c->b->plugins ? plugin_find(c->b->plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
+    const struct plugin_cap *cap = c->env.plugins ? plugin_find(c->env.plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
     if (cap) {
         *state = cap->state;
         return &cap->vt.assignor;
@@ -430,7 +429,7 @@ static void ccg_env_init_into(struct coord_shard *s, struct ccg_env *e, struct c
 {
     memset(e, 0, sizeof *e);
     x->s = s;
-    x->img = controller_image(s->c->b->controller);
+    x->img = controller_image(s->c->env.controller);
     if (into) {
         x->bt = into;
     } else {
@@ -567,12 +566,11 @@ static struct coord_shard *shard_at(struct coord *c, int32_t index, bool create)
     return (struct coord_shard *)cshard_at(&c->shards, index, create);
 }
 
-int32_t coord_num_partitions(const struct broker *b, const struct mimage *img)
+int32_t coord_num_partitions(const struct samsa_config *cfg, const struct mimage *img)
 {
     const struct mi_topic *t = img ? mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC)) : NULL;
     if (t && t->npartitions > 0)
         return t->npartitions;
-    const struct samsa_config *cfg = b->cfg;
     return cfg->offsets_topic_num_partitions > 0 ? cfg->offsets_topic_num_partitions : 50;
 }
 
@@ -581,7 +579,7 @@ static int16_t acquire(struct coord *c, kstr_t group, struct coord_shard **out)
 {
     struct cshard *b;
     bool want_load;
-    int16_t err = cshard_acquire(&c->shards, c->b->controller, c->b->node_id, group, &b, &want_load);
+    int16_t err = cshard_acquire(&c->shards, c->env.controller, c->env.node_id, group, &b, &want_load);
     *out = (struct coord_shard *)b;
     if (want_load)
         kick(c);
@@ -910,12 +908,12 @@ static int read_partition(struct coord *c, struct partition *p, struct hmap *gro
 {
     struct read_ctx x = {groups, txns, nrecords, clock_wall_ms(), p->index, false};
     static const struct coord_scan_fns fns = {read_one, read_marker};
-    return coord_log_scan_txn(p, c->b->plugins, c->s.load_buffer, COORD_OFFSETS_TOPIC, &fns, &x);
+    return coord_log_scan_txn(p, c->env.plugins, c->s.load_buffer, COORD_OFFSETS_TOPIC, &fns, &x);
 }
 
 static void load(struct coord *c, struct coord_shard *s, const kuuid_t *topic_id, int32_t epoch)
 {
-    struct partition *p = preg_get(c->b->partitions, topic_id, s->index);
+    struct partition *p = preg_get(c->env.partitions, topic_id, s->index);
     if (!p)
         return; /* its log is not open yet: next round */
     pthread_mutex_lock(&s->lock);
@@ -1010,7 +1008,7 @@ static void unload_cb(void *ctx, struct cshard *s, const char *why)
 
 static void sync_image(struct coord *c)
 {
-    cshard_sync(&c->shards, c->b->controller, c->b->node_id, load_cb, unload_cb, c);
+    cshard_sync(&c->shards, c->env.controller, c->env.node_id, load_cb, unload_cb, c);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1232,11 +1230,11 @@ static void *coord_main(void *arg)
     return NULL;
 }
 
-struct coord *coord_create(struct broker *b)
+struct coord *coord_create(const struct coord_env *env)
 {
     struct coord *c = xcalloc(1, sizeof *c);
-    c->b = b;
-    const struct samsa_config *cfg = b->cfg;
+    c->env = *env;
+    const struct samsa_config *cfg = env->cfg;
     c->s.initial_rebalance_delay_ms = cfg->group_initial_rebalance_delay_ms;
     c->s.max_size = (int32_t)cfg_long(cfg, "group.max.size", INT32_MAX);
     c->s.metadata_max_bytes = (int32_t)cfg_long(cfg, "offset.metadata.max.bytes", 4096);
@@ -1257,7 +1255,7 @@ struct coord *coord_create(struct broker *b)
         c->s.assignors = xrealloc(c->s.assignors, (size_t)(c->s.nassignors + 1) * sizeof *c->s.assignors);
         c->s.assignors[c->s.nassignors++] = xstrdup(t);
         bool builtin = strcmp(t, "uniform") == 0 || strcmp(t, "range") == 0;
-        if (!builtin && !(b->plugins && plugin_find(b->plugins, SAMSA_CAP_ASSIGNOR, t)))
+        if (!builtin && !(env->plugins && plugin_find(env->plugins, SAMSA_CAP_ASSIGNOR, t)))
             slog_warn("group.consumer.assignors: no assignor '%s' (built in: uniform, range; or a plugin's); "
                       "consumer groups naming it get UNSUPPORTED_ASSIGNOR",
                       t);
@@ -1800,13 +1798,13 @@ int16_t coord_list_groups(struct coord *c, struct arena *a, struct coord_listed 
 {
     *out = NULL;
     *n = 0;
-    struct mimage *img = controller_image(c->b->controller);
+    struct mimage *img = controller_image(c->env.controller);
     const struct mi_topic *t = mimage_topic(img, KSTR_LIT(COORD_OFFSETS_TOPIC));
     int16_t err = 0;
     int32_t cap = 0;
     for (int32_t i = 0; t && i < t->npartitions && !err; i++) {
         const struct mi_partition *mp = mi_topic_partition(t, i);
-        if (!mp || mp->leader != c->b->node_id)
+        if (!mp || mp->leader != c->env.node_id)
             continue;
         struct coord_shard *s = shard_at(c, i, true);
         pthread_mutex_lock(&s->lock);

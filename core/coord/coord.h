@@ -36,16 +36,18 @@
 #include <stdint.h>
 
 #include "coord/consumer.h"
+#include "coord/env.h"
 #include "coord/group.h"
 #include "proto/kcodec.h"
 #include "replica/partition.h" /* enum ack_state */
 
-struct broker;
+struct samsa_config;
 struct coord;
 struct coord_shard;
 struct mimage;
 
-struct coord *coord_create(struct broker *b);
+/* env is copied. */
+struct coord *coord_create(const struct coord_env *env);
 /* Starts the coordinator thread. */
 void coord_start(struct coord *c);
 /* Stops the thread and unloads every shard: waiting requests are
@@ -56,7 +58,7 @@ void coord_destroy(struct coord *c);
 
 /* Partitions of __consumer_offsets: the topic's, or
  * offsets.topic.num.partitions before it exists. */
-int32_t coord_num_partitions(const struct broker *b, const struct mimage *img);
+int32_t coord_num_partitions(const struct samsa_config *cfg, const struct mimage *img);
 
 /* A replication wait after an operation that appended: the shard, the
  * last offset the answer depends on (offset -1: nothing to wait for) and

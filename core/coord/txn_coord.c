@@ -64,7 +64,7 @@ struct txn_settings {
 };
 
 struct txn_coord {
-    struct txn_coord_env env;
+    struct coord_env env;
     struct txn_settings s;
     struct txn_sender *sender;
     struct cshard_table shards;
@@ -438,7 +438,7 @@ struct txn_sender *txn_coord_sender(struct txn_coord *tc)
     return tc->sender;
 }
 
-const struct txn_coord_env *txn_coord_env(const struct txn_coord *tc)
+const struct coord_env *txn_coord_env(const struct txn_coord *tc)
 {
     return &tc->env;
 }
@@ -838,7 +838,7 @@ static void *txn_main(void *arg)
 /* ------------------------------------------------------------------ */
 /* life cycle                                                          */
 
-struct txn_coord *txn_coord_create(const struct txn_coord_env *env)
+struct txn_coord *txn_coord_create(const struct coord_env *env)
 {
     struct txn_coord *tc = xcalloc(1, sizeof *tc);
     tc->env = *env;

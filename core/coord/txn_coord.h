@@ -34,34 +34,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "coord/env.h"
 #include "coord/txn_meta.h"
 #include "proto/kcodec.h"
 #include "replica/partition.h" /* enum ack_state */
 #include "util/arena.h"
 
-struct controller;
-struct park_hub;
-struct partition_registry;
-struct plugin_registry;
-struct samsa_config;
 struct txn_coord;
 struct txn_shard;
 
-/* What the coordinator, its marker sender and the partition leaders'
- * verification use of the node (all outlive the coordinator): a narrow
- * view instead of struct broker. wake may be NULL (no network layer). */
-struct txn_coord_env {
-    const struct samsa_config *cfg;
-    struct controller *controller;         /* the metadata image */
-    struct partition_registry *partitions; /* __transaction_state logs */
-    struct plugin_registry *plugins;       /* codecs when loading */
-    struct park_hub *wake;                 /* parked requests' wake-ups */
-    int32_t node_id;
-};
-
 /* env is copied. */
-struct txn_coord *txn_coord_create(const struct txn_coord_env *env);
-const struct txn_coord_env *txn_coord_env(const struct txn_coord *tc);
+struct txn_coord *txn_coord_create(const struct coord_env *env);
+const struct coord_env *txn_coord_env(const struct txn_coord *tc);
 /* Starts the coordinator's thread and the marker sender. */
 void txn_coord_start(struct txn_coord *tc);
 /* Stops both and unloads every shard. */

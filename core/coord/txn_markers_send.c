@@ -76,7 +76,7 @@ struct dest {
 };
 
 struct txn_sender {
-    struct txn_coord_env env;
+    struct coord_env env;
     struct txn_coord *tc;
     struct ev_loop *loop;
     ev_async wake;
@@ -562,7 +562,7 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-struct txn_sender *txn_sender_create(const struct txn_coord_env *env, struct txn_coord *tc)
+struct txn_sender *txn_sender_create(const struct coord_env *env, struct txn_coord *tc)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     if (!loop) {

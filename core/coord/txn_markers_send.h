@@ -27,7 +27,7 @@
 #include "proto/kcodec.h"
 
 struct txn_coord;
-struct txn_coord_env;
+struct coord_env; /* coord/env.h */
 struct txn_sender;
 
 /* One transaction's markers. */
@@ -43,7 +43,7 @@ struct txn_marker_job {
 };
 
 /* tc gets the reports (txn_coord_markers_done); env is copied. */
-struct txn_sender *txn_sender_create(const struct txn_coord_env *env, struct txn_coord *tc);
+struct txn_sender *txn_sender_create(const struct coord_env *env, struct txn_coord *tc);
 void txn_sender_start(struct txn_sender *s);
 /* Stops the thread; jobs not done are dropped (the next leader of their
  * shard sends them again when it loads the prepared transaction). */

@@ -346,7 +346,7 @@ struct fx {
     char dir[256];
     struct samsa_config *cfg;
     struct broker b;
-    struct txn_coord_env env;
+    struct coord_env env;
     struct controller *c;
     struct fake f2, f3;
     char msg[1024];
@@ -460,7 +460,7 @@ static int group_setup(void **state)
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;
-    f->env = (struct txn_coord_env){.cfg = f->cfg, .controller = f->c, .partitions = f->b.partitions,
+    f->env = (struct coord_env){.cfg = f->cfg, .controller = f->c, .partitions = f->b.partitions,
                                     .node_id = f->b.node_id};
     fake_start(&f->f2);
     fake_start(&f->f3);
