@@ -19,13 +19,13 @@ struct logmgr;
 struct coord;
 struct txn_coord;
 struct park_hub;
-struct mimage;
 
 struct broker {
     /* The broker config in effect. A published config is never modified:
      * a dynamic change (AlterConfigs / IncrementalAlterConfigs on a BROKER
      * resource) builds a copy, and the controller swaps this pointer
-     * atomically (controller_alter_broker_configs) once the change is in
+     * atomically (controller_alter_broker_configs; main hands it the
+     * field's address as controller_env.cfg) once the change is in
      * the metadata log, then rebuilds the effective topic configs of the
      * image from it. Readers just load it (each read of the _Atomic field
      * is an atomic load); load it once into a local where several fields
@@ -57,16 +57,6 @@ struct broker {
     struct coord *coord;
     /* The transaction coordinator (coord/txn_coord.h): set at startup. */
     struct txn_coord *txn_coord;
-
-    /* What the controller tells the rest of the node, without knowing
-     * it (set by main; NULL in tests without them). On the controller's
-     * publisher thread, each newly applied image: the hosted partitions
-     * follow it (preg_sync); 0, or -1 with one line in err (retried at
-     * the next image). */
-    int (*image_published)(struct broker *b, const struct mimage *img, char *err, size_t errlen);
-    /* Any thread: this broker is registered and unfenced (the broker
-     * listeners may open). */
-    void (*broker_ready)(struct broker *b);
 };
 
 #endif

@@ -158,10 +158,19 @@ static void begin_controlled_shutdown(void *arg)
     controller_begin_shutdown(b->controller, stop_serving, b);
 }
 
-static void open_broker_listeners(struct broker *b)
+/* The controller's hooks (struct controller_env; arg: the broker). */
+static void open_broker_listeners(void *arg)
 {
+    struct broker *b = arg;
     if (b->net)
         net_broker_ready(b->net);
+}
+
+/* The hosted partitions follow every published image. */
+static int follow_image(void *arg, const struct mimage *img, char *err, size_t errlen)
+{
+    struct broker *b = arg;
+    return b->partitions ? preg_sync(b->partitions, img, err, errlen) : 0;
 }
 
 int main(int argc, char **argv)
@@ -296,8 +305,19 @@ int main(int argc, char **argv)
     char metadir[PATH_MAX];
     const char *mdir = config_get(cfg, "metadata.log.dir");
     snprintf(metadir, sizeof metadir, "%s/__cluster_metadata-0", mdir ? mdir : cfg->log_dirs[0]);
-    b.broker_ready = open_broker_listeners;
-    b.controller = controller_open(&b, metadir, err, sizeof err);
+    struct controller_env ctlenv = {
+        .cfg = &b.cfg,
+        .node_id = b.node_id,
+        .cluster_id = b.cluster_id,
+        .advertised_host = b.advertised_host,
+        .advertised_port = b.advertised_port,
+        .rack = b.rack,
+        .wake = b.wake,
+        .image_published = follow_image,
+        .broker_ready = open_broker_listeners,
+        .hook_arg = &b,
+    };
+    b.controller = controller_open(&ctlenv, metadir, err, sizeof err);
     if (!b.controller)
         die("%s%s", err, "");
     /* The controller brings the partition registry in line with the

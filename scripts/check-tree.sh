@@ -47,12 +47,6 @@ main:       *
 # one to make a new include pass.
 EXCEPTIONS='
 core/auth/sasl.c broker.h                   to be removed: struct broker in auth
-core/controller/brokers.c broker.h          to be removed: struct broker in controller
-core/controller/controller.c broker.h       to be removed: struct broker in controller
-core/controller/features.c broker.h         to be removed: struct broker in controller
-core/controller/producer_ids.c broker.h     to be removed: struct broker in controller
-core/controller/replication.c broker.h      to be removed: struct broker in controller
-core/controller/snapshot.c broker.h         to be removed: struct broker in controller
 core/replica/fetcher.c broker.h             to be removed: struct broker in replica
 core/replica/registry.c broker.h            to be removed: struct broker in replica
 '

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller_internal.h"
 #include "log/fsutil.h"
@@ -275,9 +274,9 @@ int controller_register_broker(struct controller *c, const struct broker_registr
         rc = KERR_NOT_CONTROLLER;
         goto out;
     }
-    if (req->cluster_id.len >= 0 && c->b->cluster_id[0] && !kstr_eqc(req->cluster_id, c->b->cluster_id)) {
+    if (req->cluster_id.len >= 0 && c->env.cluster_id[0] && !kstr_eqc(req->cluster_id, c->env.cluster_id)) {
         slog_warn("metadata: broker %d registers for cluster %.*s, this is %s", (int)req->broker_id,
-                  (int)req->cluster_id.len, req->cluster_id.p, c->b->cluster_id);
+                  (int)req->cluster_id.len, req->cluster_id.p, c->env.cluster_id);
         rc = KERR_INCONSISTENT_CLUSTER_ID;
         goto out;
     }
@@ -295,7 +294,7 @@ int controller_register_broker(struct controller *c, const struct broker_registr
         goto out;
     }
     if (have && !have->fenced && s && now - s->last_heartbeat_ms < c->session_timeout_ms &&
-        req->previous_broker_epoch != have->epoch && req->broker_id != c->b->node_id) {
+        req->previous_broker_epoch != have->epoch && req->broker_id != c->env.node_id) {
         /* Another process with that id is alive (Kafka's check). This
          * node's own broker side is exempt: its earlier incarnation was
          * this very process's predecessor, which is gone. */
@@ -521,12 +520,12 @@ static void fwd_complete(struct controller *c, struct ctl_fwd *f, int16_t err)
     if (f->on_done)
         f->on_done(f->on_done_arg, f);
     ctl_fwd_release(f);
-    park_notify(c->b->wake, park_key_object(f)); /* an identity only */
+    park_notify(c->env.wake, park_key_object(f)); /* an identity only */
 }
 
 struct kclient *ctl_client(struct controller *c, int32_t id)
 {
-    const struct samsa_config *cfg = c->b->cfg;
+    const struct samsa_config *cfg = ctl_cfg(c);
     for (size_t i = 0; i < cfg->n_voters && i < c->nctl_clients; i++)
         if (cfg->voters[i].id == id)
             return c->ctl_clients[i];
@@ -587,12 +586,12 @@ static void forward_pending(struct controller *c, int64_t now)
         struct ctl_fwd *f = w;
         w = w->next;
         f->next = NULL;
-        struct kclient *kc = leader >= 0 && leader != c->b->node_id ? ctl_client(c, leader) : NULL;
+        struct kclient *kc = leader >= 0 && leader != c->env.node_id ? ctl_client(c, leader) : NULL;
         if (now >= f->deadline_ms) {
             fwd_complete(c, f, KERR_REQUEST_TIMED_OUT);
         } else if (now < f->retry_ms) {
             fwd_wait_push(c, f);
-        } else if (leader == c->b->node_id && atomic_load(&c->active)) {
+        } else if (leader == c->env.node_id && atomic_load(&c->active)) {
             /* We lead now: the client asks again and it runs here. */
             fwd_complete(c, f, KERR_NOT_CONTROLLER);
         } else if (kc) {
@@ -616,10 +615,10 @@ static void life_ready(struct controller *c)
 {
     if (atomic_exchange(&c->ready, true))
         return;
-    slog_info("broker %d: registered (epoch %" PRId64 "), caught up and unfenced: ready", (int)c->b->node_id,
+    slog_info("broker %d: registered (epoch %" PRId64 "), caught up and unfenced: ready", (int)c->env.node_id,
               c->broker_epoch);
-    if (c->b->broker_ready)
-        c->b->broker_ready(c->b);
+    if (c->env.broker_ready)
+        c->env.broker_ready(c->env.hook_arg);
     ctl_wake_waiters(c);
 }
 
@@ -627,7 +626,7 @@ static void life_registered(struct controller *c, int err, int64_t epoch, int64_
 {
     if (err) {
         if (err != KERR_NOT_CONTROLLER && err != KERR_NETWORK_EXCEPTION && err != KERR_REQUEST_TIMED_OUT)
-            slog_warn("broker %d: registration refused: %s; retrying", (int)c->b->node_id,
+            slog_warn("broker %d: registration refused: %s; retrying", (int)c->env.node_id,
                       kerr_name((int16_t)err));
         c->life = LIFE_REGISTER;
         c->life_next_ms = now + (err == KERR_DUPLICATE_BROKER_REGISTRATION ? 1000 : RETRY_MS);
@@ -656,7 +655,7 @@ static void life_heartbeat_done(struct controller *c, int err, bool fenced, bool
 {
     if (err == KERR_STALE_BROKER_EPOCH || err == KERR_BROKER_ID_NOT_REGISTERED) {
         slog_warn("broker %d: the controller does not know this registration (%s): registering again",
-                  (int)c->b->node_id, kerr_name((int16_t)err));
+                  (int)c->env.node_id, kerr_name((int16_t)err));
         c->life = LIFE_REGISTER;
         c->life_next_ms = now;
         return;
@@ -669,7 +668,7 @@ static void life_heartbeat_done(struct controller *c, int err, bool fenced, bool
     if (c->cs == CS_PENDING) {
         c->fenced = fenced;
         if (shut) {
-            slog_info("broker %d: the controller approved the controlled shutdown", (int)c->b->node_id);
+            slog_info("broker %d: the controller approved the controlled shutdown", (int)c->env.node_id);
             shutdown_finish(c);
             return;
         }
@@ -680,7 +679,7 @@ static void life_heartbeat_done(struct controller *c, int err, bool fenced, bool
         return;
     }
     if (fenced && !c->fenced)
-        slog_warn("broker %d: fenced by the controller", (int)c->b->node_id);
+        slog_warn("broker %d: fenced by the controller", (int)c->env.node_id);
     c->fenced = fenced;
     if (!fenced)
         life_ready(c);
@@ -742,10 +741,10 @@ static kuuid_t *read_dir_ids(const struct samsa_config *cfg, struct arena *a, in
 
 static void build_registration(struct controller *c, broker_registration_request_t *q, struct arena *a)
 {
-    const struct samsa_config *cfg = c->b->cfg;
+    const struct samsa_config *cfg = ctl_cfg(c);
     broker_registration_request_init(q);
-    q->broker_id = c->b->node_id;
-    q->cluster_id = c->b->cluster_id[0] ? KSTR(c->b->cluster_id) : KSTR_NULL;
+    q->broker_id = c->env.node_id;
+    q->cluster_id = c->env.cluster_id[0] ? KSTR(c->env.cluster_id) : KSTR_NULL;
     q->incarnation_id = c->incarnation;
     size_t ne = cfg->n_advertised;
     q->listeners.a = broker_registration_request_listener_new_array(a, (int32_t)(ne ? ne : 1));
@@ -755,15 +754,15 @@ static void build_registration(struct controller *c, broker_registration_request
             continue; /* the quorum's listeners are not the broker's */
         broker_registration_request_listener_t *x = &q->listeners.a[q->listeners.n++];
         x->name = KSTR(e->name);
-        x->host = KSTR(e->host[0] ? e->host : c->b->advertised_host);
+        x->host = KSTR(e->host[0] ? e->host : c->env.advertised_host);
         x->port = e->port;
         x->security_protocol = (int16_t)e->protocol;
     }
-    if (q->listeners.n == 0 && c->b->advertised_port > 0) {
+    if (q->listeners.n == 0 && c->env.advertised_port > 0) {
         broker_registration_request_listener_t *x = &q->listeners.a[q->listeners.n++];
         x->name = KSTR_LIT("PLAINTEXT");
-        x->host = KSTR(c->b->advertised_host);
-        x->port = (uint16_t)c->b->advertised_port;
+        x->host = KSTR(c->env.advertised_host);
+        x->port = (uint16_t)c->env.advertised_port;
         x->security_protocol = 0;
     }
     q->features.a = broker_registration_request_feature_new_array(a, 1);
@@ -771,7 +770,7 @@ static void build_registration(struct controller *c, broker_registration_request
     q->features.a[0].name = KSTR_LIT("metadata.version");
     q->features.a[0].min_supported_version = 1;
     q->features.a[0].max_supported_version = CONTROLLER_METADATA_VERSION;
-    q->rack = c->b->rack[0] ? KSTR(c->b->rack) : KSTR_NULL;
+    q->rack = c->env.rack[0] ? KSTR(c->env.rack) : KSTR_NULL;
     int32_t nd;
     kuuid_t *dirs = read_dir_ids(cfg, a, &nd);
     q->log_dirs.a = dirs;
@@ -801,12 +800,12 @@ static void shutdown_step(struct controller *c, int64_t now)
         if (c->life == LIFE_RUNNING)
             c->life_next_ms = now;
         slog_info("broker %d: controlled shutdown: asking the controller to move this broker's leaderships",
-                  (int)c->b->node_id);
+                  (int)c->env.node_id);
         return;
     }
     if (now >= c->cs_deadline_ms) {
         slog_warn("broker %d: timed out after %d ms waiting for the controller to approve the controlled shutdown",
-                  (int)c->b->node_id, (int)c->session_timeout_ms);
+                  (int)c->env.node_id, (int)c->session_timeout_ms);
         shutdown_finish(c);
     }
 }
@@ -827,7 +826,7 @@ static void life_step(struct controller *c, int64_t now)
     if ((c->life != LIFE_REGISTER && c->life != LIFE_RUNNING) || now < c->life_next_ms)
         return;
     int32_t leader = quorum_leader_id(c->q);
-    bool local = leader == c->b->node_id;
+    bool local = leader == c->env.node_id;
     if (leader < 0 || (local && !atomic_load(&c->active)))
         return; /* no active controller yet: the next event or tick retries */
     struct kclient *kc = local ? NULL : ctl_client(c, leader);
@@ -858,7 +857,7 @@ static void life_step(struct controller *c, int64_t now)
     } else {
         broker_heartbeat_request_t q;
         broker_heartbeat_request_init(&q);
-        q.broker_id = c->b->node_id;
+        q.broker_id = c->env.node_id;
         q.broker_epoch = c->broker_epoch;
         /* What this broker has published, partition logs included (the
          * controller lets a broker in controlled shutdown go once every
@@ -927,7 +926,7 @@ static void write_prev_epoch(struct controller *c)
     clean_shutdown_path(c, path, sizeof path);
     int n = snprintf(text, sizeof text, "{\"version\":0,\"brokerEpoch\":%" PRId64 "}", c->broker_epoch);
     if (fs_write_atomic(path, text, (size_t)n) != 0)
-        slog_warn("broker %d: cannot write %s", (int)c->b->node_id, path);
+        slog_warn("broker %d: cannot write %s", (int)c->env.node_id, path);
 }
 
 /* ------------------------------------------------------------------ */
@@ -959,15 +958,15 @@ static void on_tick(struct ev_loop *loop, ev_timer *t, int revents)
 
 void ctl_brokers_start(struct controller *c)
 {
-    const struct samsa_config *cfg = c->b->cfg;
+    const struct samsa_config *cfg = ctl_cfg(c);
     struct ev_loop *loop = quorum_loop(c->q);
     c->nctl_clients = cfg->n_voters;
     c->ctl_clients = xcalloc(cfg->n_voters ? cfg->n_voters : 1, sizeof *c->ctl_clients);
     for (size_t i = 0; i < cfg->n_voters; i++) {
-        if (cfg->voters[i].id == c->b->node_id)
+        if (cfg->voters[i].id == c->env.node_id)
             continue;
         char cid[32];
-        snprintf(cid, sizeof cid, "broker-%d", (int)c->b->node_id);
+        snprintf(cid, sizeof cid, "broker-%d", (int)c->env.node_id);
         struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
                                   .request_timeout_ms = 10000, .connect_timeout_ms = 2000,
                                   .reconnect_backoff_ms = 50};

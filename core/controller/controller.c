@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller_internal.h"
 #include "controller/image_build.h"
@@ -125,7 +124,7 @@ static void *publisher_main(void *arg)
         pthread_mutex_unlock(&c->pub_mu);
         struct mimage *img = controller_image(c);
         char err[512];
-        if (c->b->image_published && c->b->image_published(c->b, img, err, sizeof err) < 0) {
+        if (c->env.image_published && c->env.image_published(c->env.hook_arg, img, err, sizeof err) < 0) {
             slog_error("partition registry: %s (retried at the next metadata change)", err);
             pthread_mutex_lock(&c->pub_mu);
             snprintf(c->pub_err, sizeof c->pub_err, "%s", err);
@@ -140,14 +139,14 @@ static void *publisher_main(void *arg)
     return NULL;
 }
 
-/* Publishes cfg as b->cfg (a dynamic broker config change); the
+/* Publishes cfg into the node's config slot (a dynamic broker config change); the
  * controller owns it from now on. Loop thread (or open). */
 static void publish_cfg(struct controller *c, struct samsa_config *cfg)
 {
-    struct samsa_config *old = atomic_load_explicit(&c->b->cfg, memory_order_relaxed);
+    struct samsa_config *old = atomic_load_explicit(c->env.cfg, memory_order_relaxed);
     c->cfgs = xrealloc(c->cfgs, (c->ncfgs + 1) * sizeof *c->cfgs);
     c->cfgs[c->ncfgs++] = cfg;
-    atomic_store_explicit(&c->b->cfg, cfg, memory_order_release);
+    atomic_store_explicit(c->env.cfg, cfg, memory_order_release);
     /* samsa.log.level is a cluster-wide dynamic key: it takes effect now. */
     if (cfg->log_level != old->log_level)
         slog_set_level((enum slog_level)cfg->log_level);
@@ -191,11 +190,11 @@ void ctl_op_heartbeat(const struct ctl_op *op, bool *fenced, bool *caught_up, bo
     *shut_down = op->hb_shut_down;
 }
 
-int32_t ctl_node_id(const struct controller *c) { return c->b->node_id; }
+int32_t ctl_node_id(const struct controller *c) { return c->env.node_id; }
 
 void ctl_notify_object(const struct controller *c, const void *obj)
 {
-    park_notify(c->b->wake, park_key_object(obj));
+    park_notify(c->env.wake, park_key_object(obj));
 }
 
 /* Completes op on the loop: its hook, then waiters and parked requests. */
@@ -206,7 +205,7 @@ static void op_complete(struct controller *c, struct ctl_op *op, int16_t err)
     if (op->on_done)
         op->on_done(op->on_done_arg, op);
     ctl_op_release(op);
-    park_notify(c->b->wake, park_key_object(op)); /* an identity only */
+    park_notify(c->env.wake, park_key_object(op)); /* an identity only */
 }
 
 /* Blocks the calling thread until op is done or timeout_ms has passed.
@@ -264,7 +263,7 @@ int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, si
         return err_msg(msg, msglen, KERR_UNKNOWN_SERVER_ERROR, "%s", "");
     }
     char err[512];
-    struct mi_draft *d = mi_draft_begin(c->spec, c->b->cfg, c->b->node_id);
+    struct mi_draft *d = mi_draft_begin(c->spec, ctl_cfg(c), c->env.node_id);
     if (mi_draft_apply_batch(d, bb.data + bb.len - len, len, err, sizeof err) < 0) {
         mi_draft_abort(d);
         buf_free(&bb);
@@ -360,7 +359,7 @@ static void respec_locked(struct controller *c)
     c->spec = NULL;
     if (!atomic_load(&c->active))
         return;
-    struct mi_draft *d = mi_draft_begin(c->cur, c->b->cfg, c->b->node_id);
+    struct mi_draft *d = mi_draft_begin(c->cur, ctl_cfg(c), c->env.node_id);
     for (struct ctl_op *op = c->inflight_head; op; op = op->next) {
         char err[256];
         if (op->end <= c->applied)
@@ -390,7 +389,7 @@ static void deactivate(struct controller *c)
         op = n;
     }
     if (was) {
-        slog_info("metadata: node %d is no longer the active controller", (int)c->b->node_id);
+        slog_info("metadata: node %d is no longer the active controller", (int)c->env.node_id);
         ctl_wake_waiters(c);
     }
 }
@@ -448,8 +447,8 @@ static bool configs_equal(const struct mi_config *a, int32_t na, const struct mi
     return true;
 }
 
-/* The broker config the dynamic layers of d make: a copy of b->cfg with
- * those two layers replaced. NULL when they did not change from base. */
+/* The broker config the dynamic layers of d make: a copy of the one in
+ * effect with those two layers replaced. NULL when they did not change from base. */
 static struct samsa_config *cfg_from_draft(struct controller *c, const struct mimage *base, struct mi_draft *d)
 {
     int32_t nd, nn;
@@ -460,7 +459,7 @@ static struct samsa_config *cfg_from_draft(struct controller *c, const struct mi
         return NULL;
     if (!base && nd == 0 && nn == 0)
         return NULL;
-    struct samsa_config *next = config_dup(c->b->cfg);
+    struct samsa_config *next = config_dup(ctl_cfg(c));
     for (int k = 0; k < 2; k++) {
         bool dflt = k == 0;
         const struct mi_config *old = base ? (dflt ? base->broker_default_configs : base->broker_configs) : NULL;
@@ -493,7 +492,7 @@ static void publish_draft(struct controller *c, struct mi_draft *d, const struct
         mi_draft_touch_all_configs(d);
     }
     struct mimage *img = mi_draft_finish(d);
-    img->controller_id = c->leader_id >= 0 ? c->leader_id : c->b->node_id;
+    img->controller_id = c->leader_id >= 0 ? c->leader_id : c->env.node_id;
     if (ncfg)
         publish_cfg(c, ncfg);
     publish(c, img);
@@ -506,7 +505,7 @@ static void apply_committed(struct controller *c)
         return;
     struct rlog *log = quorum_rlog(c->q);
     struct mimage *base = c->cur;
-    struct mi_draft *d = mi_draft_begin(base, c->b->cfg, c->b->node_id);
+    struct mi_draft *d = mi_draft_begin(base, ctl_cfg(c), c->env.node_id);
     int64_t start = c->applied;
     while (c->applied < c->hw) {
         int rc = rlog_read_mem(log, c->applied, 1 << 20, &c->rbuf);
@@ -603,7 +602,7 @@ static void check_caught_up(struct controller *c)
 static void load_snapshot(struct controller *c, const struct raft_snapshot_id *id)
 {
     char err[512];
-    struct mi_draft *d = ctl_snapshot_load(c, id, c->b->cfg, err, sizeof err);
+    struct mi_draft *d = ctl_snapshot_load(c, id, ctl_cfg(c), err, sizeof err);
     if (!d) {
         slog_error("metadata: cannot load snapshot %" PRId64 "-%d: %s", id->end_offset, (int)id->epoch, err);
         return;
@@ -687,7 +686,7 @@ static void maybe_activate(struct controller *c)
     bootstrap_locked(c);
     ctl_brokers_activate(c, clock_mono_ms());
     pthread_mutex_unlock(&c->op_lock);
-    slog_info("metadata: node %d is the active controller (epoch %d, log end %" PRId64 ")", (int)c->b->node_id,
+    slog_info("metadata: node %d is the active controller (epoch %d, log end %" PRId64 ")", (int)c->env.node_id,
               (int)c->epoch, c->next_offset);
     ctl_wake_waiters(c);
 }
@@ -1142,7 +1141,7 @@ static int check_create_configs(struct controller *c, const struct topic_spec *s
     if (out->n == 0)
         return 0;
     char err[512];
-    if (topic_config_validate_all(c->b->cfg, out->kv, out->n, err, sizeof err) != 0)
+    if (topic_config_validate_all(ctl_cfg(c), out->kv, out->n, err, sizeof err) != 0)
         return err_msg(msg, msglen, KERR_INVALID_CONFIG, "%s", err);
     return 0;
 }
@@ -1216,8 +1215,8 @@ static int plan_partitions(const struct controller *c, const struct mimage *img,
     if (spec->num_partitions < -1 || spec->num_partitions == 0)
         return err_msg(msg, msglen, KERR_INVALID_PARTITIONS,
                        "Number of partitions was set to an invalid non-positive value.");
-    int32_t nparts = spec->num_partitions == -1 ? c->b->cfg->num_partitions : spec->num_partitions;
-    int32_t rf = spec->replication_factor == -1 ? c->b->cfg->default_replication_factor
+    int32_t nparts = spec->num_partitions == -1 ? ctl_cfg(c)->num_partitions : spec->num_partitions;
+    int32_t rf = spec->replication_factor == -1 ? ctl_cfg(c)->default_replication_factor
                                                 : spec->replication_factor;
     /* The placer's checks come before the batch limit in Kafka (it runs
      * first); make them without placing anything. */
@@ -1343,7 +1342,7 @@ bool controller_node_alone(const struct samsa_config *cfg, const struct mimage *
 static int internal_replication(struct controller *c, const char *topic_word, const char *key, int16_t *rf,
                                 int32_t *min_isr, char *msg, size_t msglen)
 {
-    const struct samsa_config *cfg = c->b->cfg;
+    const struct samsa_config *cfg = ctl_cfg(c);
     struct mimage *img = controller_image(c);
     bool alone = controller_node_alone(cfg, img);
     int32_t live = 0;
@@ -1365,7 +1364,7 @@ static int internal_replication(struct controller *c, const char *topic_word, co
 
 int controller_auto_create_topic(struct controller *c, kstr_t name, char *msg, size_t msglen, struct ctl_op **op)
 {
-    const struct samsa_config *cfg = c->b->cfg;
+    const struct samsa_config *cfg = ctl_cfg(c);
     struct topic_spec spec;
     memset(&spec, 0, sizeof spec);
     spec.name = name;
@@ -1591,11 +1590,11 @@ static int alter_configs_locked(struct controller *c, int8_t type, kstr_t resour
                 nkv++;
         }
         char err[512];
-        if (topic_config_validate_all(c->b->cfg, kv, nkv, err, sizeof err) != 0)
+        if (topic_config_validate_all(ctl_cfg(c), kv, nkv, err, sizeof err) != 0)
             rc = err_msg(msg, msglen, KERR_INVALID_CONFIG, "%s", err);
     } else if (type == CONTROLLER_RESOURCE_BROKER) {
         char node[16];
-        snprintf(node, sizeof node, "%d", (int)c->b->node_id);
+        snprintf(node, sizeof node, "%d", (int)c->env.node_id);
         if (resource.len > 0 && !kstr_eqc(resource, node))
             rc = err_msg(msg, msglen, KERR_INVALID_REQUEST, "Unexpected broker id, expected %s, but received %.*s",
                          node, (int)resource.len, resource.p);
@@ -1663,7 +1662,7 @@ static int alter_broker_locked(struct controller *c, bool cluster_default, bool 
     /* Never touch the published config: workers read it concurrently.
      * The copy only validates and normalises: every node publishes the
      * config the committed records make (publish_draft). */
-    struct samsa_config *next = config_dup(c->b->cfg);
+    struct samsa_config *next = config_dup(ctl_cfg(c));
     const struct mimage *img = c->spec;
     const struct mi_config *layer = cluster_default ? img->broker_default_configs : img->broker_configs;
     int32_t nlayer = cluster_default ? img->nbroker_default_configs : img->nbroker_configs;
@@ -1685,7 +1684,7 @@ static int alter_broker_locked(struct controller *c, bool cluster_default, bool 
     recs_init(&rs);
     char node[16] = "";
     if (!cluster_default)
-        snprintf(node, sizeof node, "%d", (int)c->b->node_id);
+        snprintf(node, sizeof node, "%d", (int)c->env.node_id);
     kstr_t resource = kstr_arena(&rs.arena, node);
     struct config_entry *e = arena_alloc(&rs.arena, sizeof *e);
     size_t nrec = n + (replace ? (size_t)nlayer : 0);
@@ -1833,8 +1832,8 @@ static int alter_broker_resource_locked(struct controller *c, kstr_t name, bool 
         rc = err_msg(msg, msglen, KERR_INVALID_REQUEST, "Invalid negative broker ID.");
     if (rc == 0 && !mimage_broker(c->spec, id)) {
         bool voter = false;
-        for (size_t v = 0; v < c->b->cfg->n_voters && !voter; v++)
-            voter = c->b->cfg->voters[v].id == id;
+        for (size_t v = 0; v < ctl_cfg(c)->n_voters && !voter; v++)
+            voter = ctl_cfg(c)->voters[v].id == id;
         if (!voter)
             rc = err_msg(msg, msglen, KERR_BROKER_ID_NOT_REGISTERED, "No node with id %d found.", (int)id);
     }
@@ -1866,7 +1865,7 @@ int controller_check_broker_configs(struct controller *c, bool cluster_default, 
     msg[0] = 0;
     /* The layer as committed here (a broker that is not the active
      * controller has no speculative state). */
-    struct samsa_config *next = config_dup(c->b->cfg);
+    struct samsa_config *next = config_dup(ctl_cfg(c));
     struct mimage *img = controller_image(c);
     const struct mi_config *layer = cluster_default ? img->broker_default_configs : img->broker_configs;
     int32_t nlayer = cluster_default ? img->nbroker_default_configs : img->nbroker_configs;
@@ -1916,7 +1915,7 @@ static bool ends_with_metadata_dir(const char *dir)
 static void job_done(void *arg, const struct qin *j)
 {
     struct controller *c = arg;
-    park_notify(c->b->wake, park_key_object(j));
+    park_notify(c->env.wake, park_key_object(j));
 }
 
 static int32_t cfg_int(const struct samsa_config *cfg, const char *key, int32_t dflt)
@@ -1933,14 +1932,14 @@ static int load_initial(struct controller *c, char *err, size_t errlen)
     struct raft_snapshot_id id;
     struct mi_draft *d;
     if (l.ops->latest_snapshot(l.ctx, &id)) {
-        d = ctl_snapshot_load(c, &id, c->b->cfg, err, errlen);
+        d = ctl_snapshot_load(c, &id, ctl_cfg(c), err, errlen);
         if (!d)
             return -1;
         c->applied = id.end_offset;
         c->snap_end = id.end_offset;
         c->hw = id.end_offset;
     } else {
-        d = mi_draft_begin(NULL, c->b->cfg, c->b->node_id);
+        d = mi_draft_begin(NULL, ctl_cfg(c), c->env.node_id);
         c->applied = l.ops->start_offset(l.ctx);
         c->snap_end = -1;
     }
@@ -1948,11 +1947,17 @@ static int load_initial(struct controller *c, char *err, size_t errlen)
     return 0;
 }
 
-struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen)
+struct controller *controller_open(const struct controller_env *env, const char *dir, char *err, size_t errlen)
 {
     struct controller *c = xcalloc(1, sizeof *c);
-    c->b = b;
-    c->orig_cfg = b->cfg;
+    c->env = *env;
+    if (!c->env.cluster_id)
+        c->env.cluster_id = "";
+    if (!c->env.advertised_host)
+        c->env.advertised_host = "";
+    if (!c->env.rack)
+        c->env.rack = "";
+    c->orig_cfg = atomic_load(env->cfg);
     c->leader_id = -1;
     c->epoch_start = INT64_MAX;
     pthread_mutex_init(&c->op_lock, NULL);
@@ -1971,7 +1976,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
         c->dir = xmalloc(n);
         snprintf(c->dir, n, "%s/%s", dir, METADATA_DIR_NAME);
     }
-    const struct samsa_config *cfg = b->cfg;
+    const struct samsa_config *cfg = c->orig_cfg;
     if (cfg->n_voters == 0) {
         snprintf(err, errlen, "config 'controller.quorum.voters': required (dynamic quorums through "
                               "controller.quorum.bootstrap.servers are not supported yet)");
@@ -1985,8 +1990,8 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
     c->session_timeout_ms = cfg_int(cfg, "broker.session.timeout.ms", 9000);
     struct quorum_config qc;
     memset(&qc, 0, sizeof qc);
-    qc.node_id = b->node_id;
-    qc.cluster_id = b->cluster_id[0] ? b->cluster_id : NULL;
+    qc.node_id = c->env.node_id;
+    qc.cluster_id = c->env.cluster_id[0] ? c->env.cluster_id : NULL;
     qc.voters = cfg->voters;
     qc.nvoters = cfg->n_voters;
     qc.dir = c->dir;
@@ -2016,7 +2021,7 @@ struct controller *controller_open(struct broker *b, const char *dir, char *err,
 
     /* The only voter leads at once: wait for it to be what a single node
      * always was at this point, ready to serve. */
-    bool solo = cfg->n_voters == 1 && cfg->voters[0].id == b->node_id;
+    bool solo = cfg->n_voters == 1 && cfg->voters[0].id == c->env.node_id;
     if (solo) {
         int64_t deadline = clock_mono_ms() + OPEN_WAIT_MS;
         pthread_mutex_lock(&c->wait_mu);
@@ -2085,7 +2090,7 @@ void controller_close(struct controller *c, bool clean)
         op = n;
     }
     quorum_close(c->q, clean);
-    /* Nothing reads b->cfg any more: the newest config's contents move
+    /* Nothing reads the config slot any more: the newest config's contents move
      * into the caller's own config object (which it frees), so its
      * pointer stays valid and current, and the copies die here. */
     if (c->ncfgs > 0) {
@@ -2093,7 +2098,7 @@ void controller_close(struct controller *c, bool clean)
         struct samsa_config tmp = *c->orig_cfg;
         *c->orig_cfg = *last;
         *last = tmp;
-        atomic_store(&c->b->cfg, c->orig_cfg);
+        atomic_store(c->env.cfg, c->orig_cfg);
         for (size_t i = 0; i < c->ncfgs; i++)
             config_free(c->cfgs[i]);
     }

@@ -4,7 +4,7 @@
  *
  * Every node (controller, broker or both) has one: it applies committed
  * batches in log order into the next image, publishes it, and brings the
- * partition registry (b->partitions, when set) in line with it. On the
+ * partition registry (env.image_published) in line with it. On the
  * active controller (the Raft leader, once it has applied everything
  * committed before its epoch) admin operations are validated against
  * the speculative image (committed + proposed), become one record batch
@@ -23,10 +23,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/env.h"
 #include "controller/image.h"
 #include "proto/kcodec.h"
 
-struct broker;
 struct config_alter;
 struct controller;
 struct quorum;
@@ -55,19 +55,20 @@ struct ctl_fwd;
  * that partition directory itself. A node that is the only voter (the
  * zero-config single node) waits, bounded, until it leads, has applied
  * the log and (when it is a broker too) is registered and unfenced, so
- * it returns ready, its dynamic broker configs applied to b->cfg. Other
- * nodes return at once and become ready when the quorum lets them
- * (controller_ready; b->net, when set, is told with net_broker_ready).
+ * it returns ready, its dynamic broker configs applied to *env->cfg.
+ * Other nodes return at once and become ready when the quorum lets them
+ * (controller_ready; env->broker_ready, when set, is called).
  * The first active controller writes the metadata.version feature
- * level. b must outlive the controller. Returns the controller, owned by
- * the caller until controller_close, or NULL with one line in err. */
-struct controller *controller_open(struct broker *b, const char *dir, char *err, size_t errlen);
+ * level. env is copied; what it points to must outlive the controller.
+ * Returns the controller, owned by the caller until controller_close, or
+ * NULL with one line in err. */
+struct controller *controller_open(const struct controller_env *env, const char *dir, char *err, size_t errlen);
 /* Stops the quorum thread (a leader resigns first), flushes and closes;
  * clean marks a clean shutdown. Readers still holding
  * an image keep it. Broker configs published by dynamic changes are freed;
- * the newest one's contents move into the config b->cfg pointed to at
- * controller_open (still the caller's to free), and b->cfg points to it
- * again. Nothing may read b->cfg concurrently any more. */
+ * the newest one's contents move into the config *env->cfg pointed to at
+ * controller_open (still the caller's to free), and *env->cfg points to
+ * it again. Nothing may read *env->cfg concurrently any more. */
 void controller_close(struct controller *c, bool clean);
 
 /* Controlled shutdown of this node's broker side (Kafka's
@@ -253,8 +254,9 @@ bool controller_node_alone(const struct samsa_config *cfg, const struct mimage *
  * removes keys[i]. TOPIC: the topic must exist (UNKNOWN_TOPIC_OR_PARTITION)
  * and the resulting overrides must pass topic_config_validate_all
  * (INVALID_CONFIG). BROKER: resource "" (cluster default) or this node's
- * id; values are not checked and b->cfg is not changed here (the topics'
- * effective configs are recomputed from b->cfg as it is): use
+ * id; values are not checked and the config in effect (*env.cfg) is not
+ * changed here (the topics' effective configs are recomputed from it as
+ * it is): use
  * controller_alter_broker_configs, which does both, for broker changes. */
 int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t resource_name,
                              int32_t n, const kstr_t *keys, const kstr_t *values,
@@ -263,10 +265,10 @@ int controller_alter_configs(struct controller *c, int8_t resource_type, kstr_t 
 /* A dynamic broker config change (AlterConfigs / IncrementalAlterConfigs
  * on a BROKER resource whose name the caller checked: "" for the cluster
  * default, else this node's id), all or nothing under the controller's
- * lock: applies the changes to a copy of b->cfg with config_alter_broker
+ * lock: applies the changes to a copy of *env.cfg with config_alter_broker
  * (its rules, error codes and messages) and writes one ConfigRecord per
  * key (the value the layer now holds, null when removed). Every node
- * applying those records publishes a new b->cfg by an atomic swap and
+ * applying those records publishes a new *env.cfg by an atomic swap and
  * rebuilds its image, so every topic's effective config follows a
  * changed broker default. replace gives the
  * legacy AlterConfigs semantics: keys of that layer not named in changes
@@ -278,7 +280,7 @@ int controller_alter_broker_configs(struct controller *c, bool cluster_default, 
 
 /* The same check as controller_alter_broker_configs with validate_only,
  * on any node (Kafka's ConfigAdminManager.preprocess on the broker that
- * received the request): against b->cfg and the committed image. */
+ * received the request): against *env.cfg and the committed image. */
 int controller_check_broker_configs(struct controller *c, bool cluster_default, bool replace,
                                     const struct config_alter *changes, size_t n, char *msg, size_t msglen);
 

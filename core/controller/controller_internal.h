@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "controller/controller.h"
+#include "controller/env.h"
 #include "controller/image_build.h"
 #include "raft/raft.h"
 #include "util/arena.h"
@@ -96,17 +97,17 @@ struct ctl_session {
 enum life_state { LIFE_OFF = 0, LIFE_REGISTER, LIFE_WAIT_REGISTER, LIFE_RUNNING, LIFE_WAIT_HEARTBEAT };
 
 struct controller {
-    struct broker *b;
+    struct controller_env env; /* a copy of controller_open's */
     struct quorum *q;
     char *dir;
 
     pthread_mutex_t img_lock; /* held only to swap cur or take a reference */
     struct mimage *cur;       /* the committed image, published; loop writes */
 
-    /* Broker configs this controller published into b->cfg (dynamic
+    /* Broker configs this controller published into env.cfg (dynamic
      * broker config changes), oldest first; owned here. Workers may still
      * read a replaced one, so none is freed before controller_close (they
-     * are small and changes are rare). orig_cfg is b->cfg at open, owned
+     * are small and changes are rare). orig_cfg is *env.cfg at open, owned
      * by the caller. Loop thread only (and open/close). */
     struct samsa_config **cfgs;
     size_t ncfgs;
@@ -189,9 +190,12 @@ struct controller {
     pthread_cond_t wait_cv;
 };
 
+/* The broker config in effect (an atomic load of env.cfg; load it once
+ * into a local where several fields must agree). */
+static inline struct samsa_config *ctl_cfg(const struct controller *c) { return atomic_load(c->env.cfg); }
+
 /* controller.c */
-/* This node's id, and park_notify(park_key_object(obj)) on its workers:
- * for the files that do not see struct broker. */
+/* This node's id, and park_notify(park_key_object(obj)) on its workers. */
 int32_t ctl_node_id(const struct controller *c);
 void ctl_notify_object(const struct controller *c, const void *obj);
 int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, size_t msglen,

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker.h"
 #include "controller/controller_internal.h"
 #include "proto/gen/broker_registration_request.h"
 #include "proto/gen/feature_level_record.h"
@@ -135,7 +134,7 @@ static int check_update(struct controller *c, const struct mimage *img, const ch
     int16_t min, max;
     controller_supported_feature(name, &min, &max);
     char what[64];
-    snprintf(what, sizeof what, "Local controller %d", (int)c->b->node_id);
+    snprintf(what, sizeof what, "Local controller %d", (int)c->env.node_id);
     if (not_supported(level, what, min, max, why, sizeof why))
         INVALID("%s", why);
     for (int32_t i = 0; i < img->nbrokers; i++) {

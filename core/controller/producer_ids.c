@@ -7,7 +7,6 @@
  * for InitProducerId (transaction coordinator, idempotent producers). */
 #include <stdint.h>
 
-#include "broker.h"
 #include "controller/controller_internal.h"
 #include "proto/gen/kmeta.h"
 #include "proto/gen/producer_ids_record.h"

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker.h"
 #include "controller/controller_internal.h"
 #include "proto/gen/alter_partition_request.h"
 #include "proto/gen/alter_partition_response.h"

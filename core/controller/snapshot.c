@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller_internal.h"
 #include "proto/gen/config_record.h"
@@ -286,7 +285,7 @@ struct mi_draft *ctl_snapshot_load(struct controller *c, const struct raft_snaps
         buf_free(&b);
         return NULL;
     }
-    struct mi_draft *d = mi_draft_begin(NULL, cfg, c->b->node_id);
+    struct mi_draft *d = mi_draft_begin(NULL, cfg, c->env.node_id);
     size_t pos = 0;
     while (pos < b.len) {
         size_t size = 0;

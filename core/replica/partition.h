@@ -61,8 +61,9 @@ struct partition {
  * high watermark, log end, leadership or existence changes. */
 uint64_t partition_park_key(const struct partition *p);
 
-/* Creates the registry of b's partitions; from now on it follows every
- * image the controller publishes (b->image_published). */
+/* Creates the registry of b's partitions. It follows the images the
+ * controller publishes through preg_sync (main makes that the
+ * controller's image_published hook). */
 struct partition_registry *preg_create(struct broker *b);
 /* Closes every partition (clean: flush and mark clean) and frees. */
 void preg_destroy(struct partition_registry *r, bool clean);

@@ -103,17 +103,10 @@ static int failf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-/* The broker's image_published hook (the controller's publisher thread). */
-static int follow_image(struct broker *b, const struct mimage *img, char *err, size_t errlen)
-{
-    return b->partitions ? preg_sync(b->partitions, img, err, errlen) : 0;
-}
-
 struct partition_registry *preg_create(struct broker *b)
 {
     struct partition_registry *r = xcalloc(1, sizeof *r);
     r->b = b;
-    b->image_published = follow_image; /* the hosted partitions follow the images */
     pthread_rwlock_init(&r->map_lock, NULL);
     pthread_mutex_init(&r->sync_lock, NULL);
     pthread_mutex_init(&r->del_lock, NULL);

@@ -18,3 +18,4 @@ TESTS += tests/unit/pid_manager_test
 tests_unit_pid_manager_test_SOURCES = tests/unit/pid_manager_test.c
 tests_unit_pid_manager_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_pid_manager_test_LDADD = $(UNIT_LIBS)
+EXTRA_DIST += tests/unit/node_fixture.h

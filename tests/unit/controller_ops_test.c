@@ -33,6 +33,7 @@
 #include "util/clock.h"
 #include "util/slog.h"
 #include "util/uuid.h"
+#include "node_fixture.h"
 
 struct fx {
     char dir[256];
@@ -47,7 +48,7 @@ static void fx_open(struct fx *f)
 {
     char err[512];
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, f->dir, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;

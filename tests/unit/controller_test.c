@@ -38,6 +38,7 @@
 #include "util/clock.h"
 #include "util/slog.h"
 #include "util/uuid.h"
+#include "node_fixture.h"
 
 struct fx {
     char dir[256];
@@ -51,7 +52,7 @@ static void fx_open(struct fx *f)
 {
     char err[512];
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, f->dir, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;
@@ -1107,7 +1108,7 @@ static void test_log_dirs_and_leftovers(void **state)
     /* The metadata log lives in the first dir. */
     snprintf(path, sizeof path, "%s", d1);
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, path, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, path, err, sizeof err);
     assert_non_null(f->c);
 
     snprintf(path, sizeof path, "%s/old-0.0123456789abcdef0123456789abcdef-delete", d2);
@@ -1141,7 +1142,7 @@ static void test_log_dirs_and_leftovers(void **state)
     controller_close(f->c, true);
     preg_destroy(f->b.partitions, true);
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, d1, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, d1, err, sizeof err);
     assert_non_null(f->c);
     struct mimage *m = controller_image(f->c);
     const struct mi_topic *t = mimage_topic(m, KSTR("spread"));

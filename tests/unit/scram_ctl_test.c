@@ -26,6 +26,7 @@
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "util/slog.h"
+#include "node_fixture.h"
 
 struct fx {
     char dir[256];
@@ -38,7 +39,7 @@ static void fx_open(struct fx *f)
 {
     char err[512];
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, f->dir, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;

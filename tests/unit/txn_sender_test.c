@@ -47,6 +47,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/uuid.h"
+#include "node_fixture.h"
 
 #define WAIT_MS 15000
 
@@ -456,7 +457,7 @@ static int group_setup(void **state)
     snprintf(f->b.advertised_host, sizeof f->b.advertised_host, "127.0.0.1");
     f->b.advertised_port = 9092;
     f->b.partitions = preg_create(&f->b);
-    f->c = controller_open(&f->b, f->dir, err, sizeof err);
+    f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
     f->b.controller = f->c;
