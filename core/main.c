@@ -27,6 +27,7 @@
 #include "log/meta_properties.h"
 #include "net/net.h"
 #include "plugin/registry.h"
+#include "replica/env.h"
 #include "replica/fetcher.h"
 #include "replica/partition.h"
 #include "util/slog.h"
@@ -299,7 +300,8 @@ int main(int argc, char **argv)
     /* Partition logs: checkpoints read, background threads (flusher,
      * retention, cleaner) running before the first log is opened. */
     b.logs = logmgr_create(cfg);
-    b.partitions = preg_create(&b);
+    struct replica_env renv = {&b.cfg, b.node_id, b.logs, b.plugins, b.wake};
+    b.partitions = preg_create(&renv);
     logmgr_start(b.logs);
 
     char metadir[PATH_MAX];
@@ -338,7 +340,7 @@ int main(int argc, char **argv)
     txn_coord_start(b.txn_coord);
     /* Followers fetch from their leaders on the replica fetcher thread,
      * which also keeps the ISR of the partitions this node leads. */
-    struct fetcher *fetcher = fetcher_start(&b);
+    struct fetcher *fetcher = fetcher_start(&renv, b.controller, b.partitions);
 
     int recovering = logmgr_wait_opens(b.logs, STARTUP_RECOVERY_WAIT_MS);
     if (recovering > 0)

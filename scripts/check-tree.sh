@@ -47,8 +47,6 @@ main:       *
 # one to make a new include pass.
 EXCEPTIONS='
 core/auth/sasl.c broker.h                   to be removed: struct broker in auth
-core/replica/fetcher.c broker.h             to be removed: struct broker in replica
-core/replica/registry.c broker.h            to be removed: struct broker in replica
 '
 
 fail=0

@@ -14,11 +14,11 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "controller/image.h"
@@ -30,6 +30,7 @@
 #include "proto/gen/fetch_response.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
+#include "replica/env.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
 #include "util/buf.h"
@@ -51,7 +52,9 @@ struct source {
 };
 
 struct lane {
-    struct broker *b;
+    struct replica_env env;                /* a copy of fetcher_start's */
+    struct controller *controller;         /* the metadata image; NULL: none */
+    struct partition_registry *partitions; /* what it follows and leads */
     int index, nlanes;
     struct ev_loop *loop;
     pthread_t thread;
@@ -113,7 +116,7 @@ static bool source_connect(struct lane *f, struct source *s, const struct mimage
         snprintf(s->host, sizeof s->host, "%s", br->host);
         s->port = br->port;
         char cid[64];
-        snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->b->node_id);
+        snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->env.node_id);
         /* Kafka's fetcher NetworkClient: replica.socket.timeout.ms is
          * its request timeout, replica.socket.receive.buffer.bytes its
          * SO_RCVBUF. */
@@ -270,8 +273,8 @@ static void send_fetch(struct lane *f, struct source *s, struct partition **part
     arena_init(&ar);
     fetch_request_t q;
     fetch_request_init(&q);
-    q.replica_id = f->b->node_id;
-    q.replica_state.replica_id = f->b->node_id;
+    q.replica_id = f->env.node_id;
+    q.replica_state.replica_id = f->env.node_id;
     q.replica_state.replica_epoch = -1;
     q.max_wait_ms = f->max_wait_ms;
     q.min_bytes = f->min_bytes;
@@ -332,7 +335,7 @@ struct alter_ctx {
 
 static struct kclient *controller_client(struct lane *f, int32_t id)
 {
-    const struct samsa_config *cfg = f->b->cfg;
+    const struct samsa_config *cfg = atomic_load(f->env.cfg);
     if (!f->ctl) {
         f->nctl = cfg->n_voters;
         f->ctl = xcalloc(f->nctl ? f->nctl : 1, sizeof *f->ctl);
@@ -342,7 +345,7 @@ static struct kclient *controller_client(struct lane *f, int32_t id)
             continue;
         if (!f->ctl[i]) {
             char cid[64];
-            snprintf(cid, sizeof cid, "samsa-alter-partition-%d", (int)f->b->node_id);
+            snprintf(cid, sizeof cid, "samsa-alter-partition-%d", (int)f->env.node_id);
             struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
                                       .request_timeout_ms = 10000};
             f->ctl[i] = kclient_new(f->loop, &ko);
@@ -412,7 +415,7 @@ static bool same_set(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
  * leads: the ISR it wants, and an AlterPartition when that differs. */
 static void isr_check(struct lane *f, struct partition *p, const struct mimage *img, int64_t now)
 {
-    int32_t me = f->b->node_id;
+    int32_t me = f->env.node_id;
     pthread_mutex_lock(&p->repl_lock);
     bool alone = p->nfollowers == 0 && p->nisr <= 1;
     pthread_mutex_unlock(&p->repl_lock);
@@ -476,7 +479,7 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
         return;
     }
     const struct mi_broker *self = mimage_broker(img, me);
-    int32_t ctl = f->b->controller ? controller_leader_id(f->b->controller) : -1;
+    int32_t ctl = f->controller ? controller_leader_id(f->controller) : -1;
     struct kclient *kc = ctl >= 0 && self ? controller_client(f, ctl) : NULL;
     if (!kc) {
         free(want);
@@ -544,10 +547,10 @@ static int lane_of(const struct partition *p, int nlanes)
 static void step(struct lane *f, bool isr)
 {
     struct partition **all;
-    size_t n = preg_list(f->b->partitions, &all);
-    struct mimage *img = f->b->controller ? controller_image(f->b->controller) : NULL;
+    size_t n = preg_list(f->partitions, &all);
+    struct mimage *img = f->controller ? controller_image(f->controller) : NULL;
     int64_t now = clock_mono_ms();
-    int32_t me = f->b->node_id;
+    int32_t me = f->env.node_id;
     struct partition **mine = n ? xcalloc(n, sizeof *mine) : NULL;
     bool *done = n ? xcalloc(n, sizeof *done) : NULL;
     /* Followed partitions, by leader: one Fetch per idle leader. */
@@ -612,13 +615,16 @@ static void *fetcher_main(void *arg)
     return NULL;
 }
 
-static struct lane *lane_start(struct broker *b, int index, int nlanes)
+static struct lane *lane_start(const struct replica_env *env, struct controller *c,
+                               struct partition_registry *reg, int index, int nlanes)
 {
     struct lane *f = xcalloc(1, sizeof *f);
-    f->b = b;
+    f->env = *env;
+    f->controller = c;
+    f->partitions = reg;
     f->index = index;
     f->nlanes = nlanes;
-    const struct samsa_config *cfg = b->cfg;
+    const struct samsa_config *cfg = atomic_load(env->cfg);
     f->max_wait_ms = (int32_t)cfg_long(cfg, "replica.fetch.wait.max.ms", 500);
     f->min_bytes = (int32_t)cfg_long(cfg, "replica.fetch.min.bytes", 1);
     f->max_bytes = (int32_t)cfg_long(cfg, "replica.fetch.response.max.bytes", 10485760);
@@ -677,15 +683,15 @@ struct fetcher {
     int n;
 };
 
-struct fetcher *fetcher_start(struct broker *b)
+struct fetcher *fetcher_start(const struct replica_env *env, struct controller *c, struct partition_registry *reg)
 {
-    int n = (int)cfg_long(b->cfg, "num.replica.fetchers", 1);
+    int n = (int)cfg_long(atomic_load(env->cfg), "num.replica.fetchers", 1);
     if (n < 1)
         n = 1;
     struct fetcher *fs = xcalloc(1, sizeof *fs);
     fs->lanes = xcalloc((size_t)n, sizeof *fs->lanes);
     for (int i = 0; i < n; i++) {
-        fs->lanes[i] = lane_start(b, i, n);
+        fs->lanes[i] = lane_start(env, c, reg, i, n);
         if (!fs->lanes[i]) {
             fs->n = i;
             fetcher_stop(fs);

@@ -14,11 +14,15 @@
 #ifndef SAMSA_REPLICA_FETCHER_H
 #define SAMSA_REPLICA_FETCHER_H
 
-struct broker;
+struct controller;
 struct fetcher;
+struct partition_registry;
+struct replica_env;
 
-/* Starts the thread; NULL when it could not (logged). */
-struct fetcher *fetcher_start(struct broker *b);
+/* Starts the threads, which follow and lead the partitions of reg as the
+ * images of c (NULL: none) say; env is copied, and env's parts, c and
+ * reg must outlive the fetcher. NULL when it could not (logged). */
+struct fetcher *fetcher_start(const struct replica_env *env, struct controller *c, struct partition_registry *reg);
 /* Stops and joins the thread, fails what is in flight, frees. NULL ok. */
 void fetcher_stop(struct fetcher *f);
 /* Asks for a step soon (any thread): the partitions changed. */

@@ -15,7 +15,8 @@
 
 struct plog;
 struct mimage;
-struct broker;
+struct logmgr;
+struct replica_env;
 struct park_hub;
 struct partition_registry;
 struct topic_config;
@@ -32,7 +33,7 @@ struct partition {
     /* flush.messages=1: a record counts as written (acknowledged, below
      * the high watermark) only once the flusher has fsynced it. */
     atomic_bool ack_after_flush;
-    struct broker *broker;        /* the registry's (its log manager) */
+    struct logmgr *logmgr;        /* the registry's log manager */
     struct park_hub *wake;        /* where changes are announced (net/park.h) */
 
     /* Replication (core/replica/partition.c, fetcher.c). The state the
@@ -61,10 +62,10 @@ struct partition {
  * high watermark, log end, leadership or existence changes. */
 uint64_t partition_park_key(const struct partition *p);
 
-/* Creates the registry of b's partitions. It follows the images the
- * controller publishes through preg_sync (main makes that the
- * controller's image_published hook). */
-struct partition_registry *preg_create(struct broker *b);
+/* Creates the registry of this node's partitions (env is copied). It
+ * follows the images the controller publishes through preg_sync (main
+ * makes that the controller's image_published hook). */
+struct partition_registry *preg_create(const struct replica_env *env);
 /* Closes every partition (clean: flush and mark clean) and frees. */
 void preg_destroy(struct partition_registry *r, bool clean);
 /* The partition with one more reference, or NULL if not hosted here. */

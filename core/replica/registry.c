@@ -30,13 +30,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/image.h"
 #include "log/fsutil.h"
 #include "log/logmgr.h"
 #include "log/partition_metadata.h"
 #include "log/plog.h"
+#include "replica/env.h"
 #include "net/park.h"
 #include "plugin/codec.h"
 #include "proto/kerr.h"
@@ -65,7 +65,8 @@ struct preg_part {
 };
 
 struct partition_registry {
-    struct broker *b;
+    struct replica_env env;    /* a copy of preg_create's */
+    struct logmgr *logs;       /* env.logs, else own_logs */
     pthread_rwlock_t map_lock;
     struct hmap map;           /* 20-byte key -> struct preg_part* */
     pthread_mutex_t sync_lock;
@@ -103,10 +104,10 @@ static int failf(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-struct partition_registry *preg_create(struct broker *b)
+struct partition_registry *preg_create(const struct replica_env *env)
 {
     struct partition_registry *r = xcalloc(1, sizeof *r);
-    r->b = b;
+    r->env = *env;
     pthread_rwlock_init(&r->map_lock, NULL);
     pthread_mutex_init(&r->sync_lock, NULL);
     pthread_mutex_init(&r->del_lock, NULL);
@@ -114,21 +115,20 @@ struct partition_registry *preg_create(struct broker *b)
     hmap_init(&r->map);
     hmap_init(&r->found);
     hmap_init(&r->deleting);
-    const struct samsa_config *cfg = b->cfg;
+    const struct samsa_config *cfg = env->cfg ? atomic_load(env->cfg) : NULL;
     r->ndirs = cfg ? cfg->n_log_dirs : 0;
     r->dirs = xcalloc(r->ndirs ? r->ndirs : 1, sizeof *r->dirs);
     r->counts = xcalloc(r->ndirs ? r->ndirs : 1, sizeof *r->counts);
     for (size_t i = 0; i < r->ndirs; i++)
         r->dirs[i] = xstrdup(cfg->log_dirs[i]);
-    r->async_open = b->logs != NULL;
-    if (!b->logs)
-        b->logs = r->own_logs = logmgr_create(cfg);
-    if (b->plugins) {
+    r->async_open = env->logs != NULL;
+    r->logs = env->logs ? env->logs : (r->own_logs = logmgr_create(cfg));
+    if (env->plugins) {
         /* The cleaner and timestamp lookups decompress through the codec
          * plugins; recompression uses each codec's default level. */
-        r->codec = (struct codec_ctx){b->plugins, CODEC_DECOMPRESS_CEILING, SAMSA_CODEC_LEVEL_DEFAULT};
+        r->codec = (struct codec_ctx){env->plugins, CODEC_DECOMPRESS_CEILING, SAMSA_CODEC_LEVEL_DEFAULT};
         struct plog_codecs pc = {codec_rb_decompress, codec_rb_compress, &r->codec};
-        logmgr_set_codecs(b->logs, &pc);
+        logmgr_set_codecs(r->logs, &pc);
     }
     return r;
 }
@@ -140,7 +140,7 @@ void partition_put(struct partition *p)
     if (!p || atomic_fetch_sub(&p->refs, 1) != 1)
         return;
     struct preg_part *pp = (struct preg_part *)p;
-    struct logmgr *lm = p->broker->logs;
+    struct logmgr *lm = p->logmgr;
     if (!p->log) {
         /* Never opened (offline): nothing on disk is touched. */
         if (atomic_load(&p->deleted)) {
@@ -218,7 +218,7 @@ int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topi
     pthread_rwlock_rdlock(&r->map_lock);
     struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
     bool offline = pp && (atomic_load(&pp->offline) ||
-                          (!atomic_load(&pp->ready) && logmgr_dir_offline(r->b->logs, pp->dir)));
+                          (!atomic_load(&pp->ready) && logmgr_dir_offline(r->logs, pp->dir)));
     pthread_rwlock_unlock(&r->map_lock);
     return offline ? KERR_KAFKA_STORAGE_ERROR : KERR_NOT_LEADER_OR_FOLLOWER;
 }
@@ -277,7 +277,7 @@ void preg_destroy(struct partition_registry *r, bool clean)
     free(r->counts);
     if (r->own_logs) {
         logmgr_destroy(r->own_logs);
-        r->b->logs = NULL;
+        r->logs = NULL;
     }
     pthread_rwlock_destroy(&r->map_lock);
     pthread_mutex_destroy(&r->sync_lock);
@@ -345,7 +345,7 @@ static void mark_stray(const char *dir, const char *name)
  * interrupted by a crash and sets strays aside. */
 static void scan_dirs(struct partition_registry *r, const struct mimage *img)
 {
-    int32_t node = r->b->node_id;
+    int32_t node = r->env.node_id;
     for (size_t i = 0; i < r->ndirs; i++) {
         DIR *d = opendir(r->dirs[i]);
         if (!d) {
@@ -438,7 +438,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
                           const struct mi_partition *part, bool first_sync, struct preg_part **out, char *err,
                           size_t errlen)
 {
-    struct logmgr *lm = r->b->logs;
+    struct logmgr *lm = r->logs;
     if (r->ndirs == 0)
         return failf(err, errlen, "no log.dirs to place %s-%d in", t->name, (int)part->index);
     char base[512];
@@ -492,14 +492,14 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     atomic_init(&p->refs, 1); /* the registry's */
     atomic_init(&p->deleted, false);
     atomic_init(&p->ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
-    p->broker = r->b;
-    p->wake = r->b->wake;
+    p->logmgr = r->logs;
+    p->wake = r->env.wake;
     pthread_mutex_init(&p->repl_lock, NULL);
     atomic_init(&p->is_leader, false);
     atomic_init(&p->leader_id, -1);
     atomic_init(&p->min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
     p->partition_epoch = -1;
-    partition_set_state(p, part, r->b->node_id);
+    partition_set_state(p, part, r->env.node_id);
     if (offline) {
         slog_error("partition %s-%d: its log dir %s is offline; the partition is offline", t->name,
                    (int)part->index, r->dirs[dir]);
@@ -533,7 +533,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
 
 int preg_sync(struct partition_registry *r, const struct mimage *img, char *err, size_t errlen)
 {
-    int32_t node = r->b->node_id;
+    int32_t node = r->env.node_id;
     int rc = 0;
     err[0] = 0;
     pthread_mutex_lock(&r->sync_lock);
@@ -569,7 +569,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
         pthread_mutex_unlock(&r->del_lock);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
-        park_notify(r->b->wake, partition_park_key(&pp->p));
+        park_notify(r->env.wake, partition_park_key(&pp->p));
         partition_put(&pp->p);
     }
     free(gone);
@@ -600,7 +600,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                  * lock: it waits for the log's append lock). */
                 struct plog_config pc;
                 part_config(t, &pc);
-                logmgr_set_config(r->b->logs, have->p.log, &pc);
+                logmgr_set_config(r->logs, have->p.log, &pc);
                 partition_log_ready(&have->p); /* the ISR may have changed */
                 partition_put(&have->p);
             }

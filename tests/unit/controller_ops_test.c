@@ -47,7 +47,7 @@ struct fx {
 static void fx_open(struct fx *f)
 {
     char err[512];
-    f->b.partitions = preg_create(&f->b);
+    f->b.partitions = fixture_preg_create(&f->b);
     f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);

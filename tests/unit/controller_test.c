@@ -51,7 +51,7 @@ struct fx {
 static void fx_open(struct fx *f)
 {
     char err[512];
-    f->b.partitions = preg_create(&f->b);
+    f->b.partitions = fixture_preg_create(&f->b);
     f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
@@ -1107,7 +1107,7 @@ static void test_log_dirs_and_leftovers(void **state)
     plog_close(log, true);
     /* The metadata log lives in the first dir. */
     snprintf(path, sizeof path, "%s", d1);
-    f->b.partitions = preg_create(&f->b);
+    f->b.partitions = fixture_preg_create(&f->b);
     f->c = fixture_controller_open(&f->b, path, err, sizeof err);
     assert_non_null(f->c);
 
@@ -1141,7 +1141,7 @@ static void test_log_dirs_and_leftovers(void **state)
     assert_int_equal(stat(path, &st), 0);
     controller_close(f->c, true);
     preg_destroy(f->b.partitions, true);
-    f->b.partitions = preg_create(&f->b);
+    f->b.partitions = fixture_preg_create(&f->b);
     f->c = fixture_controller_open(&f->b, d1, err, sizeof err);
     assert_non_null(f->c);
     struct mimage *m = controller_image(f->c);

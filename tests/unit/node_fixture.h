@@ -10,7 +10,16 @@
 
 #include "broker.h"
 #include "controller/controller.h"
+#include "replica/env.h"
 #include "replica/partition.h"
+
+/* preg_create with b's config slot, id, log manager (NULL: the
+ * registry's own), plugins and wake hub; b must outlive the registry. */
+static inline struct partition_registry *fixture_preg_create(struct broker *b)
+{
+    struct replica_env env = {&b->cfg, b->node_id, b->logs, b->plugins, b->wake};
+    return preg_create(&env);
+}
 
 /* The controller's image_published hook: the partitions follow (main.c's
  * follow_image). */

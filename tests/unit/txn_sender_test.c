@@ -456,7 +456,7 @@ static int group_setup(void **state)
     snprintf(f->b.cluster_id, sizeof f->b.cluster_id, "test-cluster");
     snprintf(f->b.advertised_host, sizeof f->b.advertised_host, "127.0.0.1");
     f->b.advertised_port = 9092;
-    f->b.partitions = preg_create(&f->b);
+    f->b.partitions = fixture_preg_create(&f->b);
     f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
     if (!f->c)
         fail_msg("controller_open: %s", err);
