@@ -242,8 +242,6 @@ int main(int argc, char **argv)
     memset(&b, 0, sizeof b);
     b.cfg = cfg;
     b.plugins = plugins;
-    /* SCRAM credentials come from the metadata image (sasl-scram) */
-    plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, &b);
     b.node_id = cfg->node_id;
     if (cfg->broker_rack)
         snprintf(b.rack, sizeof b.rack, "%s", cfg->broker_rack);
@@ -322,6 +320,9 @@ int main(int argc, char **argv)
     b.controller = controller_open(&ctlenv, metadir, err, sizeof err);
     if (!b.controller)
         die("%s%s", err, "");
+    /* SCRAM credentials come from the metadata image (sasl-scram): set
+     * before the workers run (net_run), the only callers. */
+    plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, b.controller);
     /* The controller brings the partition registry in line with the
      * metadata once this node has caught up (a ready single node has). */
 

@@ -1,11 +1,11 @@
 /* SASL on the server side: see sasl.h. */
 #include "auth/sasl.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
 #include "net/conn.h"
@@ -240,7 +240,7 @@ int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, ch
         }
         /* KIP-368: the session lives connections.max.reauth.ms, or less
          * when the mechanism's credentials end sooner */
-        const struct samsa_config *cfg = c->w && c->w->broker ? c->w->broker->cfg : NULL;
+        const struct samsa_config *cfg = c->w && c->w->cfg ? atomic_load(c->w->cfg) : NULL;
         int64_t life = cfg ? cfg->connections_max_reauth_ms : 0;
         if (cap->vt.sasl.session_lifetime_ms) {
             int64_t m = cap->vt.sasl.session_lifetime_ms(cap->state, c->sasl_session);
@@ -314,12 +314,12 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
     return 0;
 }
 
-int sasl_scram_lookup(void *arg, int mechanism, const char *user, samsa_scram_credential_t *cred)
+int sasl_scram_lookup(void *controller, int mechanism, const char *user, samsa_scram_credential_t *cred)
 {
-    struct broker *b = arg;
-    if (!b || !b->controller)
+    struct controller *c = controller;
+    if (!c)
         return SAMSA_EUNSUPPORTED;
-    struct mimage *img = controller_image(b->controller);
+    struct mimage *img = controller_image(c);
     const struct mi_scram *s = mimage_scram(img, user, strlen(user), (int8_t)mechanism);
     int rc = SAMSA_ENOTFOUND;
     if (s && (size_t)s->salt_len <= sizeof cred->salt && (size_t)s->stored_key_len <= sizeof cred->stored_key &&

@@ -37,7 +37,6 @@
 struct conn;
 struct samsa_config;
 struct plugin_registry;
-struct broker;
 
 enum sasl_state {
     SASL_STATE_NONE = 0,     /* not a SASL listener: User:ANONYMOUS */
@@ -90,8 +89,8 @@ int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, ch
 int sasl_check_config(const struct samsa_config *cfg, const struct plugin_registry *reg, char *err,
                       size_t errlen);
 
-/* plugin_scram_lookup_fn over the broker's metadata image (arg: struct
- * broker *). */
-int sasl_scram_lookup(void *broker, int mechanism, const char *user, samsa_scram_credential_t *cred);
+/* plugin_scram_lookup_fn over the node's metadata image (arg: struct
+ * controller *; NULL: SAMSA_EUNSUPPORTED). */
+int sasl_scram_lookup(void *controller, int mechanism, const char *user, samsa_scram_credential_t *cred);
 
 #endif

@@ -458,6 +458,7 @@ int net_run(struct net *n)
         w->id = i;
         w->net = n;
         w->broker = n->broker;
+        w->cfg = n->cfg;
         w->handlers = &n->handlers;
         w->max_request_bytes = n->max_request_bytes;
         w->loop = ev_loop_new(EVFLAG_AUTO);

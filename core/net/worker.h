@@ -13,12 +13,16 @@ struct net;
 struct conn;
 struct broker;
 struct park_sink;
+struct samsa_config;
 struct net_handlers;
 
 struct worker {
     int id;
     struct net *net;
     struct broker *broker;
+    /* The broker config in effect (net_params.cfg: the node's slot, which
+     * a dynamic change swaps; load it atomically); NULL in tests. */
+    struct samsa_config *_Atomic *cfg;
     pthread_t thread;
     struct ev_loop *loop;
     ev_async wake;

@@ -148,7 +148,7 @@ static void expected_keys(const EVP_MD *md, const uint8_t *salted, int n, uint8_
 static void check_lookup(struct fx *f, const char *user, int mech, int iterations)
 {
     samsa_scram_credential_t cred = {.struct_size = sizeof cred};
-    assert_int_equal(sasl_scram_lookup(&f->b, mech, user, &cred), SAMSA_OK);
+    assert_int_equal(sasl_scram_lookup(f->c, mech, user, &cred), SAMSA_OK);
     assert_int_equal(cred.iterations, iterations);
     assert_int_equal(cred.salt_len, 16);
     assert_memory_equal(cred.salt, SALT, 16);
@@ -191,8 +191,8 @@ static void test_alter_validation(void **state)
     mimage_release(m);
     check_lookup(f, "ok", 1, 4096);
     samsa_scram_credential_t cred = {.struct_size = sizeof cred};
-    assert_int_equal(sasl_scram_lookup(&f->b, 2, "ok", &cred), SAMSA_ENOTFOUND);
-    assert_int_equal(sasl_scram_lookup(&f->b, 1, "twice", &cred), SAMSA_ENOTFOUND);
+    assert_int_equal(sasl_scram_lookup(f->c, 2, "ok", &cred), SAMSA_ENOTFOUND);
+    assert_int_equal(sasl_scram_lookup(f->c, 1, "twice", &cred), SAMSA_ENOTFOUND);
 }
 
 static void test_set_replace_delete_replay(void **state)
@@ -218,14 +218,14 @@ static void test_set_replace_delete_replay(void **state)
     assert_int_equal(alter(f, d, 1, res, &nres), 0);
     expect_result(&res[0], "bob", 0, NULL);
     samsa_scram_credential_t cred = {.struct_size = sizeof cred};
-    assert_int_equal(sasl_scram_lookup(&f->b, 2, "bob", &cred), SAMSA_ENOTFOUND);
+    assert_int_equal(sasl_scram_lookup(f->c, 2, "bob", &cred), SAMSA_ENOTFOUND);
 
     /* replay from the log */
     fx_close(f);
     fx_open(f);
     check_lookup(f, "alice", 1, 5000);
     check_lookup(f, "alice", 2, 8192);
-    assert_int_equal(sasl_scram_lookup(&f->b, 2, "bob", &cred), SAMSA_ENOTFOUND);
+    assert_int_equal(sasl_scram_lookup(f->c, 2, "bob", &cred), SAMSA_ENOTFOUND);
     struct mimage *m = controller_image(f->c);
     assert_int_equal(m->nscram, 2);
     mimage_release(m);
