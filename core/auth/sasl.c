@@ -273,12 +273,7 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
 {
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->protocol == SECURITY_SSL || l->protocol == SECURITY_SASL_SSL) {
-            snprintf(err, errlen, "listener %s: security protocol %s is not supported yet (samsa has no TLS); use "
-                     "PLAINTEXT or SASL_PLAINTEXT", l->name, security_protocol_name(l->protocol));
-            return -1;
-        }
-        if (l->protocol != SECURITY_SASL_PLAINTEXT)
+        if (l->protocol != SECURITY_SASL_PLAINTEXT && l->protocol != SECURITY_SASL_SSL)
             continue;
         char list[512];
         sasl_enabled_mechanisms(cfg, l->name, list, sizeof list);

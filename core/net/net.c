@@ -17,6 +17,7 @@
 #include "net/park.h"
 #include "net/worker.h"
 #include "util/buf.h"
+#include "net/tls.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/slog.h"
@@ -190,7 +191,8 @@ static void adopt_inbox(struct worker *w)
     w->inbox_len -= take;
     pthread_mutex_unlock(&w->inbox_lock);
     for (int i = 0; i < take; i++) {
-        struct conn *c = conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol);
+        struct conn *c = conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol,
+                                     fds[i].tls);
         c->counted = fds[i].counted;
         snprintf(c->ip, sizeof c->ip, "%s", fds[i].ip);
     }
@@ -381,7 +383,7 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
         struct inbox_entry *e = &w->inbox[w->inbox_len++];
-        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, ""};
+        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, "", tls_listener_ctx(l->name)};
         snprintf(e->ip, sizeof e->ip, "%s", ip);
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
