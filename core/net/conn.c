@@ -191,7 +191,7 @@ void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents)
             char why[96];
             snprintf(why, sizeof why, "TLS handshake not finished within %.0f s", TLS_HANDSHAKE_S);
             conn_close(c, why);
-        } else if (!c->closing && c->inflight == 0 && !c->busy && now - c->last_active > limit) {
+        } else if (!c->closing && w->idle_ms > 0 && c->inflight == 0 && !c->busy && now - c->last_active > limit) {
             char why[96];
             snprintf(why, sizeof why, "idle for longer than connections.max.idle.ms (%lld ms)",
                      (long long)w->idle_ms);

@@ -91,7 +91,8 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
 void conn_close(struct conn *c, const char *why);
 /* The worker's idle sweep (connections.max.idle.ms; t->data is the
  * worker): closes connections with nothing in flight that read and wrote
- * nothing for longer than the limit. */
+ * nothing for longer than the limit, and TLS connections whose handshake
+ * has run longer than its bound. */
 void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents);
 /* Keeps c (and its requests) allocated across a call that may close it:
  * a conn_close meanwhile tears it down at the matching conn_release. */

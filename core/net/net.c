@@ -468,11 +468,17 @@ int net_run(struct net *n)
         w->queued_max_requests = cfg && cfg->queued_max_requests > 0 ? cfg->queued_max_requests : 500;
         int64_t idle = cfg ? cfg->connections_max_idle_ms : -1;
         w->idle_ms = idle;
-        if (idle > 0) {
+        if (idle > 0 || tls_any()) {
             /* a sweep every quarter of the limit (at most every 10 s): a
-             * connection goes between 1 and 1.25 times the limit idle */
-            double every = (double)idle / 4000.0;
-            ev_timer_init(&w->idle_timer, conn_sweep_idle, every > 10.0 ? 10.0 : every, every > 10.0 ? 10.0 : every);
+             * connection goes between 1 and 1.25 times the limit idle;
+             * with TLS listeners at least every 2.5 s, which bounds an
+             * unfinished handshake (conn.c) */
+            double every = idle > 0 ? (double)idle / 4000.0 : 10.0;
+            if (every > 10.0)
+                every = 10.0;
+            if (tls_any() && every > 2.5)
+                every = 2.5;
+            ev_timer_init(&w->idle_timer, conn_sweep_idle, every, every);
             w->idle_timer.data = w;
             ev_timer_start(w->loop, &w->idle_timer);
         }

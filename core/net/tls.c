@@ -475,6 +475,8 @@ SSL_CTX *tls_listener_ctx(const char *name)
     return NULL;
 }
 
+bool tls_any(void) { return n_ctxs > 0; }
+
 SSL *tls_new(SSL_CTX *ctx, int fd)
 {
     SSL *s = SSL_new(ctx);

@@ -10,6 +10,7 @@
 #ifndef SAMSA_NET_TLS_H
 #define SAMSA_NET_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <openssl/ssl.h>
@@ -22,6 +23,8 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen);
 /* The context of the listener named name (upper-cased as configured);
  * NULL when it is not a TLS listener. */
 SSL_CTX *tls_listener_ctx(const char *name);
+/* Whether any listener speaks TLS. */
+bool tls_any(void);
 /* A server-side SSL object on fd (accept state); NULL on failure. The
  * caller owns it (SSL_free). */
 SSL *tls_new(SSL_CTX *ctx, int fd);
