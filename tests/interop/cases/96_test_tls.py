@@ -332,6 +332,29 @@ def sasl_ssl_scram():
     h.check("Authentication failed" in str(err), "wrong password error: %s", err)
 
 
+@suite.case
+def sasl_ssl_other_clients():
+    """kafka-python (SaslHandshake v0, raw tokens) and kafkajs over SASL_SSL."""
+    kw = dict(security_protocol="SASL_SSL", ssl_cafile=path("ca.pem"), sasl_mechanism="SCRAM-SHA-512",
+              sasl_plain_username="carol", sasl_plain_password="carol-512")
+    want = records("kp-sasl-ssl", n=3, size=30)
+    start = next_offset()
+    sent = h.kp_produce(bs("SASL_SSL"), TOPIC, want, **kw)
+    h.eq([r["offset"] for r in sent], list(range(start, start + len(want))), "kafka-python SASL_SSL offsets")
+    got = h.kp_consume(bs("SASL_SSL"), TOPIC, 0, start, len(want), **kw)
+    h.compare_records(got, at(want, start), "kafka-python over SASL_SSL", timestamps=False)
+    js = {"ssl": {"ca": [read("ca.pem")]},
+          "sasl": {"mechanism": "scram-sha-512", "username": "carol", "password": "carol-512"}}
+    want = records("js-sasl-ssl", n=3, size=30)
+    start = next_offset()
+    res = h.node("kafkajs-produce", bs("SASL_SSL"), {"topic": TOPIC, "kafkajs": js}, stdin=h.to_json_records(want))
+    h.check(res.get("ok"), "kafkajs produce: %s", res)
+    res = h.node("kafkajs-fetch", bs("SASL_SSL"), {"topic": TOPIC, "partition": 0, "offset": start,
+                                                  "count": len(want), "kafkajs": js})
+    h.compare_records(h.from_json_records(res["records"]), at(want, start), "kafkajs over SASL_SSL",
+                      timestamps=False)
+
+
 # ------------------------------------------------------------ bad handshakes never stall a worker
 
 def api_versions_ms(port):
