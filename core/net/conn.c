@@ -93,12 +93,8 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
         c->ssl = tls_new(tls_ctx, fd);
         c->tls_handshaking = true;
         c->tls_started = c->last_active;
-        if (!c->ssl) {
-            char detail[256], why[320];
-            tls_errors(detail, sizeof detail);
-            snprintf(why, sizeof why, "cannot start TLS: %s", detail);
-            conn_close(c, why);
-        }
+        /* without an SSL object (out of memory) the first event closes
+         * it: the caller still uses c after this returns */
     }
     return c;
 }
@@ -281,6 +277,13 @@ static ssize_t conn_recv(struct conn *c, void *p, size_t n)
  * principal), 0: waiting for the socket, -1: failed and closed. */
 static int tls_handshake_step(struct conn *c)
 {
+    if (!c->ssl) {
+        char detail[256], why[320];
+        tls_errors(detail, sizeof detail);
+        snprintf(why, sizeof why, "cannot start TLS: %s", detail);
+        conn_close(c, why);
+        return -1;
+    }
     ERR_clear_error();
     int rc = SSL_do_handshake(c->ssl);
     if (rc == 1) {
@@ -440,7 +443,7 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents)
     struct conn *c = io->data;
     c->busy++;
     c->last_active = ev_now(c->w->loop);
-    if (c->ssl && c->tls_handshaking) {
+    if (c->tls_handshaking) {
         if (tls_handshake_step(c) > 0)
             ev_feed_event(c->w->loop, &c->rio, EV_READ);
         c->busy--;
@@ -534,7 +537,7 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
     struct conn *c = io->data;
     c->busy++;
     c->last_active = ev_now(c->w->loop);
-    if (c->ssl && c->tls_handshaking && tls_handshake_step(c) <= 0) {
+    if (c->tls_handshaking && tls_handshake_step(c) <= 0) {
         c->busy--;
         if (c->closing && !c->busy)
             conn_destroy(c);
