@@ -412,7 +412,8 @@ static int set_ciphers(SSL_CTX *ctx, const struct samsa_config *cfg, const char 
     return 0;
 }
 
-static int build(const struct samsa_config *cfg, const char *l, SSL_CTX **out, char *err, size_t errlen)
+static int build(const struct samsa_config *cfg, const char *l, int protocol, SSL_CTX **out, char *err,
+                 size_t errlen)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
@@ -433,6 +434,10 @@ static int build(const struct samsa_config *cfg, const char *l, SSL_CTX **out, c
     }
     char wa[192];
     const char *auth = lkey(cfg, l, "ssl.client.auth", wa, sizeof wa);
+    /* KIP-684: SASL_SSL listeners take ssl.client.auth only with their
+     * listener prefix; SASL authenticates the client there */
+    if (protocol == SECURITY_SASL_SSL && !strcmp(wa, "ssl.client.auth"))
+        auth = "none";
     if (!auth || !strcmp(auth, "none")) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     } else if (!strcmp(auth, "requested")) {
@@ -458,7 +463,7 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         if (n_ctxs == TLS_MAX_LISTENERS)
             FAIL("listener %s: too many TLS listeners (at most %d)", l->name, TLS_MAX_LISTENERS);
         SSL_CTX *ctx;
-        if (build(cfg, l->name, &ctx, err, errlen) < 0)
+        if (build(cfg, l->name, l->protocol, &ctx, err, errlen) < 0)
             return -1;
         snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
         ctxs[n_ctxs++].ctx = ctx;
