@@ -2118,9 +2118,25 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
         return 0;
     }
     if (is_prefixed_key(key, "listener.name.")) {
+        /* a listener's ssl.* keys (net/tls.c) are checked as the
+         * broker-wide key is */
+        const char *tail = strchr(key + strlen("listener.name."), '.') + 1;
+        size_t ti = has_prefix(tail, "ssl.") ? def_index(tail) : NO_INDEX;
+        if (ti != NO_INDEX) {
+            char why[256] = "";
+            char *norm;
+            if (config_def_check(&config_defs[ti], value, &norm, why, sizeof why) < 0) {
+                fmt(err, errlen, "config '%s' value '%s': %s", key, value, why);
+                return -1;
+            }
+            free(norm);
+        }
         extra_put(c->store, key, value);
-        /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain) */
-        if (!has_suffix(key, ".sasl.enabled.mechanisms") && !has_suffix(key, ".sasl.jaas.config"))
+        /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain),
+         * and its ssl.* keys that have an effect broker-wide */
+        bool read = has_suffix(key, ".sasl.enabled.mechanisms") || has_suffix(key, ".sasl.jaas.config") ||
+                    (ti != NO_INDEX && !(config_defs[ti].flags & CONFIG_F_NO_EFFECT));
+        if (!read)
             warn_no_effect(key);
         return 0;
     }

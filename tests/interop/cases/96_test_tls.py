@@ -138,6 +138,8 @@ def setup():
     s, ports = tls_server("tls")
     state["server"] = s
     state["ports"] = ports
+    noeffect = [l for l in s.log_text().splitlines() if "ssl" in l and "has no effect" in l]
+    h.eq(noeffect, [], "ssl keys reported without effect")
     samsactl("topics", "create", "--topic", TOPIC, "--partitions", "1", "--replication-factor", "1")
     samsactl("users", "scram", "set", "--user", "carol", "--password", "carol-512", "--mechanism", "SCRAM-SHA-512")
 
@@ -473,6 +475,9 @@ def start_refused(extra):
 
 @suite.case
 def startup_refuses_bad_key_stores():
+    line = start_refused({"listener.name.ssl.ssl.client.auth": "bogus"})
+    h.check(line.startswith("samsa: config 'listener.name.ssl.ssl.client.auth' value 'bogus': "),
+            "bad per-listener value: %s", line)
     line = start_refused({})
     h.eq(line, "samsa: listener SSL: a TLS listener needs a key store: ssl.keystore.location, or ssl.keystore.key "
          "and ssl.keystore.certificate.chain (with ssl.keystore.type=PEM)", "no key store")
