@@ -502,8 +502,10 @@ char *tls_principal(SSL *ssl)
         return strdup("User:ANONYMOUS");
     BIO *b = BIO_new(BIO_s_mem());
     BIO_puts(b, "User:");
-    /* RFC 2253: the last RDN first, as Java's X500Principal.getName() */
-    X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253);
+    /* RFC 2253: the last RDN first, as Java's X500Principal.getName();
+     * like Java, characters beyond ASCII are written as UTF-8, not
+     * escaped */
+    X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
     X509_free(peer);
     char *data;
     long n = BIO_get_mem_data(b, &data);

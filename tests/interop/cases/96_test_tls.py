@@ -47,7 +47,7 @@ def make_ca(name, cn):
 
 
 def make_cert(name, ca, subj, san=None):
-    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    openssl("req", "-utf8", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
             "-keyout", path(name + ".key"), "-out", path(name + ".csr"), "-subj", subj)
     ext = path(name + ".ext")
     with open(ext, "w") as f:
@@ -70,6 +70,7 @@ def make_certs():
     make_cert("server", "ca", "/CN=localhost", "IP:127.0.0.1,DNS:localhost")
     make_cert("client", "ca", "/O=samsa/OU=test/CN=client")
     make_cert("stranger", "otherca", "/CN=stranger")
+    make_cert("jorg", "ca", "/O=samsa/CN=j\u00f6rg, x")
     # PEM key store: the key and the chain in one file
     with open(path("server-keystore.pem"), "w") as f:
         f.write(read("server.key") + read("server.pem") + read("ca.pem"))
@@ -266,6 +267,10 @@ def principal_from_certificate():
     since = srv().log_size()
     h.ck_consume(bs("SSL"), TOPIC, 0, start, 1, conf=CK_SSL)
     srv().wait_log(r"on SSL: TLSv1\.3 \S+, principal User:ANONYMOUS$", since)
+    # RFC 2253 as Java writes it: a comma escaped, UTF-8 as is
+    since = srv().log_size()
+    h.ck_consume(bs("SSL"), TOPIC, 0, start, 1, conf=ck_mtls(cert="jorg"))
+    srv().wait_log(r"on SSL: TLSv1\.3 \S+, principal User:CN=j\u00f6rg\\, x,O=samsa$", since)
 
 
 @suite.case
