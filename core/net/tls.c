@@ -495,6 +495,24 @@ SSL *tls_new(SSL_CTX *ctx, int fd)
     return s;
 }
 
+/* Java's RFC 2253 keywords (X500Principal.getName()); any other
+ * attribute is written as its OID and the hex of its DER value. */
+static const char *rfc2253_keyword(int nid)
+{
+    switch (nid) {
+    case NID_commonName: return "CN";
+    case NID_countryName: return "C";
+    case NID_localityName: return "L";
+    case NID_stateOrProvinceName: return "ST";
+    case NID_organizationName: return "O";
+    case NID_organizationalUnitName: return "OU";
+    case NID_streetAddress: return "STREET";
+    case NID_domainComponent: return "DC";
+    case NID_userId: return "UID";
+    default: return NULL;
+    }
+}
+
 char *tls_principal(SSL *ssl)
 {
     X509 *peer = SSL_get1_peer_certificate(ssl);
@@ -502,17 +520,37 @@ char *tls_principal(SSL *ssl)
         return strdup("User:ANONYMOUS");
     BIO *b = BIO_new(BIO_s_mem());
     BIO_puts(b, "User:");
-    /* RFC 2253: the last RDN first, as Java's X500Principal.getName();
-     * like Java, characters beyond ASCII are written as UTF-8, not
-     * escaped */
-    X509_NAME_print_ex(b, X509_get_subject_name(peer), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+    /* RFC 2253 as Java's X500Principal.getName() writes it: the last RDN
+     * first, ',' between RDNs and '+' within one; RFC 2253's specials
+     * escaped, characters beyond ASCII as UTF-8 */
+    const X509_NAME *name = X509_get_subject_name(peer);
+    int n = X509_NAME_entry_count(name), prev_set = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+        int set = X509_NAME_ENTRY_set(e);
+        if (i < n - 1)
+            BIO_puts(b, set == prev_set ? "+" : ",");
+        prev_set = set;
+        const ASN1_OBJECT *obj = X509_NAME_ENTRY_get_object(e);
+        const ASN1_STRING *val = X509_NAME_ENTRY_get_data(e);
+        const char *kw = rfc2253_keyword(OBJ_obj2nid(obj));
+        if (kw) {
+            BIO_printf(b, "%s=", kw);
+            ASN1_STRING_print_ex(b, val, ASN1_STRFLGS_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+        } else {
+            char oid[128];
+            OBJ_obj2txt(oid, sizeof oid, obj, 1);
+            BIO_printf(b, "%s=", oid);
+            ASN1_STRING_print_ex(b, val, ASN1_STRFLGS_DUMP_ALL | ASN1_STRFLGS_DUMP_DER);
+        }
+    }
     X509_free(peer);
     char *data;
-    long n = BIO_get_mem_data(b, &data);
-    char *out = malloc((size_t)n + 1);
+    long len = BIO_get_mem_data(b, &data);
+    char *out = malloc((size_t)len + 1);
     if (out) {
-        memcpy(out, data, (size_t)n);
-        out[n] = '\0';
+        memcpy(out, data, (size_t)len);
+        out[len] = '\0';
     }
     BIO_free(b);
     return out;

@@ -30,7 +30,9 @@ bool tls_any(void);
 SSL *tls_new(SSL_CTX *ctx, int fd);
 /* The principal of a TLS connection without SASL, as Kafka's default
  * principal builder writes it: "User:" and the client certificate's
- * subject in RFC 2253 form, or User:ANONYMOUS without a certificate.
+ * subject in RFC 2253 form as Java's X500Principal.getName() writes it
+ * (attributes without an RFC 2253 keyword, e.g. emailAddress, as
+ * OID=#hex-of-DER), or User:ANONYMOUS without a certificate.
  * Returns malloc'ed text (the caller frees it). */
 char *tls_principal(SSL *ssl);
 /* OpenSSL's error queue as one line (drains it) into out. */

@@ -71,6 +71,7 @@ def make_certs():
     make_cert("client", "ca", "/O=samsa/OU=test/CN=client")
     make_cert("stranger", "otherca", "/CN=stranger")
     make_cert("jorg", "ca", "/O=samsa/CN=j\u00f6rg, x")
+    make_cert("mail", "ca", "/emailAddress=a@b.c/CN=mail")
     # PEM key store: the key and the chain in one file
     with open(path("server-keystore.pem"), "w") as f:
         f.write(read("server.key") + read("server.pem") + read("ca.pem"))
@@ -271,6 +272,11 @@ def principal_from_certificate():
     since = srv().log_size()
     h.ck_consume(bs("SSL"), TOPIC, 0, start, 1, conf=ck_mtls(cert="jorg"))
     srv().wait_log(r"on SSL: TLSv1\.3 \S+, principal User:CN=j\u00f6rg\\, x,O=samsa$", since)
+    # an attribute without an RFC 2253 keyword: its OID and DER in hex
+    since = srv().log_size()
+    h.ck_consume(bs("SSL"), TOPIC, 0, start, 1, conf=ck_mtls(cert="mail"))
+    srv().wait_log(r"on SSL: TLSv1\.3 \S+, principal User:CN=mail,1\.2\.840\.113549\.1\.9\.1=#16056140622e63$",
+                   since)
 
 
 @suite.case
