@@ -438,32 +438,34 @@ const struct config_def config_defs[] = {
      "JAAS login configuration for SASL."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
      "Longest session before a SASL client must re-authenticate (0: never; KIP-368)."},
-    {"ssl.keystore.type", T(STRING), "JKS", PB, NE | LO, NOCHECK, "Format of the key store."},
-    {"ssl.keystore.location", T(STRING), NULL, PB, NE | LO, NOCHECK, "Path of the key store."},
-    {"ssl.keystore.password", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.keystore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the key store."},
+    {"ssl.keystore.location", T(STRING), NULL, PB, LO, NOCHECK, "Path of the key store."},
+    {"ssl.keystore.password", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Password of the key store."},
-    {"ssl.key.password", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.key.password", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Password of the private key."},
-    {"ssl.keystore.key", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.keystore.key", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Private key in PEM, instead of a key store file."},
-    {"ssl.keystore.certificate.chain", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.keystore.certificate.chain", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Certificate chain in PEM, instead of a key store file."},
-    {"ssl.truststore.type", T(STRING), "JKS", PB, NE | LO, NOCHECK, "Format of the trust store."},
-    {"ssl.truststore.location", T(STRING), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.truststore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the trust store."},
+    {"ssl.truststore.location", T(STRING), NULL, PB, LO, NOCHECK,
      "Path of the trust store."},
-    {"ssl.truststore.password", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.truststore.password", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Password of the trust store."},
-    {"ssl.truststore.certificates", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
+    {"ssl.truststore.certificates", T(PASSWORD), NULL, PB, LO, NOCHECK,
      "Trusted certificates in PEM, instead of a trust store file."},
-    {"ssl.client.auth", T(STRING), "none", PB, NE | LO, ONEOF(client_auth_choices),
+    {"ssl.client.auth", T(STRING), "none", PB, LO, ONEOF(client_auth_choices),
      "Whether TLS clients must present a certificate."},
-    {"ssl.enabled.protocols", T(LIST), "TLSv1.2,TLSv1.3", PB, NE | LO, NOCHECK,
+    {"ssl.enabled.protocols", T(LIST), "TLSv1.2,TLSv1.3", PB, LO, NOCHECK,
      "TLS versions accepted."},
-    {"ssl.protocol", T(STRING), "TLSv1.3", PB, NE | LO, NOCHECK, "TLS protocol to use."},
-    {"ssl.cipher.suites", T(LIST), "", PB, NE | LO, NOCHECK,
+    {"ssl.protocol", T(STRING), "TLSv1.3", PB, LO, NOCHECK, "TLS protocol to use."},
+    {"ssl.cipher.suites", T(LIST), "", PB, LO, NOCHECK,
      "Cipher suites accepted (empty: library defaults)."},
     {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, NE | LO, NOCHECK,
      "Host name check on certificates of peers."},
+    {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, NE, NOCHECK,
+     "Rules mapping a certificate's subject to a principal name."},
 
     /* Metrics, quotas, policies */
     {"metric.reporters", T(LIST), "", CW, NE, NOCHECK, "Metrics reporter classes."},
@@ -2116,9 +2118,25 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
         return 0;
     }
     if (is_prefixed_key(key, "listener.name.")) {
+        /* a listener's ssl.* keys (net/tls.c) are checked as the
+         * broker-wide key is */
+        const char *tail = strchr(key + strlen("listener.name."), '.') + 1;
+        size_t ti = has_prefix(tail, "ssl.") ? def_index(tail) : NO_INDEX;
+        if (ti != NO_INDEX) {
+            char why[256] = "";
+            char *norm;
+            if (config_def_check(&config_defs[ti], value, &norm, why, sizeof why) < 0) {
+                fmt(err, errlen, "config '%s' value '%s': %s", key, value, why);
+                return -1;
+            }
+            free(norm);
+        }
         extra_put(c->store, key, value);
-        /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain) */
-        if (!has_suffix(key, ".sasl.enabled.mechanisms") && !has_suffix(key, ".sasl.jaas.config"))
+        /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain),
+         * and its ssl.* keys that have an effect broker-wide */
+        bool read = has_suffix(key, ".sasl.enabled.mechanisms") || has_suffix(key, ".sasl.jaas.config") ||
+                    (ti != NO_INDEX && !(config_defs[ti].flags & CONFIG_F_NO_EFFECT));
+        if (!read)
             warn_no_effect(key);
         return 0;
     }

@@ -26,6 +26,7 @@
 #include "log/logmgr.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
+#include "net/tls.h"
 #include "plugin/registry.h"
 #include "replica/env.h"
 #include "replica/fetcher.h"
@@ -231,6 +232,10 @@ int main(int argc, char **argv)
     }
     /* Every SASL mechanism a listener enables needs its plugin. */
     if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
+    /* SSL and SASL_SSL listeners: their key stores load now, or startup
+     * stops with the listener and key at fault */
+    if (tls_setup(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
     /* Clients see what was loaded through DescribeConfigs (samsactl
      * cluster plugins). */

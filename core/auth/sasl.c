@@ -273,12 +273,7 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
 {
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->protocol == SECURITY_SSL || l->protocol == SECURITY_SASL_SSL) {
-            snprintf(err, errlen, "listener %s: security protocol %s is not supported yet (samsa has no TLS); use "
-                     "PLAINTEXT or SASL_PLAINTEXT", l->name, security_protocol_name(l->protocol));
-            return -1;
-        }
-        if (l->protocol != SECURITY_SASL_PLAINTEXT)
+        if (l->protocol != SECURITY_SASL_PLAINTEXT && l->protocol != SECURITY_SASL_SSL)
             continue;
         char list[512];
         sasl_enabled_mechanisms(cfg, l->name, list, sizeof list);
@@ -301,15 +296,20 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
         }
     }
     /* samsa's own connections between nodes (replication, forwarding,
-     * the quorum) do not authenticate yet */
+     * the quorum) speak neither TLS nor SASL yet */
     bool cluster = cfg->n_voters > 1 || cfg->n_bootstrap_controllers > 0 || !cfg->role_controller;
     for (size_t i = 0; cluster && i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->protocol == SECURITY_SASL_PLAINTEXT && cfg->inter_broker_listener_name &&
-            !strcmp(l->name, cfg->inter_broker_listener_name))
-            slog_warn("listener %s is the inter-broker listener and uses SASL_PLAINTEXT, but samsa's nodes do not "
-                      "authenticate to each other yet: give inter.broker.listener.name a PLAINTEXT listener",
-                      l->name);
+        if (l->protocol == SECURITY_PLAINTEXT)
+            continue;
+        if (cfg->inter_broker_listener_name && !strcmp(l->name, cfg->inter_broker_listener_name))
+            slog_warn("listener %s is the inter-broker listener and uses %s, but samsa's nodes do not speak TLS "
+                      "or SASL to each other yet: give inter.broker.listener.name a PLAINTEXT listener",
+                      l->name, security_protocol_name(l->protocol));
+        else if (l->is_controller)
+            slog_warn("listener %s is a controller listener and uses %s, but samsa's nodes do not speak TLS or "
+                      "SASL to each other yet: map controller listeners to PLAINTEXT", l->name,
+                      security_protocol_name(l->protocol));
     }
     return 0;
 }

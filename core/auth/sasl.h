@@ -84,8 +84,8 @@ int sasl_start(struct conn *c, const struct plugin_registry *reg, const char *me
 int sasl_step(struct conn *c, const uint8_t *in, size_t len, struct buf *out, char *errstr, size_t errlen);
 
 /* Startup check, as Kafka's: every mechanism enabled on a SASL listener
- * must be provided by a loaded plugin; SSL and SASL_SSL listeners are
- * refused (no TLS yet). 0 or -1 with one line in err. */
+ * must be provided by a loaded plugin (TLS itself: net/tls.h). 0 or -1
+ * with one line in err. */
 int sasl_check_config(const struct samsa_config *cfg, const struct plugin_registry *reg, char *err,
                       size_t errlen);
 

@@ -12,7 +12,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <limits.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "config.h"
 #include "net/net.h"
+#include "net/tls.h"
 #include "net/request.h"
 #include "net/worker.h"
 #include "util/clock.h"
@@ -23,6 +30,13 @@
  * requests read but unanswered (w->queued_max_requests), so a fast
  * producer cannot queue unbounded memory; reading resumes as they drain. */
 #define READ_CHUNK 65536
+/* A TLS handshake not finished after this long is closed (the idle
+ * sweep checks it), so a half-open or dribbling client holds only its
+ * descriptor and a little memory, never the worker. */
+#define TLS_HANDSHAKE_S 10.0
+/* File ranges over TLS are read into a buffer of this size and written
+ * with SSL_write: one TLS record's worth. */
+#define TLS_COPY_CHUNK 16384
 
 static uint64_t next_conn_id;
 
@@ -50,7 +64,8 @@ static void peer_name(int fd, char *out, size_t outlen)
     snprintf(out, outlen, "%s:%d", host, port);
 }
 
-struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol)
+struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol,
+                        void *tls_ctx)
 {
     struct conn *c = xcalloc(1, sizeof *c);
     c->w = w;
@@ -74,6 +89,13 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
     w->conns = c;
     w->nconns++;
     slog_debug("connection %llu from %s on worker %d", (unsigned long long)c->id, c->peer, w->id);
+    if (tls_ctx) {
+        c->ssl = tls_new(tls_ctx, fd);
+        c->tls_handshaking = true;
+        c->tls_started = c->last_active;
+        /* without an SSL object (out of memory) the first event closes
+         * it: the caller still uses c after this returns */
+    }
     return c;
 }
 
@@ -94,6 +116,13 @@ void conn_close(struct conn *c, const char *why)
         slog_info("closing connection from %s: %s", c->peer, why);
     ev_io_stop(c->w->loop, &c->rio);
     ev_io_stop(c->w->loop, &c->wio);
+    if (c->ssl && !c->tls_handshaking && !c->tls_failed) {
+        /* best effort close_notify, as Kafka's SslTransportLayer sends:
+         * one non-blocking try, never waiting for the peer's */
+        ERR_clear_error();
+        SSL_shutdown(c->ssl);
+        ERR_clear_error();
+    }
     shutdown(c->fd, SHUT_RDWR);
     if (!c->busy)
         conn_destroy(c);
@@ -122,6 +151,9 @@ static void conn_destroy(struct conn *c)
     w->nconns--;
     if (c->counted)
         net_conn_gone(w->net, c->ip);
+    if (c->ssl)
+        SSL_free(c->ssl);
+    c->ssl = NULL;
     close(c->fd);
     free(c->frame);
     buf_free(&c->in);
@@ -151,7 +183,11 @@ void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents)
         struct conn *next = c->next;
         /* Kafka's idle: nothing read or written; a request in flight (a
          * parked long-poll) is activity to come */
-        if (!c->closing && c->inflight == 0 && !c->busy && now - c->last_active > limit) {
+        if (!c->closing && c->tls_handshaking && !c->busy && now - c->tls_started > TLS_HANDSHAKE_S) {
+            char why[96];
+            snprintf(why, sizeof why, "TLS handshake not finished within %.0f s", TLS_HANDSHAKE_S);
+            conn_close(c, why);
+        } else if (!c->closing && w->idle_ms > 0 && c->inflight == 0 && !c->busy && now - c->last_active > limit) {
             char why[96];
             snprintf(why, sizeof why, "idle for longer than connections.max.idle.ms (%lld ms)",
                      (long long)w->idle_ms);
@@ -179,10 +215,119 @@ static void update_reading(struct conn *c)
     if (want && !c->reading) {
         ev_io_start(c->w->loop, &c->rio);
         c->reading = true;
+        /* decrypted bytes OpenSSL holds never make the socket readable */
+        if (c->ssl && SSL_pending(c->ssl) > 0)
+            ev_feed_event(c->w->loop, &c->rio, EV_READ);
     } else if (!want && c->reading) {
         ev_io_stop(c->w->loop, &c->rio);
         c->reading = false;
     }
+}
+
+/* SSL_write with the socket's conventions: bytes written, or -1 with
+ * errno (EAGAIN while OpenSSL waits for the socket either way; a retry
+ * passes the same bytes, which SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER lets
+ * come from another buffer). */
+static ssize_t tls_send(struct conn *c, const void *p, size_t n)
+{
+    ERR_clear_error();
+    int rc = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
+    if (rc > 0)
+        return rc;
+    switch (SSL_get_error(c->ssl, rc)) {
+    case SSL_ERROR_WANT_WRITE:
+    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_SYSCALL:
+        c->tls_failed = true;
+        if (!errno)
+            errno = EPIPE;
+        return -1;
+    default: c->tls_failed = true; ERR_clear_error(); errno = EPROTO; return -1;
+    }
+}
+
+/* read() or SSL_read: bytes, 0 at the end of the stream, -1 with errno. */
+static ssize_t conn_recv(struct conn *c, void *p, size_t n)
+{
+    if (!c->ssl)
+        return read(c->fd, p, n);
+    ERR_clear_error();
+    int rc = SSL_read(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
+    if (rc > 0)
+        return rc;
+    switch (SSL_get_error(c->ssl, rc)) {
+    case SSL_ERROR_ZERO_RETURN: return 0;
+    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE:
+        c->tls_read_wants_write = true;
+        ev_io_start(c->w->loop, &c->wio);
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_SYSCALL:
+        c->tls_failed = true;
+        if (!errno)
+            return 0;
+        return -1;
+    default: c->tls_failed = true; ERR_clear_error(); errno = EPROTO; return -1;
+    }
+}
+
+/* Runs the server side of the TLS handshake as far as the socket lets
+ * it. 1: done (a connection on an SSL listener now has its certificate's
+ * principal), 0: waiting for the socket, -1: failed and closed. */
+static int tls_handshake_step(struct conn *c)
+{
+    if (!c->ssl) {
+        char detail[256], why[320];
+        tls_errors(detail, sizeof detail);
+        snprintf(why, sizeof why, "cannot start TLS: %s", detail);
+        conn_close(c, why);
+        return -1;
+    }
+    ERR_clear_error();
+    int rc = SSL_do_handshake(c->ssl);
+    if (rc == 1) {
+        c->tls_handshaking = false;
+        if (c->protocol == SECURITY_SSL) {
+            free(c->principal);
+            c->principal = tls_principal(c->ssl);
+        }
+        slog_debug("connection from %s on %s: %s %s, principal %s", c->peer, c->listener, SSL_get_version(c->ssl),
+                   SSL_get_cipher_name(c->ssl), c->principal ? c->principal : "-");
+        return 1;
+    }
+    int e = SSL_get_error(c->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ) {
+        ev_io_stop(c->w->loop, &c->wio);
+        return 0;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        ev_io_start(c->w->loop, &c->wio);
+        return 0;
+    }
+    char detail[384], why[512];
+    int saved = errno;
+    bool queued = ERR_peek_error() != 0;
+    tls_errors(detail, sizeof detail);
+    long vr = SSL_get_verify_result(c->ssl);
+    if (!queued && vr == X509_V_OK && (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !saved))) {
+        /* the client went away before finishing: a port probe, or a
+         * client giving up on our certificate (its alert, if it sent
+         * one, is an OpenSSL error and logged below) */
+        slog_debug("connection from %s on %s closed by the client during the TLS handshake", c->peer, c->listener);
+        conn_close(c, NULL);
+        return -1;
+    }
+    if (vr != X509_V_OK)
+        snprintf(why, sizeof why, "TLS handshake failed on listener %s: client certificate refused: %s (%s)",
+                 c->listener, X509_verify_cert_error_string(vr), detail);
+    else if (!queued)
+        snprintf(why, sizeof why, "TLS handshake failed on listener %s: %s", c->listener,
+                 saved ? strerror(saved) : "no detail from OpenSSL");
+    else
+        snprintf(why, sizeof why, "TLS handshake failed on listener %s: %s", c->listener, detail);
+    conn_close(c, why);
+    return -1;
 }
 
 /* Writes as much of r's output as the socket takes. Returns 1 when all
@@ -215,7 +360,14 @@ static int write_request(struct conn *c, struct request *r)
             int64_t into = r->sent - pos - (mem_end - mem_before);
             off_t off = (off_t)(s->off + into);
             size_t want = (size_t)(s->len - into);
-            n = sendfile(c->fd, s->file->fd, &off, want);
+            if (c->ssl) {
+                /* no sendfile through TLS: a bounded copy (kTLS later) */
+                uint8_t tmp[TLS_COPY_CHUNK];
+                ssize_t got = pread(s->file->fd, tmp, want < sizeof tmp ? want : sizeof tmp, off);
+                n = got > 0 ? tls_send(c, tmp, (size_t)got) : got;
+            } else {
+                n = sendfile(c->fd, s->file->fd, &off, want);
+            }
             if (n == 0) {
                 /* The file is shorter than the range: truncated under us. */
                 conn_close(c, "record data vanished while sending a fetch response");
@@ -224,7 +376,8 @@ static int write_request(struct conn *c, struct request *r)
         } else {
             size_t want = (size_t)(mem_end - in_mem_off);
             int flags = MSG_NOSIGNAL | (i < out->nsplices ? MSG_MORE : 0);
-            n = send(c->fd, out->b.data + in_mem_off, want, flags);
+            n = c->ssl ? tls_send(c, out->b.data + in_mem_off, want)
+                       : send(c->fd, out->b.data + in_mem_off, want, flags);
         }
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -290,6 +443,18 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents)
     struct conn *c = io->data;
     c->busy++;
     c->last_active = ev_now(c->w->loop);
+    if (c->tls_handshaking) {
+        if (tls_handshake_step(c) > 0)
+            ev_feed_event(c->w->loop, &c->rio, EV_READ);
+        c->busy--;
+        if (c->closing && !c->busy)
+            conn_destroy(c);
+        return;
+    }
+    if (c->tls_read_wants_write) {
+        c->tls_read_wants_write = false;
+        ev_feed_event(c->w->loop, &c->rio, EV_READ);
+    }
     flush_done(c);
     c->busy--;
     if (c->closing && !c->busy)
@@ -372,11 +537,17 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
     struct conn *c = io->data;
     c->busy++;
     c->last_active = ev_now(c->w->loop);
+    if (c->tls_handshaking && tls_handshake_step(c) <= 0) {
+        c->busy--;
+        if (c->closing && !c->busy)
+            conn_destroy(c);
+        return;
+    }
     for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < c->w->queued_max_requests; rounds++) {
         ssize_t n;
         if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
             /* big frame: read straight into it, no extra copy */
-            n = read(c->fd, c->frame + c->frame_got, c->frame_len - c->frame_got);
+            n = conn_recv(c, c->frame + c->frame_got, c->frame_len - c->frame_got);
             if (n > 0) {
                 c->frame_got += (size_t)n;
                 if (c->frame_got == c->frame_len) {
@@ -389,12 +560,14 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
             }
         } else {
             uint8_t *p = buf_reserve(&c->in, READ_CHUNK);
-            n = read(c->fd, p, READ_CHUNK);
+            n = conn_recv(c, p, READ_CHUNK);
             if (n > 0) {
                 c->in.len += (size_t)n;
                 if (process_input(c) < 0)
                     break;
-                if ((size_t)n < READ_CHUNK)
+                /* a short read empties the socket; SSL_read returns one
+                 * record at a time, so TLS reads on until EAGAIN */
+                if ((size_t)n < READ_CHUNK && !c->ssl)
                     break;
                 continue;
             }
@@ -417,6 +590,8 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
     }
     if (!c->closing)
         flush_done(c);
+    if (!c->closing && c->ssl && c->reading && SSL_pending(c->ssl) > 0)
+        ev_feed_event(c->w->loop, &c->rio, EV_READ);
     c->busy--;
     if (c->closing && !c->busy)
         conn_destroy(c);

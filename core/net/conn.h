@@ -1,6 +1,8 @@
 /* One client connection: framing, the in-order request queue, and writing
  * responses: memory bytes with send(MSG_MORE while a file range follows),
- * record data spliced in as file ranges with sendfile. */
+ * record data spliced in as file ranges with sendfile. Over TLS the same
+ * stream goes through SSL_read/SSL_write, file ranges copied through a
+ * bounded buffer (no kTLS yet). */
 #ifndef SAMSA_NET_CONN_H
 #define SAMSA_NET_CONN_H
 
@@ -13,6 +15,7 @@
 struct worker;
 struct request;
 struct plugin_cap;
+struct ssl_st;
 
 struct conn {
     struct conn *prev, *next;     /* worker's list */
@@ -62,6 +65,16 @@ struct conn {
     char ip[64];
     double last_active;
 
+    /* TLS (SSL and SASL_SSL listeners, net/tls.h): the session, owned;
+     * the handshake runs until done (bounded by TLS_HANDSHAKE_S from
+     * tls_started, the loop's clock); a read that OpenSSL could only
+     * continue once the socket is writable waits on wio. */
+    struct ssl_st *ssl;
+    bool tls_handshaking;
+    bool tls_read_wants_write;
+    bool tls_failed;              /* a fatal TLS error: no close_notify */
+    double tls_started;
+
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];
     char client_software_version[64];
@@ -69,13 +82,17 @@ struct conn {
 
 /* Takes ownership of fd (non-blocking, accepted on this worker);
  * controller: it came in on a controller listener; listener (its name,
- * kept as a pointer) and protocol (enum security_protocol) say which. */
-struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol);
+ * kept as a pointer) and protocol (enum security_protocol) say which;
+ * tls_ctx (an SSL_CTX, borrowed) makes it a TLS connection that starts
+ * with the server side of the handshake. */
+struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol,
+                        void *tls_ctx);
 /* Marks the connection closing; it is torn down once no handler runs. */
 void conn_close(struct conn *c, const char *why);
 /* The worker's idle sweep (connections.max.idle.ms; t->data is the
  * worker): closes connections with nothing in flight that read and wrote
- * nothing for longer than the limit. */
+ * nothing for longer than the limit, and TLS connections whose handshake
+ * has run longer than its bound. */
 void conn_sweep_idle(struct ev_loop *loop, ev_timer *t, int revents);
 /* Keeps c (and its requests) allocated across a call that may close it:
  * a conn_close meanwhile tears it down at the matching conn_release. */

@@ -17,6 +17,7 @@
 #include "net/park.h"
 #include "net/worker.h"
 #include "util/buf.h"
+#include "net/tls.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/slog.h"
@@ -190,7 +191,8 @@ static void adopt_inbox(struct worker *w)
     w->inbox_len -= take;
     pthread_mutex_unlock(&w->inbox_lock);
     for (int i = 0; i < take; i++) {
-        struct conn *c = conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol);
+        struct conn *c = conn_adopt(w, fds[i].fd, fds[i].controller, fds[i].listener, fds[i].protocol,
+                                     fds[i].tls);
         c->counted = fds[i].counted;
         snprintf(c->ip, sizeof c->ip, "%s", fds[i].ip);
     }
@@ -381,7 +383,7 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
         struct inbox_entry *e = &w->inbox[w->inbox_len++];
-        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, ""};
+        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, "", tls_listener_ctx(l->name)};
         snprintf(e->ip, sizeof e->ip, "%s", ip);
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
@@ -467,11 +469,17 @@ int net_run(struct net *n)
         w->queued_max_requests = cfg && cfg->queued_max_requests > 0 ? cfg->queued_max_requests : 500;
         int64_t idle = cfg ? cfg->connections_max_idle_ms : -1;
         w->idle_ms = idle;
-        if (idle > 0) {
+        if (idle > 0 || tls_any()) {
             /* a sweep every quarter of the limit (at most every 10 s): a
-             * connection goes between 1 and 1.25 times the limit idle */
-            double every = (double)idle / 4000.0;
-            ev_timer_init(&w->idle_timer, conn_sweep_idle, every > 10.0 ? 10.0 : every, every > 10.0 ? 10.0 : every);
+             * connection goes between 1 and 1.25 times the limit idle;
+             * with TLS listeners at least every 2.5 s, which bounds an
+             * unfinished handshake (conn.c) */
+            double every = idle > 0 ? (double)idle / 4000.0 : 10.0;
+            if (every > 10.0)
+                every = 10.0;
+            if (tls_any() && every > 2.5)
+                every = 2.5;
+            ev_timer_init(&w->idle_timer, conn_sweep_idle, every, every);
             w->idle_timer.data = w;
             ev_timer_start(w->loop, &w->idle_timer);
         }

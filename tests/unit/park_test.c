@@ -276,7 +276,7 @@ static void test_completion_closes_connection(void **state)
     (void)state;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct conn *c = conn_adopt(&fx->w[0], sv[0], false, "PLAINTEXT", 0);
+    struct conn *c = conn_adopt(&fx->w[0], sv[0], false, "PLAINTEXT", 0, NULL);
     struct request *a = conn_request(c), *b = conn_request(c);
     park_key_t ka = pkey(20), kb = pkey(21);
     struct waiter *wb = park_on(b, &kb, 1, 60000);
@@ -309,7 +309,7 @@ static void test_close_while_parked(void **state)
     (void)state;
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-    struct conn *c = conn_adopt(&fx->w[1], sv[0], false, "PLAINTEXT", 0);
+    struct conn *c = conn_adopt(&fx->w[1], sv[0], false, "PLAINTEXT", 0, NULL);
     park_key_t k = pkey(30);
     for (int i = 0; i < 100; i++) {
         struct request *r = conn_request(c);

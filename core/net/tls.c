@@ -1,0 +1,557 @@
+/* TLS contexts of client listeners and the per-connection helpers: see
+ * tls.h. */
+#include "net/tls.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/x509.h>
+
+#include "config.h"
+#include "util/slog.h"
+
+#define TLS_MAX_LISTENERS 8
+
+static struct {
+    char name[64];
+    SSL_CTX *ctx;
+} ctxs[TLS_MAX_LISTENERS];
+static size_t n_ctxs;
+
+void tls_errors(char *out, size_t outlen)
+{
+    out[0] = '\0';
+    size_t off = 0;
+    unsigned long e;
+    while ((e = ERR_get_error()) != 0) {
+        char one[256];
+        ERR_error_string_n(e, one, sizeof one);
+        if (off + 3 < outlen) {
+            int n = snprintf(out + off, outlen - off, "%s%s", off ? "; " : "", one);
+            off += n > 0 ? (size_t)n : 0;
+        }
+    }
+    if (!out[0])
+        snprintf(out, outlen, "no detail from OpenSSL");
+}
+
+/* One ssl.* key of listener: listener.name.<l>.<key> (Kafka's prefix,
+ * the name in lower case) before the broker-wide key. Sets *which to the
+ * key that gave the value (for error lines); NULL when unset or empty. */
+static const char *lkey(const struct samsa_config *cfg, const char *listener, const char *key, char *which,
+                        size_t wlen)
+{
+    char pk[192];
+    int n = snprintf(pk, sizeof pk, "listener.name.");
+    for (const char *p = listener; *p && n < (int)sizeof pk - 1; p++)
+        pk[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    pk[n] = '\0';
+    snprintf(pk + n, sizeof pk - (size_t)n, ".%s", key);
+    const char *v = NULL;
+    size_t ne = config_extra_count(cfg);
+    for (size_t i = 0; i < ne; i++) {
+        const char *k, *val;
+        config_extra_get(cfg, i, &k, &val);
+        if (k && !strcmp(k, pk))
+            v = val;
+    }
+    if (v) {
+        snprintf(which, wlen, "%s", pk);
+    } else {
+        v = config_get(cfg, key);
+        snprintf(which, wlen, "%s", key);
+    }
+    return v && v[0] ? v : NULL;
+}
+
+struct pw {
+    const char *pass;
+};
+
+static int pw_cb(char *buf, int size, int rwflag, void *u)
+{
+    (void)rwflag;
+    const struct pw *p = u;
+    if (!p || !p->pass)
+        return 0;
+    int n = (int)strlen(p->pass);
+    if (n > size)
+        n = size;
+    memcpy(buf, p->pass, (size_t)n);
+    return n;
+}
+
+/* Reads a whole PKCS12 file; NULL with err set. The caller frees it. */
+static PKCS12 *read_p12(const char *path)
+{
+    BIO *b = BIO_new_file(path, "rb");
+    if (!b)
+        return NULL;
+    PKCS12 *p = d2i_PKCS12_bio(b, NULL);
+    BIO_free(b);
+    return p;
+}
+
+static int add_certs_pem(X509_STORE *st, BIO *b, int *count)
+{
+    X509 *x;
+    while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+        X509_STORE_add_cert(st, x);
+        X509_free(x);
+        (*count)++;
+    }
+    ERR_clear_error(); /* the end of the input reads as an error */
+    return *count > 0 ? 0 : -1;
+}
+
+#define FAIL(...)                                                                                                     \
+    do {                                                                                                              \
+        snprintf(err, errlen, __VA_ARGS__);                                                                           \
+        return -1;                                                                                                    \
+    } while (0)
+
+static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, char *err, size_t errlen)
+{
+    char wt[192], wl[192], wp[192], wk[192], wc[192], wkp[192], detail[512];
+    const char *type = lkey(cfg, l, "ssl.keystore.type", wt, sizeof wt);
+    const char *loc = lkey(cfg, l, "ssl.keystore.location", wl, sizeof wl);
+    const char *pass = lkey(cfg, l, "ssl.keystore.password", wp, sizeof wp);
+    const char *key = lkey(cfg, l, "ssl.keystore.key", wk, sizeof wk);
+    const char *chain = lkey(cfg, l, "ssl.keystore.certificate.chain", wc, sizeof wc);
+    const char *keypass = lkey(cfg, l, "ssl.key.password", wkp, sizeof wkp);
+    if (!type)
+        type = "JKS";
+    if (!loc && !key && !chain)
+        FAIL("listener %s: a TLS listener needs a key store: ssl.keystore.location, or ssl.keystore.key and "
+             "ssl.keystore.certificate.chain (with ssl.keystore.type=PEM)", l);
+    if (!strcasecmp(type, "PKCS12")) {
+        if (!loc)
+            FAIL("listener %s: %s=PKCS12 needs ssl.keystore.location", l, wt);
+        PKCS12 *p12 = read_p12(loc);
+        if (!p12) {
+            tls_errors(detail, sizeof detail);
+            FAIL("listener %s: %s '%s' cannot be read as PKCS12: %s", l, wl, loc, detail);
+        }
+        EVP_PKEY *pkey = NULL;
+        X509 *cert = NULL;
+        STACK_OF(X509) *ca = NULL;
+        int ok = PKCS12_parse(p12, pass ? pass : "", &pkey, &cert, &ca);
+        PKCS12_free(p12);
+        if (!ok || !pkey || !cert) {
+            tls_errors(detail, sizeof detail);
+            EVP_PKEY_free(pkey);
+            X509_free(cert);
+            sk_X509_pop_free(ca, X509_free);
+            FAIL("listener %s: %s '%s': wrong %s or no key and certificate in it (%s)", l, wl, loc, wp, detail);
+        }
+        ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, pkey) == 1;
+        for (int i = 0; ok && ca && i < sk_X509_num(ca); i++)
+            ok = SSL_CTX_add1_chain_cert(ctx, sk_X509_value(ca, i)) == 1;
+        EVP_PKEY_free(pkey);
+        X509_free(cert);
+        sk_X509_pop_free(ca, X509_free);
+        if (!ok) {
+            tls_errors(detail, sizeof detail);
+            FAIL("listener %s: %s '%s' cannot be used: %s", l, wl, loc, detail);
+        }
+    } else if (!strcasecmp(type, "PEM")) {
+        struct pw pw = {keypass};
+        BIO *kb, *cb;
+        const char *what;
+        if (loc) {
+            if (key || chain)
+                FAIL("listener %s: set either ssl.keystore.location or ssl.keystore.key and "
+                     "ssl.keystore.certificate.chain, not both", l);
+            kb = BIO_new_file(loc, "r");
+            cb = BIO_new_file(loc, "r");
+            what = wl;
+            if (!kb || !cb) {
+                BIO_free(kb);
+                BIO_free(cb);
+                ERR_clear_error();
+                FAIL("listener %s: %s '%s' cannot be opened", l, wl, loc);
+            }
+        } else {
+            if (!key || !chain)
+                FAIL("listener %s: ssl.keystore.key and ssl.keystore.certificate.chain go together", l);
+            kb = BIO_new_mem_buf(key, -1);
+            cb = BIO_new_mem_buf(chain, -1);
+            what = wk;
+        }
+        EVP_PKEY *pkey = PEM_read_bio_PrivateKey(kb, NULL, pw_cb, &pw);
+        BIO_free(kb);
+        if (!pkey) {
+            tls_errors(detail, sizeof detail);
+            BIO_free(cb);
+            FAIL("listener %s: no private key readable from %s%s%s (wrong or missing %s?): %s", l, what,
+                 loc ? " " : "", loc ? loc : "", wkp, detail);
+        }
+        X509 *cert = PEM_read_bio_X509(cb, NULL, NULL, NULL);
+        int ok = cert && SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, pkey) == 1;
+        X509_free(cert);
+        EVP_PKEY_free(pkey);
+        X509 *x;
+        while (ok && (x = PEM_read_bio_X509(cb, NULL, NULL, NULL)) != NULL)
+            ok = SSL_CTX_add0_chain_cert(ctx, x) == 1;
+        BIO_free(cb);
+        if (!ok) {
+            tls_errors(detail, sizeof detail);
+            FAIL("listener %s: no usable certificate in %s: %s", l, loc ? wl : wc, detail);
+        }
+        ERR_clear_error();
+    } else {
+        FAIL("listener %s: %s=%s is not supported: use PEM or PKCS12", l, wt, type);
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        tls_errors(detail, sizeof detail);
+        FAIL("listener %s: the private key does not match the certificate of the key store: %s", l, detail);
+    }
+    return 0;
+}
+
+/* The trust store: CAs that sign acceptable client certificates. None
+ * configured: OpenSSL's default paths. */
+static int load_truststore(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, char *err, size_t errlen)
+{
+    char wt[192], wl[192], wp[192], wc[192], detail[512];
+    const char *type = lkey(cfg, l, "ssl.truststore.type", wt, sizeof wt);
+    const char *loc = lkey(cfg, l, "ssl.truststore.location", wl, sizeof wl);
+    const char *pass = lkey(cfg, l, "ssl.truststore.password", wp, sizeof wp);
+    const char *certs = lkey(cfg, l, "ssl.truststore.certificates", wc, sizeof wc);
+    if (!type)
+        type = "JKS";
+    X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+    int count = 0;
+    if (!loc && !certs) {
+        SSL_CTX_set_default_verify_paths(ctx);
+        return 0;
+    }
+    if (loc && certs)
+        FAIL("listener %s: set either ssl.truststore.location or ssl.truststore.certificates, not both", l);
+    if (certs) {
+        if (strcasecmp(type, "PEM"))
+            FAIL("listener %s: ssl.truststore.certificates needs %s=PEM", l, wt);
+        BIO *b = BIO_new_mem_buf(certs, -1);
+        int rc = add_certs_pem(st, b, &count);
+        BIO_free(b);
+        if (rc < 0)
+            FAIL("listener %s: no certificate in %s", l, wc);
+    } else if (!strcasecmp(type, "PEM")) {
+        BIO *b = BIO_new_file(loc, "r");
+        if (!b) {
+            ERR_clear_error();
+            FAIL("listener %s: %s '%s' cannot be opened", l, wl, loc);
+        }
+        int rc = add_certs_pem(st, b, &count);
+        BIO_free(b);
+        if (rc < 0)
+            FAIL("listener %s: no certificate in %s '%s'", l, wl, loc);
+    } else if (!strcasecmp(type, "PKCS12")) {
+        PKCS12 *p12 = read_p12(loc);
+        if (!p12) {
+            tls_errors(detail, sizeof detail);
+            FAIL("listener %s: %s '%s' cannot be read as PKCS12: %s", l, wl, loc, detail);
+        }
+        EVP_PKEY *pkey = NULL;
+        X509 *cert = NULL;
+        STACK_OF(X509) *ca = NULL;
+        int ok = PKCS12_parse(p12, pass ? pass : "", &pkey, &cert, &ca);
+        PKCS12_free(p12);
+        if (ok) {
+            if (cert && X509_STORE_add_cert(st, cert) == 1)
+                count++;
+            for (int i = 0; ca && i < sk_X509_num(ca); i++)
+                if (X509_STORE_add_cert(st, sk_X509_value(ca, i)) == 1)
+                    count++;
+        }
+        EVP_PKEY_free(pkey);
+        X509_free(cert);
+        sk_X509_pop_free(ca, X509_free);
+        if (!ok) {
+            tls_errors(detail, sizeof detail);
+            FAIL("listener %s: %s '%s': wrong %s? (%s)", l, wl, loc, wp, detail);
+        }
+        if (!count)
+            FAIL("listener %s: no certificate in %s '%s'", l, wl, loc);
+    } else {
+        FAIL("listener %s: %s=%s is not supported: use PEM or PKCS12", l, wt, type);
+    }
+    ERR_clear_error();
+    return 0;
+}
+
+static int proto_version(const char *s)
+{
+    if (!strcmp(s, "TLSv1.2"))
+        return TLS1_2_VERSION;
+    if (!strcmp(s, "TLSv1.3"))
+        return TLS1_3_VERSION;
+    return 0;
+}
+
+/* ssl.enabled.protocols, narrowed by ssl.protocol (Kafka: an SSLContext
+ * of TLSv1.2 never speaks TLSv1.3), into the context's version range. */
+static int set_protocols(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, int *lo_out, int *hi_out,
+                         char *err, size_t errlen)
+{
+    char we[192], wp[192];
+    const char *list = lkey(cfg, l, "ssl.enabled.protocols", we, sizeof we);
+    if (!list)
+        list = "TLSv1.2,TLSv1.3";
+    int lo = 0, hi = 0;
+    const char *p = list;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        size_t len = strcspn(p, ", ");
+        char one[32];
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), p);
+        int v = proto_version(one);
+        if (!v)
+            FAIL("listener %s: %s: '%s' is not a TLS version samsa speaks (TLSv1.2, TLSv1.3)", l, we, one);
+        if (!lo || v < lo)
+            lo = v;
+        if (v > hi)
+            hi = v;
+        p += len;
+    }
+    if (!lo)
+        FAIL("listener %s: %s is empty", l, we);
+    const char *proto = lkey(cfg, l, "ssl.protocol", wp, sizeof wp);
+    if (proto && strcmp(proto, "TLS") && !proto_version(proto))
+        FAIL("listener %s: %s=%s: use TLSv1.3, TLSv1.2 or TLS", l, wp, proto);
+    if (proto && proto_version(proto) == TLS1_2_VERSION && hi > TLS1_2_VERSION)
+        hi = TLS1_2_VERSION;
+    if (lo > hi)
+        FAIL("listener %s: %s=%s leaves none of %s", l, wp, proto, we);
+    SSL_CTX_set_min_proto_version(ctx, lo);
+    SSL_CTX_set_max_proto_version(ctx, hi);
+    *lo_out = lo;
+    *hi_out = hi;
+    return 0;
+}
+
+/* ssl.cipher.suites: Kafka's (IANA) names, or OpenSSL's. TLSv1.3 suites
+ * and older ones are two lists in OpenSSL; a version left without a
+ * suite is switched off, as it could not be negotiated anyway. */
+static int set_ciphers(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, int lo, int hi, char *err,
+                       size_t errlen)
+{
+    char wc[192];
+    const char *list = lkey(cfg, l, "ssl.cipher.suites", wc, sizeof wc);
+    if (!list)
+        return 0;
+    char v12[2048] = "", v13[1024] = "";
+    STACK_OF(SSL_CIPHER) *all = SSL_CTX_get_ciphers(ctx);
+    /* every suite OpenSSL has, not only the default list */
+    SSL *probe = SSL_new(ctx);
+    STACK_OF(SSL_CIPHER) *sup = NULL;
+    if (probe) {
+        SSL_set_cipher_list(probe, "ALL:COMPLEMENTOFALL");
+        sup = SSL_get1_supported_ciphers(probe);
+    }
+    const char *p = list;
+    int rc = 0;
+    while (*p && rc == 0) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        size_t len = strcspn(p, ", ");
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), p);
+        p += len;
+        const SSL_CIPHER *found = NULL;
+        for (int pass = 0; pass < 2 && !found; pass++) {
+            STACK_OF(SSL_CIPHER) *st = pass ? sup : all;
+            for (int i = 0; st && i < sk_SSL_CIPHER_num(st) && !found; i++) {
+                const SSL_CIPHER *c = sk_SSL_CIPHER_value(st, i);
+                const char *std = SSL_CIPHER_standard_name(c);
+                if ((std && !strcmp(std, one)) || !strcmp(SSL_CIPHER_get_name(c), one))
+                    found = c;
+            }
+        }
+        if (!found) {
+            snprintf(err, errlen, "listener %s: %s: '%s' is not a cipher suite this OpenSSL knows", l, wc, one);
+            rc = -1;
+            break;
+        }
+        bool tls13 = !strcmp(SSL_CIPHER_get_version(found), "TLSv1.3");
+        char *dst = tls13 ? v13 : v12;
+        size_t cap = tls13 ? sizeof v13 : sizeof v12;
+        size_t used = strlen(dst);
+        snprintf(dst + used, cap - used, "%s%s", used ? ":" : "", SSL_CIPHER_get_name(found));
+    }
+    sk_SSL_CIPHER_free(sup);
+    SSL_free(probe);
+    if (rc < 0)
+        return -1;
+    if (!v12[0] && !v13[0])
+        return 0; /* empty: OpenSSL's defaults, as Kafka's JSSE defaults */
+    if (SSL_CTX_set_ciphersuites(ctx, v13) != 1 || (v12[0] && SSL_CTX_set_cipher_list(ctx, v12) != 1)) {
+        char detail[256];
+        tls_errors(detail, sizeof detail);
+        FAIL("listener %s: %s cannot be used: %s", l, wc, detail);
+    }
+    if (!v12[0])
+        lo = TLS1_3_VERSION;
+    if (!v13[0] && hi > TLS1_2_VERSION)
+        hi = TLS1_2_VERSION;
+    if (lo > hi)
+        FAIL("listener %s: %s names no suite of the enabled TLS versions", l, wc);
+    SSL_CTX_set_min_proto_version(ctx, lo);
+    SSL_CTX_set_max_proto_version(ctx, hi);
+    return 0;
+}
+
+static int build(const struct samsa_config *cfg, const char *l, int protocol, SSL_CTX **out, char *err,
+                 size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        char detail[256];
+        tls_errors(detail, sizeof detail);
+        FAIL("listener %s: cannot create a TLS context: %s", l, detail);
+    }
+    /* write_request retries a WANT_WRITE with the same bytes from a
+     * buffer that may have moved (a re-read of the same file range) */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    int lo, hi;
+    if (load_keystore(ctx, cfg, l, err, errlen) < 0 || load_truststore(ctx, cfg, l, err, errlen) < 0 ||
+        set_protocols(ctx, cfg, l, &lo, &hi, err, errlen) < 0 || set_ciphers(ctx, cfg, l, lo, hi, err, errlen) < 0) {
+        SSL_CTX_free(ctx);
+        return -1;
+    }
+    char wa[192];
+    const char *auth = lkey(cfg, l, "ssl.client.auth", wa, sizeof wa);
+    /* KIP-684: SASL_SSL listeners take ssl.client.auth only with their
+     * listener prefix; SASL authenticates the client there */
+    if (protocol == SECURITY_SASL_SSL && !strcmp(wa, "ssl.client.auth"))
+        auth = "none";
+    if (!auth || !strcmp(auth, "none")) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    } else if (!strcmp(auth, "requested")) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    } else if (!strcmp(auth, "required")) {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+    } else {
+        SSL_CTX_free(ctx);
+        FAIL("listener %s: %s=%s: use none, requested or required", l, wa, auth);
+    }
+    *out = ctx;
+    return 0;
+}
+
+int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
+        const struct config_endpoint *l = &cfg->listeners[i];
+        if (l->protocol != SECURITY_SSL && l->protocol != SECURITY_SASL_SSL)
+            continue;
+        if (tls_listener_ctx(l->name))
+            continue;
+        if (n_ctxs == TLS_MAX_LISTENERS)
+            FAIL("listener %s: too many TLS listeners (at most %d)", l->name, TLS_MAX_LISTENERS);
+        SSL_CTX *ctx;
+        if (build(cfg, l->name, l->protocol, &ctx, err, errlen) < 0)
+            return -1;
+        snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
+        ctxs[n_ctxs++].ctx = ctx;
+        slog_info("listener %s: TLS (%s)", l->name, security_protocol_name(l->protocol));
+    }
+    return 0;
+}
+
+SSL_CTX *tls_listener_ctx(const char *name)
+{
+    for (size_t i = 0; i < n_ctxs; i++)
+        if (!strcmp(ctxs[i].name, name))
+            return ctxs[i].ctx;
+    return NULL;
+}
+
+bool tls_any(void) { return n_ctxs > 0; }
+
+SSL *tls_new(SSL_CTX *ctx, int fd)
+{
+    SSL *s = SSL_new(ctx);
+    if (!s)
+        return NULL;
+    if (SSL_set_fd(s, fd) != 1) {
+        SSL_free(s);
+        return NULL;
+    }
+    SSL_set_accept_state(s);
+    return s;
+}
+
+/* Java's RFC 2253 keywords (X500Principal.getName()); any other
+ * attribute is written as its OID and the hex of its DER value. */
+static const char *rfc2253_keyword(int nid)
+{
+    switch (nid) {
+    case NID_commonName: return "CN";
+    case NID_countryName: return "C";
+    case NID_localityName: return "L";
+    case NID_stateOrProvinceName: return "ST";
+    case NID_organizationName: return "O";
+    case NID_organizationalUnitName: return "OU";
+    case NID_streetAddress: return "STREET";
+    case NID_domainComponent: return "DC";
+    case NID_userId: return "UID";
+    default: return NULL;
+    }
+}
+
+char *tls_principal(SSL *ssl)
+{
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    if (!peer)
+        return strdup("User:ANONYMOUS");
+    BIO *b = BIO_new(BIO_s_mem());
+    BIO_puts(b, "User:");
+    /* RFC 2253 as Java's X500Principal.getName() writes it: the last RDN
+     * first, ',' between RDNs and '+' within one; RFC 2253's specials
+     * escaped, characters beyond ASCII as UTF-8 */
+    const X509_NAME *name = X509_get_subject_name(peer);
+    int n = X509_NAME_entry_count(name), prev_set = -1;
+    for (int i = n - 1; i >= 0; i--) {
+        const X509_NAME_ENTRY *e = X509_NAME_get_entry(name, i);
+        int set = X509_NAME_ENTRY_set(e);
+        if (i < n - 1)
+            BIO_puts(b, set == prev_set ? "+" : ",");
+        prev_set = set;
+        const ASN1_OBJECT *obj = X509_NAME_ENTRY_get_object(e);
+        const ASN1_STRING *val = X509_NAME_ENTRY_get_data(e);
+        const char *kw = rfc2253_keyword(OBJ_obj2nid(obj));
+        if (kw) {
+            BIO_printf(b, "%s=", kw);
+            ASN1_STRING_print_ex(b, val, ASN1_STRFLGS_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+        } else {
+            char oid[128];
+            OBJ_obj2txt(oid, sizeof oid, obj, 1);
+            BIO_printf(b, "%s=", oid);
+            ASN1_STRING_print_ex(b, val, ASN1_STRFLGS_DUMP_ALL | ASN1_STRFLGS_DUMP_DER);
+        }
+    }
+    X509_free(peer);
+    char *data;
+    long len = BIO_get_mem_data(b, &data);
+    char *out = malloc((size_t)len + 1);
+    if (out) {
+        memcpy(out, data, (size_t)len);
+        out[len] = '\0';
+    }
+    BIO_free(b);
+    return out;
+}

@@ -1,0 +1,41 @@
+/* TLS on client listeners (SSL and SASL_SSL) through OpenSSL.
+ *
+ * At startup tls_setup builds one server SSL_CTX per TLS listener from
+ * Kafka's ssl.* keys, each read first under the listener's prefix
+ * (listener.name.<l>.ssl.*) and then broker-wide. The contexts live for
+ * the process. A connection accepted on such a listener gets an SSL
+ * object (tls_new) and runs its handshake inside the worker's loop
+ * (net/conn.c): every OpenSSL call is non-blocking, WANT_READ and
+ * WANT_WRITE only change which watcher waits. */
+#ifndef SAMSA_NET_TLS_H
+#define SAMSA_NET_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <openssl/ssl.h>
+
+struct samsa_config;
+
+/* Builds the contexts of every SSL and SASL_SSL listener of cfg. 0, or
+ * -1 with one line in err naming the listener and the key at fault. */
+int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen);
+/* The context of the listener named name (upper-cased as configured);
+ * NULL when it is not a TLS listener. */
+SSL_CTX *tls_listener_ctx(const char *name);
+/* Whether any listener speaks TLS. */
+bool tls_any(void);
+/* A server-side SSL object on fd (accept state); NULL on failure. The
+ * caller owns it (SSL_free). */
+SSL *tls_new(SSL_CTX *ctx, int fd);
+/* The principal of a TLS connection without SASL, as Kafka's default
+ * principal builder writes it: "User:" and the client certificate's
+ * subject in RFC 2253 form as Java's X500Principal.getName() writes it
+ * (attributes without an RFC 2253 keyword, e.g. emailAddress, as
+ * OID=#hex-of-DER), or User:ANONYMOUS without a certificate.
+ * Returns malloc'ed text (the caller frees it). */
+char *tls_principal(SSL *ssl);
+/* OpenSSL's error queue as one line (drains it) into out. */
+void tls_errors(char *out, size_t outlen);
+
+#endif
