@@ -88,14 +88,37 @@ static int pw_cb(char *buf, int size, int rwflag, void *u)
 }
 
 /* Reads a whole PKCS12 file; NULL with err set. The caller frees it. */
-static PKCS12 *read_p12(const char *path)
+/* Reads and decrypts the PKCS12 file at path: 0 with the key,
+ * certificate and CA chain (each may be NULL; the caller frees them with
+ * p12_free), -1 when the file is not PKCS12, -2 when pass does not open
+ * it. detail gets OpenSSL's reason on failure. */
+static int open_p12(const char *path, const char *pass, EVP_PKEY **pkey, X509 **cert, STACK_OF(X509) **ca,
+                    char *detail, size_t n)
 {
+    *pkey = NULL;
+    *cert = NULL;
+    *ca = NULL;
     BIO *b = BIO_new_file(path, "rb");
-    if (!b)
-        return NULL;
-    PKCS12 *p = d2i_PKCS12_bio(b, NULL);
+    PKCS12 *p = b ? d2i_PKCS12_bio(b, NULL) : NULL;
     BIO_free(b);
-    return p;
+    if (!p) {
+        tls_errors(detail, n);
+        return -1;
+    }
+    int ok = PKCS12_parse(p, pass ? pass : "", pkey, cert, ca);
+    PKCS12_free(p);
+    if (!ok) {
+        tls_errors(detail, n);
+        return -2;
+    }
+    return 0;
+}
+
+static void p12_free(EVP_PKEY *pkey, X509 *cert, STACK_OF(X509) *ca)
+{
+    EVP_PKEY_free(pkey);
+    X509_free(cert);
+    sk_X509_pop_free(ca, X509_free);
 }
 
 static int add_certs_pem(X509_STORE *st, BIO *b, int *count)
@@ -133,29 +156,22 @@ static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const cha
     if (!strcasecmp(type, "PKCS12")) {
         if (!loc)
             FAIL("listener %s: %s=PKCS12 needs ssl.keystore.location", l, wt);
-        PKCS12 *p12 = read_p12(loc);
-        if (!p12) {
-            tls_errors(detail, sizeof detail);
+        EVP_PKEY *pkey;
+        X509 *cert;
+        STACK_OF(X509) *ca;
+        int rc = open_p12(loc, pass, &pkey, &cert, &ca, detail, sizeof detail);
+        if (rc == -1)
             FAIL("listener %s: %s '%s' cannot be read as PKCS12: %s", l, wl, loc, detail);
-        }
-        EVP_PKEY *pkey = NULL;
-        X509 *cert = NULL;
-        STACK_OF(X509) *ca = NULL;
-        int ok = PKCS12_parse(p12, pass ? pass : "", &pkey, &cert, &ca);
-        PKCS12_free(p12);
-        if (!ok || !pkey || !cert) {
-            tls_errors(detail, sizeof detail);
-            EVP_PKEY_free(pkey);
-            X509_free(cert);
-            sk_X509_pop_free(ca, X509_free);
+        if (rc || !pkey || !cert) {
+            if (!rc)
+                tls_errors(detail, sizeof detail);
+            p12_free(pkey, cert, ca);
             FAIL("listener %s: %s '%s': wrong %s or no key and certificate in it (%s)", l, wl, loc, wp, detail);
         }
-        ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, pkey) == 1;
+        bool ok = SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, pkey) == 1;
         for (int i = 0; ok && ca && i < sk_X509_num(ca); i++)
             ok = SSL_CTX_add1_chain_cert(ctx, sk_X509_value(ca, i)) == 1;
-        EVP_PKEY_free(pkey);
-        X509_free(cert);
-        sk_X509_pop_free(ca, X509_free);
+        p12_free(pkey, cert, ca);
         if (!ok) {
             tls_errors(detail, sizeof detail);
             FAIL("listener %s: %s '%s' cannot be used: %s", l, wl, loc, detail);
@@ -253,30 +269,20 @@ static int load_truststore(SSL_CTX *ctx, const struct samsa_config *cfg, const c
         if (rc < 0)
             FAIL("listener %s: no certificate in %s '%s'", l, wl, loc);
     } else if (!strcasecmp(type, "PKCS12")) {
-        PKCS12 *p12 = read_p12(loc);
-        if (!p12) {
-            tls_errors(detail, sizeof detail);
+        EVP_PKEY *pkey;
+        X509 *cert;
+        STACK_OF(X509) *ca;
+        int rc = open_p12(loc, pass, &pkey, &cert, &ca, detail, sizeof detail);
+        if (rc == -1)
             FAIL("listener %s: %s '%s' cannot be read as PKCS12: %s", l, wl, loc, detail);
-        }
-        EVP_PKEY *pkey = NULL;
-        X509 *cert = NULL;
-        STACK_OF(X509) *ca = NULL;
-        int ok = PKCS12_parse(p12, pass ? pass : "", &pkey, &cert, &ca);
-        PKCS12_free(p12);
-        if (ok) {
-            if (cert && X509_STORE_add_cert(st, cert) == 1)
-                count++;
-            for (int i = 0; ca && i < sk_X509_num(ca); i++)
-                if (X509_STORE_add_cert(st, sk_X509_value(ca, i)) == 1)
-                    count++;
-        }
-        EVP_PKEY_free(pkey);
-        X509_free(cert);
-        sk_X509_pop_free(ca, X509_free);
-        if (!ok) {
-            tls_errors(detail, sizeof detail);
+        if (rc)
             FAIL("listener %s: %s '%s': wrong %s? (%s)", l, wl, loc, wp, detail);
-        }
+        if (cert && X509_STORE_add_cert(st, cert) == 1)
+            count++;
+        for (int i = 0; ca && i < sk_X509_num(ca); i++)
+            if (X509_STORE_add_cert(st, sk_X509_value(ca, i)) == 1)
+                count++;
+        p12_free(pkey, cert, ca);
         if (!count)
             FAIL("listener %s: no certificate in %s '%s'", l, wl, loc);
     } else {
