@@ -17,6 +17,7 @@ samsactl_SOURCES = \
 	tools/samsactl/cluster.c tools/samsactl/cluster.h \
 	tools/samsactl/quorum.c tools/samsactl/quorum.h \
 	tools/samsactl/sasl.c tools/samsactl/sasl.h \
+	tools/samsactl/tls.c tools/samsactl/tls.h \
 	tools/samsactl/users.c tools/samsactl/users.h \
 	tools/samsactl/transactions.c tools/samsactl/transactions.h
 samsactl_LDADD = $(CORE_LIBS)

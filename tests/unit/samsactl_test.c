@@ -1289,14 +1289,50 @@ static void test_sasl_settings(void **st)
     free(kc_security.mechanism);
     free(kc_security.username);
     free(kc_security.password);
-    /* TLS is refused; PLAINTEXT means no SASL */
+    /* SASL_SSL: TLS with Kafka's and librdkafka's PEM file names, SASL
+     * over it; the host name is checked unless identification is off */
     fd = open(path, O_WRONLY | O_TRUNC);
-    const char *tls = "security.protocol=SASL_SSL\n";
+    const char *tls = "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=u\n"
+                      "sasl.password=p\nssl.ca.location=/ca.pem\nssl.keystore.location=/client.pem\n"
+                      "ssl.key.password=kp\n";
     assert_int_equal(write(fd, tls, strlen(tls)), (ssize_t)strlen(tls));
     close(fd);
     memset(&kc_security, 0, sizeof kc_security);
+    assert_int_equal(kc_security_load(path, err, sizeof err), 0);
+    assert_true(kc_security.tls);
+    assert_true(kc_security.verify_host);
+    assert_string_equal(kc_security.mechanism, "SCRAM-SHA-256");
+    assert_string_equal(kc_security.ca_file, "/ca.pem");
+    assert_string_equal(kc_security.cert_file, "/client.pem");
+    assert_string_equal(kc_security.key_file, "/client.pem");
+    assert_string_equal(kc_security.key_password, "kp");
+    free(kc_security.mechanism);
+    free(kc_security.username);
+    free(kc_security.password);
+    free(kc_security.ca_file);
+    free(kc_security.cert_file);
+    free(kc_security.key_file);
+    free(kc_security.key_password);
+    /* SSL with identification off; only PEM stores */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *ssl = "security.protocol=SSL\nssl.truststore.location=/t.pem\n"
+                      "ssl.endpoint.identification.algorithm=\n";
+    assert_int_equal(write(fd, ssl, strlen(ssl)), (ssize_t)strlen(ssl));
+    close(fd);
+    memset(&kc_security, 0, sizeof kc_security);
+    assert_int_equal(kc_security_load(path, err, sizeof err), 0);
+    assert_true(kc_security.tls);
+    assert_false(kc_security.verify_host);
+    assert_null(kc_security.mechanism);
+    assert_string_equal(kc_security.ca_file, "/t.pem");
+    free(kc_security.ca_file);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    const char *p12 = "security.protocol=SSL\nssl.truststore.type=PKCS12\nssl.truststore.location=/t.p12\n";
+    assert_int_equal(write(fd, p12, strlen(p12)), (ssize_t)strlen(p12));
+    close(fd);
+    memset(&kc_security, 0, sizeof kc_security);
     assert_int_equal(kc_security_load(path, err, sizeof err), -1);
-    assert_non_null(strstr(err, "security.protocol SASL_SSL is not supported"));
+    assert_non_null(strstr(err, "PEM"));
     fd = open(path, O_WRONLY | O_TRUNC);
     const char *plain = "security.protocol=PLAINTEXT\nsasl.mechanism=PLAIN\n";
     assert_int_equal(write(fd, plain, strlen(plain)), (ssize_t)strlen(plain));

@@ -1,6 +1,7 @@
 /* samsactl's Kafka client (see client.h). */
 #include "client.h"
 #include "sasl.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -244,6 +245,7 @@ void kc_response_free(struct kc_response *r)
 
 void kc_conn_close(struct kc_conn *conn)
 {
+    kc_tls_free(conn);
     if (conn->fd >= 0)
         close(conn->fd);
     conn->fd = -1;
@@ -368,9 +370,18 @@ static int conn_read_some(struct kc_client *c, struct kc_conn *conn)
         conn->in_off = 0;
     }
     uint8_t *p = buf_reserve(&conn->in, 65536);
-    ssize_t n = recv(conn->fd, p, 65536, 0);
+    int want_write = 0;
+    ssize_t n = conn->ssl ? kc_tls_read(conn, p, 65536, &want_write) : recv(conn->fd, p, 65536, 0);
     if (n > 0) {
         conn->in.len += (size_t)n;
+        /* what OpenSSL decrypted and still holds, poll would not see */
+        while (conn->ssl && kc_tls_pending(conn) > 0) {
+            p = buf_reserve(&conn->in, 65536);
+            ssize_t m = kc_tls_read(conn, p, 65536, &want_write);
+            if (m <= 0)
+                break;
+            conn->in.len += (size_t)m;
+        }
         return 1;
     }
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -402,7 +413,8 @@ static int frame_ready(struct kc_client *c, struct kc_conn *conn, size_t *size)
 static int conn_write_all(struct kc_client *c, struct kc_conn *conn, const uint8_t *p, size_t len, int64_t deadline)
 {
     while (len > 0) {
-        ssize_t n = send(conn->fd, p, len, MSG_NOSIGNAL);
+        int want_write = 1;
+        ssize_t n = conn->ssl ? kc_tls_write(conn, p, len, &want_write) : send(conn->fd, p, len, MSG_NOSIGNAL);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
@@ -421,7 +433,7 @@ static int conn_write_all(struct kc_client *c, struct kc_conn *conn, const uint8
             return kc_fail(c, KERR_REQUEST_TIMED_OUT, "timed out sending to %s:%d", conn->host, conn->port);
         /* Read while blocked on writing: a broker busy answering earlier
          * pipelined requests must never wait on us. */
-        struct pollfd pfd = {conn->fd, POLLOUT | POLLIN, 0};
+        struct pollfd pfd = {conn->fd, (short)(want_write ? POLLOUT | POLLIN : POLLIN), 0};
         int rc = poll(&pfd, 1, left);
         if (rc > 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR))) {
             int r = conn_read_some(c, conn);
@@ -712,8 +724,12 @@ static int conn_open(struct kc_client *c, struct kc_conn *conn)
         return 0;
     kc_conn_close(conn);
     int rc = tcp_connect(c, conn);
-    if (rc)
+    if (!rc && kc_security.tls)
+        rc = kc_tls_connect(c, conn, clock_mono_ms() + c->timeout_ms);
+    if (rc) {
+        kc_conn_close(conn);
         return rc;
+    }
     rc = negotiate(c, conn);
     if (!rc && kc_security.mechanism)
         rc = kc_sasl_login(c, conn);

@@ -41,8 +41,11 @@ struct kc_inflight {
     int16_t key, version;
 };
 
+struct ssl_st; /* OpenSSL's SSL */
+
 struct kc_conn {
     int fd; /* -1 when closed */
+    struct ssl_st *ssl; /* security.protocol SSL / SASL_SSL (tls.c) */
     int32_t node_id; /* -1 for a bootstrap address not yet identified */
     char *host;      /* owned */
     int port;

@@ -69,6 +69,7 @@ int kc_jaas_credentials(const char *jaas, char **username, char **password)
 
 struct props {
     char *protocol, *mechanism, *jaas, *user, *pass;
+    char *ca, *keystore, *cert, *key, *keypass, *ident, *ts_type, *ks_type;
 };
 
 static int prop_cb(void *ctx, const char *key, const char *value, int line)
@@ -85,6 +86,22 @@ static int prop_cb(void *ctx, const char *key, const char *value, int line)
         set_str(&p->user, value);
     else if (!strcmp(key, "sasl.password"))
         set_str(&p->pass, value);
+    else if (!strcmp(key, "ssl.truststore.location") || !strcmp(key, "ssl.ca.location"))
+        set_str(&p->ca, value);
+    else if (!strcmp(key, "ssl.truststore.type"))
+        set_str(&p->ts_type, value);
+    else if (!strcmp(key, "ssl.keystore.location"))
+        set_str(&p->keystore, value);
+    else if (!strcmp(key, "ssl.keystore.type"))
+        set_str(&p->ks_type, value);
+    else if (!strcmp(key, "ssl.certificate.location"))
+        set_str(&p->cert, value);
+    else if (!strcmp(key, "ssl.key.location"))
+        set_str(&p->key, value);
+    else if (!strcmp(key, "ssl.key.password"))
+        set_str(&p->keypass, value);
+    else if (!strcmp(key, "ssl.endpoint.identification.algorithm"))
+        set_str(&p->ident, value);
     return 0;
 }
 
@@ -118,18 +135,30 @@ int kc_security_load(const char *path, char *err, size_t errlen)
         goto out;
     }
     const char *proto = p.protocol ? p.protocol : "PLAINTEXT";
-    if (!strcasecmp(proto, "SSL") || !strcasecmp(proto, "SASL_SSL")) {
-        snprintf(err, errlen, "--command-config %s: security.protocol %s is not supported (no TLS in samsactl)", path,
-                 proto);
-        rc = -1;
-        goto out;
-    }
-    if (strcasecmp(proto, "SASL_PLAINTEXT") && strcasecmp(proto, "PLAINTEXT")) {
+    if (strcasecmp(proto, "SASL_PLAINTEXT") && strcasecmp(proto, "PLAINTEXT") && strcasecmp(proto, "SSL") &&
+        strcasecmp(proto, "SASL_SSL")) {
         snprintf(err, errlen, "--command-config %s: unknown security.protocol %s", path, proto);
         rc = -1;
         goto out;
     }
-    if (!strcasecmp(proto, "SASL_PLAINTEXT")) {
+    if (!strcasecmp(proto, "SSL") || !strcasecmp(proto, "SASL_SSL")) {
+        /* samsactl reads PEM files only (Kafka's PEM key store type) */
+        if ((p.ts_type && strcasecmp(p.ts_type, "PEM")) || (p.ks_type && strcasecmp(p.ks_type, "PEM"))) {
+            snprintf(err, errlen, "--command-config %s: samsactl reads PEM trust and key stores only "
+                                  "(ssl.truststore.type / ssl.keystore.type PEM)", path);
+            rc = -1;
+            goto out;
+        }
+        kc_security.tls = true;
+        set_str(&kc_security.ca_file, p.ca);
+        set_str(&kc_security.cert_file, p.keystore ? p.keystore : p.cert);
+        set_str(&kc_security.key_file, p.keystore ? p.keystore : p.key);
+        set_str(&kc_security.key_password, p.keypass);
+        /* Kafka's default is https (check the host name); "" turns it off */
+        kc_security.verify_host = !p.ident || strcasecmp(p.ident, "https") == 0;
+    }
+    bool sasl = !strcasecmp(proto, "SASL_PLAINTEXT") || !strcasecmp(proto, "SASL_SSL");
+    if (sasl) {
         if (!kc_security.mechanism)
             set_str(&kc_security.mechanism, p.mechanism ? p.mechanism : "GSSAPI");
         char *u = NULL, *pw = NULL;
@@ -149,6 +178,14 @@ out:
     free(p.jaas);
     free(p.user);
     free(p.pass);
+    free(p.ca);
+    free(p.keystore);
+    free(p.cert);
+    free(p.key);
+    free(p.keypass);
+    free(p.ident);
+    free(p.ts_type);
+    free(p.ks_type);
     return rc;
 }
 

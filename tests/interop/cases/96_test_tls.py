@@ -370,6 +370,49 @@ def sasl_ssl_other_clients():
 
 # ------------------------------------------------------------ bad handshakes never stall a worker
 
+def samsactl_with(listener, props):
+    """samsactl topics list through listener with --command-config props;
+    (exit status, stdout, stderr)."""
+    cfg = path("samsactl-%s-%d.properties" % (listener.lower(), len(state.setdefault("cfgs", []))))
+    state["cfgs"].append(cfg)
+    with open(cfg, "w") as f:
+        f.write("".join("%s=%s\n" % kv for kv in props.items()))
+    p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", bs(listener), "--command-config", cfg, "topics", "list"],
+              limit=30, check_rc=False)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+@suite.case
+def samsactl_over_tls():
+    """samsactl's own client speaks TLS (Kafka's and librdkafka's PEM
+    property names in --command-config): SSL, mTLS with a client
+    certificate, SASL_SSL with SCRAM; a wrong CA or a missing client
+    certificate fail with a clear error."""
+    with open(path("client-keystore.pem"), "w") as f:
+        f.write(read("client.key") + read("client.pem"))
+    ok = lambda r, what: h.check(r[0] == 0 and TOPIC in r[1].split(), "%s: exit %d, stdout %r, stderr %r",
+                                 what, r[0], r[1], r[2])
+    ok(samsactl_with("SSL", {"security.protocol": "SSL", "ssl.truststore.location": path("ca.pem")}),
+       "samsactl over SSL")
+    ok(samsactl_with("MTLS", {"security.protocol": "SSL", "ssl.truststore.location": path("ca.pem"),
+                              "ssl.keystore.type": "PEM", "ssl.keystore.location": path("client-keystore.pem")}),
+       "samsactl over mTLS (PEM key store)")
+    ok(samsactl_with("MTLS", {"security.protocol": "SSL", "ssl.ca.location": path("ca.pem"),
+                              "ssl.certificate.location": path("client.pem"),
+                              "ssl.key.location": path("client.key")}),
+       "samsactl over mTLS (librdkafka names)")
+    ok(samsactl_with("SASL_SSL", {"security.protocol": "SASL_SSL", "ssl.truststore.location": path("ca.pem"),
+                                  "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "carol",
+                                  "sasl.password": "carol-512"}),
+       "samsactl over SASL_SSL")
+    r = samsactl_with("SSL", {"security.protocol": "SSL", "ssl.truststore.location": path("otherca.pem")})
+    h.check(r[0] != 0 and "TLS handshake" in r[2] and "certificate" in r[2],
+            "samsactl trusting another CA: exit %d, stderr %r", r[0], r[2])
+    r = samsactl_with("MTLS", {"security.protocol": "SSL", "ssl.truststore.location": path("ca.pem")})
+    h.check(r[0] != 0, "samsactl without a client certificate on the mTLS listener: exit %d, stdout %r",
+            r[0], r[1])
+
+
 def api_versions_ms(port):
     t = time.monotonic()
     c = kwire.Conn(port, timeout=5)
