@@ -464,7 +464,7 @@ const struct config_def config_defs[] = {
      "Cipher suites accepted (empty: library defaults)."},
     {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, NE | LO, NOCHECK,
      "Host name check on certificates of peers."},
-    {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, NE, NOCHECK,
+    {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, 0, NOCHECK,
      "Rules mapping a certificate's subject to a principal name."},
 
     /* Metrics, quotas, policies */

@@ -290,7 +290,17 @@ static int tls_handshake_step(struct conn *c)
         c->tls_handshaking = false;
         if (c->protocol == SECURITY_SSL) {
             free(c->principal);
-            c->principal = tls_principal(c->ssl);
+            char *subject = NULL;
+            c->principal = tls_principal(c->ssl, c->listener, &subject);
+            if (!c->principal) {
+                char why[600];
+                snprintf(why, sizeof why, "no ssl.principal.mapping.rules rule applies to the client certificate's "
+                                          "subject %.500s", subject ? subject : "?");
+                free(subject);
+                conn_close(c, why);
+                return -1;
+            }
+            free(subject);
         }
         slog_debug("connection from %s on %s: %s %s, principal %s", c->peer, c->listener, SSL_get_version(c->ssl),
                    SSL_get_cipher_name(c->ssl), c->principal ? c->principal : "-");

@@ -14,6 +14,8 @@
 #include <openssl/x509.h>
 
 #include "config.h"
+#include "net/tls_rules.h"
+#include "util/buf.h"
 #include "util/slog.h"
 
 #define TLS_MAX_LISTENERS 8
@@ -21,6 +23,7 @@
 static struct {
     char name[64];
     SSL_CTX *ctx;
+    struct tls_rules *rules; /* ssl.principal.mapping.rules */
 } ctxs[TLS_MAX_LISTENERS];
 static size_t n_ctxs;
 
@@ -460,6 +463,14 @@ static int build(const struct samsa_config *cfg, const char *l, int protocol, SS
 
 int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
 {
+    /* the broker-wide rules are checked even without a TLS listener, as
+     * Kafka's validator does */
+    const char *broker_rules = config_get(cfg, "ssl.principal.mapping.rules");
+    struct tls_rules *parsed = NULL;
+    char reason[256];
+    if (broker_rules && tls_rules_parse(broker_rules, &parsed, reason, sizeof reason) < 0)
+        FAIL("ssl.principal.mapping.rules: %s", reason);
+    tls_rules_free(parsed);
     for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
         if (l->protocol != SECURITY_SSL && l->protocol != SECURITY_SASL_SSL)
@@ -471,7 +482,15 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         SSL_CTX *ctx;
         if (build(cfg, l->name, l->protocol, &ctx, err, errlen) < 0)
             return -1;
+        char wr[192], why[256];
+        const char *rules = lkey(cfg, l->name, "ssl.principal.mapping.rules", wr, sizeof wr);
+        struct tls_rules *r = NULL;
+        if (tls_rules_parse(rules ? rules : "DEFAULT", &r, why, sizeof why) < 0) {
+            SSL_CTX_free(ctx);
+            FAIL("listener %s: %s: %s", l->name, wr, why);
+        }
         snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
+        ctxs[n_ctxs].rules = r;
         ctxs[n_ctxs++].ctx = ctx;
         slog_info("listener %s: TLS (%s)", l->name, security_protocol_name(l->protocol));
     }
@@ -519,13 +538,13 @@ static const char *rfc2253_keyword(int nid)
     }
 }
 
-char *tls_principal(SSL *ssl)
+char *tls_principal(SSL *ssl, const char *listener, char **subject)
 {
+    *subject = NULL;
     X509 *peer = SSL_get1_peer_certificate(ssl);
     if (!peer)
         return strdup("User:ANONYMOUS");
     BIO *b = BIO_new(BIO_s_mem());
-    BIO_puts(b, "User:");
     /* RFC 2253 as Java's X500Principal.getName() writes it: the last RDN
      * first, ',' between RDNs and '+' within one; RFC 2253's specials
      * escaped, characters beyond ASCII as UTF-8 */
@@ -553,11 +572,19 @@ char *tls_principal(SSL *ssl)
     X509_free(peer);
     char *data;
     long len = BIO_get_mem_data(b, &data);
-    char *out = malloc((size_t)len + 1);
-    if (out) {
-        memcpy(out, data, (size_t)len);
-        out[len] = '\0';
-    }
+    char *dn = xmalloc((size_t)len + 1);
+    memcpy(dn, data, (size_t)len);
+    dn[len] = '\0';
     BIO_free(b);
+    char *mapped = NULL;
+    for (size_t i = 0; i < n_ctxs; i++)
+        if (!strcmp(ctxs[i].name, listener))
+            mapped = tls_rules_apply(ctxs[i].rules, dn);
+    *subject = dn;
+    if (!mapped)
+        return NULL;
+    char *out = xmalloc(strlen(mapped) + 6);
+    sprintf(out, "User:%s", mapped);
+    free(mapped);
     return out;
 }

@@ -29,12 +29,15 @@ bool tls_any(void);
  * caller owns it (SSL_free). */
 SSL *tls_new(SSL_CTX *ctx, int fd);
 /* The principal of a TLS connection without SASL, as Kafka's default
- * principal builder writes it: "User:" and the client certificate's
- * subject in RFC 2253 form as Java's X500Principal.getName() writes it
- * (attributes without an RFC 2253 keyword, e.g. emailAddress, as
- * OID=#hex-of-DER), or User:ANONYMOUS without a certificate.
- * Returns malloc'ed text (the caller frees it). */
-char *tls_principal(SSL *ssl);
+ * principal builder writes it: "User:" and the name the listener's
+ * ssl.principal.mapping.rules (DEFAULT: as it is) give the client
+ * certificate's subject, written in RFC 2253 form as Java's
+ * X500Principal.getName() does (attributes without an RFC 2253 keyword,
+ * e.g. emailAddress, as OID=#hex-of-DER); User:ANONYMOUS without a
+ * certificate. NULL when no rule applies to the subject (Kafka refuses
+ * the connection). *subject gets the subject (or NULL without a
+ * certificate). Both malloc'ed; the caller frees them. */
+char *tls_principal(SSL *ssl, const char *listener, char **subject);
 /* OpenSSL's error queue as one line (drains it) into out. */
 void tls_errors(char *out, size_t outlen);
 

@@ -9,3 +9,9 @@ check_PROGRAMS += tests/unit/park_test
 TESTS += tests/unit/park_test
 tests_unit_park_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
 tests_unit_park_test_LDADD = $(UNIT_LIBS)
+
+# ssl.principal.mapping.rules: parsing and mapping (net/tls_rules.c).
+check_PROGRAMS += tests/unit/tls_rules_test
+TESTS += tests/unit/tls_rules_test
+tests_unit_tls_rules_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_tls_rules_test_LDADD = $(UNIT_LIBS)

@@ -280,6 +280,42 @@ def principal_from_certificate():
 
 
 @suite.case
+def principal_mapping_rules():
+    """ssl.principal.mapping.rules on one listener: the first rule that
+    applies names the principal (upper-cased here); a certificate no rule
+    applies to is refused with a log line; no certificate stays
+    ANONYMOUS; a malformed rule stops the start with one line."""
+    rules = "RULE:^CN=(.*?),OU=test,O=samsa$/$1/U, RULE:^CN=mail,.*$/the-mail/"
+    s, ports = tls_server("rules", **{"listener.name.ssl.ssl.principal.mapping.rules": rules})
+    try:
+        b = "127.0.0.1:%d" % ports["SSL"]
+        h.ck_create_topic("127.0.0.1:%d" % ports["PLAINTEXT"], "rules-t", partitions=1)
+        since = s.log_size()
+        h.ck_produce(b, "rules-t", records("rules", n=1), conf=ck_mtls())
+        s.wait_log(r"on SSL: TLSv1\.3 \S+, principal User:CLIENT$", since)
+        since = s.log_size()
+        h.ck_consume(b, "rules-t", 0, 0, 1, conf=ck_mtls(cert="mail"))
+        s.wait_log(r"on SSL: TLSv1\.3 \S+, principal User:the-mail$", since)
+        since = s.log_size()
+        h.ck_consume(b, "rules-t", 0, 0, 1, conf=CK_SSL)
+        s.wait_log(r"on SSL: TLSv1\.3 \S+, principal User:ANONYMOUS$", since)
+        since = s.log_size()
+        ck_first_error(b, ck_mtls(cert="jorg"))
+        s.wait_log(r"no ssl\.principal\.mapping\.rules rule applies to the client certificate's subject "
+                   r"CN=j\u00f6rg\\, x,O=samsa", since)
+        # the other listeners keep Kafka's DEFAULT
+        since = s.log_size()
+        h.ck_consume("127.0.0.1:%d" % ports["MTLS"], "rules-t", 0, 0, 1, conf=ck_mtls())
+        s.wait_log(r"on MTLS: TLSv1\.3 \S+, principal User:CN=client,OU=test,O=samsa$", since)
+    finally:
+        s.stop()
+    line = start_refused({"ssl.keystore.type": "PEM", "ssl.keystore.location": path("server-keystore.pem"),
+                          "ssl.principal.mapping.rules": "RULE:^CN=(.*$/$1/"})
+    h.check(line.startswith("samsa: ssl.principal.mapping.rules: rule pattern ^CN=(.*$"),
+            "a malformed rule: %s", line)
+
+
+@suite.case
 def mtls_required():
     want = records("mtls", n=3, size=20)
     start = next_offset()
