@@ -239,20 +239,24 @@ static void add_batch_set(add_partitions_to_txn_response_add_partitions_to_txn_r
 static bool add_batch_try(struct parked *pk, bool expired)
 {
     struct add_batch *ab = (struct add_batch *)pk;
+    bool waiting = false;
     for (int32_t i = 0; i < ab->n; i++) {
+        if (ab->acks[i].offset < 0)
+            continue; /* answered (or nothing written) */
         int16_t err = 0;
         enum ack_state st = txn_ack_check(&ab->acks[i], &err);
-        if (st == ACK_WAIT && !expired)
-            return false;
-    }
-    for (int32_t i = 0; i < ab->n; i++) {
-        int16_t err = 0;
-        enum ack_state st = txn_ack_check(&ab->acks[i], &err);
+        if (st == ACK_WAIT && !expired) {
+            waiting = true;
+            continue;
+        }
         if (st == ACK_WAIT)
             err = KERR_COORDINATOR_NOT_AVAILABLE;
         if (err)
             add_batch_set(&ab->resp.results_by_transaction.a[i], err, true);
+        ab->acks[i].offset = -1; /* its outcome is in the answer */
     }
+    if (waiting)
+        return false;
     ab->req->cancel = NULL;
     req_respond(ab->req, &ab->resp);
     return true;

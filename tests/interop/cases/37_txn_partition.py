@@ -425,10 +425,54 @@ def kip890_verification():
                     break
                 time.sleep(0.05)
             eq(r["error_code"], INVALID_TXN_STATE, "next transaction without AddPartitionsToTxn")
+            # the brokers' batch form (v4): VerifyOnly says the partition
+            # is not in the transaction; a plain entry adds it (once its
+            # record is replicated), after which it verifies and the
+            # batch is appended
+            eq(add_partitions_v4(c, "vt", pid, ep, "txn-verify", 0, True), (0, TRANSACTION_ABORTABLE),
+               "v4 VerifyOnly of a partition not in the transaction")
+            eq(add_partitions_v4(c, "vt", pid, ep, "txn-verify", 0, False), (0, 0), "v4 add")
+            eq(add_partitions_v4(c, "vt", pid, ep, "txn-verify", 0, True), (0, 0), "v4 VerifyOnly after the add")
+            eq(add_partitions_v4(c, "vt", pid, ep + 1, "txn-verify", 0, True), (0, PRODUCER_FENCED),
+               "v4 VerifyOnly with another epoch")
+            r = kwire.produce(c, "txn-verify", 0, txn_batch(pid, 3, 1, b"c", ep), transactional_id="vt")
+            eq((r["error_code"], r["base_offset"]), (0, 4), "the batch after the v4 add")
         finally:
             c.close()
     finally:
         v.stop()
+
+
+TRANSACTION_ABORTABLE = 120
+PRODUCER_FENCED = 90
+
+
+def add_partitions_v4(c, tid, pid, epoch, topic, partition, verify_only):
+    """One transaction, one partition: (top-level error, partition error)."""
+    body = kwire.W().carray([0], lambda w, _: w.cstring(tid).i64(pid).i16(epoch).boolean(verify_only).carray(
+        [0], lambda w2, _2: w2.cstring(topic).carray([partition], lambda w3, p: w3.i32(p)).tags()).tags()).tags()
+    r = c.request(ADD_PARTITIONS_TO_TXN, 4, body.bytes(), flexible=True)
+    r.i32()
+    top = r.i16()
+    errs = []
+
+    def part(r3):
+        r3.i32()
+        errs.append(r3.i16())
+        r3.tags()
+
+    def topic_result(r2):
+        r2.cstring()
+        r2.carray(part)
+        r2.tags()
+
+    def txn(r1):
+        r1.cstring()
+        r1.carray(topic_result)
+        r1.tags()
+    r.carray(txn)
+    r.tags()
+    return top, errs[0] if errs else None
 
 
 if __name__ == "__main__":
