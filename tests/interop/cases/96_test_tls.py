@@ -445,8 +445,10 @@ def samsactl_over_tls():
     h.check(r[0] != 0 and "TLS handshake" in r[2] and "certificate" in r[2],
             "samsactl trusting another CA: exit %d, stderr %r", r[0], r[2])
     r = samsactl_with("MTLS", {"security.protocol": "SSL", "ssl.truststore.location": path("ca.pem")})
-    h.check(r[0] != 0, "samsactl without a client certificate on the mTLS listener: exit %d, stdout %r",
-            r[0], r[1])
+    h.check(r[0] != 0 and TOPIC not in r[1] and "NETWORK_EXCEPTION" in r[2]
+            and "127.0.0.1:%d" % state["ports"]["MTLS"] in r[2],
+            "samsactl without a client certificate on the mTLS listener: exit %d, stdout %r, stderr %r",
+            r[0], r[1], r[2])
 
 
 def api_versions_ms(port):
