@@ -46,6 +46,7 @@ struct txop {
     int64_t pid;
     int16_t epoch;
     int16_t then_err;
+    add_partitions_to_txn_response_t *add_resp; /* AddPartitionsToTxn's answer (arena) */
 };
 
 static int16_t by_version(const struct request *req, int16_t err)
@@ -193,10 +194,6 @@ void api_txn_init_producer_id(struct request *req)
 /* ------------------------------------------------------------------ */
 /* AddPartitionsToTxn                                                  */
 
-struct add_parts {
-    add_partitions_to_txn_response_t resp;
-};
-
 static void add_parts_set_all(add_partitions_to_txn_response_t *resp, int16_t err)
 {
     for (int32_t i = 0; i < resp->results_by_topic_v3_and_below.n; i++) {
@@ -209,9 +206,8 @@ static void add_parts_set_all(add_partitions_to_txn_response_t *resp, int16_t er
 
 static void add_parts_finish(struct txop *op, int16_t err)
 {
-    add_partitions_to_txn_response_t *resp = (add_partitions_to_txn_response_t *)(op + 1);
-    add_parts_set_all(resp, by_version(op->req, err));
-    req_respond(op->req, resp);
+    add_parts_set_all(op->add_resp, by_version(op->req, err));
+    req_respond(op->req, op->add_resp);
 }
 
 /* v4+: brokers' batches (KIP-890). VerifyOnly transactions are checked
@@ -361,14 +357,10 @@ void api_handle_add_partitions_to_txn(struct request *req)
         return;
     }
     struct arena *ar = &req->arena;
-    /* the answer lives right after the op, in the arena */
-    struct txop *op = arena_alloc(ar, sizeof *op + sizeof(add_partitions_to_txn_response_t));
-    memset(op, 0, sizeof *op);
-    op->req = req;
-    op->finish = add_parts_finish;
-    txn_ack_init(&op->ack);
-    add_partitions_to_txn_response_t *resp = (add_partitions_to_txn_response_t *)(op + 1);
+    struct txop *op = txop_new(req, add_parts_finish);
+    add_partitions_to_txn_response_t *resp = arena_alloc(ar, sizeof *resp);
     add_partitions_to_txn_response_init(resp);
+    op->add_resp = resp;
     int32_t nt = q->v3_and_below_topics.n > 0 ? q->v3_and_below_topics.n : 0;
     resp->results_by_topic_v3_and_below.a =
         add_partitions_to_txn_response_add_partitions_to_txn_topic_result_new_array(ar, nt);
