@@ -691,8 +691,9 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
     hmap_free(&seen);
     char *p = path_in(d->path, file);
     int rc = ckpt_write(p, e, n);
-    if (rc == ENOSPC || rc == EDQUOT) {
-        /* A full disk is not a failed one. The file is replaced by
+    if (rc == ENOSPC || rc == EDQUOT || fdc_is_resource(rc)) {
+        /* A full disk is not a failed one, nor is a process out of file
+         * descriptors (util/fdcache.h). The file is replaced by
          * rename, so the previous one is intact and merely older: recovery
          * starts earlier, and a log start offset that moved since may come
          * back lower after a crash -- as in Kafka, which cannot write it

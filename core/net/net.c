@@ -16,7 +16,6 @@
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
-#include "util/fdcache.h"
 #include "util/buf.h"
 #include "net/tls.h"
 #include "util/clock.h"
@@ -43,8 +42,6 @@ struct listener {
 };
 
 #define ACCEPT_PAUSE_S 0.1
-/* Cached segment fds closed to make room for sockets at an EMFILE. */
-#define ACCEPT_SHED_FDS 32
 
 struct net {
     struct broker *broker;         /* opaque: handed to requests */
@@ -373,12 +370,12 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return;
             if (errno == EMFILE || errno == ENFILE) {
+                /* The fd cache keeps its share: sockets do not take the
+                 * descriptors reserved for segment files. */
                 int e = errno;
-                size_t shed = fdc_shed(ACCEPT_SHED_FDS);
                 if (!l->fd_warned)
-                    slog_warn("listener %s: cannot accept: %s; closed %zu cached segment file(s), accepting again "
-                              "in %d ms",
-                              l->name, strerror(e), shed, (int)(ACCEPT_PAUSE_S * 1000));
+                    slog_warn("listener %s: cannot accept: %s; accepting again in %d ms", l->name, strerror(e),
+                              (int)(ACCEPT_PAUSE_S * 1000));
                 l->fd_warned = true;
                 ev_io_stop(n->loop, &l->io);
                 ev_timer_set(&l->pause, ACCEPT_PAUSE_S, 0.);
