@@ -16,6 +16,7 @@
 #include "proto/record_batch.h"
 #include "util/buf.h"
 #include "util/hmap.h"
+#include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
@@ -817,6 +818,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
             sfile_unref(files[i]);
         free(files);
         free(sizes);
+        fdc_trim();
         pthread_mutex_unlock(&l->maint_lock);
         return 0;
     }
@@ -839,6 +841,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         sfile_unref(files[i]);
     free(files);
     free(sizes);
+    fdc_trim(); /* the map pinned every dirty segment at once */
     st->map_keys = (int64_t)hmap_count(&map.h);
     st->first_dirty = cs.first_dirty;
     st->end_offset = end;

@@ -1613,6 +1613,7 @@ int plog_flush(struct plog *l)
         sfile_unref(files[i]);
     }
     free(files);
+    fdc_trim(); /* a flush of many segments pinned them all at once */
     if (rc == 0 && rolled) {
         /* A roll since the last flush: the new segment's name is durable
          * before the recovery point may move into it. */

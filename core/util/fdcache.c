@@ -145,6 +145,15 @@ static size_t evict_locked(size_t n)
  * of opens does not hit the limit again at once. */
 static size_t shed_amount(void) { return nopen / 4 > 32 ? nopen / 4 : 32; }
 
+void fdc_trim(void)
+{
+    pthread_mutex_lock(&lock);
+    size_t cap = cap_locked();
+    if (nopen > cap)
+        evict_locked(nopen - cap);
+    pthread_mutex_unlock(&lock);
+}
+
 size_t fdc_shed(size_t n)
 {
     pthread_mutex_lock(&lock);

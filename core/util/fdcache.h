@@ -83,6 +83,10 @@ bool fdc_file_is_open(struct fdc_file *f);
 /* open(2) of a file the caller closes itself soon (not cached), with the
  * shed-and-retry rule above. The fd, or -1 with errno set. */
 int fdc_open(const char *path, int flags, mode_t mode);
+/* Closes unpinned files until the cache is within its capacity again:
+ * for whoever pinned more files at once than the capacity (a flush of
+ * many segments) once it released them. Opens do it anyway. */
+void fdc_trim(void);
 /* opendir(3) with the same rule. */
 #include <dirent.h>
 DIR *fdc_opendir(const char *path);
