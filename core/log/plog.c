@@ -1909,6 +1909,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
 {
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
+    uint64_t res0 = fdc_resource_failures();
     atomic_store(&l->abort_clean, true);
     pthread_mutex_lock(&l->maint_lock);
     atomic_store(&l->abort_clean, false);
@@ -1942,6 +1943,13 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         if (plog_producers_truncated(l, -1) != 0)
             plog_mark_failed(l);
         slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
+    } else if (fdc_resource_failures() != res0) {
+        /* The old segments are gone and the new one could not be created
+         * for want of descriptors: this log cannot serve until it is
+         * opened again, but its dir is fine (no hook: no dir offline). */
+        slog_error("log: %s: out of file descriptors while truncating fully; the log is offline until restart",
+                   l->dir);
+        atomic_store(&l->failed, true);
     } else {
         plog_mark_failed(l);
     }
@@ -1974,7 +1982,18 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     int64_t now = clock_wall_ms();
     pthread_rwlock_rdlock(&l->seg_lock);
     size_t keep = plog_index_after(l, offset - 1);
+    /* The segment cut below, pinned before anything changes: without a
+     * descriptor the truncation fails whole (retriable) instead of
+     * half-done. */
+    int pin_err;
+    struct sfile *pin = segment_file(l->segs[keep - 1], &pin_err);
     pthread_rwlock_unlock(&l->seg_lock);
+    if (!pin) {
+        pthread_mutex_unlock(&l->flush_lock);
+        pthread_mutex_unlock(&l->append_lock);
+        pthread_mutex_unlock(&l->maint_lock);
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
     /* Segments from the first with base >= offset go whole. */
     drop_back(l, keep, now);
     struct segment *s = l->segs[l->nsegs - 1];
@@ -1988,6 +2007,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         }
     }
     pthread_rwlock_unlock(&l->seg_lock);
+    sfile_unref(pin);
     if (rc) {
         plog_mark_failed(l);
     } else {
