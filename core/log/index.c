@@ -32,8 +32,13 @@ static int map_file(struct idx_file *x, int fd, size_t len)
         return 0;
     }
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED)
+    if (m == MAP_FAILED) {
+        /* ENOMEM: out of mappings (vm.max_map_count) or address space, a
+         * resource of the process like EMFILE, not a disk failure. */
+        if (errno == ENOMEM)
+            fdc_note_resource_failure();
         return errno;
+    }
     x->map = m;
     x->map_len = len;
     return 0;
