@@ -233,7 +233,7 @@ void segment_mark_indexes_synced(struct segment *s)
 struct sfile *segment_file(struct segment *s, int *err)
 {
     struct sfile *f = fdc_get(s->lf, err);
-    if (!f)
+    if (!f && !fdc_is_resource(*err)) /* the cache said so already */
         slog_error("log: cannot open %s: %s", s->log_path, strerror(*err));
     return f;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/buf.h"
@@ -162,6 +163,16 @@ size_t fdc_shed(size_t n)
     return k;
 }
 
+/* Rate limit of the shed WARN line: an EMFILE storm is one line a second. */
+static bool warn_due(void)
+{
+    static _Atomic int64_t last_s;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t prev = atomic_load(&last_s);
+    return ts.tv_sec != prev && atomic_compare_exchange_strong(&last_s, &prev, (int64_t)ts.tv_sec);
+}
+
 /* open with the shed-and-retry rule. Under lock when locked. */
 static int open_retry(const char *path, int flags, mode_t mode, bool locked)
 {
@@ -183,9 +194,10 @@ static int open_retry(const char *path, int flags, mode_t mode, bool locked)
         size_t shed = evict_locked(shed_amount());
         if (!locked)
             pthread_mutex_unlock(&lock);
-        if (t == 0)
-            slog_warn("file descriptors: %s opening %s; closed %zu cached file(s) and retrying", strerror(e),
-                      path, shed);
+        if (t == 0 && warn_due())
+            slog_warn("file descriptors: %s opening %s; closed %zu cached file(s) and retrying (this line at most "
+                      "once a second)",
+                      strerror(e), path, shed);
     }
     if (fdc_is_resource(e)) {
         thread_failures++;
