@@ -46,13 +46,22 @@ int fdc_raise_nofile_limit(void)
         slog_warn("file descriptors: cannot read RLIMIT_NOFILE: %s", strerror(e));
         return e;
     }
-    rlim_t was = rl.rlim_cur;
-    if (rl.rlim_cur != rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
+    rlim_t was = rl.rlim_cur, target = rl.rlim_max;
+    if (target == RLIM_INFINITY) {
+        /* The kernel refuses more than fs.nr_open. */
+        FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+        unsigned long long nr = 0;
+        target = f && fscanf(f, "%llu", &nr) == 1 && nr > 0 ? (rlim_t)nr : (rlim_t)1 << 20;
+        if (f)
+            fclose(f);
+    }
+    if (rl.rlim_cur < target) {
+        rl.rlim_cur = target;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
             int e = errno;
             slog_warn("file descriptors: cannot raise the soft limit %llu to the hard limit %llu: %s",
                       (unsigned long long)was, (unsigned long long)rl.rlim_max, strerror(e));
+            fdc_init(0);
             return e;
         }
     }
