@@ -13,6 +13,8 @@
 #include "../../modules/sasl-plain/plain.c"
 #include "../../modules/sasl-scram/scram.c"
 
+#include "auth/sasl_client.h"
+
 /* ---- a fake host ---- */
 
 static const char *fake_users;    /* plugin.sasl-plain.users */
@@ -445,6 +447,106 @@ static void test_plain_step(void **st)
                              "mechanism PLAIN");
 }
 
+/* The client side (core/auth/sasl_client.c) with RFC 7677's messages:
+ * its tokens are exactly the RFC's, and it verifies the server's. */
+static void test_client_rfc7677(void **st)
+{
+    (void)st;
+    char err[256];
+    struct sasl_client *c = sasl_client_new("SCRAM-SHA-256", "user", "pencil", err, sizeof err);
+    assert_non_null(c);
+    sasl_client_set_nonce(c, "rOprNGfwEbeRWgbNEkqO");
+    uint8_t *tok;
+    size_t len;
+    assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+    assert_int_equal(len, strlen("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"));
+    assert_memory_equal(tok, "n,,n=user,r=rOprNGfwEbeRWgbNEkqO", len);
+    free(tok);
+    const char *sf = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)sf, strlen(sf), &tok, &len, err, sizeof err), 1);
+    const char *final = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                        "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+    assert_int_equal(len, strlen(final));
+    assert_memory_equal(tok, final, len);
+    free(tok);
+    const char *bad = "v=7rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+    const char *sfin = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+    struct sasl_client *c2 = sasl_client_new("SCRAM-SHA-256", "user", "pencil", err, sizeof err);
+    sasl_client_set_nonce(c2, "rOprNGfwEbeRWgbNEkqO");
+    assert_int_equal(sasl_client_step(c2, NULL, 0, &tok, &len, err, sizeof err), 1);
+    free(tok);
+    assert_int_equal(sasl_client_step(c2, (const uint8_t *)sf, strlen(sf), &tok, &len, err, sizeof err), 1);
+    free(tok);
+    assert_int_equal(sasl_client_step(c2, (const uint8_t *)bad, strlen(bad), &tok, &len, err, sizeof err), -1);
+    assert_string_equal(err, "the server's SCRAM signature does not verify");
+    sasl_client_free(c2);
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)sfin, strlen(sfin), &tok, &len, err, sizeof err), 0);
+    assert_null(tok);
+    sasl_client_free(c);
+
+    /* a server nonce that does not extend ours; an unknown mechanism */
+    c = sasl_client_new("SCRAM-SHA-512", "user", "pencil", err, sizeof err);
+    sasl_client_set_nonce(c, "abc");
+    assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+    free(tok);
+    const char *other = "r=xyzdef,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)other, strlen(other), &tok, &len, err, sizeof err), -1);
+    sasl_client_free(c);
+    assert_null(sasl_client_new("GSSAPI", "u", "p", err, sizeof err));
+    assert_string_equal(err, "SASL mechanism GSSAPI: samsa's client speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512");
+}
+
+/* The client against the SCRAM module's server: a whole exchange with a
+ * random nonce succeeds with the right password and fails with a wrong
+ * one; PLAIN's token is RFC 4616's. */
+static void test_client_against_server(void **st)
+{
+    (void)st;
+    set_rfc7677_credential();
+    scram_fixed_server_nonce = NULL;
+    for (int right = 0; right < 2; right++) {
+        struct scram_mech_info *mi = &scram_mechs[0];
+        void *sess = NULL;
+        samsa_sasl_conn_t conn = {.struct_size = sizeof conn, .listener = "L"};
+        assert_int_equal(scram_session_new(mi, &conn, &sess), SAMSA_OK);
+        char err[256];
+        struct sasl_client *c = sasl_client_new("SCRAM-SHA-256", "user", right ? "pencil" : "pen", err, sizeof err);
+        uint8_t *tok;
+        size_t len;
+        struct tout out;
+        assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+        tout_init(&out);
+        assert_int_equal(scram_step(mi, sess, tok, len, &out.pub, NULL, err, sizeof err), SAMSA_SASL_CONTINUE);
+        free(tok);
+        assert_int_equal(sasl_client_step(c, out.buf, out.len, &tok, &len, err, sizeof err), 1);
+        tout_init(&out);
+        int rc = scram_step(mi, sess, tok, len, &out.pub, NULL, err, sizeof err);
+        free(tok);
+        if (right) {
+            assert_int_equal(rc, SAMSA_OK);
+            assert_int_equal(sasl_client_step(c, out.buf, out.len, &tok, &len, err, sizeof err), 0);
+        } else {
+            assert_int_not_equal(rc, SAMSA_OK);
+        }
+        sasl_client_free(c);
+        scram_session_free(mi, sess);
+    }
+    char err[256];
+    struct sasl_client *p = sasl_client_new("PLAIN", "alice", "s3cret", err, sizeof err);
+    uint8_t *tok;
+    size_t len;
+    assert_int_equal(sasl_client_step(p, NULL, 0, &tok, &len, err, sizeof err), 1);
+    assert_int_equal(len, 13);
+    assert_memory_equal(tok, "\0alice\0s3cret", 13);
+    free(tok);
+    assert_int_equal(sasl_client_step(p, (const uint8_t *)"", 0, &tok, &len, err, sizeof err), 0);
+    sasl_client_free(p);
+    char *v = sasl_jaas_option("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                               "username=\"admin\" password=\"a\\\"b\" user_admin=\"x\";", "password");
+    assert_string_equal(v, "a\"b");
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +560,8 @@ int main(void)
         cmocka_unit_test_setup(test_plain_parse, setup),
         cmocka_unit_test_setup(test_plain_config_parsing, setup),
         cmocka_unit_test_setup(test_plain_step, setup),
+        cmocka_unit_test_setup(test_client_rfc7677, setup),
+        cmocka_unit_test_setup(test_client_against_server, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
