@@ -1,4 +1,3 @@
 core_libsamsacore_a_SOURCES += \
 	core/auth/authz.c core/auth/authz.h \
-	core/auth/sasl.c core/auth/sasl.h \
-	core/auth/sasl_client.c core/auth/sasl_client.h
+	core/auth/sasl.c core/auth/sasl.h

@@ -13,7 +13,7 @@
 #include "../../modules/sasl-plain/plain.c"
 #include "../../modules/sasl-scram/scram.c"
 
-#include "auth/sasl_client.h"
+#include "net/sasl_client.h"
 
 /* ---- a fake host ---- */
 
@@ -447,7 +447,7 @@ static void test_plain_step(void **st)
                              "mechanism PLAIN");
 }
 
-/* The client side (core/auth/sasl_client.c) with RFC 7677's messages:
+/* The client side (core/net/sasl_client.c) with RFC 7677's messages:
  * its tokens are exactly the RFC's, and it verifies the server's. */
 static void test_client_rfc7677(void **st)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "auth/sasl_client.h"
+#include "net/sasl_client.h"
 #include "client.h"
 #include "config.h"
 #include "proto/gen/sasl_authenticate_request.h"

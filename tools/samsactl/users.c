@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth/sasl_client.h"
+#include "net/sasl_client.h"
 #include "client.h"
 #include "proto/gen/alter_user_scram_credentials_request.h"
 #include "proto/gen/alter_user_scram_credentials_response.h"

@@ -1,5 +1,5 @@
 /* SASL client exchanges: see sasl_client.h. */
-#include "auth/sasl_client.h"
+#include "net/sasl_client.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
