@@ -9,6 +9,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "net/conn.h"
+#include "net/request.h"
 #include "plugin/registry.h"
 #include "proto/gen/kapi.h"
 #include "net/worker.h"
@@ -47,6 +48,23 @@ void sasl_conn_free(struct conn *c)
 }
 
 const char *conn_principal(const struct conn *c) { return c->principal ? c->principal : SASL_ANONYMOUS; }
+
+const char *req_principal(const struct request *req)
+{
+    return req->principal ? req->principal : conn_principal(req->conn);
+}
+
+void req_client_host(const struct request *req, char *out, size_t outlen)
+{
+    const char *p = req->client_host ? req->client_host : req->conn->peer;
+    size_t n = strlen(p);
+    if (!req->client_host) {
+        const char *colon = strrchr(p, ':'); /* "host:port", host maybe IPv6 */
+        if (colon)
+            n = (size_t)(colon - p);
+    }
+    snprintf(out, outlen, "%.*s", (int)n, p);
+}
 
 static bool expired(const struct conn *c)
 {
