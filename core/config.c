@@ -430,12 +430,30 @@ const struct config_def config_defs[] = {
      NOCHECK, "Builds the principal of a connection."},
     {"sasl.enabled.mechanisms", T(LIST), "PLAIN", PB, 0, NOCHECK,
      "SASL mechanisms offered on SASL listeners (Kafka's default: GSSAPI; samsa: PLAIN)."},
-    {"sasl.mechanism.inter.broker.protocol", T(STRING), "GSSAPI", PB, NE, NOCHECK,
-     "SASL mechanism between brokers."},
-    {"sasl.mechanism.controller.protocol", T(STRING), "GSSAPI", RO, NE, NOCHECK,
-     "SASL mechanism towards controllers."},
+    {"sasl.mechanism.inter.broker.protocol", T(STRING), "PLAIN", PB, 0, NOCHECK,
+     "SASL mechanism this node logs in to other brokers with (Kafka's default: GSSAPI, which samsa has "
+     "no module for; samsa: PLAIN, as sasl.enabled.mechanisms)."},
+    {"sasl.mechanism.controller.protocol", T(STRING), "PLAIN", RO, 0, NOCHECK,
+     "SASL mechanism this node logs in to controllers with (Kafka's default: GSSAPI; samsa: PLAIN)."},
     {"sasl.jaas.config", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
      "JAAS login configuration for SASL."},
+    {"sasl.server.callback.handler.class", T(CLASS), NULL, RO, LO, NOCHECK,
+     "Validator of SASL logins (read by sasl-oauthbearer: Kafka's OAuthBearerValidatorCallbackHandler "
+     "checks signed tokens against sasl.oauthbearer.jwks.endpoint.url; unset: unsecured tokens)."},
+    {"sasl.oauthbearer.jwks.endpoint.url", T(STRING), NULL, RO, LO, NOCHECK,
+     "Where the signed tokens' keys (a JWKS) are read from: a file: URL (samsa fetches no HTTP)."},
+    {"sasl.oauthbearer.jwks.endpoint.refresh.ms", T(LONG), "3600000", RO, LO, ATLEAST(0),
+     "How often the JWKS is read again."},
+    {"sasl.oauthbearer.expected.audience", T(LIST), NULL, RO, LO, NOCHECK,
+     "Audiences one of which a token's aud claim must name (unset: any)."},
+    {"sasl.oauthbearer.expected.issuer", T(STRING), NULL, RO, LO, NOCHECK,
+     "The iss claim a token must have (unset: any)."},
+    {"sasl.oauthbearer.sub.claim.name", T(STRING), "sub", RO, LO, NOCHECK,
+     "The claim naming a signed token's principal."},
+    {"sasl.oauthbearer.scope.claim.name", T(STRING), "scope", RO, LO, NOCHECK,
+     "The claim holding a signed token's scope."},
+    {"sasl.oauthbearer.clock.skew.seconds", T(INT), "30", RO, LO, ATLEAST(0),
+     "Clock difference allowed when checking a signed token's times."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
      "Longest session before a SASL client must re-authenticate (0: never; KIP-368)."},
     {"ssl.keystore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the key store."},
@@ -462,8 +480,8 @@ const struct config_def config_defs[] = {
     {"ssl.protocol", T(STRING), "TLSv1.3", PB, LO, NOCHECK, "TLS protocol to use."},
     {"ssl.cipher.suites", T(LIST), "", PB, LO, NOCHECK,
      "Cipher suites accepted (empty: library defaults)."},
-    {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, NE | LO, NOCHECK,
-     "Host name check on certificates of peers."},
+    {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, LO, NOCHECK,
+     "Host name check on the certificates of the peers this node connects to (https, or empty: off)."},
     {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, 0, NOCHECK,
      "Rules mapping a certificate's subject to a principal name."},
 
@@ -1692,6 +1710,26 @@ static bool get_b(const struct samsa_config *c, const char *key)
     return v;
 }
 
+const char *config_get_any(const struct samsa_config *c, const char *key)
+{
+    if (config_def_find(key))
+        return config_get(c, key);
+    const char *v = NULL;
+    size_t n = config_extra_count(c);
+    for (size_t i = 0; i < n; i++) {
+        const char *k, *val;
+        config_extra_get(c, i, &k, &val);
+        if (k && strcmp(k, key) == 0)
+            v = val;
+    }
+    return v;
+}
+
+bool config_listener_protocol(const struct samsa_config *c, const char *name, enum security_protocol *out)
+{
+    return proto_map_get(&c->store->map, name, out);
+}
+
 const char *config_plugin_value(const struct samsa_config *c, const char *plugin,
                                 const char *key)
 {
@@ -2135,6 +2173,7 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
         /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain),
          * and its ssl.* keys that have an effect broker-wide */
         bool read = has_suffix(key, ".sasl.enabled.mechanisms") || has_suffix(key, ".sasl.jaas.config") ||
+                    has_suffix(key, ".sasl.server.callback.handler.class") || strstr(key, ".sasl.oauthbearer.") ||
                     (ti != NO_INDEX && !(config_defs[ti].flags & CONFIG_F_NO_EFFECT));
         if (!read)
             warn_no_effect(key);
