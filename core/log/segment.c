@@ -383,6 +383,7 @@ int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_se
 static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
                        struct segment_load_result *res, const struct segment_visitor *v)
 {
+    memset(res, 0, sizeof *res);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
@@ -662,8 +663,9 @@ int segment_unlink(struct segment *s)
 int64_t segment_last_modified(const struct segment *s)
 {
     /* By name: retention asks for every segment without timestamps, and
-     * an idle one should not need an fd for it. s->log_path changes only
-     * under the owner's exclusive lock, as the file's name does. */
+     * an idle one should not need an fd for it. Its callers (retention,
+     * the cleaner) hold the log's maint_lock, under which the renames of
+     * listed segments happen too. */
     struct stat st;
     if (stat(s->log_path, &st) != 0)
         return 0;
