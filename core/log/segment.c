@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,12 +664,21 @@ int segment_unlink(struct segment *s)
 int64_t segment_last_modified(const struct segment *s)
 {
     /* By name: retention asks for every segment without timestamps, and
-     * an idle one should not need an fd for it. Its callers (retention,
-     * the cleaner) hold the log's maint_lock, under which the renames of
-     * listed segments happen too. */
+     * an idle one should not need an fd for it. The name is the fd
+     * cache's copy (read under its lock: the cleaner may rename a listed
+     * segment while another thread looks, e.g. plog_cleanable under
+     * seg_lock alone); a stat racing that rename falls back to the fd. */
+    char path[PATH_MAX];
+    fdc_file_path(s->lf, path, sizeof path);
     struct stat st;
-    if (stat(s->log_path, &st) != 0)
-        return 0;
+    if (stat(path, &st) != 0) {
+        int e;
+        struct sfile *f = fdc_get(s->lf, &e);
+        int rc = f ? fstat(f->fd, &st) : -1;
+        sfile_unref(f);
+        if (rc != 0)
+            return 0;
+    }
     return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
