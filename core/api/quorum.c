@@ -234,6 +234,9 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_ALLOCATE_PRODUCER_IDS, 0, 0, api_handle_allocate_producer_ids},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
+    {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
+    {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
 };
 const int api_controller_handlers_len = (int)(sizeof api_controller_handlers / sizeof api_controller_handlers[0]);
 
