@@ -12,6 +12,7 @@
 #include "net/conn.h"
 #include "net/request.h"
 #include "plugin/registry.h"
+#include "proto/kacl.h"
 #include "samsa/authz.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -224,9 +225,9 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
             snprintf(why->text, sizeof why->text,
                      "MatchingAcl(acl=StandardAcl(resourceType=%s, resourceName=%s, patternType=%s, principal=%s, "
                      "host=%s, operation=%s, permissionType=%s))",
-                     acl_resource_type_name(a->resource_type), a->resource_name,
-                     acl_pattern_type_name(a->pattern_type), a->principal, a->host, acl_operation_name(a->operation),
-                     acl_permission_name(a->permission));
+                     kacl_resource_type_name(a->resource_type), a->resource_name,
+                     kacl_pattern_type_name(a->pattern_type), a->principal, a->host, kacl_operation_name(a->operation),
+                     kacl_permission_name(a->permission));
         else
             snprintf(why->text, sizeof why->text, "%s", ok ? "DefaultAllow" : "DefaultDeny");
         cache_store(slot, gen, h, op, type, name, len, ok);
@@ -308,7 +309,7 @@ static void log_denial(const struct authz_subject *s, int op, int type, const ch
     const struct kapi *api = kapi_get(s->api_key);
     slog_info("authorizer: Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%.*s "
               "for request = %s based on rule %s%s%.0ld%s",
-              s->principal, acl_operation_name(op), s->host, type_display(type), name ? (int)len : 1,
+              s->principal, kacl_operation_name(op), s->host, type_display(type), name ? (int)len : 1,
               name ? name : "*", api ? api->name : "?", why->text, dropped ? " (" : "", dropped,
               dropped ? " earlier denial lines not logged)" : "");
 }

@@ -10,6 +10,7 @@
 #include "proto/gen/access_control_entry_record.h"
 #include "proto/gen/kmeta.h"
 #include "proto/gen/remove_access_control_entry_record.h"
+#include "proto/kacl.h"
 #include "proto/kerr.h"
 #include "util/slog.h"
 #include "util/uuid.h"
@@ -17,20 +18,6 @@
 /* Kafka's AclControlManager.MAX_RECORDS_PER_USER_OP */
 #define ACL_MAX_RECORDS_PER_OP 10000
 
-static const char *const op_names[] = {"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER",
-                                       "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS",
-                                       "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS"};
-static const char *const type_names[] = {"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID",
-                                         "DELEGATION_TOKEN", "USER"};
-static const char *const pattern_names[] = {"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"};
-static const char *const perm_names[] = {"UNKNOWN", "ANY", "DENY", "ALLOW"};
-
-#define NAME_OF(tab, v) ((v) >= 0 && (size_t)(v) < sizeof(tab) / sizeof(tab)[0] ? (tab)[(v)] : "UNKNOWN")
-
-const char *acl_operation_name(int code) { return NAME_OF(op_names, code); }
-const char *acl_resource_type_name(int code) { return NAME_OF(type_names, code); }
-const char *acl_pattern_type_name(int code) { return NAME_OF(pattern_names, code); }
-const char *acl_permission_name(int code) { return NAME_OF(perm_names, code); }
 
 static bool kstr_is(kstr_t s, const char *z) { return s.len >= 0 && (size_t)s.len == strlen(z) && !memcmp(s.p, z, (size_t)s.len); }
 
@@ -104,19 +91,19 @@ static int16_t check_new_acl(const struct controller_acl *x, char *msg, size_t m
         return KERR_INVALID_REQUEST;
     }
     if (x->resource_type < ACL_TYPE_MIN || x->resource_type > ACL_TYPE_MAX) {
-        snprintf(msg, msglen, "Invalid resourceType %s", acl_resource_type_name(x->resource_type));
+        snprintf(msg, msglen, "Invalid resourceType %s", kacl_resource_type_name(x->resource_type));
         return KERR_INVALID_REQUEST;
     }
     if (x->pattern_type != ACL_PATTERN_LITERAL && x->pattern_type != ACL_PATTERN_PREFIXED) {
-        snprintf(msg, msglen, "Invalid patternType %s", acl_pattern_type_name(x->pattern_type));
+        snprintf(msg, msglen, "Invalid patternType %s", kacl_pattern_type_name(x->pattern_type));
         return KERR_INVALID_REQUEST;
     }
     if (x->operation <= ACL_CODE_ANY || x->operation > ACL_OP_MAX) {
-        snprintf(msg, msglen, "Invalid operation %s", acl_operation_name(x->operation));
+        snprintf(msg, msglen, "Invalid operation %s", kacl_operation_name(x->operation));
         return KERR_INVALID_REQUEST;
     }
     if (x->permission != ACL_PERMISSION_DENY && x->permission != ACL_PERMISSION_ALLOW) {
-        snprintf(msg, msglen, "Invalid permissionType %s", acl_permission_name(x->permission));
+        snprintf(msg, msglen, "Invalid permissionType %s", kacl_permission_name(x->permission));
         return KERR_INVALID_REQUEST;
     }
     const char *colon = x->principal.len > 0 ? memchr(x->principal.p, ':', (size_t)x->principal.len) : NULL;
@@ -154,8 +141,8 @@ static bool acl_exists(const struct mimage *img, const struct controller_acl *x)
 static void log_acl(const char *what, const struct mi_acl *a)
 {
     slog_info("metadata: ACL %s: %s %s %s from host %s on %s:%s:%s", what, a->principal,
-              acl_permission_name(a->permission), acl_operation_name(a->operation), a->host,
-              acl_resource_type_name(a->resource_type), acl_pattern_type_name(a->pattern_type), a->resource_name);
+              kacl_permission_name(a->permission), kacl_operation_name(a->operation), a->host,
+              kacl_resource_type_name(a->resource_type), kacl_pattern_type_name(a->pattern_type), a->resource_name);
 }
 
 int controller_create_acls(struct controller *c, const struct controller_acl *in, int32_t n, int16_t *errs,

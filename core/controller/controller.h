@@ -350,12 +350,6 @@ struct controller_acl {
     kstr_t principal;
     kstr_t host;
 };
-/* Kafka's enum names ("READ", "TOPIC", "PREFIXED", "ALLOW"; "UNKNOWN"
- * for a code out of range). Static strings. */
-const char *acl_operation_name(int code);
-const char *acl_resource_type_name(int code);
-const char *acl_pattern_type_name(int code);
-const char *acl_permission_name(int code);
 /* Kafka's AclBindingFilter.matches. */
 bool controller_acl_filter_match(const struct controller_acl *filter, const struct mi_acl *acl);
 /* Kafka's validateFilter: 0, or INVALID_REQUEST with a static *msg. */
