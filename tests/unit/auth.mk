@@ -6,3 +6,17 @@ TESTS += tests/unit/acl_test
 tests_unit_acl_test_SOURCES = tests/unit/acl_test.c
 tests_unit_acl_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_acl_test_LDADD = $(UNIT_LIBS)
+# The authorizer chain (auth/authz.c) with a plugin authorizer: the
+# fixture-authz fixture, a real shared object the chain loads by name
+# from the fixture directory.
+check_LTLIBRARIES += tests/unit/plugin-fixtures/fixture-authz.la
+tests_unit_plugin_fixtures_fixture_authz_la_SOURCES = tests/unit/plugin-fixtures/test_authz.c
+tests_unit_plugin_fixtures_fixture_authz_la_CPPFLAGS = $(FIXTURE_CPPFLAGS)
+tests_unit_plugin_fixtures_fixture_authz_la_CFLAGS = $(FIXTURE_CFLAGS)
+tests_unit_plugin_fixtures_fixture_authz_la_LDFLAGS = $(FIXTURE_LDFLAGS)
+check_PROGRAMS += tests/unit/authz_test
+TESTS += tests/unit/authz_test
+tests_unit_authz_test_SOURCES = tests/unit/authz_test.c
+tests_unit_authz_test_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_DIR='"$(abs_builddir)/tests/unit/plugin-fixtures/.libs"'
+tests_unit_authz_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_authz_test_LDADD = $(UNIT_LIBS)
