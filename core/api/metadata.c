@@ -176,7 +176,7 @@ static int16_t create_refusal(struct md_ctx *x, const metadata_request_t *q, kst
     if (!allow)
         return topic_name_valid(name) ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_INVALID_TOPIC_EXCEPTION;
     if (!*cluster_create_known) {
-        *cluster_create = authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+        *cluster_create = authz_filter(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
         *cluster_create_known = 1;
     }
     if (!*cluster_create && !authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_TOPIC, name))

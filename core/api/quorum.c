@@ -14,6 +14,7 @@
 #include "api/forward.h"
 #include "api/handlers.h"
 #include "api/request.h"
+#include "auth/authz.h"
 #include "broker.h"
 #include "controller/controller.h"
 #include "net/conn.h"
@@ -130,6 +131,11 @@ static void describe_fail(struct request *req, int16_t err)
 
 void api_handle_describe_quorum(struct request *req)
 {
+    /* Kafka's ControllerApis: DESCRIBE on the cluster */
+    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+        describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
+        return;
+    }
     struct controller *c = req->broker->controller;
     struct quorum *q = c ? controller_quorum(c) : NULL;
     /* A voter answers itself (only the leader knows the replicas'

@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness as h  # noqa: E402
+import kwire  # noqa: E402
 
 suite = h.Suite("97_test_acls", case_limit=90)
 state = {}
@@ -331,6 +332,46 @@ def allow_everyone_if_no_acl_found():
                                      limit=15)
         h.eq([r["error"].code() for r in out], [TOPIC_AUTHORIZATION_FAILED], "eve on a topic with ACLs")
     finally:
+        s.stop()
+
+
+@suite.case
+def decision_cache_follows_acl_changes():
+    """One connection keeps its decisions cached until the ACLs change:
+    User:ANONYMOUS (the PLAINTEXT listener; no super user here) asks the
+    same things before and after each ACL change on one connection."""
+    s, sport = acl_server("acls-cache", **{"super.users": "User:admin"})
+    sasl = ["--sasl-mechanism", "PLAIN", "--sasl-username", "admin", "--sasl-password", USERS["admin"]]
+    b = "127.0.0.1:%d" % sport
+    c = None
+    try:
+        samsactl(*sasl, "topics", "create", "--topic", "cached", "--partitions", "1", "--replication-factor", "1",
+                 bootstrap=b)
+        c = kwire.Conn(s.port, timeout=h.bound(10))
+
+        def described():
+            md = kwire.metadata_v12(c, topics=["cached"])
+            return md["topics"][0]["error_code"]
+
+        def produced():
+            batch = kwire.build_batch([(b"k", b"v", ())])
+            return kwire.produce(c, "cached", 0, batch)["error_code"]
+
+        h.eq([described(), described()], [TOPIC_AUTHORIZATION_FAILED] * 2, "Metadata before any ACL")
+        h.eq(produced(), TOPIC_AUTHORIZATION_FAILED, "Produce before any ACL")
+        samsactl(*sasl, "acls", "create", "--allow-principal", "User:ANONYMOUS", "--operation", "Write",
+                 "--topic", "cached", bootstrap=b)
+        h.eq([described(), described()], [0, 0], "Metadata after ALLOW WRITE (implies DESCRIBE)")
+        h.eq(produced(), 0, "Produce after ALLOW WRITE")
+        samsactl(*sasl, "acls", "create", "--deny-principal", "User:ANONYMOUS", "--deny-host", "127.0.0.1",
+                 "--operation", "Write", "--topic", "cached", bootstrap=b)
+        h.eq(produced(), TOPIC_AUTHORIZATION_FAILED, "Produce after DENY WRITE from 127.0.0.1")
+        h.eq(described(), 0, "Metadata after DENY WRITE (a DENY of WRITE does not deny DESCRIBE)")
+        samsactl(*sasl, "acls", "delete", "--topic", "cached", bootstrap=b)
+        h.eq(described(), TOPIC_AUTHORIZATION_FAILED, "Metadata after the ACLs are deleted")
+    finally:
+        if c:
+            c.close()
         s.stop()
 
 
