@@ -37,7 +37,8 @@ static struct {
     bool acl;
     char *super_users;
     bool allow_if_none;
-    struct controller *controller;
+    struct mimage *(*image)(void *arg); /* NULL: no ACLs */
+    void *image_arg;
 } A;
 
 static pthread_mutex_t denial_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +48,15 @@ static long denial_dropped;
 
 bool authz_enabled(void) { return A.n > 0; }
 bool authz_acl_enabled(void) { return A.acl; }
-void authz_set_controller(struct controller *c) { A.controller = c; }
+static struct mimage *controller_image_of(void *arg) { return controller_image(arg); }
+
+void authz_set_controller(struct controller *c) { authz_set_image_source(controller_image_of, c); }
+
+void authz_set_image_source(struct mimage *(*fn)(void *arg), void *arg)
+{
+    A.image = fn;
+    A.image_arg = arg;
+}
 
 void authz_reset(void)
 {
@@ -133,17 +142,33 @@ struct cache_slot {
     char *name;                 /* owned; NULL for any */
 };
 
+/* A connection's principal and host do not change (KIP-368 keeps the
+ * principal), but the cache says whose decisions it holds and starts
+ * over for anyone else rather than rely on it. */
 struct cache {
+    char *principal;            /* owned */
+    char *host;                 /* owned */
     struct cache_slot s[CACHE_SLOTS];
 };
+
+static void cache_clear(struct cache *k)
+{
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        free(k->s[i].name);
+        k->s[i].name = NULL;
+        k->s[i].gen = 0;
+    }
+    free(k->principal);
+    free(k->host);
+    k->principal = k->host = NULL;
+}
 
 void authz_conn_free(struct conn *c)
 {
     struct cache *k = c->authz_cache;
     if (!k)
         return;
-    for (int i = 0; i < CACHE_SLOTS; i++)
-        free(k->s[i].name);
+    cache_clear(k);
     free(k);
     c->authz_cache = NULL;
 }
@@ -156,8 +181,8 @@ static uint64_t key_hash(int op, int type, const char *name, size_t len)
     return name ? h : h ^ 0x9e3779b97f4a7c15ull;
 }
 
-static struct cache_slot *cache_lookup(struct conn *c, uint64_t gen, uint64_t h, int op, int type, const char *name,
-                                       size_t len, bool *hit)
+static struct cache_slot *cache_lookup(struct conn *c, const struct authz_subject *sub, uint64_t gen, uint64_t h,
+                                       int op, int type, const char *name, size_t len, bool *hit)
 {
     *hit = false;
     if (!c)
@@ -165,6 +190,11 @@ static struct cache_slot *cache_lookup(struct conn *c, uint64_t gen, uint64_t h,
     struct cache *k = c->authz_cache;
     if (!k)
         k = c->authz_cache = xcalloc(1, sizeof *k);
+    if (!k->principal || strcmp(k->principal, sub->principal) || strcmp(k->host, sub->host)) {
+        cache_clear(k);
+        k->principal = xstrdup(sub->principal);
+        k->host = xstrdup(sub->host);
+    }
     struct cache_slot *s = &k->s[h % CACHE_SLOTS];
     *hit = s->gen == gen && s->hash == h && s->op == op && s->type == type && s->any == (name == NULL) &&
            (!name || (s->name && strlen(s->name) == len && memcmp(s->name, name, len) == 0));
@@ -201,14 +231,14 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
         snprintf(why->text, sizeof why->text, "SuperUser");
         return SAMSA_AUTHZ_ALLOW;
     }
-    struct mimage *img = A.controller ? controller_image(A.controller) : NULL;
+    struct mimage *img = A.image ? A.image(A.image_arg) : NULL;
     const struct mi_acls *acls = img ? img->acls : NULL;
     uint64_t gen = acls ? acls->gen : 0;
     /* generation 0 is "no ACLs yet": a slot's gen 0 means empty, so
      * such decisions are not cached (they cost nothing to make) */
     uint64_t h = key_hash(op, type, name, len);
     bool hit = false;
-    struct cache_slot *slot = gen ? cache_lookup(cachec, gen, h, op, type, name, len, &hit) : NULL;
+    struct cache_slot *slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
     bool ok;
     if (hit) {
         ok = slot->allowed;

@@ -59,6 +59,10 @@ enum acl_resource {
 int authz_setup(const struct samsa_config *cfg, struct plugin_registry *reg, char *err, size_t errlen);
 /* Where the ACL link reads the ACLs (the image); before workers run. */
 void authz_set_controller(struct controller *c);
+/* The same from any source of images (tests, benchmarks): fn returns a
+ * reference the caller releases (mimage_release), or NULL for none. */
+struct mimage;
+void authz_set_image_source(struct mimage *(*fn)(void *arg), void *arg);
 /* Whether any authorizer is configured, and whether the built-in ACL
  * authorizer is in the chain (CreateAcls, DescribeAcls and DeleteAcls
  * answer SECURITY_DISABLED without it, as Kafka does). */

@@ -5,20 +5,27 @@
  * ALLOW / DENY / DEFER in either order with the ACL authorizer, the end
  * of the chain denying, resource_name NULL for "any resource of the
  * type"; super.users and allow.everyone.if.no.acl.found; an unknown name
- * refused with one line. No controller is set: the ACL link sees no
- * ACLs. */
+ * refused with one line. Without an image source the ACL link sees no
+ * ACLs; the decision cache test gives it images whose ACLs change. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "auth/authz.h"
 #include "config.h"
+#include "controller/image.h"
+#include "controller/image_build.h"
+#include "net/conn.h"
 #include "plugin/registry.h"
+#include "proto/gen/access_control_entry_record.h"
+#include "proto/gen/kmeta.h"
+#include "util/buf.h"
 
 static struct samsa_config *cfg;
 static struct plugin_registry *reg;
@@ -124,6 +131,75 @@ static void test_plugin_alone_end_denies(void **st)
     teardown_chain();
 }
 
+/* An image with one ACL per (principal, op, topic) triple, or none. */
+static struct mimage *image_with(const char *const *acl, size_t n)
+{
+    struct mi_draft *d = mi_draft_begin(NULL, NULL, 1);
+    for (size_t i = 0; i < n; i += 3) {
+        access_control_entry_record_t r;
+        access_control_entry_record_init(&r);
+        memset(r.id.b, 0, sizeof r.id.b);
+        r.id.b[0] = (uint8_t)(i + 1);
+        r.resource_type = ACL_RES_TOPIC;
+        r.resource_name = KSTR(acl[i + 2]);
+        r.pattern_type = 3;
+        r.principal = KSTR(acl[i]);
+        r.host = KSTR("*");
+        r.operation = (int8_t)(!strcmp(acl[i + 1], "READ") ? ACL_OP_READ : ACL_OP_WRITE);
+        r.permission_type = 3;
+        char err[128];
+        assert_int_equal(mi_draft_apply(d, (int64_t)i, KMETA_ACCESS_CONTROL_ENTRY_RECORD, 0, &r, err, sizeof err), 0);
+    }
+    return mi_draft_finish(d);
+}
+
+static struct mimage *current;
+static struct mimage *current_image(void *arg)
+{
+    (void)arg;
+    return current ? mimage_ref(current) : NULL;
+}
+
+static bool decide_on(struct conn *c, const char *principal, enum acl_op op, const char *name)
+{
+    struct authz_subject s = {principal, "127.0.0.1", "SASL_PLAINTEXT", "test", 0, 9};
+    return authz_decide(&s, op, ACL_RES_TOPIC, name, strlen(name), false, c);
+}
+
+static void test_cache_follows_acl_generations(void **st)
+{
+    (void)st;
+    setup_chain("acl", NULL, "false");
+    authz_set_image_source(current_image, NULL);
+    static const char *const one[] = {"User:alice", "READ", "t"};
+    static const char *const two[] = {"User:alice", "READ", "t", "User:alice", "WRITE", "t"};
+    struct mimage *a = image_with(one, 3), *b = image_with(NULL, 0), *c2 = image_with(two, 6);
+    struct conn *c = xcalloc(1, sizeof *c);
+    current = a;
+    for (int i = 0; i < 3; i++) { /* the first decision is made, the others come from the cache */
+        assert_true(decide_on(c, "User:alice", ACL_OP_READ, "t"));
+        assert_true(decide_on(c, "User:alice", ACL_OP_DESCRIBE, "t"));
+        assert_false(decide_on(c, "User:alice", ACL_OP_WRITE, "t"));
+        assert_false(decide_on(c, "User:bob", ACL_OP_READ, "t"));
+    }
+    assert_non_null(c->authz_cache);
+    current = b; /* every ACL gone */
+    assert_false(decide_on(c, "User:alice", ACL_OP_READ, "t"));
+    current = c2; /* a WRITE added */
+    assert_true(decide_on(c, "User:alice", ACL_OP_WRITE, "t"));
+    assert_true(decide_on(c, "User:alice", ACL_OP_READ, "t"));
+    current = a;
+    assert_false(decide_on(c, "User:alice", ACL_OP_WRITE, "t"));
+    current = NULL;
+    authz_conn_free(c);
+    assert_null(c->authz_cache);
+    free(c);
+    mimage_release(a);
+    mimage_release(b);
+    mimage_release(c2);
+    teardown_chain();
+}
+
 static void test_unknown_refused(void **st)
 {
     (void)st;
@@ -149,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_acl_then_plugin),
         cmocka_unit_test(test_plugin_alone_end_denies),
         cmocka_unit_test(test_unknown_refused),
+        cmocka_unit_test(test_cache_follows_acl_generations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
