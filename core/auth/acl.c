@@ -70,6 +70,68 @@ static void check_section(const struct mi_acls *acls, int type, int pattern, con
     }
 }
 
+/* First index in [lo, hi) whose ACL does not sort before (type, pattern). */
+static int32_t section_start(const struct mi_acls *acls, int32_t lo, int32_t hi, int type, int pattern)
+{
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        const struct mi_acl *a = &acls->a[mid];
+        if (a->resource_type < type || (a->resource_type == type && a->pattern_type < pattern))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The PREFIXED ACLs whose name is a prefix of name, as Kafka's
+ * checkSection walks them: the last ACL not after name[0..m) either is
+ * such a prefix (its ACLs apply; shorter prefixes sort before it) or
+ * shares only c < m bytes with it, and then no prefix longer than c can
+ * exist (it would sort after that ACL). Each step shortens m: a few
+ * binary searches instead of one per prefix length. */
+static void check_prefixed(const struct mi_acls *acls, int type, const char *name, size_t len,
+                           const char *principal, const char *host, int op, struct verdict *v)
+{
+    if (!acls || acls->n == 0)
+        return;
+    int32_t lo = section_start(acls, 0, acls->n, type, PT_PREFIXED);
+    int32_t end = section_start(acls, lo, acls->n, type, PT_PREFIXED + 1);
+    size_t m = len;
+    while (m > 0 && lo < end && !v->deny) {
+        int32_t a_lo = lo, a_hi = end; /* last ACL with name <= name[0..m) */
+        while (a_lo < a_hi) {
+            int32_t mid = a_lo + (a_hi - a_lo) / 2;
+            const struct mi_acl *a = &acls->a[mid];
+            size_t al = (size_t)a->name_len;
+            int c = memcmp(a->resource_name, name, al < m ? al : m);
+            if (c < 0 || (c == 0 && al <= m))
+                a_lo = mid + 1;
+            else
+                a_hi = mid;
+        }
+        int32_t i = a_lo - 1;
+        if (i < lo)
+            return;
+        const struct mi_acl *a = &acls->a[i];
+        size_t al = (size_t)a->name_len, c = 0;
+        while (c < al && c < m && a->resource_name[c] == name[c])
+            c++;
+        if (c == al) { /* a prefix: its whole group applies */
+            int32_t g = i;
+            while (g > lo && acls->a[g - 1].name_len == a->name_len &&
+                   memcmp(acls->a[g - 1].resource_name, a->resource_name, al) == 0)
+                g--;
+            check_section(acls, type, PT_PREFIXED, a->resource_name, al, principal, host, op, v);
+            end = g;
+            m = al - 1;
+        } else {
+            end = i;
+            m = c;
+        }
+    }
+}
+
 bool acl_authorize(const struct mi_acls *acls, const char *principal, const char *host, int op, int type,
                    const char *name, size_t len, bool allow_if_none, enum acl_rule *rule, const struct mi_acl **acl)
 {
@@ -77,8 +139,8 @@ bool acl_authorize(const struct mi_acls *acls, const char *principal, const char
     /* the literal name, every prefix of it (a PREFIXED "foo" applies to
      * "foobar" and to "foo"), then the wildcard; a DENY ends the search */
     check_section(acls, type, PT_LITERAL, name, len, principal, host, op, &v);
-    for (size_t k = 1; k <= len && !v.deny; k++)
-        check_section(acls, type, PT_PREFIXED, name, k, principal, host, op, &v);
+    if (!v.deny)
+        check_prefixed(acls, type, name, len, principal, host, op, &v);
     if (!v.deny && !(len == 1 && name[0] == '*'))
         check_section(acls, type, PT_LITERAL, "*", 1, principal, host, op, &v);
     enum acl_rule r;

@@ -1,6 +1,7 @@
 #include "auth/authz.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,9 @@
 /* Denial log lines per second; the rest are counted and reported with
  * the next line that gets through. */
 #define DENIAL_LINES_PER_S 10
-/* Decision cache slots per connection (direct-mapped). */
-#define CACHE_SLOTS 64
+/* Decision cache slots per connection (two-way: a key may sit in its
+ * slot or the one next to it, the older of the two is replaced). */
+#define CACHE_SLOTS 128
 
 struct link {
     const struct plugin_cap *cap; /* NULL: the built-in ACL authorizer */
@@ -149,6 +151,7 @@ struct cache {
     char *principal;            /* owned */
     char *host;                 /* owned */
     struct cache_slot s[CACHE_SLOTS];
+    uint8_t last_used[CACHE_SLOTS / 2]; /* per pair: the way used last */
 };
 
 static void cache_clear(struct cache *k)
@@ -195,10 +198,21 @@ static struct cache_slot *cache_lookup(struct conn *c, const struct authz_subjec
         k->principal = xstrdup(sub->principal);
         k->host = xstrdup(sub->host);
     }
-    struct cache_slot *s = &k->s[h % CACHE_SLOTS];
-    *hit = s->gen == gen && s->hash == h && s->op == op && s->type == type && s->any == (name == NULL) &&
-           (!name || (s->name && strlen(s->name) == len && memcmp(s->name, name, len) == 0));
-    return s;
+    struct cache_slot *pair = &k->s[(h % CACHE_SLOTS) & ~(uint64_t)1];
+    for (int w = 0; w < 2; w++) {
+        struct cache_slot *s = &pair[w];
+        if (s->gen == gen && s->hash == h && s->op == op && s->type == type && s->any == (name == NULL) &&
+            (!name || (s->name && strlen(s->name) == len && memcmp(s->name, name, len) == 0))) {
+            *hit = true;
+            k->last_used[(s - k->s) / 2] = (uint8_t)w;
+            return s;
+        }
+    }
+    /* replace a slot of an older generation first, else the one not
+     * used last */
+    int w = pair[0].gen != gen ? 0 : pair[1].gen != gen ? 1 : !k->last_used[(pair - k->s) / 2];
+    k->last_used[(pair - k->s) / 2] = (uint8_t)w;
+    return &pair[w];
 }
 
 static void cache_store(struct cache_slot *s, uint64_t gen, uint64_t h, int op, int type, const char *name,
@@ -219,16 +233,29 @@ static void cache_store(struct cache_slot *s, uint64_t gen, uint64_t h, int op, 
 /* ------------------------------------------------------------------ */
 /* The chain                                                           */
 
-/* Why the chain decided, for the denial log. */
+/* Why the chain decided, for the denial log: a static rule, or text
+ * written only when a denial is to be logged (formatting costs more
+ * than a cached decision). */
 struct why {
+    const char *rule;
     char text[400];
 };
 
+static void why_text(struct why *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_text(struct why *why, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why->text, sizeof why->text, fmt, ap);
+    va_end(ap);
+    why->rule = why->text;
+}
+
 static int acl_link(const struct authz_subject *sub, int op, int type, const char *name, size_t len,
-                    struct conn *cachec, struct why *why)
+                    struct conn *cachec, bool log_denied, struct why *why)
 {
     if (acl_super_user(A.super_users, sub->principal)) {
-        snprintf(why->text, sizeof why->text, "SuperUser");
+        why->rule = "SuperUser";
         return SAMSA_AUTHZ_ALLOW;
     }
     struct mimage *img = A.image ? A.image(A.image_arg) : NULL;
@@ -240,27 +267,29 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
     bool hit = false;
     struct cache_slot *slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
     bool ok;
-    if (hit) {
+    if (hit && (slot->allowed || !log_denied || !name)) {
         ok = slot->allowed;
-        snprintf(why->text, sizeof why->text, "%s (cached)", ok ? "Allow" : "Deny");
+        why->rule = ok ? "Allow (cached)" : "Deny (cached)";
     } else if (!name) {
         ok = acl_authorize_any(acls, sub->principal, sub->host, op, type, A.allow_if_none);
-        snprintf(why->text, sizeof why->text, "%s by resource type", ok ? "Allow" : "Deny");
+        why->rule = ok ? "Allow by resource type" : "Deny by resource type";
         cache_store(slot, gen, h, op, type, name, len, ok);
     } else {
+        /* a denial to be logged is decided again for its rule */
         enum acl_rule rule;
         const struct mi_acl *a = NULL;
         ok = acl_authorize(acls, sub->principal, sub->host, op, type, name, len, A.allow_if_none, &rule, &a);
-        if (a)
-            snprintf(why->text, sizeof why->text,
+        if (a && !ok && log_denied)
+            why_text(why,
                      "MatchingAcl(acl=StandardAcl(resourceType=%s, resourceName=%s, patternType=%s, principal=%s, "
                      "host=%s, operation=%s, permissionType=%s))",
                      kacl_resource_type_name(a->resource_type), a->resource_name,
                      kacl_pattern_type_name(a->pattern_type), a->principal, a->host, kacl_operation_name(a->operation),
                      kacl_permission_name(a->permission));
         else
-            snprintf(why->text, sizeof why->text, "%s", ok ? "DefaultAllow" : "DefaultDeny");
-        cache_store(slot, gen, h, op, type, name, len, ok);
+            why->rule = a ? "MatchingAcl" : ok ? "DefaultAllow" : "DefaultDeny";
+        if (!hit)
+            cache_store(slot, gen, h, op, type, name, len, ok);
     }
     mimage_release(img);
     return ok ? SAMSA_AUTHZ_ALLOW : SAMSA_AUTHZ_DENY;
@@ -290,14 +319,17 @@ static int plugin_link(const struct plugin_cap *cap, const struct authz_subject 
     int rc = cap->vt.authorizer.authorize(cap->state, &ctx, &act, 1, &r);
     free(copy);
     if (rc != SAMSA_OK) {
-        snprintf(why->text, sizeof why->text, "authorizer %s failed (%d)", cap->name, rc);
+        why_text(why, "authorizer %s failed (%d)", cap->name, rc);
         return SAMSA_AUTHZ_DENY;
     }
     if (r != SAMSA_AUTHZ_ALLOW && r != SAMSA_AUTHZ_DENY && r != SAMSA_AUTHZ_DEFER) {
-        snprintf(why->text, sizeof why->text, "authorizer %s answered %d", cap->name, (int)r);
+        why_text(why, "authorizer %s answered %d", cap->name, (int)r);
         return SAMSA_AUTHZ_DENY;
     }
-    snprintf(why->text, sizeof why->text, "authorizer %s", cap->name);
+    if (r == SAMSA_AUTHZ_DENY && log_denied)
+        why_text(why, "authorizer %s", cap->name);
+    else
+        why->rule = "authorizer";
     return r;
 }
 
@@ -340,7 +372,7 @@ static void log_denial(const struct authz_subject *s, int op, int type, const ch
     slog_info("authorizer: Principal = %s is Denied operation = %s from host = %s on resource = %s:LITERAL:%.*s "
               "for request = %s based on rule %s%s%.0ld%s",
               s->principal, kacl_operation_name(op), s->host, type_display(type), name ? (int)len : 1,
-              name ? name : "*", api ? api->name : "?", why->text, dropped ? " (" : "", dropped,
+              name ? name : "*", api ? api->name : "?", why->rule, dropped ? " (" : "", dropped,
               dropped ? " earlier denial lines not logged)" : "");
 }
 
@@ -349,14 +381,15 @@ bool authz_decide(const struct authz_subject *s, enum acl_op op, enum acl_resour
 {
     if (A.n == 0)
         return true;
-    struct why why = {"end of the authorizer chain"};
+    struct why why; /* text is written only for a denial to log */
+    why.rule = "end of the authorizer chain";
     int r = SAMSA_AUTHZ_DEFER;
     for (int i = 0; i < A.n && r == SAMSA_AUTHZ_DEFER; i++) {
-        struct why w = {""};
-        r = A.links[i].cap ? plugin_link(A.links[i].cap, s, (int)op, (int)type, name, len, log_denied, &w)
-                           : acl_link(s, (int)op, (int)type, name, len, cache, &w);
-        if (r != SAMSA_AUTHZ_DEFER)
-            why = w;
+        const char *before = why.rule;
+        r = A.links[i].cap ? plugin_link(A.links[i].cap, s, (int)op, (int)type, name, len, log_denied, &why)
+                           : acl_link(s, (int)op, (int)type, name, len, cache, log_denied, &why);
+        if (r == SAMSA_AUTHZ_DEFER)
+            why.rule = before;
     }
     if (r == SAMSA_AUTHZ_ALLOW)
         return true;

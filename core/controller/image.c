@@ -349,7 +349,7 @@ static int acl_key_cmp(int8_t type, int8_t pattern, const char *name, size_t len
         return type < a->resource_type ? -1 : 1;
     if (pattern != a->pattern_type)
         return pattern < a->pattern_type ? -1 : 1;
-    size_t al = strlen(a->resource_name);
+    size_t al = (size_t)a->name_len;
     int c = memcmp(name, a->resource_name, len < al ? len : al);
     if (c)
         return c;
@@ -1108,6 +1108,7 @@ static int apply_acl(struct mi_draft *d, const access_control_entry_record_t *r,
         .operation = r->operation,
         .permission = r->permission_type,
         .resource_name = kstr_strdup(r->resource_name),
+        .name_len = r->resource_name.len,
         .principal = kstr_strdup(r->principal),
         .host = kstr_strdup(r->host),
     };

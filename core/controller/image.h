@@ -131,6 +131,7 @@ struct mi_acl {
     int8_t operation;
     int8_t permission;
     char *resource_name;
+    int32_t name_len;           /* strlen(resource_name) */
     char *principal;            /* "User:alice", "User:*" */
     char *host;                 /* "*" or an address */
 };

@@ -89,6 +89,107 @@ static void test_literal_prefixed_wildcard(void **state)
     mimage_release(m);
 }
 
+/* Prefixed ACLs are found by jumping between the candidates (as Kafka's
+ * checkSection does): every prefix of the name must be seen, shorter and
+ * longer ones, with non-prefixes sorting between them. */
+static void test_prefix_walk(void **state)
+{
+    (void)state;
+    const struct spec s[] = {
+        {TOPIC, "a", PRE, "User:u", "*", READ, ALLOW},     {TOPIC, "aa", PRE, "User:u", "*", WRITE, ALLOW},
+        {TOPIC, "ab", PRE, "User:u", "*", DELETE, ALLOW},  {TOPIC, "abc", PRE, "User:u", "*", ALTER, ALLOW},
+        {TOPIC, "abd", PRE, "User:u", "*", CREATE, ALLOW}, {TOPIC, "abcdz", PRE, "User:u", "*", ALL, ALLOW},
+        {TOPIC, "b", PRE, "User:u", "*", WRITE, ALLOW},    {TOPIC, "a", PRE, "User:v", "*", READ, DENY},
+        {TOPIC, "abcd", PRE, "User:v", "*", READ, ALLOW},  {GROUP, "ab", PRE, "User:u", "*", READ, ALLOW},
+        {TOPIC, "abc", LIT, "User:u", "*", DESCRIBE_CONFIGS, ALLOW},
+    };
+    struct mimage *m = image_of(NULL, s, sizeof s / sizeof s[0], 1);
+    const char *n = "abcde";
+    assert_true(ok(m, "User:u", READ, TOPIC, n));    /* "a" */
+    assert_false(ok(m, "User:u", WRITE, TOPIC, n));  /* "aa", "b" do not apply */
+    assert_true(ok(m, "User:u", DELETE, TOPIC, n));  /* "ab" */
+    assert_true(ok(m, "User:u", ALTER, TOPIC, n));   /* "abc" */
+    assert_false(ok(m, "User:u", CREATE, TOPIC, n)); /* "abd" does not apply */
+    assert_false(ok(m, "User:u", DESCRIBE_CONFIGS, TOPIC, n)); /* literal "abc" only for "abc" */
+    assert_true(ok(m, "User:u", DESCRIBE_CONFIGS, TOPIC, "abc"));
+    assert_true(ok(m, "User:u", ALTER, TOPIC, "abc"));
+    assert_false(ok(m, "User:u", ALTER, TOPIC, "ab"));
+    assert_true(ok(m, "User:u", CREATE, TOPIC, "abdx"));
+    assert_true(ok(m, "User:u", WRITE, TOPIC, "aaa"));
+    assert_true(ok(m, "User:u", WRITE, TOPIC, "abcdzz")); /* ALL on "abcdz" */
+    assert_false(ok(m, "User:u", WRITE, TOPIC, "abcdy"));
+    assert_false(ok(m, "User:u", READ, TOPIC, "c"));
+    assert_false(ok(m, "User:v", READ, TOPIC, n)); /* the DENY on "a" is found past the ALLOW on "abcd" */
+    assert_false(ok(m, "User:u", READ, GROUP, "a"));
+    assert_true(ok(m, "User:u", READ, GROUP, "abx"));
+    mimage_release(m);
+}
+
+/* Kafka's rules written the slow, obvious way: every ACL looked at. */
+static bool reference(const struct mi_acls *set, const char *p, int op, int type, const char *name, bool none)
+{
+    bool any = false, allow = false;
+    size_t len = strlen(name);
+    for (int32_t i = 0; set && i < set->n; i++) {
+        const struct mi_acl *a = &set->a[i];
+        if (a->resource_type != type)
+            continue;
+        size_t al = strlen(a->resource_name);
+        bool applies = a->pattern_type == LIT ? (!strcmp(a->resource_name, name) || !strcmp(a->resource_name, "*"))
+                                              : (al <= len && !memcmp(a->resource_name, name, al));
+        if (!applies)
+            continue;
+        any = true;
+        if (strcmp(a->principal, p) && strcmp(a->principal, "User:*"))
+            continue;
+        if (strcmp(a->host, "*") && strcmp(a->host, "127.0.0.1"))
+            continue;
+        bool opm = a->operation == ALL || a->operation == op;
+        if (!opm && a->permission == ALLOW)
+            opm = (op == DESCRIBE && (a->operation == READ || a->operation == WRITE || a->operation == DELETE ||
+                                      a->operation == ALTER)) ||
+                  (op == DESCRIBE_CONFIGS && a->operation == ALTER_CONFIGS);
+        if (!opm)
+            continue;
+        if (a->permission == DENY)
+            return false;
+        allow = true;
+    }
+    return allow || (!any && none);
+}
+
+static void test_against_reference(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"*", "a", "ab", "abc", "abcd", "b", "ba", "bab", "x", "aab", "abd", "abcde"};
+    static const char *const principals[] = {"User:p", "User:q", "User:*"};
+    static const char *const hosts[] = {"*", "127.0.0.1", "10.0.0.1"};
+    static const int ops[] = {ALL, READ, WRITE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS, CREATE};
+    unsigned seed = 12345;
+#define RND(n) ((seed = seed * 1103515245u + 12345u), (int)((seed >> 16) % (unsigned)(n)))
+    for (int round = 0; round < 200; round++) {
+        struct spec s[24];
+        int n = 1 + RND(24);
+        for (int i = 0; i < n; i++)
+            s[i] = (struct spec){RND(2) ? TOPIC : GROUP, names[RND(12)], RND(2) ? LIT : PRE, principals[RND(3)],
+                                 hosts[RND(3)], ops[RND(9)], RND(3) ? ALLOW : DENY};
+        struct mimage *m = image_of(NULL, s, (size_t)n, 1);
+        for (int k = 0; k < 60; k++) {
+            const char *nm = names[RND(12)] + 0;
+            if (!strcmp(nm, "*"))
+                nm = "zz";
+            const char *p = principals[RND(2)];
+            int op = ops[1 + RND(8)], type = RND(2) ? TOPIC : GROUP;
+            bool none = RND(2);
+            bool got = acl_authorize(m->acls, p, "127.0.0.1", op, type, nm, strlen(nm), none, NULL, NULL);
+            if (got != reference(m->acls, p, op, type, nm, none))
+                fail_msg("round %d: %s %d on %d:%s (allow if none %d): got %d", round, p, op, type, nm, none, got);
+        }
+        mimage_release(m);
+    }
+#undef RND
+}
+
 static void test_deny_beats_allow(void **state)
 {
     (void)state;
@@ -307,6 +408,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_literal_prefixed_wildcard),
+        cmocka_unit_test(test_prefix_walk),
+        cmocka_unit_test(test_against_reference),
         cmocka_unit_test(test_deny_beats_allow),
         cmocka_unit_test(test_implied_operations),
         cmocka_unit_test(test_hosts),
