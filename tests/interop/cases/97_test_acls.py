@@ -6,9 +6,13 @@ a confluent-kafka producer without WRITE gets TOPIC_AUTHORIZATION_FAILED
 and a consumer without READ on its group GROUP_AUTHORIZATION_FAILED, each
 succeeding once the ACL is added; Metadata leaves out topics the principal
 may not DESCRIBE; super.users bypass; DENY beats ALLOW; prefixed patterns;
-allow.everyone.if.no.acl.found; ACLs survive a restart (through a metadata
-snapshot); samsactl acls; SECURITY_DISABLED without an authorizer; an
-unknown authorizer stops startup with one line."""
+allow.everyone.if.no.acl.found; one connection's cached decisions
+following ACL changes, with InitProducerId (idempotent:
+CLUSTER_AUTHORIZATION_FAILED until WRITE on some topic; transactional:
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and Metadata auto-creation needing
+DESCRIBE and CREATE; ACLs survive a restart (through a metadata snapshot);
+samsactl acls; SECURITY_DISABLED without an authorizer; an unknown
+authorizer stops startup with one line."""
 # limit: 300
 import os
 import sys
@@ -29,6 +33,8 @@ TOPICS = ["acl-orders", "acl-secret", "pre-a", "pre-b", "other"]
 
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
+CLUSTER_AUTHORIZATION_FAILED = 31
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
 
 def srv():
@@ -340,7 +346,7 @@ def decision_cache_follows_acl_changes():
     """One connection keeps its decisions cached until the ACLs change:
     User:ANONYMOUS (the PLAINTEXT listener; no super user here) asks the
     same things before and after each ACL change on one connection."""
-    s, sport = acl_server("acls-cache", **{"super.users": "User:admin"})
+    s, sport = acl_server("acls-cache", **{"super.users": "User:admin", "auto.create.topics.enable": "true"})
     sasl = ["--sasl-mechanism", "PLAIN", "--sasl-username", "admin", "--sasl-password", USERS["admin"]]
     b = "127.0.0.1:%d" % sport
     c = None
@@ -359,16 +365,34 @@ def decision_cache_follows_acl_changes():
 
         h.eq([described(), described()], [TOPIC_AUTHORIZATION_FAILED] * 2, "Metadata before any ACL")
         h.eq(produced(), TOPIC_AUTHORIZATION_FAILED, "Produce before any ACL")
+        # an idempotent producer needs IDEMPOTENT_WRITE on the cluster or
+        # WRITE on some topic; a transactional one WRITE on its id
+        h.eq(kwire.init_producer_id(c, 4)["error_code"], CLUSTER_AUTHORIZATION_FAILED, "idempotent InitProducerId")
+        h.eq(kwire.init_producer_id(c, 4, transactional_id="tx-1")["error_code"],
+             TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional InitProducerId")
         samsactl(*sasl, "acls", "create", "--allow-principal", "User:ANONYMOUS", "--operation", "Write",
                  "--topic", "cached", bootstrap=b)
         h.eq([described(), described()], [0, 0], "Metadata after ALLOW WRITE (implies DESCRIBE)")
         h.eq(produced(), 0, "Produce after ALLOW WRITE")
+        h.eq(kwire.init_producer_id(c, 4)["error_code"], 0, "idempotent InitProducerId with WRITE on a topic")
         samsactl(*sasl, "acls", "create", "--deny-principal", "User:ANONYMOUS", "--deny-host", "127.0.0.1",
                  "--operation", "Write", "--topic", "cached", bootstrap=b)
         h.eq(produced(), TOPIC_AUTHORIZATION_FAILED, "Produce after DENY WRITE from 127.0.0.1")
         h.eq(described(), 0, "Metadata after DENY WRITE (a DENY of WRITE does not deny DESCRIBE)")
         samsactl(*sasl, "acls", "delete", "--topic", "cached", bootstrap=b)
         h.eq(described(), TOPIC_AUTHORIZATION_FAILED, "Metadata after the ACLs are deleted")
+        # Metadata's auto-creation needs DESCRIBE and CREATE
+        md = kwire.metadata_v12(c, topics=["auto-1"], allow_auto=True)
+        h.eq(md["topics"][0]["error_code"], TOPIC_AUTHORIZATION_FAILED, "auto-creation without ACLs")
+        samsactl(*sasl, "acls", "create", "--allow-principal", "User:ANONYMOUS", "--operation", "Describe",
+                 "--topic", "auto-", "--resource-pattern-type", "prefixed", bootstrap=b)
+        md = kwire.metadata_v12(c, topics=["auto-1"], allow_auto=True)
+        h.eq(md["topics"][0]["error_code"], TOPIC_AUTHORIZATION_FAILED, "auto-creation with DESCRIBE only")
+        samsactl(*sasl, "acls", "create", "--allow-principal", "User:ANONYMOUS", "--operation", "Create",
+                 "--topic", "auto-", "--resource-pattern-type", "prefixed", bootstrap=b)
+        md = kwire.metadata_v12(c, topics=["auto-1"], allow_auto=True)
+        h.eq((md["topics"][0]["error_code"], len(md["topics"][0]["partitions"])), (0, 1),
+             "auto-creation with DESCRIBE and CREATE")
     finally:
         if c:
             c.close()
