@@ -70,12 +70,8 @@ void api_handle_create_acls(struct request *req)
         create_answer(req, NULL, NULL, KERR_SECURITY_DISABLED, no_authorizer);
         return;
     }
-    /* checked here too, not only by the controller: a forwarded request
-     * reaches it as this node, not as the client */
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
-        create_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
-        return;
-    }
+    /* authorized by the controller, which a forwarded request reaches
+     * in an envelope naming the client */
     bool not_controller;
     if (api_should_forward(req, &not_controller)) {
         api_forward(req, ACL_TIMEOUT_MS, create_fail);
@@ -83,6 +79,10 @@ void api_handle_create_acls(struct request *req)
     }
     if (not_controller) {
         create_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+        create_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }
     struct arena *a = &req->arena;
@@ -248,10 +248,6 @@ void api_handle_delete_acls(struct request *req)
         delete_answer(req, NULL, KERR_SECURITY_DISABLED, no_authorizer);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
-        delete_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
-        return;
-    }
     bool not_controller;
     if (api_should_forward(req, &not_controller)) {
         api_forward(req, ACL_TIMEOUT_MS, delete_fail);
@@ -259,6 +255,10 @@ void api_handle_delete_acls(struct request *req)
     }
     if (not_controller) {
         delete_fail(req, KERR_NOT_CONTROLLER);
+        return;
+    }
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+        delete_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }
     struct arena *a = &req->arena;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/envelope.h"
 #include "api/dispatch.h"
 #include "api/forward.h"
 #include "api/handlers.h"
@@ -243,6 +244,8 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
     {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
     {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
+    /* what brokers forward, with the client's principal (api/envelope.c) */
+    {KAPI_ENVELOPE, 0, 0, api_handle_envelope},
 };
 const int api_controller_handlers_len = (int)(sizeof api_controller_handlers / sizeof api_controller_handlers[0]);
 

@@ -398,11 +398,18 @@ bool authz_decide(const struct authz_subject *s, enum acl_op op, enum acl_resour
     return false;
 }
 
-static void subject_of(const struct request *req, struct authz_subject *s, char *cid, size_t cidlen)
+/* Who asks: the client an envelope names (a request a broker forwarded,
+ * api/envelope.c), else the connection's. host has room for 64 bytes. */
+static void subject_of(const struct request *req, struct authz_subject *s, char *host, size_t hostlen, char *cid,
+                       size_t cidlen)
 {
     const struct conn *c = req->conn;
-    s->principal = c ? conn_principal(c) : SASL_ANONYMOUS;
-    s->host = c && c->ip[0] ? c->ip : "*";
+    s->principal = req->principal || c ? req_principal(req) : SASL_ANONYMOUS;
+    if (req->client_host || c)
+        req_client_host(req, host, hostlen);
+    else
+        snprintf(host, hostlen, "*");
+    s->host = host;
     s->listener = c ? c->listener : "";
     snprintf(cid, cidlen, "%.*s", req->client_id.len > 0 ? (int)req->client_id.len : 0,
              req->client_id.len > 0 ? req->client_id.p : "");
@@ -417,10 +424,13 @@ static bool check(const struct request *req, enum acl_op op, enum acl_resource t
     if (A.n == 0)
         return true;
     struct authz_subject s;
-    char cid[256];
-    subject_of(req, &s, cid, sizeof cid);
+    char cid[256], host[80];
+    subject_of(req, &s, host, sizeof host, cid, sizeof cid);
+    /* the cache is the connection's principal's: an envelope's requests
+     * each bring their own */
+    struct conn *cache = req->principal ? NULL : req->conn;
     return authz_decide(&s, op, type, any ? NULL : (name.len > 0 ? name.p : ""), any || name.len < 0 ? 0 : (size_t)name.len,
-                        log_denied, req->conn);
+                        log_denied, cache);
 }
 
 bool authz_allowed(const struct request *req, enum acl_op op, enum acl_resource type, kstr_t name)

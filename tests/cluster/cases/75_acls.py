@@ -3,8 +3,9 @@ node with a SASL_PLAINTEXT listener for clients; nodes reach each other
 as User:ANONYMOUS on PLAINTEXT, a super user): an ACL created through one
 node (forwarded to the active controller when that node is not it) is
 enforced by the others, for a real producer that reaches the partition
-leader wherever it is; deleting it through a third node takes the
-permission away everywhere."""
+leader wherever it is, and a user without ALTER on the cluster is refused
+by the controller, which the envelope tells who asked; deleting it
+through a third node takes the permission away everywhere."""
 # limit: 120
 
 import os
@@ -46,10 +47,10 @@ def sasl(node):
     return "127.0.0.1:%d" % node.sasl_port
 
 
-def kp_admin(node):
+def kp_admin(node, user="admin"):
     from kafka import KafkaAdminClient
     return KafkaAdminClient(bootstrap_servers=sasl(node), security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
-                            sasl_plain_username="admin", sasl_plain_password=USERS["admin"],
+                            sasl_plain_username=user, sasl_plain_password=USERS[user],
                             request_timeout_ms=int(C.bound(15000)))
 
 
@@ -88,6 +89,14 @@ def acl_created_on_one_node_enforced_by_the_others():
     others = [n for n in CL.nodes if n is not via]
     for n in CL.nodes:
         eq(produce_codes(n, "alice"), [TOPIC_AUTHORIZATION_FAILED], "alice through node %d before the ACL" % n.node_id)
+    # forwarded in an envelope naming alice: the controller refuses her
+    a = kp_admin(via, "alice")
+    try:
+        res = a.create_acls([alice_write_acl()])
+        eq([e.__name__ if isinstance(e, type) else type(e).__name__ for _, e in res["failed"]],
+           ["ClusterAuthorizationFailedError"], "alice's create_acls through node %d" % via.node_id)
+    finally:
+        a.close()
     a = kp_admin(via)
     try:
         res = a.create_acls([alice_write_acl()])
