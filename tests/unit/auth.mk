@@ -20,3 +20,10 @@ tests_unit_authz_test_SOURCES = tests/unit/authz_test.c
 tests_unit_authz_test_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_DIR='"$(abs_builddir)/tests/unit/plugin-fixtures/.libs"'
 tests_unit_authz_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_authz_test_LDADD = $(UNIT_LIBS)
+# ACLs in the metadata log (controller/acls.c) against a real controller:
+# CreateAcls' checks, DeleteAcls' filters, replay and snapshots.
+check_PROGRAMS += tests/unit/acl_ctl_test
+TESTS += tests/unit/acl_ctl_test
+tests_unit_acl_ctl_test_SOURCES = tests/unit/acl_ctl_test.c
+tests_unit_acl_ctl_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_acl_ctl_test_LDADD = $(UNIT_LIBS)
