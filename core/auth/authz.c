@@ -40,6 +40,7 @@ static struct {
     char *super_users;
     bool allow_if_none;
     struct mimage *(*image)(void *arg); /* NULL: no ACLs */
+    uint64_t (*acl_gen)(void *arg);     /* NULL: from the image */
     void *image_arg;
 } A;
 
@@ -52,11 +53,18 @@ bool authz_enabled(void) { return A.n > 0; }
 bool authz_acl_enabled(void) { return A.acl; }
 static struct mimage *controller_image_of(void *arg) { return controller_image(arg); }
 
-void authz_set_controller(struct controller *c) { authz_set_image_source(controller_image_of, c); }
+static uint64_t controller_acl_gen_of(void *arg) { return controller_acl_gen(arg); }
+
+void authz_set_controller(struct controller *c)
+{
+    authz_set_image_source(controller_image_of, c);
+    A.acl_gen = controller_acl_gen_of;
+}
 
 void authz_set_image_source(struct mimage *(*fn)(void *arg), void *arg)
 {
     A.image = fn;
+    A.acl_gen = NULL;
     A.image_arg = arg;
 }
 
@@ -258,19 +266,40 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
         why->rule = "SuperUser";
         return SAMSA_AUTHZ_ALLOW;
     }
-    struct mimage *img = A.image ? A.image(A.image_arg) : NULL;
-    const struct mi_acls *acls = img ? img->acls : NULL;
-    uint64_t gen = acls ? acls->gen : 0;
+    /* a hit costs no image: the controller's published generation says
+     * whether the cached decision still holds */
+    struct mimage *img = NULL;
+    uint64_t gen;
+    if (A.acl_gen) {
+        gen = A.acl_gen(A.image_arg);
+    } else {
+        img = A.image ? A.image(A.image_arg) : NULL;
+        gen = img && img->acls ? img->acls->gen : 0;
+    }
     /* generation 0 is "no ACLs yet": a slot's gen 0 means empty, so
      * such decisions are not cached (they cost nothing to make) */
     uint64_t h = key_hash(op, type, name, len);
     bool hit = false;
     struct cache_slot *slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
-    bool ok;
     if (hit && (slot->allowed || !log_denied || !name)) {
-        ok = slot->allowed;
-        why->rule = ok ? "Allow (cached)" : "Deny (cached)";
-    } else if (!name) {
+        mimage_release(img);
+        why->rule = slot->allowed ? "Allow (cached)" : "Deny (cached)";
+        return slot->allowed ? SAMSA_AUTHZ_ALLOW : SAMSA_AUTHZ_DENY;
+    }
+    if (!img && A.image) {
+        img = A.image(A.image_arg);
+        /* the image of this moment decides; what it is cached under is
+         * its own generation */
+        uint64_t g2 = img && img->acls ? img->acls->gen : 0;
+        if (g2 != gen) {
+            gen = g2;
+            hit = false;
+            slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
+        }
+    }
+    const struct mi_acls *acls = img ? img->acls : NULL;
+    bool ok;
+    if (!name) {
         ok = acl_authorize_any(acls, sub->principal, sub->host, op, type, A.allow_if_none);
         why->rule = ok ? "Allow by resource type" : "Deny by resource type";
         cache_store(slot, gen, h, op, type, name, len, ok);

@@ -83,6 +83,9 @@ void controller_begin_shutdown(struct controller *c, void (*done)(void *arg), vo
 
 /* The current image, with a reference the caller must release. */
 struct mimage *controller_image(struct controller *c);
+/* The generation of the current image's ACL set (struct mi_acls; 0:
+ * none), without taking the image: decision caches check it. */
+uint64_t controller_acl_gen(struct controller *c);
 
 /* This node is the active controller: operations may run here. */
 bool controller_is_active(struct controller *c);

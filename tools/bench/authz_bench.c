@@ -2,7 +2,9 @@
  * uncached (the ACL matcher, auth/acl.c, on every call: the literal name,
  * each of its prefixes and the wildcard looked up in the sorted set), and
  * cached (authz_decide with a connection's cache, the path a request
- * takes), against a floor: one hash-map lookup of the same names.
+ * takes; here each decision also takes an image reference, which the
+ * server's hits skip by reading the controller's ACL generation), against
+ * a floor: one hash-map lookup of the same names.
  *
  *   authz_bench [ACLS [DECISIONS]]
  */
