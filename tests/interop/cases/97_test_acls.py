@@ -26,7 +26,7 @@ suite = h.Suite("97_test_acls", case_limit=90)
 state = {}
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
-         "eve": "eve-secret"}
+         "eve": "eve-secret", "dave": "dave-secret"}
 JAAS = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
         + " ".join('user_%s="%s"' % (u, p) for u, p in sorted(USERS.items())) + ";")
 TOPICS = ["acl-orders", "acl-secret", "pre-a", "pre-b", "other"]
@@ -310,6 +310,50 @@ def deny_beats_allow():
     n = end_offset("acl-orders")
     got = h.ck_consume(sasl_bootstrap(), "acl-orders", 0, 0, n, conf=dict(ck_sasl("carol"), **{"group.id": "carol-group"}))
     h.eq([r["offset"] for r in got], list(range(n)), "carol reads acl-orders (wildcard ALLOW)")
+
+
+@suite.case
+def admin_api_matrix():
+    """kafka-python's admin calls as dave, each refused with Kafka's error
+    until the ACL it needs exists: CreateTopics (CREATE on the cluster or
+    the topic), DescribeConfigs (DESCRIBE_CONFIGS, implied by
+    ALTER_CONFIGS), AlterConfigs (ALTER_CONFIGS), DeleteTopics (DELETE)."""
+    from kafka.admin import NewTopic, ConfigResource, ConfigResourceType
+    from kafka.errors import TopicAuthorizationFailedError
+    a = kp_admin("dave")
+    try:
+        try:
+            a.create_topics([NewTopic("m-1", 1, 1)])
+            raise h.Failure("dave's create_topics succeeded without CREATE")
+        except TopicAuthorizationFailedError:
+            pass
+        grant(acl("User:dave", "CREATE", "ALLOW", "TOPIC", "m-", "PREFIXED"))
+        a.create_topics([NewTopic("m-1", 1, 1)])
+        grant(acl("User:dave", "CREATE", "ALLOW", "CLUSTER", "kafka-cluster"))
+        a.create_topics([NewTopic("x-1", 1, 1)])  # CREATE on the cluster: any name
+
+        def configs_error():
+            r = a.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "m-1")])
+            return r[0].resources[0][0]
+
+        def alter_error():
+            r = a.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "m-1", {"retention.ms": "3600000"})])
+            return r.resources[0][0]
+
+        h.eq(configs_error(), TOPIC_AUTHORIZATION_FAILED, "DescribeConfigs without DESCRIBE_CONFIGS")
+        h.eq(alter_error(), TOPIC_AUTHORIZATION_FAILED, "AlterConfigs without ALTER_CONFIGS")
+        grant(acl("User:dave", "ALTER_CONFIGS", "ALLOW", "TOPIC", "m-1"))
+        h.eq(configs_error(), 0, "DescribeConfigs with ALTER_CONFIGS (implies DESCRIBE_CONFIGS)")
+        h.eq(alter_error(), 0, "AlterConfigs with ALTER_CONFIGS")
+        try:
+            a.delete_topics(["m-1"])
+            raise h.Failure("dave's delete_topics succeeded without DELETE")
+        except TopicAuthorizationFailedError:
+            pass
+        grant(acl("User:dave", "DELETE", "ALLOW", "TOPIC", "m-", "PREFIXED"))
+        a.delete_topics(["m-1"])
+    finally:
+        a.close()
 
 
 @suite.case
