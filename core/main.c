@@ -16,6 +16,7 @@
 
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
+#include "auth/authz.h"
 #include "auth/sasl.h"
 #include "broker.h"
 #include "config.h"
@@ -238,6 +239,10 @@ int main(int argc, char **argv)
     /* Every SASL mechanism a listener enables needs its plugin. */
     if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
+    /* The authorizer chain (authorizer.class.name): an authorizer no
+     * plugin provides stops startup. */
+    if (authz_setup(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
     /* SSL and SASL_SSL listeners: their key stores load now, or startup
      * stops with the listener and key at fault */
     if (tls_setup(cfg, err, sizeof err) < 0)
@@ -338,6 +343,8 @@ int main(int argc, char **argv)
     /* SCRAM credentials come from the metadata image (sasl-scram): set
      * before the workers run (net_run), the only callers. */
     plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, b.controller);
+    /* The ACL authorizer reads the ACLs of the image. */
+    authz_set_controller(b.controller);
     /* The controller brings the partition registry in line with the
      * metadata once this node has caught up (a ready single node has). */
 
