@@ -475,8 +475,8 @@ const struct config_def config_defs[] = {
      "Window of one metrics sample."},
     {"metrics.recording.level", T(STRING), "INFO", RO, NE, ONEOF(recording_level_choices),
      "Highest metrics recording level."},
-    {"quota.window.num", T(INT), "11", RO, NE, ATLEAST(1), "Samples kept for client quotas."},
-    {"quota.window.size.seconds", T(INT), "1", RO, NE, ATLEAST(1),
+    {"quota.window.num", T(INT), "11", RO, 0, ATLEAST(1), "Samples kept for client quotas."},
+    {"quota.window.size.seconds", T(INT), "1", RO, 0, ATLEAST(1),
      "Window of one client quota sample."},
     {"create.topic.policy.class.name", T(CLASS), NULL, RO, NE, NOCHECK,
      "Policy checking CreateTopics requests."},
@@ -2005,6 +2005,8 @@ static void refresh(struct samsa_config *c)
     c->max_connections = (int32_t)get_l(c, "max.connections");
     c->max_connections_per_ip = (int32_t)get_l(c, "max.connections.per.ip");
     c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
+    c->quota_window_num = (int32_t)get_l(c, "quota.window.num");
+    c->quota_window_size_seconds = (int32_t)get_l(c, "quota.window.size.seconds");
     char ipwhy[256];
     config_parse_ip_overrides(config_get(c, "max.connections.per.ip.overrides"), &c->ip_limits, &c->n_ip_limits,
                               ipwhy, sizeof ipwhy);

@@ -66,6 +66,9 @@ const struct api_handler api_handlers[] = {
     {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},
     {KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_describe_user_scram_credentials},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    /* Client quotas (api/quotas.c) */
+    {KAPI_ALTER_CLIENT_QUOTAS, 0, 1, api_handle_alter_client_quotas},
+    {KAPI_DESCRIBE_CLIENT_QUOTAS, 0, 1, api_handle_describe_client_quotas},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 

@@ -15,6 +15,7 @@
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
@@ -186,6 +187,28 @@ static void respond(struct fetch_op *op)
     fetch_response_init(&resp);
     resp.error_code = op->top_error;
     resp.session_id = op->session_id;
+
+    if (op->replica_id < 0) {
+        /* Kafka's fetch quota: the answer's bytes count; a client over its
+         * consumer_byte_rate gets an empty answer instead (those bytes
+         * taken back: they were not sent) with the time to back off, and
+         * its connection is muted that long. The session's partitions
+         * stay unanswered, so the next fetch lists them again. */
+        int64_t bytes = 0;
+        for (int32_t i = 0; i < op->nparts; i++)
+            bytes += op->parts[i].len;
+        int64_t throttle = bytes > 0 ? quota_record(req, QUOTA_FETCH, (double)bytes) : 0;
+        if (throttle > 0) {
+            quota_unrecord(req, QUOTA_FETCH, (double)bytes);
+            resp.throttle_time_ms = throttle > INT32_MAX ? INT32_MAX : (int32_t)throttle;
+            resp.responses.a = NULL;
+            resp.responses.n = 0;
+            quota_throttle(req, throttle);
+            req_respond(req, &resp);
+            release_parts(op);
+            return;
+        }
+    }
 
     /* group consecutive partitions of a topic */
     int32_t ntopics = 0;

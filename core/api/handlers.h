@@ -68,5 +68,7 @@ void api_handle_sasl_authenticate(struct request *req); /* sasl.c */
 void api_sasl_raw_token(struct request *req);           /* sasl.c: after SaslHandshake v0 */
 void api_handle_describe_user_scram_credentials(struct request *req); /* sasl.c */
 void api_handle_alter_user_scram_credentials(struct request *req);    /* sasl.c */
+void api_handle_alter_client_quotas(struct request *req);             /* quotas.c */
+void api_handle_describe_client_quotas(struct request *req);          /* quotas.c */
 
 #endif

@@ -235,6 +235,8 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_ALLOCATE_PRODUCER_IDS, 0, 0, api_handle_allocate_producer_ids},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    {KAPI_ALTER_CLIENT_QUOTAS, 0, 1, api_handle_alter_client_quotas},
+    {KAPI_DESCRIBE_CLIENT_QUOTAS, 0, 1, api_handle_describe_client_quotas},
     /* what brokers forward, with the client's principal (api/envelope.c) */
     {KAPI_ENVELOPE, 0, 0, api_handle_envelope},
 };

@@ -12,6 +12,7 @@
 #include "proto/gen/config_record.h"
 #include "proto/gen/remove_user_scram_credential_record.h"
 #include "proto/gen/user_scram_credential_record.h"
+#include "proto/gen/client_quota_record.h"
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/fence_broker_record.h"
 #include "proto/gen/kmeta.h"
@@ -335,6 +336,7 @@ void mimage_release(struct mimage *m)
     per_broker_free(m->per_broker, m->nper_broker);
     features_free(m->features, m->nfeatures);
     scram_free(m->scram, m->nscram);
+    mi_quotas_free(m->quotas, m->nquotas);
     free(m);
 }
 
@@ -484,6 +486,9 @@ struct mi_draft {
     int64_t next_producer_id;
     struct mi_scram *scram;          /* sorted, owned */
     int32_t nscram;
+    struct mi_quota *quotas;         /* owned */
+    int32_t nquotas;
+    uint64_t quota_gen;
 };
 
 struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_config *cfg,
@@ -506,6 +511,9 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
     d->next_producer_id = base->next_producer_id;
     d->scram = scram_dup(base->scram, base->nscram);
     d->nscram = base->nscram;
+    d->quotas = mi_quotas_dup(base->quotas, base->nquotas);
+    d->nquotas = base->nquotas;
+    d->quota_gen = base->quota_gen;
     for (int32_t i = 0; i < base->ntopics; i++) {
         struct mi_topic *t = base->topics[i];
         atomic_fetch_add(&t->refs, 1);
@@ -541,6 +549,7 @@ void mi_draft_abort(struct mi_draft *d)
     per_broker_free(d->per, d->nper);
     features_free(d->features, d->nfeatures);
     scram_free(d->scram, d->nscram);
+    mi_quotas_free(d->quotas, d->nquotas);
     free(d);
 }
 
@@ -1002,6 +1011,10 @@ int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t ver
     case KMETA_REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
         apply_remove_scram(d, rec);
         break;
+    case KMETA_CLIENT_QUOTA_RECORD:
+        if (mi_quotas_apply(&d->quotas, &d->nquotas, rec))
+            d->quota_gen = mi_quota_next_gen();
+        break;
     case KMETA_UNREGISTER_BROKER_RECORD:
         apply_unregister_broker(d, ((const unregister_broker_record_t *)rec)->broker_id);
         break;
@@ -1137,6 +1150,9 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     m->next_producer_id = d->next_producer_id;
     m->scram = d->scram;
     m->nscram = d->nscram;
+    m->quotas = d->quotas;
+    m->nquotas = d->nquotas;
+    m->quota_gen = d->quota_gen;
     free(d);
     return m;
 }

@@ -1,0 +1,197 @@
+/* See quota_mgr.h. */
+#include "api/quota_mgr.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/request.h"
+#include "auth/sasl.h"
+#include "broker.h"
+#include "config.h"
+#include "controller/controller.h"
+#include "controller/image.h"
+#include "net/conn.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/hmap.h"
+#include "util/rate.h"
+
+static const int quota_key_of_kind[QUOTA_NKINDS] = {
+    [QUOTA_PRODUCE] = MI_QUOTA_PRODUCER_BYTE_RATE,
+    [QUOTA_FETCH] = MI_QUOTA_CONSUMER_BYTE_RATE,
+};
+
+/* One rate, shared by the connections of the clients a quota entity
+ * covers (Kafka's sensor named by its metric tags). Lives as long as the
+ * manager. */
+struct quota_sensor {
+    pthread_mutex_t lock;
+    struct rate rate;
+};
+
+struct quota_mgr {
+    atomic_bool any;          /* the current image has quotas */
+    _Atomic uint64_t gen;     /* and their generation */
+    pthread_mutex_t lock; /* the maps, when a connection resolves */
+    struct hmap sensors[QUOTA_NKINDS];
+    int nsamples;
+    int64_t window_ms;
+};
+
+/* A connection's resolved quotas (conn->quota). */
+struct conn_quota {
+    uint64_t gen;       /* image quota_gen resolved at */
+    char *principal;    /* owned: what it was resolved for */
+    char *client_id;    /* owned */
+    double bound[QUOTA_NKINDS];           /* <= 0: no quota */
+    struct quota_sensor *s[QUOTA_NKINDS]; /* the manager's */
+};
+
+struct quota_mgr *quota_mgr_create(const struct samsa_config *cfg)
+{
+    struct quota_mgr *m = xcalloc(1, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
+    for (int k = 0; k < QUOTA_NKINDS; k++)
+        hmap_init(&m->sensors[k]);
+    m->nsamples = cfg ? cfg->quota_window_num : 11;
+    m->window_ms = (int64_t)(cfg ? cfg->quota_window_size_seconds : 1) * 1000;
+    return m;
+}
+
+void quota_mgr_destroy(struct quota_mgr *m)
+{
+    if (!m)
+        return;
+    for (int k = 0; k < QUOTA_NKINDS; k++) {
+        const void *key;
+        size_t kl;
+        void *v;
+        for (size_t it = 0; hmap_next(&m->sensors[k], &it, &key, &kl, &v);) {
+            struct quota_sensor *s = v;
+            pthread_mutex_destroy(&s->lock);
+            free(s);
+        }
+        hmap_free(&m->sensors[k]);
+    }
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+/* The sensor of kind named by the entity's tags (user and client id as
+ * the quota entity covers them: "" where it has no such component, as
+ * Kafka's DefaultQuotaCallback tags). Under m->lock. */
+static struct quota_sensor *sensor_get(struct quota_mgr *m, enum quota_kind kind, const char *user,
+                                       const char *client_id)
+{
+    char key[1024];
+    int n = snprintf(key, sizeof key, "%s%c%s", user, 0, client_id);
+    size_t kl = n < 0 ? 0 : (size_t)n >= sizeof key ? sizeof key - 1 : (size_t)n;
+    struct quota_sensor *s = hmap_get(&m->sensors[kind], key, kl);
+    if (s)
+        return s;
+    s = xcalloc(1, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    rate_init(&s->rate, m->nsamples, m->window_ms);
+    hmap_put(&m->sensors[kind], key, kl, s);
+    return s;
+}
+
+static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+void quota_mgr_follow(struct quota_mgr *m, const struct mimage *img)
+{
+    if (!m || !img)
+        return;
+    atomic_store(&m->gen, img->quota_gen);
+    atomic_store(&m->any, img->nquotas > 0);
+}
+
+/* req's connection's quotas, resolved again from the current image
+ * when stale. */
+static struct conn_quota *resolve(struct request *req, uint64_t gen)
+{
+    struct conn *c = req->conn;
+    struct quota_mgr *m = req->broker->quotas;
+    const char *principal = req_principal(req);
+    char cid[256];
+    snprintf(cid, sizeof cid, "%.*s", req->client_id.len > 0 ? (int)req->client_id.len : 0,
+             req->client_id.len > 0 ? req->client_id.p : "");
+    struct conn_quota *cq = c->quota;
+    if (cq && cq->gen == gen && same(cq->principal, principal) && same(cq->client_id, cid))
+        return cq;
+    struct mimage *img = controller_image(req->broker->controller);
+    if (!cq)
+        cq = c->quota = xcalloc(1, sizeof *cq);
+    free(cq->principal);
+    free(cq->client_id);
+    cq->principal = xstrdup(principal);
+    cq->client_id = xstrdup(cid);
+    cq->gen = img->quota_gen;
+    /* Kafka's quota user is the principal's name, without its type */
+    const char *colon = strchr(principal, ':');
+    const char *user = colon ? colon + 1 : principal;
+    pthread_mutex_lock(&m->lock);
+    for (int k = 0; k < QUOTA_NKINDS; k++) {
+        double v;
+        bool by_user, by_client;
+        cq->bound[k] = 0;
+        cq->s[k] = NULL;
+        if (!mimage_quota_lookup(img, quota_key_of_kind[k], user, cid, &v, &by_user, &by_client) || !(v > 0))
+            continue;
+        cq->bound[k] = v;
+        cq->s[k] = sensor_get(m, (enum quota_kind)k, by_user ? user : "", by_client ? cid : "");
+    }
+    pthread_mutex_unlock(&m->lock);
+    mimage_release(img);
+    return cq;
+}
+
+int64_t quota_record(struct request *req, enum quota_kind kind, double bytes)
+{
+    struct quota_mgr *m = req->broker->quotas;
+    if (!m || !atomic_load_explicit(&m->any, memory_order_relaxed) || !req->conn || req->parent)
+        return 0;
+    struct conn_quota *cq = resolve(req, atomic_load(&m->gen));
+    struct quota_sensor *s = cq->s[kind];
+    if (!s)
+        return 0;
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&s->lock);
+    rate_record(&s->rate, bytes, now);
+    int64_t t = rate_throttle_ms(&s->rate, cq->bound[kind], now);
+    pthread_mutex_unlock(&s->lock);
+    return t;
+}
+
+void quota_unrecord(struct request *req, enum quota_kind kind, double bytes)
+{
+    struct conn_quota *cq = req->conn ? req->conn->quota : NULL;
+    struct quota_sensor *s = cq ? cq->s[kind] : NULL;
+    if (!s)
+        return;
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&s->lock);
+    rate_record(&s->rate, -bytes, now);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void quota_throttle(struct request *req, int64_t ms)
+{
+    if (ms > 0 && req->conn && !req->parent)
+        conn_mute(req->conn, ms);
+}
+
+void quota_conn_free(struct conn *c)
+{
+    struct conn_quota *cq = c->quota;
+    if (!cq)
+        return;
+    free(cq->principal);
+    free(cq->client_id);
+    free(cq);
+    c->quota = NULL;
+}

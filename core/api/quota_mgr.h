@@ -1,0 +1,50 @@
+/* Client quota enforcement, as Kafka's ClientQuotaManager: a client's
+ * produced bytes (Produce requests) and fetched bytes (Fetch responses)
+ * are recorded into a rate shared by every connection its quota covers
+ * (util/rate.h: quota.window.num samples of quota.window.size.seconds),
+ * and a client over its bound is told how long to back off
+ * (throttle_time_ms) and its connection muted for that long (KIP-219).
+ *
+ * The hot path stays cheap: the manager follows the published images'
+ * quota generation (quota_mgr_follow, atomics). With no quota set
+ * nothing is looked up; otherwise each connection caches the quota
+ * resolved for its principal and client id (controller/image.h's
+ * mimage_quota_lookup) and the rate it feeds, until the quota
+ * generation, the client id or the principal changes. Recording locks
+ * that rate's own mutex only. */
+#ifndef SAMSA_API_QUOTA_MGR_H
+#define SAMSA_API_QUOTA_MGR_H
+
+#include <stdint.h>
+
+struct request;
+struct conn;
+struct mimage;
+struct samsa_config;
+
+enum quota_kind { QUOTA_PRODUCE, QUOTA_FETCH, QUOTA_NKINDS };
+
+struct quota_mgr;
+
+/* The node's manager (broker.quotas); window from cfg's quota.window.*.
+ * quota_mgr_destroy frees it and its rates (after the workers stop). */
+struct quota_mgr *quota_mgr_create(const struct samsa_config *cfg);
+void quota_mgr_destroy(struct quota_mgr *m);
+
+/* A new image is published (main's image hook): notes whether it has
+ * quotas and their generation. NULL m is ignored. */
+void quota_mgr_follow(struct quota_mgr *m, const struct mimage *img);
+/* Records bytes of kind for req's client at the present time and
+ * returns the throttle time in ms (0: within its quota, or none
+ * applies). Requests without a client connection (forwarded in an
+ * envelope) are not counted. Worker only. */
+int64_t quota_record(struct request *req, enum quota_kind kind, double bytes);
+/* Takes back bytes recorded for req (Kafka's unrecordQuotaSensor: a
+ * throttled fetch answered without its records). */
+void quota_unrecord(struct request *req, enum quota_kind kind, double bytes);
+/* Mutes req's connection for ms after its response (KIP-219). */
+void quota_throttle(struct request *req, int64_t ms);
+/* Frees c's cached quota state (the net's conn_free hook calls it). */
+void quota_conn_free(struct conn *c);
+
+#endif
