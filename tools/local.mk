@@ -19,5 +19,6 @@ samsactl_SOURCES = \
 	tools/samsactl/sasl.c tools/samsactl/sasl.h \
 	tools/samsactl/tls.c tools/samsactl/tls.h \
 	tools/samsactl/users.c tools/samsactl/users.h \
+	tools/samsactl/quotas.c tools/samsactl/quotas.h \
 	tools/samsactl/transactions.c tools/samsactl/transactions.h
 samsactl_LDADD = $(CORE_LIBS)

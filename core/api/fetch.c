@@ -550,6 +550,14 @@ void api_handle_fetch(struct request *req)
         const struct samsa_config *cfg = req->broker->cfg;
         if (cfg->fetch_max_bytes > 0 && op->max_bytes > cfg->fetch_max_bytes)
             op->max_bytes = cfg->fetch_max_bytes;
+        /* and by what its fetch quota lets through in the quota's window
+         * (Kafka's getMaxValueInQuotaWindow), so that one answer never
+         * exceeds what the quota could ever let through */
+        int64_t qmax = quota_max_in_window(req, QUOTA_FETCH);
+        if (qmax < op->max_bytes)
+            op->max_bytes = qmax > 1 ? (int32_t)qmax : 1;
+        if (op->min_bytes > op->max_bytes)
+            op->min_bytes = op->max_bytes;
     }
     op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
     if (op->replica_id < 0)

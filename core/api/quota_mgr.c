@@ -167,6 +167,18 @@ int64_t quota_record(struct request *req, enum quota_kind kind, double bytes)
     return t;
 }
 
+int64_t quota_max_in_window(struct request *req, enum quota_kind kind)
+{
+    struct quota_mgr *m = req->broker->quotas;
+    if (!m || !atomic_load_explicit(&m->any, memory_order_relaxed) || !req->conn || req->parent)
+        return INT64_MAX;
+    struct conn_quota *cq = resolve(req, atomic_load(&m->gen));
+    if (!cq->s[kind])
+        return INT64_MAX;
+    double v = cq->bound[kind] * (double)(m->nsamples - 1) * ((double)m->window_ms / 1000.0);
+    return v >= (double)INT32_MAX ? INT64_MAX : (int64_t)v;
+}
+
 void quota_unrecord(struct request *req, enum quota_kind kind, double bytes)
 {
     struct conn_quota *cq = req->conn ? req->conn->quota : NULL;

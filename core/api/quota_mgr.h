@@ -39,6 +39,11 @@ void quota_mgr_follow(struct quota_mgr *m, const struct mimage *img);
  * applies). Requests without a client connection (forwarded in an
  * envelope) are not counted. Worker only. */
 int64_t quota_record(struct request *req, enum quota_kind kind, double bytes);
+/* The most bytes of kind req's client's quota lets through in its
+ * window: bound * (quota.window.num - 1) * quota.window.size.seconds
+ * (Kafka's getMaxValueInQuotaWindow; a fetch is capped by it); INT64_MAX
+ * when no quota applies. */
+int64_t quota_max_in_window(struct request *req, enum quota_kind kind);
 /* Takes back bytes recorded for req (Kafka's unrecordQuotaSensor: a
  * throttled fetch answered without its records). */
 void quota_unrecord(struct request *req, enum quota_kind kind, double bytes);

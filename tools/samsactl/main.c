@@ -13,6 +13,7 @@
 #include "opts.h"
 #include "produce.h"
 #include "quorum.h"
+#include "quotas.h"
 #include "topics.h"
 #include "transactions.h"
 #include "users.h"
@@ -32,6 +33,7 @@ static const struct command commands[] = {
     {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
     {"users", cmd_users, "SCRAM credentials: users scram set, delete, describe"},
+    {"quotas", cmd_quotas, "client quotas: describe, alter (producer_byte_rate, consumer_byte_rate, ...)"},
     {"transactions", cmd_transactions, "list, describe transactions; producers of a partition; abort one"},
     {NULL, NULL, NULL},
 };
