@@ -23,6 +23,7 @@
 static const int quota_key_of_kind[QUOTA_NKINDS] = {
     [QUOTA_PRODUCE] = MI_QUOTA_PRODUCER_BYTE_RATE,
     [QUOTA_FETCH] = MI_QUOTA_CONSUMER_BYTE_RATE,
+    [QUOTA_REQUEST] = MI_QUOTA_REQUEST_PERCENTAGE,
 };
 
 /* One rate, shared by the connections of the clients a quota entity
@@ -189,6 +190,22 @@ void quota_unrecord(struct request *req, enum quota_kind kind, double bytes)
     pthread_mutex_lock(&s->lock);
     rate_record(&s->rate, -bytes, now);
     pthread_mutex_unlock(&s->lock);
+}
+
+bool quota_request_timed(const struct request *req)
+{
+    struct quota_mgr *m = req->broker->quotas;
+    return m && atomic_load_explicit(&m->any, memory_order_relaxed) && req->conn && !req->parent &&
+           !req->conn->controller_listener;
+}
+
+void quota_request_done(struct request *req, int64_t ns)
+{
+    /* Kafka's nanosToPercentage: a thread busy for a whole second is 100;
+     * and its ClientRequestQuotaManager's bound: at most one window */
+    int64_t t = quota_record(req, QUOTA_REQUEST, (double)ns * 100.0 / 1e9);
+    int64_t max = req->broker->quotas->window_ms;
+    quota_throttle(req, t < max ? t : max);
 }
 
 void quota_throttle(struct request *req, int64_t ms)

@@ -15,6 +15,7 @@
 #ifndef SAMSA_API_QUOTA_MGR_H
 #define SAMSA_API_QUOTA_MGR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct request;
@@ -22,7 +23,9 @@ struct conn;
 struct mimage;
 struct samsa_config;
 
-enum quota_kind { QUOTA_PRODUCE, QUOTA_FETCH, QUOTA_NKINDS };
+/* What is measured: produced bytes, fetched bytes, and handler time in
+ * percent-seconds (request_percentage: Kafka's RequestQuotaManager). */
+enum quota_kind { QUOTA_PRODUCE, QUOTA_FETCH, QUOTA_REQUEST, QUOTA_NKINDS };
 
 struct quota_mgr;
 
@@ -49,6 +52,15 @@ int64_t quota_max_in_window(struct request *req, enum quota_kind kind);
 void quota_unrecord(struct request *req, enum quota_kind kind, double bytes);
 /* Mutes req's connection for ms after its response (KIP-219). */
 void quota_throttle(struct request *req, int64_t ms);
+/* request_percentage: whether req's handler time is to be measured
+ * (some quota is set: one atomic load), and the measure of a handler
+ * that ran ns nanoseconds on its worker: recorded, and over its quota
+ * the connection is muted for up to one quota window (Kafka's bound;
+ * the answer does not carry the time, unlike
+ * Kafka's: only Produce and Fetch answers report a throttle). Requests
+ * on controller listeners are exempt, as Kafka's inter-broker ones. */
+bool quota_request_timed(const struct request *req);
+void quota_request_done(struct request *req, int64_t ns);
 /* Frees c's cached quota state (the net's conn_free hook calls it). */
 void quota_conn_free(struct conn *c);
 

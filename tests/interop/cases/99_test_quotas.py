@@ -18,7 +18,8 @@
   client id at the same time is never throttled; a consumer with
   consumer_byte_rate=200 KiB/s is throttled likewise; the quotas
   survive a restart (and still throttle); deleting the quota removes
-  the throttling."""
+  the throttling; a client over its request_percentage has its
+  connection muted."""
 # limit: 120
 import json
 import os
@@ -333,6 +334,36 @@ def deleting_the_quota_removes_throttling():
     h.eq(max(r["throttles"] or [0]), 0, "largest throttle time without the quota")
     h.check(r["seconds"] < 5.0, "greedy took %.1fs for 1 MiB without a quota", r["seconds"])
 
+
+@suite.case(limit=30)
+def request_percentage_mutes_a_busy_client():
+    # a bound no handler time stays under (1e-6 % of a thread): each
+    # request mutes the connection for Kafka's longest request throttle,
+    # one quota window (1 s here)
+    samsactl("alter", "--entity-type", "clients", "--entity-name", "busy", "--add-config",
+             "request_percentage=0.000001")
+    import kwire as K
+
+    def timed(client_id, n):
+        """Seconds for n ApiVersions in a row on one connection."""
+        c = K.Conn(srv().port, client_id=client_id)
+        try:
+            t0 = time.monotonic()
+            for _ in range(n):
+                corr = c.send(K.API_VERSIONS, 0, K.api_versions_body(0))
+                c.recv(corr, 0, timeout=h.bound(5))
+            return time.monotonic() - t0
+        finally:
+            c.close()
+
+    busy = timed("busy", 4)
+    calm = timed("calm", 4)
+    h.log("4 requests: busy %.2fs, calm %.2fs", busy, calm)
+    h.check(2.5 <= busy <= 8, "busy client: 4 requests took %.2fs (want ~3 s: muted 1 s after each)", busy)
+    h.check(calm < 1.0, "another client: 4 requests took %.2fs", calm)
+    samsactl("alter", "--entity-type", "clients", "--entity-name", "busy", "--delete-config", "request_percentage")
+    again = timed("busy", 4)
+    h.check(again < 1.0, "busy client without its quota: 4 requests took %.2fs", again)
 
 if __name__ == "__main__":
     suite.run(setup)
