@@ -307,7 +307,8 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
             trim_copy(mech, sizeof mech, p, len);
             if (!plugin_find(reg, SAMSA_CAP_SASL, mech)) {
                 snprintf(err, errlen, "listener %s: SASL mechanism %s is enabled but no loaded plugin provides it "
-                         "(modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512)", l->name, mech);
+                         "(modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512, sasl-oauthbearer: "
+                         "OAUTHBEARER)", l->name, mech);
                 return -1;
             }
             p = e ? e + 1 : p + len;
