@@ -288,6 +288,7 @@ int main(int argc, char **argv)
         .dispatch = api_dispatch,
         .conn_open = sasl_conn_init,
         .conn_free = conn_gone,
+        .conn_throttle = quota_conn_throttle,
     };
     struct net_params np = {
         .nworkers = cfg->num_network_threads,

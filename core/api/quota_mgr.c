@@ -39,6 +39,7 @@ struct quota_mgr {
     _Atomic uint64_t gen;     /* and their generation */
     pthread_mutex_t lock; /* the maps, when a connection resolves */
     struct hmap sensors[QUOTA_NKINDS];
+    struct hmap ip_sensors;   /* ip -> struct quota_sensor (connections) */
     int nsamples;
     int64_t window_ms;
 };
@@ -58,28 +59,47 @@ struct quota_mgr *quota_mgr_create(const struct samsa_config *cfg)
     pthread_mutex_init(&m->lock, NULL);
     for (int k = 0; k < QUOTA_NKINDS; k++)
         hmap_init(&m->sensors[k]);
+    hmap_init(&m->ip_sensors);
     m->nsamples = cfg ? cfg->quota_window_num : 11;
     m->window_ms = (int64_t)(cfg ? cfg->quota_window_size_seconds : 1) * 1000;
     return m;
+}
+
+static void sensors_free(struct hmap *h)
+{
+    const void *key;
+    size_t kl;
+    void *v;
+    for (size_t it = 0; hmap_next(h, &it, &key, &kl, &v);) {
+        struct quota_sensor *s = v;
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+    }
+    hmap_free(h);
 }
 
 void quota_mgr_destroy(struct quota_mgr *m)
 {
     if (!m)
         return;
-    for (int k = 0; k < QUOTA_NKINDS; k++) {
-        const void *key;
-        size_t kl;
-        void *v;
-        for (size_t it = 0; hmap_next(&m->sensors[k], &it, &key, &kl, &v);) {
-            struct quota_sensor *s = v;
-            pthread_mutex_destroy(&s->lock);
-            free(s);
-        }
-        hmap_free(&m->sensors[k]);
-    }
+    for (int k = 0; k < QUOTA_NKINDS; k++)
+        sensors_free(&m->sensors[k]);
+    sensors_free(&m->ip_sensors);
     pthread_mutex_destroy(&m->lock);
     free(m);
+}
+
+/* The sensor of map h named key, made on first use. Under m->lock. */
+static struct quota_sensor *sensor_in(struct quota_mgr *m, struct hmap *h, const char *key, size_t kl)
+{
+    struct quota_sensor *s = hmap_get(h, key, kl);
+    if (s)
+        return s;
+    s = xcalloc(1, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    rate_init(&s->rate, m->nsamples, m->window_ms);
+    hmap_put(h, key, kl, s);
+    return s;
 }
 
 /* The sensor of kind named by the entity's tags (user and client id as
@@ -91,14 +111,7 @@ static struct quota_sensor *sensor_get(struct quota_mgr *m, enum quota_kind kind
     char key[1024];
     int n = snprintf(key, sizeof key, "%s%c%s", user, 0, client_id);
     size_t kl = n < 0 ? 0 : (size_t)n >= sizeof key ? sizeof key - 1 : (size_t)n;
-    struct quota_sensor *s = hmap_get(&m->sensors[kind], key, kl);
-    if (s)
-        return s;
-    s = xcalloc(1, sizeof *s);
-    pthread_mutex_init(&s->lock, NULL);
-    rate_init(&s->rate, m->nsamples, m->window_ms);
-    hmap_put(&m->sensors[kind], key, kl, s);
-    return s;
+    return sensor_in(m, &m->sensors[kind], key, kl);
 }
 
 static bool same(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
@@ -212,6 +225,33 @@ void quota_throttle(struct request *req, int64_t ms)
 {
     if (ms > 0 && req->conn && !req->parent)
         conn_mute(req->conn, ms);
+}
+
+int64_t quota_conn_throttle(struct broker *b, const char *ip)
+{
+    struct quota_mgr *m = b->quotas;
+    if (!m || !atomic_load_explicit(&m->any, memory_order_relaxed) || !b->controller)
+        return 0;
+    /* a new connection is rare next to requests: the image is looked at
+     * each time, no cache */
+    struct mimage *img = controller_image(b->controller);
+    double bound = 0;
+    bool has = mimage_ip_quota(img, ip, &bound);
+    mimage_release(img);
+    if (!has || !(bound > 0))
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    struct quota_sensor *s = sensor_in(m, &m->ip_sensors, ip, strlen(ip));
+    pthread_mutex_unlock(&m->lock);
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&s->lock);
+    rate_record(&s->rate, 1, now);
+    int64_t t = rate_throttle_ms(&s->rate, bound, now);
+    if (t > 0)
+        rate_record(&s->rate, -1, now); /* Kafka counts only the connections it serves */
+    pthread_mutex_unlock(&s->lock);
+    int64_t max = (int64_t)m->nsamples * m->window_ms;
+    return t < max ? t : max;
 }
 
 void quota_conn_free(struct conn *c)

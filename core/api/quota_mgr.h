@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct broker;
 struct request;
 struct conn;
 struct mimage;
@@ -61,6 +62,12 @@ void quota_throttle(struct request *req, int64_t ms);
  * on controller listeners are exempt, as Kafka's inter-broker ones. */
 bool quota_request_timed(const struct request *req);
 void quota_request_done(struct request *req, int64_t ns);
+/* connection_creation_rate (the net's conn_throttle hook, main thread):
+ * counts a new connection from ip against its IP quota (its own, else
+ * the default IP's) and returns how long to hold it before closing it
+ * unserved when over (bounded by the quota's whole window), else 0.
+ * A refused connection is not counted. */
+int64_t quota_conn_throttle(struct broker *b, const char *ip);
 /* Frees c's cached quota state (the net's conn_free hook calls it). */
 void quota_conn_free(struct conn *c);
 

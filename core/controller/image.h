@@ -217,6 +217,9 @@ int mi_quota_key_of(const char *name, size_t len);
  * covers share one rate per value of those). false: no quota. */
 bool mimage_quota_lookup(const struct mimage *m, int key, const char *user, const char *client_id, double *value,
                          bool *by_user, bool *by_client);
+/* The connection_creation_rate of ip (text): its own entity's, else the
+ * default ip's. false: none. */
+bool mimage_ip_quota(const struct mimage *m, const char *ip, double *value);
 /* The topic's override for key, or NULL (the broker default applies). */
 const char *mi_topic_config(const struct mi_topic *t, const char *key);
 /* Kafka's Topic.isInternal: __consumer_offsets, __transaction_state,

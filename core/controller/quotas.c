@@ -226,6 +226,28 @@ bool mimage_quota_lookup(const struct mimage *m, int key, const char *user, cons
     return false;
 }
 
+bool mimage_ip_quota(const struct mimage *m, const char *ip, double *value)
+{
+    const struct mi_quota *dflt = NULL;
+    if (!m)
+        return false;
+    for (int32_t i = 0; i < m->nquotas; i++) {
+        const struct mi_quota *q = &m->quotas[i];
+        if (q->ip.kind == MI_QN_ABSENT || !(q->set & (1u << MI_QUOTA_CONNECTION_CREATION_RATE)))
+            continue;
+        if (q->ip.kind == MI_QN_NAMED && strcmp(q->ip.name, ip) == 0) {
+            *value = q->values[MI_QUOTA_CONNECTION_CREATION_RATE];
+            return true;
+        }
+        if (q->ip.kind == MI_QN_DEFAULT)
+            dflt = q;
+    }
+    if (!dflt)
+        return false;
+    *value = dflt->values[MI_QUOTA_CONNECTION_CREATION_RATE];
+    return true;
+}
+
 /* ------------------------------------------------------------------ */
 /* AlterClientQuotas                                                   */
 

@@ -342,6 +342,15 @@ static void set_socket_buffers(struct net *n, int fd)
                    sizeof cfg->socket_receive_buffer_bytes);
 }
 
+/* A connection over its IP's creation rate, held for its throttle time
+ * and then closed without being served (Kafka's acceptor does the same,
+ * so a client retrying at once does not spin). */
+static void close_held(int revents, void *arg)
+{
+    (void)revents;
+    close((int)(intptr_t)arg);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
@@ -370,6 +379,13 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
         }
         char ip[64];
         peer_ip(&ss, ip, sizeof ip);
+        int64_t hold = !l->controller && n->handlers.conn_throttle ? n->handlers.conn_throttle(n->broker, ip) : 0;
+        if (hold > 0) {
+            slog_debug("listener %s: connection from %s over its connection_creation_rate quota: closed in %lld ms",
+                       l->name, ip, (long long)hold);
+            ev_once(n->loop, -1, 0, (double)hold / 1000.0, close_held, (void *)(intptr_t)fd);
+            continue;
+        }
         if (!l->controller && !admit(n, l->name, ip)) {
             close(fd);
             continue;

@@ -19,7 +19,8 @@
   consumer_byte_rate=200 KiB/s is throttled likewise; the quotas
   survive a restart (and still throttle); deleting the quota removes
   the throttling; a client over its request_percentage has its
-  connection muted."""
+  connection muted; connections from an IP over its
+  connection_creation_rate are held and closed unserved."""
 # limit: 120
 import json
 import os
@@ -364,6 +365,44 @@ def request_percentage_mutes_a_busy_client():
     samsactl("alter", "--entity-type", "clients", "--entity-name", "busy", "--delete-config", "request_percentage")
     again = timed("busy", 4)
     h.check(again < 1.0, "busy client without its quota: 4 requests took %.2fs", again)
+
+@suite.case(limit=40)
+def connection_creation_rate_per_ip():
+    # clients from 127.0.0.2 only (the harness and the other cases use
+    # 127.0.0.1): 2 connections/s, two 1 s windows' worth at once
+    import socket
+    import kwire as K
+    samsactl("alter", "--entity-type", "ips", "--entity-name", "127.0.0.2", "--add-config",
+             "connection_creation_rate=2")
+
+    def served(n, source="127.0.0.2"):
+        """How many of n new connections in a row answer an ApiVersions."""
+        ok = 0
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", srv().port), timeout=h.bound(5),
+                                         source_address=(source, 0))
+            try:
+                s.sendall(K.frame(K.API_VERSIONS, 0, K.api_versions_body(0), 1, i + 1, "conn-rate"))
+                s.settimeout(h.bound(5))
+                if len(s.recv(4)) == 4:
+                    ok += 1
+            except OSError:
+                pass
+            finally:
+                s.close()
+        return ok
+
+    t0 = time.monotonic()
+    got = served(10)
+    dt = time.monotonic() - t0
+    h.log("127.0.0.2: %d of 10 connections served in %.1fs", got, dt)
+    # about 4 served at once, the refused ones held (up to 3 s) and closed
+    h.check(3 <= got <= 6, "127.0.0.2: %d of 10 connections served (want 3-6)", got)
+    h.eq(served(5, "127.0.0.1"), 5, "connections from 127.0.0.1 served")
+    samsactl("alter", "--entity-type", "ips", "--entity-name", "127.0.0.2", "--delete-config",
+             "connection_creation_rate")
+    h.eq(served(10), 10, "127.0.0.2's connections once its quota is gone")
+
 
 if __name__ == "__main__":
     suite.run(setup)
