@@ -27,11 +27,17 @@ static const int quota_key_of_kind[QUOTA_NKINDS] = {
 };
 
 /* One rate, shared by the connections of the clients a quota entity
- * covers (Kafka's sensor named by its metric tags). Lives as long as the
- * manager. */
+ * covers (Kafka's sensor named by its metric tags). Kept while a
+ * connection uses it or it recorded something within the last hour
+ * (Kafka's inactive sensor expiration), so that clients with ever new
+ * ids cannot grow the maps without bound. */
+#define SENSOR_EXPIRE_MS (3600 * 1000)
+#define SWEEP_EVERY_MS (60 * 1000)
 struct quota_sensor {
     pthread_mutex_t lock;
     struct rate rate;
+    int64_t last_ms;          /* last record, under lock */
+    int refs;                 /* connections caching it, under the manager's lock */
 };
 
 struct quota_mgr {
@@ -42,10 +48,12 @@ struct quota_mgr {
     struct hmap ip_sensors;   /* ip -> struct quota_sensor (connections) */
     int nsamples;
     int64_t window_ms;
+    int64_t last_sweep_ms;    /* under lock */
 };
 
 /* A connection's resolved quotas (conn->quota). */
 struct conn_quota {
+    struct quota_mgr *m;
     uint64_t gen;       /* image quota_gen resolved at */
     char *principal;    /* owned: what it was resolved for */
     char *client_id;    /* owned */
@@ -98,8 +106,56 @@ static struct quota_sensor *sensor_in(struct quota_mgr *m, struct hmap *h, const
     s = xcalloc(1, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
     rate_init(&s->rate, m->nsamples, m->window_ms);
+    s->last_ms = clock_mono_ms();
     hmap_put(h, key, kl, s);
     return s;
+}
+
+/* Frees the sensors of h nobody uses that recorded nothing for an hour.
+ * Under m->lock. */
+static void sweep_map(struct hmap *h, int64_t now)
+{
+    size_t n = hmap_count(h), nold = 0;
+    if (n == 0)
+        return;
+    struct {
+        char *key;
+        size_t kl;
+    } *old = xcalloc(n, sizeof *old);
+    const void *key;
+    size_t kl;
+    void *v;
+    for (size_t it = 0; hmap_next(h, &it, &key, &kl, &v);) {
+        struct quota_sensor *s = v;
+        pthread_mutex_lock(&s->lock);
+        bool idle = s->refs == 0 && now - s->last_ms > SENSOR_EXPIRE_MS;
+        pthread_mutex_unlock(&s->lock);
+        if (idle && nold < n) {
+            old[nold].key = xstrndup(key, kl);
+            old[nold++].kl = kl;
+        }
+    }
+    for (size_t i = 0; i < nold; i++) {
+        struct quota_sensor *s = hmap_del(h, old[i].key, old[i].kl);
+        if (s) {
+            pthread_mutex_destroy(&s->lock);
+            free(s);
+        }
+        free(old[i].key);
+    }
+    free(old);
+}
+
+/* At most once a minute, from a resolution. Under m->lock. */
+static void maybe_sweep(struct quota_mgr *m)
+{
+    int64_t now = clock_mono_ms();
+    if (now - m->last_sweep_ms < SWEEP_EVERY_MS)
+        return;
+    m->last_sweep_ms = now;
+    for (int k = 0; k < QUOTA_NKINDS; k++)
+        sweep_map(&m->sensors[k], now);
+    sweep_map(&m->ip_sensors, now);
 }
 
 /* The sensor of kind named by the entity's tags (user and client id as
@@ -138,8 +194,10 @@ static struct conn_quota *resolve(struct request *req, uint64_t gen)
     if (cq && cq->gen == gen && same(cq->principal, principal) && same(cq->client_id, cid))
         return cq;
     struct mimage *img = controller_image(req->broker->controller);
-    if (!cq)
+    if (!cq) {
         cq = c->quota = xcalloc(1, sizeof *cq);
+        cq->m = m;
+    }
     free(cq->principal);
     free(cq->client_id);
     cq->principal = xstrdup(principal);
@@ -149,6 +207,10 @@ static struct conn_quota *resolve(struct request *req, uint64_t gen)
     const char *colon = strchr(principal, ':');
     const char *user = colon ? colon + 1 : principal;
     pthread_mutex_lock(&m->lock);
+    for (int k = 0; k < QUOTA_NKINDS; k++)
+        if (cq->s[k])
+            cq->s[k]->refs--;
+    maybe_sweep(m);
     for (int k = 0; k < QUOTA_NKINDS; k++) {
         double v;
         bool by_user, by_client;
@@ -158,6 +220,7 @@ static struct conn_quota *resolve(struct request *req, uint64_t gen)
             continue;
         cq->bound[k] = v;
         cq->s[k] = sensor_get(m, (enum quota_kind)k, by_user ? user : "", by_client ? cid : "");
+        cq->s[k]->refs++;
     }
     pthread_mutex_unlock(&m->lock);
     mimage_release(img);
@@ -176,6 +239,7 @@ int64_t quota_record(struct request *req, enum quota_kind kind, double bytes)
     int64_t now = clock_mono_ms();
     pthread_mutex_lock(&s->lock);
     rate_record(&s->rate, bytes, now);
+    s->last_ms = now;
     int64_t t = rate_throttle_ms(&s->rate, cq->bound[kind], now);
     pthread_mutex_unlock(&s->lock);
     return t;
@@ -241,11 +305,13 @@ int64_t quota_conn_throttle(struct broker *b, const char *ip)
     if (!has || !(bound > 0))
         return 0;
     pthread_mutex_lock(&m->lock);
+    maybe_sweep(m);
     struct quota_sensor *s = sensor_in(m, &m->ip_sensors, ip, strlen(ip));
     pthread_mutex_unlock(&m->lock);
     int64_t now = clock_mono_ms();
     pthread_mutex_lock(&s->lock);
     rate_record(&s->rate, 1, now);
+    s->last_ms = now;
     int64_t t = rate_throttle_ms(&s->rate, bound, now);
     if (t > 0)
         rate_record(&s->rate, -1, now); /* Kafka counts only the connections it serves */
@@ -259,6 +325,11 @@ void quota_conn_free(struct conn *c)
     struct conn_quota *cq = c->quota;
     if (!cq)
         return;
+    pthread_mutex_lock(&cq->m->lock);
+    for (int k = 0; k < QUOTA_NKINDS; k++)
+        if (cq->s[k])
+            cq->s[k]->refs--;
+    pthread_mutex_unlock(&cq->m->lock);
     free(cq->principal);
     free(cq->client_id);
     free(cq);
