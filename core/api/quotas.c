@@ -102,8 +102,9 @@ static void describe_fail(struct request *req, int16_t err, const char *msg)
     req_respond(req, &resp);
 }
 
-/* One filter per entity type: unset, or a kind to match (a name for
- * EXACT, the default entity, any named entity). */
+/* One filter per entity type: unset, or what to match (EXACT: that
+ * name; DEFAULT: the default entity; SPECIFIED: any entity of the type,
+ * the default one included, as Kafka's ClientQuotasImage matches). */
 struct want {
     bool set;
     int8_t match;
@@ -117,7 +118,7 @@ static bool name_matches(const struct mi_quota_name *n, const struct want *w)
     switch (w->match) {
     case MATCH_EXACT: return n->kind == MI_QN_NAMED && kstr_eqc(w->name, n->name);
     case MATCH_DEFAULT: return n->kind == MI_QN_DEFAULT;
-    default: return n->kind == MI_QN_NAMED;
+    default: return n->kind != MI_QN_ABSENT; /* any entity of the type, the default one too */
     }
 }
 
@@ -138,16 +139,19 @@ void api_handle_describe_client_quotas(struct request *req)
                                                      : kstr_eqc(c->entity_type, "ip")        ? 2
                                                                                              : -1;
         char m[600];
-        if (t < 0) {
-            snprintf(m, sizeof m, "Invalid entity type %.*s", c->entity_type.len > 0 ? (int)c->entity_type.len : 4,
-                     c->entity_type.len >= 0 ? c->entity_type.p : "null");
-            describe_fail(req, KERR_INVALID_REQUEST, m);
+        if (c->entity_type.len <= 0) {
+            describe_fail(req, KERR_INVALID_REQUEST, "Invalid empty entity type.");
             return;
         }
-        if (w[t].set) {
+        if (t >= 0 && w[t].set) {
             snprintf(m, sizeof m, "Entity type %.*s cannot appear more than once in the filter.",
                      (int)c->entity_type.len, c->entity_type.p);
             describe_fail(req, KERR_INVALID_REQUEST, m);
+            return;
+        }
+        if (t < 0) {
+            snprintf(m, sizeof m, "Unsupported entity type %.*s", (int)c->entity_type.len, c->entity_type.p);
+            describe_fail(req, KERR_UNSUPPORTED_VERSION, m);
             return;
         }
         switch (c->match_type) {
@@ -182,7 +186,7 @@ void api_handle_describe_client_quotas(struct request *req)
     }
     if (w[2].set && (w[0].set || w[1].set)) {
         describe_fail(req, KERR_INVALID_REQUEST,
-                      "Invalid entity filter component combination, IP filter component should not be used with "
+                      "Invalid entity filter component combination. IP filter component should not be used with "
                       "user or clientId filter component.");
         return;
     }

@@ -294,7 +294,7 @@ static int16_t check_entity(struct arena *a, const alter_client_quotas_request_e
         kstr_t t = en->entity.a[i].entity_type, nm = en->entity.a[i].entity_name;
         int rc = qent_add(e, t, nm);
         if (rc == -2) {
-            *msg = msgf(a, "Invalid empty client quota entity, duplicate entity entry %.*s", (int)t.len, t.p);
+            *msg = msgf(a, "Invalid client quota entity, duplicate entity entry %.*s", (int)t.len, t.p);
             return KERR_INVALID_REQUEST;
         }
         if (rc == -1) {
@@ -308,7 +308,8 @@ static int16_t check_entity(struct arena *a, const alter_client_quotas_request_e
         }
     }
     if (e->has_ip && (e->has_user || e->has_client_id)) {
-        *msg = "Invalid empty client quota entity";
+        /* Kafka's message, its missing space included */
+        *msg = "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId";
         return KERR_INVALID_REQUEST;
     }
     if (e->has_ip && e->ip.len > 0) {
@@ -334,17 +335,23 @@ static int16_t check_key(struct arena *a, const struct qent *e, kstr_t key, doub
         *msg = msgf(a, "Invalid configuration key %.*s", key.len > 0 ? (int)key.len : 0, key.len > 0 ? key.p : "");
         return KERR_INVALID_REQUEST;
     }
-    if (*k == MI_QUOTA_PRODUCER_BYTE_RATE || *k == MI_QUOTA_CONSUMER_BYTE_RATE ||
-        *k == MI_QUOTA_CONNECTION_CREATION_RATE) {
-        const double eps = 1e-6;
-        double whole = floor(value + eps);
-        if (!isfinite(value) || fabs(whole - value) > eps) {
-            *msg = msgf(a, "Configuration %s must be a %s value", key_names[*k],
-                        *k == MI_QUOTA_CONNECTION_CREATION_RATE ? "Int" : "Long");
+    if (!(value > 0)) {
+        *msg = msgf(a, "Quota %s must be greater than 0", key_names[*k]);
+        return KERR_INVALID_REQUEST;
+    }
+    /* the byte rates are Kafka's LONG configs, connection_creation_rate
+     * an INT; the other two DOUBLE */
+    bool is_int = *k == MI_QUOTA_CONNECTION_CREATION_RATE;
+    if (*k == MI_QUOTA_PRODUCER_BYTE_RATE || *k == MI_QUOTA_CONSUMER_BYTE_RATE || is_int) {
+        if (value > (is_int ? (double)INT32_MAX : 9223372036854775807.0)) {
+            *msg = msgf(a, "Proposed value for %s is too large for %s.", key_names[*k], is_int ? "an INT" : "a LONG");
             return KERR_INVALID_REQUEST;
         }
-    }
-    if (!(value > 0) || !isfinite(value)) {
+        if (fabs(fmod(value, 1.0)) > 1e-6) {
+            *msg = msgf(a, "%s cannot be a fractional value.", key_names[*k]);
+            return KERR_INVALID_REQUEST;
+        }
+    } else if (!isfinite(value)) {
         *msg = msgf(a, "Quota %s must be greater than 0", key_names[*k]);
         return KERR_INVALID_REQUEST;
     }

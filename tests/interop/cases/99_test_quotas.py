@@ -127,7 +127,9 @@ def admin_alter_and_describe():
     h.eq(got[2], [(alice, (("consumer_byte_rate", 2048), ("producer_byte_rate", 1024)))], "user alice, strict")
     h.eq(got[3], [((("user", "<default>"),), (("controller_mutation_rate", 10),))], "the default user, strict")
     h.eq(got[4], [(alice_dc, (("request_percentage", 12.5),))], "the default client-id")
-    h.eq(got[5], [((("client-id", "app"),), (("producer_byte_rate", 4096),))], "any named client-id")
+    h.eq(got[5], sorted([((("client-id", "app"),), (("producer_byte_rate", 4096),)),
+                         (alice_dc, (("request_percentage", 12.5),))]),
+         "any client-id entity (the default one too, as Kafka's image matches)")
     # validate_only stores nothing; a removal removes one key
     res = js_batch([
         ("alter", {"validateOnly": True, "entries": [
@@ -150,15 +152,19 @@ def validation_errors():
         (ent(("user", "bob")), [put("no_such_rate", 1)], "Invalid configuration key no_such_rate"),
         (ent(("user", "bob")), [put("connection_creation_rate", 1)], "Invalid configuration key connection_creation_rate"),
         (ent(("ip", "1.2.3.4")), [put("producer_byte_rate", 1)], "Invalid configuration key producer_byte_rate"),
-        (ent(("user", "bob"), ("ip", "1.2.3.4")), [put("producer_byte_rate", 1)], "Invalid empty client quota entity"),
+        (ent(("user", "bob"), ("ip", "1.2.3.4")), [put("producer_byte_rate", 1)],
+         "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"),
         ([], [put("producer_byte_rate", 1)], "Invalid empty client quota entity"),
         (ent(("user", "bob")), [put("producer_byte_rate", 0)], "Quota producer_byte_rate must be greater than 0"),
         (ent(("user", "bob")), [put("request_percentage", -5)], "Quota request_percentage must be greater than 0"),
-        (ent(("user", "bob")), [put("producer_byte_rate", 1.5)], "Configuration producer_byte_rate must be a Long value"),
+        (ent(("user", "bob")), [put("producer_byte_rate", 1.5)], "producer_byte_rate cannot be a fractional value."),
+        (ent(("ip", "1.2.3.4")), [put("connection_creation_rate", 3e9)],
+         "Proposed value for connection_creation_rate is too large for an INT."),
+        (ent(("user", "bob")), [put("producer_byte_rate", 0.5)], "producer_byte_rate cannot be a fractional value."),
         (ent(("group", "g")), [put("producer_byte_rate", 1)], "Unhandled client quota entity type: group"),
         (ent(("user", "")), [put("producer_byte_rate", 1)], "Empty user not supported"),
         (ent(("user", "a"), ("user", "b")), [put("producer_byte_rate", 1)],
-         "Invalid empty client quota entity, duplicate entity entry user"),
+         "Invalid client quota entity, duplicate entity entry user"),
         (ent(("ip", "not-an-ip")), [put("connection_creation_rate", 1)], "not-an-ip is not a valid IP or resolvable host."),
     ]
     calls = [("raw-alter", {"entries": [{"entities": e, "ops": o}]}) for e, o, _ in cases]
@@ -177,10 +183,13 @@ def validation_errors():
         ([{"entityType": "user", "matchType": 2, "match": None}, {"entityType": "user", "matchType": 2, "match": None}],
          "Entity type user cannot appear more than once in the filter."),
         ([{"entityType": "user", "matchType": 2, "match": None}, {"entityType": "ip", "matchType": 2, "match": None}],
-         "Invalid entity filter component combination, IP filter component should not be used with user or "
+         "Invalid entity filter component combination. IP filter component should not be used with user or "
          "clientId filter component."),
+        ([{"entityType": "", "matchType": 2, "match": None}], "Invalid empty entity type."),
     ]
     calls += [("raw-describe", {"components": c, "strict": False}) for c, _ in filters]
+    calls.append(("raw-describe", {"components": [{"entityType": "group", "matchType": 2, "match": None}],
+                                   "strict": False}))
     res = js_batch(calls)
     for (entities, ops, msg), r in zip(cases, res):
         h.eq([(e["errorCode"], e["errorMessage"]) for e in r["entries"]], [(INVALID_REQUEST, msg)],
@@ -191,6 +200,9 @@ def validation_errors():
     h.eq(norm(res[2]), [], "carol not stored")
     for (comps, msg), r in zip(filters, res[3:]):
         h.eq((r["errorCode"], r["errorMessage"]), (INVALID_REQUEST, msg), "describe %s" % comps)
+    r = res[3 + len(filters)]
+    h.eq((r["errorCode"], r["errorMessage"]), (35, "Unsupported entity type group"),
+         "describe by an unknown entity type (UNSUPPORTED_VERSION, as Kafka)")
 
 
 @suite.case
@@ -205,7 +217,7 @@ def samsactl_alter_and_describe():
     h.eq(out, "Quota configs for user-principal 'erin', the default client-id are producer_byte_rate=2048.0, "
               "consumer_byte_rate=4096.0\n", "describe erin")
     rc, out, _ = samsactl("describe", "--entity-type", "ips")
-    h.eq(out, "", "named ips: none")
+    h.eq(out, "Quota configs for the default ip are connection_creation_rate=50.0\n", "every ip entity")
     rc, out, _ = samsactl("describe", "--entity-type", "ips", "--entity-default")
     h.eq(out, "Quota configs for the default ip are connection_creation_rate=50.0\n", "describe the default ip")
     rc, out, err = samsactl("alter", "--entity-type", "users", "--entity-name", "erin", "--add-config",
