@@ -151,9 +151,6 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
     snprintf(b->cluster_id, sizeof b->cluster_id, "%.*s", (int)sizeof b->cluster_id - 1, cluster_id);
 }
 
-/* SIGTERM: the broker side's controlled shutdown first (its leaderships
- * move while clients are still served); the main loop stops when the
- * controller approved it (or it timed out). */
 /* A connection's state in the layers above net goes with it. */
 static void conn_gone(struct conn *c)
 {
@@ -161,6 +158,9 @@ static void conn_gone(struct conn *c)
     sasl_conn_free(c);
 }
 
+/* SIGTERM: the broker side's controlled shutdown first (its leaderships
+ * move while clients are still served); the main loop stops when the
+ * controller approved it (or it timed out). */
 static void stop_serving(void *arg) { net_stop(((struct broker *)arg)->net); }
 
 static void begin_controlled_shutdown(void *arg)
