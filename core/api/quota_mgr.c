@@ -1,6 +1,7 @@
 /* See quota_mgr.h. */
 #include "api/quota_mgr.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -15,6 +16,7 @@
 #include "controller/controller.h"
 #include "controller/image.h"
 #include "net/conn.h"
+#include "proto/kerr.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/hmap.h"
@@ -37,6 +39,8 @@ struct quota_sensor {
     pthread_mutex_t lock;
     struct rate rate;
     int64_t last_ms;          /* last record, under lock */
+    double tokens;            /* controller mutations: the token bucket */
+    bool bucket_started;
     int refs;                 /* connections caching it, under the manager's lock */
 };
 
@@ -46,6 +50,7 @@ struct quota_mgr {
     pthread_mutex_t lock; /* the maps, when a connection resolves */
     struct hmap sensors[QUOTA_NKINDS];
     struct hmap ip_sensors;   /* ip -> struct quota_sensor (connections) */
+    struct hmap mut_sensors;  /* user\0client-id -> token bucket (controller mutations) */
     int nsamples;
     int64_t window_ms;
     int64_t last_sweep_ms;    /* under lock */
@@ -68,6 +73,7 @@ struct quota_mgr *quota_mgr_create(const struct samsa_config *cfg)
     for (int k = 0; k < QUOTA_NKINDS; k++)
         hmap_init(&m->sensors[k]);
     hmap_init(&m->ip_sensors);
+    hmap_init(&m->mut_sensors);
     m->nsamples = cfg ? cfg->quota_window_num : 11;
     m->window_ms = (int64_t)(cfg ? cfg->quota_window_size_seconds : 1) * 1000;
     return m;
@@ -93,6 +99,7 @@ void quota_mgr_destroy(struct quota_mgr *m)
     for (int k = 0; k < QUOTA_NKINDS; k++)
         sensors_free(&m->sensors[k]);
     sensors_free(&m->ip_sensors);
+    sensors_free(&m->mut_sensors);
     pthread_mutex_destroy(&m->lock);
     free(m);
 }
@@ -156,6 +163,7 @@ static void maybe_sweep(struct quota_mgr *m)
     for (int k = 0; k < QUOTA_NKINDS; k++)
         sweep_map(&m->sensors[k], now);
     sweep_map(&m->ip_sensors, now);
+    sweep_map(&m->mut_sensors, now);
 }
 
 /* The sensor of kind named by the entity's tags (user and client id as
@@ -318,6 +326,88 @@ int64_t quota_conn_throttle(struct broker *b, const char *ip)
     pthread_mutex_unlock(&s->lock);
     int64_t max = (int64_t)m->nsamples * m->window_ms;
     return t < max ? t : max;
+}
+
+void quota_mutation_begin(struct request *req, bool strict, struct quota_mutation *mq)
+{
+    memset(mq, 0, sizeof *mq);
+    mq->strict = strict;
+    struct quota_mgr *m = req->broker->quotas;
+    if (!m || !atomic_load_explicit(&m->any, memory_order_relaxed) || !req->broker->controller)
+        return;
+    const char *principal = req_principal(req);
+    const char *colon = strchr(principal, ':');
+    const char *user = colon ? colon + 1 : principal;
+    char cid[256];
+    snprintf(cid, sizeof cid, "%.*s", req->client_id.len > 0 ? (int)req->client_id.len : 0,
+             req->client_id.len > 0 ? req->client_id.p : "");
+    /* admin requests are rare: looked up each time, no cache */
+    struct mimage *img = controller_image(req->broker->controller);
+    double v;
+    bool by_user, by_client;
+    bool has = mimage_quota_lookup(img, MI_QUOTA_CONTROLLER_MUTATION_RATE, user, cid, &v, &by_user, &by_client);
+    mimage_release(img);
+    if (!has || !(v > 0))
+        return;
+    char key[600];
+    int n = snprintf(key, sizeof key, "%s%c%s", by_user ? user : "", 0, by_client ? cid : "");
+    size_t kl = n < 0 ? 0 : (size_t)n >= sizeof key ? sizeof key - 1 : (size_t)n;
+    pthread_mutex_lock(&m->lock);
+    mq->s = sensor_in(m, &m->mut_sensors, key, kl);
+    pthread_mutex_unlock(&m->lock);
+    mq->m = m;
+    mq->bound = v;
+}
+
+/* Kafka's TokenBucket: refilled at the bound, up to the burst of all the
+ * windows. Under s->lock. */
+static void refill(struct quota_mgr *m, struct quota_sensor *s, double bound, int64_t now)
+{
+    double burst = bound * (double)m->nsamples * ((double)m->window_ms / 1000.0);
+    if (!s->bucket_started) {
+        s->tokens = burst; /* a bucket starts full */
+        s->bucket_started = true;
+    } else {
+        s->tokens += bound * (double)(now - s->last_ms) / 1000.0;
+        if (s->tokens > burst)
+            s->tokens = burst;
+    }
+    s->last_ms = now;
+}
+
+/* Kafka's throttleTimeMs of a TokenBucket: the time to refill to zero. */
+static int64_t bucket_throttle(double tokens, double bound)
+{
+    return tokens < 0 ? (int64_t)llround(-tokens / bound * 1000.0) : 0;
+}
+
+int16_t quota_mutation_check(struct quota_mutation *mq)
+{
+    if (!mq->s || !mq->strict)
+        return 0;
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&mq->s->lock);
+    refill(mq->m, mq->s, mq->bound, now);
+    int64_t t = bucket_throttle(mq->s->tokens, mq->bound);
+    pthread_mutex_unlock(&mq->s->lock);
+    if (t <= 0)
+        return 0;
+    mq->throttle_ms = t;
+    return KERR_THROTTLING_QUOTA_EXCEEDED;
+}
+
+void quota_mutation_add(struct quota_mutation *mq, double permits)
+{
+    if (!mq->s || !(permits > 0))
+        return;
+    int64_t now = clock_mono_ms();
+    pthread_mutex_lock(&mq->s->lock);
+    refill(mq->m, mq->s, mq->bound, now);
+    mq->s->tokens -= permits;
+    int64_t t = bucket_throttle(mq->s->tokens, mq->bound);
+    pthread_mutex_unlock(&mq->s->lock);
+    if (!mq->strict && t > mq->throttle_ms)
+        mq->throttle_ms = t; /* permissive: accepted, then throttled */
 }
 
 void quota_conn_free(struct conn *c)

@@ -68,6 +68,29 @@ void quota_request_done(struct request *req, int64_t ns);
  * unserved when over (bounded by the quota's whole window), else 0.
  * A refused connection is not counted. */
 int64_t quota_conn_throttle(struct broker *b, const char *ip);
+/* controller_mutation_rate (Kafka's ControllerMutationQuotaManager), on
+ * the active controller for one admin request (req: a client's, or one a
+ * broker forwarded, with the principal and client id it carried): a
+ * token bucket per user/client id refilled at the quota, holding at most
+ * quota.window.num windows' worth (the burst). Strict (the request's
+ * version is at least the API's strict one): a topic is refused with
+ * THROTTLING_QUOTA_EXCEEDED while the bucket is below zero, else
+ * accepted whatever it takes; permissive: always accepted, and a bucket
+ * below zero is a throttle time. */
+struct quota_mutation {
+    struct quota_mgr *m;
+    struct quota_sensor *s; /* NULL: no quota */
+    double bound;
+    bool strict;
+    int64_t throttle_ms;
+};
+void quota_mutation_begin(struct request *req, bool strict, struct quota_mutation *mq);
+/* Before a mutation: 0, or THROTTLING_QUOTA_EXCEEDED (strict, bucket
+ * below zero; mq->throttle_ms set). */
+int16_t quota_mutation_check(struct quota_mutation *mq);
+/* A mutation of permits partitions was accepted: taken from the bucket
+ * (permissive: mq->throttle_ms set when it goes below zero). */
+void quota_mutation_add(struct quota_mutation *mq, double permits);
 /* Frees c's cached quota state (the net's conn_free hook calls it). */
 void quota_conn_free(struct conn *c);
 

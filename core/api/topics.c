@@ -8,6 +8,7 @@
 
 #include "api/forward.h"
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
@@ -242,6 +243,9 @@ void api_handle_create_topics(struct request *req)
     for (int32_t i = 0; i < n; i++)
         ns_put(&seen, q->topics.a[i].name, ns_get(&seen, q->topics.a[i].name) + 1);
     bool cluster_create = authz_allowed(req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+    /* controller_mutation_rate: strict from v6, as Kafka's ControllerApis */
+    struct quota_mutation mq;
+    quota_mutation_begin(req, v >= 6, &mq);
 
     for (int32_t i = 0; i < n; i++) {
         const create_topics_request_creatable_topic_t *t = &q->topics.a[i];
@@ -270,6 +274,11 @@ void api_handle_create_topics(struct request *req)
             continue;
         }
         bool describable = authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_TOPIC, t->name);
+        if (quota_mutation_check(&mq)) {
+            r->error_code = KERR_THROTTLING_QUOTA_EXCEEDED;
+            r->error_message = KSTR_LIT("The throttling quota has been exceeded.");
+            continue;
+        }
 
         struct topic_spec spec;
         memset(&spec, 0, sizeof spec);
@@ -309,6 +318,10 @@ void api_handle_create_topics(struct request *req)
             r->error_message = msg_or_null(req, msg);
             continue;
         }
+        /* the partitions it creates count against the quota */
+        quota_mutation_add(&mq, t->assignments.n > 0      ? (double)t->assignments.n
+                                : t->num_partitions > 0 ? (double)t->num_partitions
+                                                        : (double)b->cfg->num_partitions);
         if (op) {
             opidx[nops] = resp.topics.n - 1;
             ops[nops++] = op;
@@ -321,6 +334,7 @@ void api_handle_create_topics(struct request *req)
         }
     }
     hmap_free(&seen.m);
+    resp.throttle_time_ms = mq.throttle_ms > INT32_MAX ? INT32_MAX : (int32_t)mq.throttle_ms;
     *respp = resp;
     struct pending_results *pr = arena_alloc(a, sizeof *pr);
     pr->resp = respp;

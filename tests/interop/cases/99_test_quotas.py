@@ -20,7 +20,9 @@
   survive a restart (and still throttle); deleting the quota removes
   the throttling; a client over its request_percentage has its
   connection muted; connections from an IP over its
-  connection_creation_rate are held and closed unserved."""
+  connection_creation_rate are held and closed unserved; CreateTopics
+  v7 over a controller_mutation_rate answers THROTTLING_QUOTA_EXCEEDED
+  for the topics past it."""
 # limit: 120
 import json
 import os
@@ -414,6 +416,28 @@ def connection_creation_rate_per_ip():
     samsactl("alter", "--entity-type", "ips", "--entity-name", "127.0.0.2", "--delete-config",
              "connection_creation_rate")
     h.eq(served(10), 10, "127.0.0.2's connections once its quota is gone")
+
+
+@suite.case(limit=30)
+def controller_mutation_rate_on_create_topics():
+    # 2 partitions/s, a bucket of 3 windows: 6 partitions at once. CreateTopics
+    # v7 is strict: a topic is refused while the bucket is below zero.
+    samsactl("alter", "--entity-type", "clients", "--entity-name", "mutator", "--add-config",
+             "controller_mutation_rate=2")
+    res = js_batch([
+        ("raw-create-topics", {"clientId": "mutator", "topics": [["mut-a", 5], ["mut-b", 3], ["mut-c", 1]]}),
+        ("raw-create-topics", {"clientId": "calm-admin", "topics": [["mut-d", 8]]}),
+    ])
+    got = [(t["name"], t["errorCode"], t["errorMessage"]) for t in res[0]["topics"]]
+    h.eq(got, [("mut-a", 0, None), ("mut-b", 0, None),
+               ("mut-c", 89, "The throttling quota has been exceeded.")],
+         "mutator's topics (THROTTLING_QUOTA_EXCEEDED once the bucket is below zero)")
+    # 8 - 6 = 2 partitions short at 2/s: about 1 s
+    h.check(800 <= res[0]["throttleTimeMs"] <= 1100, "throttle time %d ms", res[0]["throttleTimeMs"])
+    h.eq([(t["name"], t["errorCode"]) for t in res[1]["topics"]], [("mut-d", 0)], "another client's topic")
+    time.sleep(1.2)  # the bucket back above zero
+    res = js("raw-create-topics", {"clientId": "mutator", "topics": [["mut-c", 1]]})
+    h.eq([(t["name"], t["errorCode"]) for t in res["topics"]], [("mut-c", 0)], "mutator's topic after the wait")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@
 // JSON: a list of [OP, ARG], in order:
 //   ["alter", {entries, validateOnly}]   ["describe", {components, strict}]
 //   ["raw-alter", {entries, validateOnly}] ["raw-describe", {components, strict}]
+//   ["raw-create-topics", {clientId, topics: [[name, partitions]...]}]
+//     (CreateTopics v7 on a connection with that client id)
 // Prints one JSON line: {ok: true, results: [...]} or {ok: false, error}.
 import { loadPlatformatic, platformaticOptions, describeError, done } from './lib.mjs'
 
@@ -37,6 +39,15 @@ try {
       results.push(await admin.describeClientQuotas({ components: arg.components, strict: !!arg.strict }))
     } else if (op === 'raw-alter') {
       results.push(await raw(conn, c => P.alterClientQuotasV1.api.async(c, arg.entries, !!arg.validateOnly)))
+    } else if (op === 'raw-create-topics') {
+      const c2 = new P.Connection(arg.clientId)
+      await c2.connect(host, port)
+      try {
+        const topics = arg.topics.map(([name, n]) => ({ name, numPartitions: n, replicationFactor: 1, assignments: [], configs: [] }))
+        results.push(await raw(c2, c => P.createTopicsV7.api.async(c, topics, 15000, false)))
+      } finally {
+        await c2.close()
+      }
     } else if (op === 'raw-describe') {
       results.push(await raw(conn, c => P.describeClientQuotasV0.api.async(c, arg.components, !!arg.strict)))
     } else {
