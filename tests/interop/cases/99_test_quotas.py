@@ -418,27 +418,48 @@ def connection_creation_rate_per_ip():
     h.eq(served(10), 10, "127.0.0.2's connections once its quota is gone")
 
 
-@suite.case(limit=30)
-def controller_mutation_rate_on_create_topics():
-    # 2 partitions/s, a bucket of 3 windows: 6 partitions at once. CreateTopics
-    # v7 is strict: a topic is refused while the bucket is below zero.
-    samsactl("alter", "--entity-type", "clients", "--entity-name", "mutator", "--add-config",
+def create_topics_as(client_id, topics):
+    return ("raw-as", {"clientId": client_id, "api": "createTopicsV7", "args": [
+        [{"name": n, "numPartitions": p, "replicationFactor": 1, "assignments": [], "configs": []}
+         for n, p in topics], 15000, False]})
+
+
+NIL = "00000000-0000-0000-0000-000000000000"
+THROTTLED = "The throttling quota has been exceeded."
+
+
+@suite.case(limit=40)
+def controller_mutation_rate():
+    # 2 partitions/s per client id, a bucket of 3 windows: 6 partitions at
+    # once. CreateTopics v7, CreatePartitions v3 and DeleteTopics v6 are
+    # strict: a topic is refused while the bucket is below zero.
+    samsactl("alter", "--entity-type", "clients", "--entity-default", "--add-config",
              "controller_mutation_rate=2")
     res = js_batch([
-        ("raw-create-topics", {"clientId": "mutator", "topics": [["mut-a", 5], ["mut-b", 3], ["mut-c", 1]]}),
-        ("raw-create-topics", {"clientId": "calm-admin", "topics": [["mut-d", 8]]}),
+        create_topics_as("mutator", [("mut-a", 5), ("mut-b", 3), ("mut-c", 1)]),
+        create_topics_as("admin-2", [("mut-d", 6)]),
+        ("raw-as", {"clientId": "admin-3", "api": "createPartitionsV3", "args": [
+            [{"name": "mut-d", "count": 10, "assignments": None}, {"name": "mut-a", "count": 8, "assignments": None},
+             {"name": "mut-b", "count": 4, "assignments": None}], 15000, False]}),
+        ("raw-as", {"clientId": "admin-4", "api": "deleteTopicsV6", "args": [
+            [{"name": "mut-d", "topicId": NIL}, {"name": "mut-b", "topicId": NIL}], 15000]}),
     ])
-    got = [(t["name"], t["errorCode"], t["errorMessage"]) for t in res[0]["topics"]]
-    h.eq(got, [("mut-a", 0, None), ("mut-b", 0, None),
-               ("mut-c", 89, "The throttling quota has been exceeded.")],
-         "mutator's topics (THROTTLING_QUOTA_EXCEEDED once the bucket is below zero)")
+    h.eq([(t["name"], t["errorCode"], t["errorMessage"]) for t in res[0]["topics"]],
+         [("mut-a", 0, None), ("mut-b", 0, None), ("mut-c", 89, THROTTLED)],
+         "CreateTopics: THROTTLING_QUOTA_EXCEEDED once the bucket is below zero")
     # 8 - 6 = 2 partitions short at 2/s: about 1 s
-    h.check(800 <= res[0]["throttleTimeMs"] <= 1100, "throttle time %d ms", res[0]["throttleTimeMs"])
-    h.eq([(t["name"], t["errorCode"]) for t in res[1]["topics"]], [("mut-d", 0)], "another client's topic")
-    time.sleep(1.2)  # the bucket back above zero
-    res = js("raw-create-topics", {"clientId": "mutator", "topics": [["mut-c", 1]]})
-    h.eq([(t["name"], t["errorCode"]) for t in res["topics"]], [("mut-c", 0)], "mutator's topic after the wait")
-
+    h.check(800 <= res[0]["throttleTimeMs"] <= 1100, "CreateTopics throttle time %d ms", res[0]["throttleTimeMs"])
+    h.eq([(t["name"], t["errorCode"]) for t in res[1]["topics"]], [("mut-d", 0)],
+         "another client id has its own bucket (the default entity's rate is per client id)")
+    h.eq([(r["name"], r["errorCode"], r["errorMessage"]) for r in res[2]["results"]],
+         [("mut-d", 0, None), ("mut-a", 0, None), ("mut-b", 89, THROTTLED)],
+         "CreatePartitions: +4, +3, then refused")
+    h.eq([(r["name"], r["errorCode"], r["errorMessage"]) for r in res[3]["responses"]],
+         [("mut-d", 0, None), ("mut-b", 89, THROTTLED)], "DeleteTopics: 10 partitions, then refused")
+    time.sleep(1.2)  # mutator's bucket back above zero
+    res = js_batch([create_topics_as("mutator", [("mut-c", 1)])])
+    h.eq([(t["name"], t["errorCode"]) for t in res[0]["topics"]], [("mut-c", 0)], "mutator's topic after the wait")
+    samsactl("alter", "--entity-type", "clients", "--entity-default", "--delete-config", "controller_mutation_rate")
 
 if __name__ == "__main__":
     suite.run(setup)

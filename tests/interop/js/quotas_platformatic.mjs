@@ -7,8 +7,9 @@
 // JSON: a list of [OP, ARG], in order:
 //   ["alter", {entries, validateOnly}]   ["describe", {components, strict}]
 //   ["raw-alter", {entries, validateOnly}] ["raw-describe", {components, strict}]
-//   ["raw-create-topics", {clientId, topics: [[name, partitions]...]}]
-//     (CreateTopics v7 on a connection with that client id)
+//   ["raw-as", {clientId, api, args}]: one raw API of the client
+//     (createTopicsV7, createPartitionsV3, deleteTopicsV6, ...) with
+//     these arguments, on a connection with that client id
 // Prints one JSON line: {ok: true, results: [...]} or {ok: false, error}.
 import { loadPlatformatic, platformaticOptions, describeError, done } from './lib.mjs'
 
@@ -39,12 +40,11 @@ try {
       results.push(await admin.describeClientQuotas({ components: arg.components, strict: !!arg.strict }))
     } else if (op === 'raw-alter') {
       results.push(await raw(conn, c => P.alterClientQuotasV1.api.async(c, arg.entries, !!arg.validateOnly)))
-    } else if (op === 'raw-create-topics') {
+    } else if (op === 'raw-as') {
       const c2 = new P.Connection(arg.clientId)
       await c2.connect(host, port)
       try {
-        const topics = arg.topics.map(([name, n]) => ({ name, numPartitions: n, replicationFactor: 1, assignments: [], configs: [] }))
-        results.push(await raw(c2, c => P.createTopicsV7.api.async(c, topics, 15000, false)))
+        results.push(await raw(c2, c => P[arg.api].api.async(c, ...arg.args)))
       } finally {
         await c2.close()
       }
