@@ -454,6 +454,8 @@ const struct config_def config_defs[] = {
      "The claim holding a signed token's scope."},
     {"sasl.oauthbearer.clock.skew.seconds", T(INT), "30", RO, LO, ATLEAST(0),
      "Clock difference allowed when checking a signed token's times."},
+    {"connection.failed.authentication.delay.ms", T(INT), "100", RO, 0, ATLEAST(0),
+     "How long a failed SASL authentication waits before its answer and the close (KIP-306)."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
      "Longest session before a SASL client must re-authenticate (0: never; KIP-368)."},
     {"ssl.keystore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the key store."},
@@ -2013,6 +2015,7 @@ static void refresh(struct samsa_config *c)
     c->group_min_session_timeout_ms = (int32_t)get_l(c, "group.min.session.timeout.ms");
     c->group_max_session_timeout_ms = (int32_t)get_l(c, "group.max.session.timeout.ms");
     c->connections_max_reauth_ms = get_l(c, "connections.max.reauth.ms");
+    c->connection_failed_authentication_delay_ms = (int32_t)get_l(c, "connection.failed.authentication.delay.ms");
     c->queued_max_requests = (int32_t)get_l(c, "queued.max.requests");
     c->fetch_max_bytes = (int32_t)get_l(c, "fetch.max.bytes");
     c->socket_send_buffer_bytes = (int32_t)get_l(c, "socket.send.buffer.bytes");

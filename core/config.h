@@ -258,6 +258,7 @@ struct samsa_config {
     int64_t offsets_commit_timeout_ms;
     int32_t group_min_session_timeout_ms, group_max_session_timeout_ms;
     int64_t connections_max_reauth_ms;
+    int32_t connection_failed_authentication_delay_ms; /* KIP-306 */
     /* The network layer's limits (net/net.c reads them at each accept,
      * so dynamic changes apply to new connections). */
     int32_t queued_max_requests;

@@ -22,7 +22,9 @@
   connection muted; connections from an IP over its
   connection_creation_rate are held and closed unserved; CreateTopics
   v7 over a controller_mutation_rate answers THROTTLING_QUOTA_EXCEEDED
-  for the topics past it."""
+  for the topics past it (CreatePartitions and DeleteTopics likewise); a
+  failed SASL login is answered only after
+  connection.failed.authentication.delay.ms."""
 # limit: 120
 import json
 import os
@@ -460,6 +462,48 @@ def controller_mutation_rate():
     res = js_batch([create_topics_as("mutator", [("mut-c", 1)])])
     h.eq([(t["name"], t["errorCode"]) for t in res[0]["topics"]], [("mut-c", 0)], "mutator's topic after the wait")
     samsactl("alter", "--entity-type", "clients", "--entity-default", "--delete-config", "controller_mutation_rate")
+
+@suite.case(limit=30)
+def failed_login_answered_after_the_delay():
+    # KIP-306: connection.failed.authentication.delay.ms holds back the
+    # answer to a failed SASL authentication (and the close); a good one
+    # is answered at once
+    import kwire as K
+    s = h.Server(name="sasl-delay", start=False)
+    sport = h.free_ports(1)[0]
+    s.overrides.update({
+        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
+                     % (s.port, sport, s.cport),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";',
+        "connection.failed.authentication.delay.ms": "700",
+    })
+    s.start()
+    try:
+        def login(password):
+            c = K.Conn(sport, timeout=h.bound(5))
+            try:
+                r = c.request(17, 1, K.W().string("PLAIN").bytes())
+                h.eq(r.i16(), 0, "SaslHandshake")
+                t0 = time.monotonic()
+                r = c.request(36, 1, K.W().bytes_(b"\0alice\0" + password).bytes())
+                return r.i16(), time.monotonic() - t0
+            finally:
+                c.close()
+
+        err, dt = login(b"wrong")
+        h.log("failed login answered after %.2fs", dt)
+        h.eq(err, 58, "SASL_AUTHENTICATION_FAILED")
+        h.check(0.65 <= dt <= 3.0, "failed login answered after %.2fs (delay 700 ms)", dt)
+        err, dt = login(b"alice-secret")
+        h.eq(err, 0, "good login")
+        h.check(dt < 0.5, "good login answered after %.2fs", dt)
+    finally:
+        s.stop()
+
 
 if __name__ == "__main__":
     suite.run(setup)
