@@ -315,8 +315,12 @@ int64_t quota_conn_throttle(struct broker *b, const char *ip)
     pthread_mutex_lock(&m->lock);
     maybe_sweep(m);
     struct quota_sensor *s = sensor_in(m, &m->ip_sensors, ip, strlen(ip));
-    pthread_mutex_unlock(&m->lock);
     int64_t now = clock_mono_ms();
+    /* used from now on: no sweep may take it (it is not idle) */
+    pthread_mutex_lock(&s->lock);
+    s->last_ms = now;
+    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&m->lock);
     pthread_mutex_lock(&s->lock);
     rate_record(&s->rate, 1, now);
     s->last_ms = now;
@@ -326,6 +330,22 @@ int64_t quota_conn_throttle(struct broker *b, const char *ip)
     pthread_mutex_unlock(&s->lock);
     int64_t max = (int64_t)m->nsamples * m->window_ms;
     return t < max ? t : max;
+}
+
+/* Kafka's TokenBucket: refilled at the bound, up to the burst of all the
+ * windows. Under s->lock. */
+static void refill(struct quota_mgr *m, struct quota_sensor *s, double bound, int64_t now)
+{
+    double burst = bound * (double)m->nsamples * ((double)m->window_ms / 1000.0);
+    if (!s->bucket_started) {
+        s->tokens = burst; /* a bucket starts full */
+        s->bucket_started = true;
+    } else {
+        s->tokens += bound * (double)(now - s->last_ms) / 1000.0;
+        if (s->tokens > burst)
+            s->tokens = burst;
+    }
+    s->last_ms = now;
 }
 
 void quota_mutation_begin(struct request *req, bool strict, struct quota_mutation *mq)
@@ -354,25 +374,13 @@ void quota_mutation_begin(struct request *req, bool strict, struct quota_mutatio
     size_t kl = n < 0 ? 0 : (size_t)n >= sizeof key ? sizeof key - 1 : (size_t)n;
     pthread_mutex_lock(&m->lock);
     mq->s = sensor_in(m, &m->mut_sensors, key, kl);
+    /* refilled now, so no sweep takes it while this request uses it */
+    pthread_mutex_lock(&mq->s->lock);
+    refill(m, mq->s, v, clock_mono_ms());
+    pthread_mutex_unlock(&mq->s->lock);
     pthread_mutex_unlock(&m->lock);
     mq->m = m;
     mq->bound = v;
-}
-
-/* Kafka's TokenBucket: refilled at the bound, up to the burst of all the
- * windows. Under s->lock. */
-static void refill(struct quota_mgr *m, struct quota_sensor *s, double bound, int64_t now)
-{
-    double burst = bound * (double)m->nsamples * ((double)m->window_ms / 1000.0);
-    if (!s->bucket_started) {
-        s->tokens = burst; /* a bucket starts full */
-        s->bucket_started = true;
-    } else {
-        s->tokens += bound * (double)(now - s->last_ms) / 1000.0;
-        if (s->tokens > burst)
-            s->tokens = burst;
-    }
-    s->last_ms = now;
 }
 
 /* Kafka's throttleTimeMs of a TokenBucket: the time to refill to zero. */
