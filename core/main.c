@@ -33,6 +33,7 @@
 #include "replica/env.h"
 #include "replica/fetcher.h"
 #include "replica/partition.h"
+#include "util/fdcache.h"
 #include "util/slog.h"
 
 #define EXIT_STARTUP 2
@@ -229,6 +230,9 @@ int main(int argc, char **argv)
     if (config_validate(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
     slog_set_level((enum slog_level)cfg->log_level);
+    /* Descriptors are a budget (util/fdcache.h): take all the hard limit
+     * allows; segment files share half of it through the fd cache. */
+    fdc_raise_nofile_limit();
 
     /* Plugins before anything else is touched: a configured plugin that
      * cannot be loaded stops startup with its one refusal line. */
