@@ -16,4 +16,5 @@ include tests/unit/samsactl.mk
 include tests/unit/plugin.mk
 include tests/unit/sasl.mk
 include tests/unit/auth.mk
+include tests/unit/quota.mk
 include tests/fuzz/fuzz.mk
