@@ -144,7 +144,7 @@ def list_plugins():
     got = {r[0]: r for r in rows[1:]}
     for name, cap in (("codec-gzip", "codec:gzip(1)"), ("codec-snappy", "codec:snappy(2)"),
                       ("codec-lz4", "codec:lz4(3)"), ("codec-zstd", "codec:zstd(4)"), ("sasl-plain", "sasl:PLAIN"),
-                      ("sasl-scram", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512")):
+                      ("sasl-scram", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"), ("sasl-oauthbearer", "sasl:OAUTHBEARER")):
         module(name)
         h.check(name in got, "%s missing from --list-plugins:\n%s", name, p.stdout.decode())
         h.eq(got[name][2:4], ["1.1", cap], "%s ABI and capabilities" % name)
