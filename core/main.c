@@ -149,6 +149,10 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
     snprintf(b->cluster_id, sizeof b->cluster_id, "%.*s", (int)sizeof b->cluster_id - 1, cluster_id);
 }
 
+/* SIGHUP: plugins re-read their files (the lua module its scripts);
+ * each keeps its old version when the new one fails its check. */
+static void reload_plugins(void *arg) { plugin_registry_reload(arg); }
+
 /* SIGTERM: the broker side's controlled shutdown first (its leaderships
  * move while clients are still served); the main loop stops when the
  * controller approved it (or it timed out). */
@@ -355,6 +359,7 @@ int main(int argc, char **argv)
               b.cluster_id, listening, cfg->log_dirs[0]);
     /* A broker hands its leaderships over before it stops serving. */
     net_set_shutdown_hook(b.net, begin_controlled_shutdown, &b);
+    net_set_reload_hook(b.net, reload_plugins, plugins);
     net_run(b.net);
 
     /* Replication stops before the logs close. */
