@@ -684,6 +684,114 @@ static void test_example_listeners(void **st)
     unload_module();
 }
 
+/* ---- the partitioner (lua/partitioners) ---- */
+
+static void load_part(const char *path)
+{
+    char err[512];
+    int rc = load_module(err, sizeof err, "partitioner.script", path, "instruction.limit", "100000", NULL);
+    if (rc != SAMSA_OK)
+        fail_msg("init: %s", err);
+    assert_non_null(part_vt);
+    assert_non_null(part_vt->partition_record);
+}
+
+static int32_t part(const char *key, const char *value, int32_t n)
+{
+    return part_vt->partition_record(cap_state, "t", (const uint8_t *)key, key ? (int32_t)strlen(key) : -1,
+                                     (const uint8_t *)value, value ? (int32_t)strlen(value) : -1, n);
+}
+
+/* Kafka's UtilsTest.testMurmur2 vectors: the example agrees with the
+ * Java client (toPositive(murmur2) % n, with n = 2^31 - 1 the hash
+ * itself shows through). */
+static void test_partitioner_murmur2(void **st)
+{
+    (void)st;
+    load_part(LUA_DIR "/partitioners/murmur2.lua");
+    static const struct {
+        const char *key;
+        int32_t hash;
+    } v[] = {
+        {"21", -973932308},
+        {"foobar", -790332482},
+        {"a-little-bit-long-string", -985981536},
+        {"a-little-bit-longer-string", -1486304829},
+        {"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8", -58897971},
+        {"abc", 479470107},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        int32_t want = (v[i].hash & 0x7fffffff) % INT32_MAX;
+        assert_int_equal(part(v[i].key, NULL, INT32_MAX), want);
+        assert_int_equal(part(v[i].key, "value", 12), (v[i].hash & 0x7fffffff) % 12);
+        assert_int_equal(part_vt->partition(cap_state, "t", (const uint8_t *)v[i].key, (int32_t)strlen(v[i].key), 7),
+                         (v[i].hash & 0x7fffffff) % 7);
+    }
+    assert_int_equal(part(NULL, "v", 3), SAMSA_PARTITION_DEFER);
+    assert_int_equal(metric_vals[1], 0);
+    unload_module();
+}
+
+static uint32_t fnv1a(const char *s, size_t n)
+{
+    uint32_t h = 0x811c9dc5u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 0x01000193u;
+    return h;
+}
+
+static void test_partitioner_examples(void **st)
+{
+    (void)st;
+    load_part(LUA_DIR "/partitioners/prefix.lua");
+    assert_int_equal(part("eu-17", NULL, 3), 0);
+    assert_int_equal(part("us-17", NULL, 3), 1);
+    assert_int_equal(part("ap-17", NULL, 3), 2);
+    assert_int_equal(part("ap-17", NULL, 2), 0);
+    assert_int_equal(part("xx-17", NULL, 3), SAMSA_PARTITION_DEFER);
+    assert_int_equal(part(NULL, "eu-1", 3), SAMSA_PARTITION_DEFER);
+    unload_module();
+
+    load_part(LUA_DIR "/partitioners/tenant.lua");
+    int32_t acme = (int32_t)(fnv1a("acme", 4) % 10);
+    assert_int_equal(part("acme:order-1", NULL, 10), acme);
+    assert_int_equal(part("acme:order-2", "x", 10), acme);
+    assert_int_equal(part(NULL, "acme:payload", 10), acme);
+    assert_int_equal(part("globex:1", NULL, 10), (int32_t)(fnv1a("globex", 6) % 10));
+    assert_int_equal(part("no-tenant", NULL, 10), SAMSA_PARTITION_DEFER);
+    assert_int_equal(part(NULL, NULL, 10), SAMSA_PARTITION_DEFER);
+    assert_int_equal(metric_vals[1], 0);
+    unload_module();
+}
+
+/* Wrong answers fall back to the default (DEFER), counted and logged. */
+static void test_partitioner_errors(void **st)
+{
+    (void)st;
+    const char *path = write_script("perr.lua",
+        "function partition(topic, key, value, n)\n"
+        "  if key == 'range' then return n end\n"
+        "  if key == 'neg' then return -1 end\n"
+        "  if key == 'str' then return '1' end\n"
+        "  if key == 'float' then return 1.5 end\n"
+        "  if key == 'loop' then while true do end end\n"
+        "  if key == 'err' then error('no') end\n"
+        "  assert(topic == 't' and value == 'v' and n == 4)\n"
+        "  return 3\n"
+        "end\n");
+    load_part(path);
+    static const char *const bad[] = {"range", "neg", "str", "float", "loop", "err"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(part(bad[i], "v", 4), SAMSA_PARTITION_DEFER);
+        assert_int_equal(metric_vals[1], (int64_t)i + 1);
+        assert_int_equal(part("good", "v", 4), 3);
+    }
+    assert_non_null(strstr(logs, "partitioner script: partition failed, using the default partitioner: "));
+    assert_non_null(strstr(logs, "partition returned 4, not within [0, 4)"));
+    assert_int_equal(part_vt->partition(cap_state, "t", (const uint8_t *)"good", 4, 0), SAMSA_PARTITION_DEFER);
+    unload_module();
+}
+
 /* ---- through the real registry ---- */
 
 static void test_registry_reload(void **st)
@@ -731,6 +839,9 @@ int main(void)
         cmocka_unit_test(test_example_readonly),
         cmocka_unit_test(test_example_maintenance),
         cmocka_unit_test(test_example_listeners),
+        cmocka_unit_test(test_partitioner_murmur2),
+        cmocka_unit_test(test_partitioner_examples),
+        cmocka_unit_test(test_partitioner_errors),
         cmocka_unit_test(test_registry_reload),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
