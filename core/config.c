@@ -430,10 +430,11 @@ const struct config_def config_defs[] = {
      NOCHECK, "Builds the principal of a connection."},
     {"sasl.enabled.mechanisms", T(LIST), "PLAIN", PB, 0, NOCHECK,
      "SASL mechanisms offered on SASL listeners (Kafka's default: GSSAPI; samsa: PLAIN)."},
-    {"sasl.mechanism.inter.broker.protocol", T(STRING), "GSSAPI", PB, NE, NOCHECK,
-     "SASL mechanism between brokers."},
-    {"sasl.mechanism.controller.protocol", T(STRING), "GSSAPI", RO, NE, NOCHECK,
-     "SASL mechanism towards controllers."},
+    {"sasl.mechanism.inter.broker.protocol", T(STRING), "PLAIN", PB, 0, NOCHECK,
+     "SASL mechanism this node logs in to other brokers with (Kafka's default: GSSAPI, which samsa has "
+     "no module for; samsa: PLAIN, as sasl.enabled.mechanisms)."},
+    {"sasl.mechanism.controller.protocol", T(STRING), "PLAIN", RO, 0, NOCHECK,
+     "SASL mechanism this node logs in to controllers with (Kafka's default: GSSAPI; samsa: PLAIN)."},
     {"sasl.jaas.config", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
      "JAAS login configuration for SASL."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
@@ -462,8 +463,8 @@ const struct config_def config_defs[] = {
     {"ssl.protocol", T(STRING), "TLSv1.3", PB, LO, NOCHECK, "TLS protocol to use."},
     {"ssl.cipher.suites", T(LIST), "", PB, LO, NOCHECK,
      "Cipher suites accepted (empty: library defaults)."},
-    {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, NE | LO, NOCHECK,
-     "Host name check on certificates of peers."},
+    {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, LO, NOCHECK,
+     "Host name check on the certificates of the peers this node connects to (https, or empty: off)."},
     {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, 0, NOCHECK,
      "Rules mapping a certificate's subject to a principal name."},
 
@@ -1690,6 +1691,26 @@ static bool get_b(const struct samsa_config *c, const char *key)
     bool v = false;
     config_get_bool(c, key, &v);
     return v;
+}
+
+const char *config_get_any(const struct samsa_config *c, const char *key)
+{
+    if (config_def_find(key))
+        return config_get(c, key);
+    const char *v = NULL;
+    size_t n = config_extra_count(c);
+    for (size_t i = 0; i < n; i++) {
+        const char *k, *val;
+        config_extra_get(c, i, &k, &val);
+        if (k && strcmp(k, key) == 0)
+            v = val;
+    }
+    return v;
+}
+
+bool config_listener_protocol(const struct samsa_config *c, const char *name, enum security_protocol *out)
+{
+    return proto_map_get(&c->store->map, name, out);
 }
 
 const char *config_plugin_value(const struct samsa_config *c, const char *plugin,

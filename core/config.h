@@ -157,6 +157,10 @@ enum security_protocol {
     SECURITY_SASL_SSL = 3,
 };
 const char *security_protocol_name(enum security_protocol p);
+struct samsa_config;
+/* The security protocol of listener name (upper-case) from the effective
+ * listener.security.protocol.map; false when the map does not name it. */
+bool config_listener_protocol(const struct samsa_config *c, const char *name, enum security_protocol *out);
 
 /* One max.connections.per.ip.overrides entry. */
 struct config_ip_limit {
@@ -313,6 +317,10 @@ const char *config_plugin_value(const struct samsa_config *cfg, const char *plug
 size_t config_extra_count(const struct samsa_config *cfg);
 void config_extra_get(const struct samsa_config *cfg, size_t i, const char **key,
                       const char **value);
+/* The value of any key: a table key's effective value (config_get), or
+ * a stored key outside the table (listener.name.*, plugin.*); NULL when
+ * neither. */
+const char *config_get_any(const struct samsa_config *cfg, const char *key);
 
 /* ------------------------------------------------------------------ */
 /* DescribeConfigs                                                     */

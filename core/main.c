@@ -26,6 +26,7 @@
 #include "log/logmgr.h"
 #include "log/meta_properties.h"
 #include "net/net.h"
+#include "net/peer_security.h"
 #include "net/tls.h"
 #include "plugin/registry.h"
 #include "replica/env.h"
@@ -241,6 +242,9 @@ int main(int argc, char **argv)
      * stops with the listener and key at fault */
     if (tls_setup(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
+    /* and the security of this node's own connections to its peers */
+    if (peer_security_setup(cfg, err, sizeof err) < 0)
+        die("%s%s", err, "");
     /* Clients see what was loaded through DescribeConfigs (samsactl
      * cluster plugins). */
     char *loaded = plugin_registry_loaded_text(plugins);
@@ -307,7 +311,8 @@ int main(int argc, char **argv)
     /* Partition logs: checkpoints read, background threads (flusher,
      * retention, cleaner) running before the first log is opened. */
     b.logs = logmgr_create(cfg);
-    struct replica_env renv = {&b.cfg, b.node_id, b.logs, b.plugins, b.wake};
+    struct replica_env renv = {&b.cfg, b.node_id, b.logs, b.plugins, b.wake, peer_security_broker(),
+                               peer_security_controller()};
     b.partitions = preg_create(&renv);
     logmgr_start(b.logs);
 
@@ -322,6 +327,7 @@ int main(int argc, char **argv)
         .advertised_port = b.advertised_port,
         .rack = b.rack,
         .wake = b.wake,
+        .to_controllers = peer_security_controller(),
         .image_published = follow_image,
         .broker_ready = open_broker_listeners,
         .hook_arg = &b,
@@ -341,7 +347,7 @@ int main(int argc, char **argv)
      * NOT_LEADER_OR_FOLLOWER until ready). */
     /* The group coordinator loads the __consumer_offsets partitions
      * this node leads, on its own thread, as their logs open. */
-    struct coord_env cenv = {b.cfg, b.controller, b.partitions, b.plugins, b.wake, b.node_id};
+    struct coord_env cenv = {b.cfg, b.controller, b.partitions, b.plugins, b.wake, b.node_id, peer_security_broker()};
     b.coord = coord_create(&cenv);
     coord_start(b.coord);
     /* So does the transaction coordinator with __transaction_state; its

@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/handlers.h"
 #include "api/request.h"
@@ -102,6 +103,14 @@ void req_close(struct request *req, const char *why)
 {
     req->done = true;
     req->no_response = true;
+    if (req->parent) {
+        /* an enveloped request: its envelope answers, the forwarding
+         * broker's connection stays */
+        req->close_after = true;
+        req->close_why = why ? arena_strndup(&req->arena, why, strlen(why)) : "closed";
+        req->on_inner_done(req);
+        return;
+    }
     conn_close(req->conn, why);
 }
 
@@ -119,7 +128,10 @@ static void end_response(struct request *req)
     struct kwriter *w = &req->out;
     be32_write(w->b.data, (uint32_t)(kw_size(w) - 4));
     req->done = true;
-    conn_request_done(req->conn);
+    if (req->parent)
+        req->on_inner_done(req);
+    else
+        conn_request_done(req->conn);
 }
 
 void req_respond(struct request *req, const void *resp)
@@ -148,7 +160,10 @@ void req_respond_none(struct request *req)
 {
     req->done = true;
     req->no_response = true;
-    conn_request_done(req->conn);
+    if (req->parent)
+        req->on_inner_done(req);
+    else
+        conn_request_done(req->conn);
 }
 
 /* KIP-511: an ApiVersions request of a version samsa does not know gets

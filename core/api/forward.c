@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/envelope.h"
 #include "api/request.h"
 #include "broker.h"
 #include "controller/controller.h"
@@ -115,6 +116,14 @@ static bool fwd_try(struct parked *pk, bool expired)
         err = KERR_REQUEST_TIMED_OUT;
         resp = NULL;
     }
+    if (!err && resp) {
+        /* the controller's answer to the envelope: the inner answer */
+        const uint8_t *body = NULL;
+        size_t blen = 0;
+        err = envelope_unwrap(w->req->api_key, w->req->api_version, resp, len, &body, &blen);
+        resp = err ? NULL : body;
+        len = err ? 0 : blen;
+    }
     w->req->cancel = NULL;
     if (w->answer) {
         w->answer(w->req, w->arg, (int16_t)(err || !resp ? (err ? err : KERR_UNKNOWN_SERVER_ERROR) : 0), resp,
@@ -148,14 +157,13 @@ static void forward(struct request *req, const void *body, int64_t timeout_ms, a
         timeout_ms = 30000;
     struct kwriter w;
     kw_init(&w);
-    req->api->req_encode(&w, req->api_version, body);
+    envelope_wrap(req, body, &w);
     struct fwd_wait *fw = arena_alloc(&req->arena, sizeof *fw);
     fw->req = req;
     fw->fail = fail;
     fw->answer = answer;
     fw->arg = arg;
-    fw->f = controller_forward(req->broker->controller, req->api_key, req->api_version, w.b.data, w.b.len,
-                               timeout_ms);
+    fw->f = controller_forward(req->broker->controller, KAPI_ENVELOPE, 0, w.b.data, w.b.len, timeout_ms);
     kw_free(&w);
     req->handler_state = fw;
     req->cancel = fwd_cancel;

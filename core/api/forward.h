@@ -3,9 +3,9 @@
  *     controller parks the request until they are committed (or lost, or
  *     the request's timeout passes) and then answers;
  *   - forwarding: a broker that is not the active controller sends the
- *     request, as it is, to the one that is and answers the client with
- *     that answer (Kafka's ForwardingManager, without the Envelope: the
- *     request goes as itself).
+ *     request to the one that is, in an EnvelopeRequest with the
+ *     client's principal and address (api/envelope.c), and answers the
+ *     client with the inner answer (Kafka's ForwardingManager).
  * Both run on the request's worker, parked (net/park.h) on the
  * operation's key, which the controller notifies when it is done. */
 #ifndef SAMSA_API_FORWARD_H

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/envelope.h"
 #include "api/dispatch.h"
 #include "api/forward.h"
 #include "api/handlers.h"
@@ -234,6 +235,8 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_ALLOCATE_PRODUCER_IDS, 0, 0, api_handle_allocate_producer_ids},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    /* what brokers forward, with the client's principal (api/envelope.c) */
+    {KAPI_ENVELOPE, 0, 0, api_handle_envelope},
 };
 const int api_controller_handlers_len = (int)(sizeof api_controller_handlers / sizeof api_controller_handlers[0]);
 

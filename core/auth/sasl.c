@@ -9,6 +9,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "net/conn.h"
+#include "net/request.h"
 #include "plugin/registry.h"
 #include "proto/gen/kapi.h"
 #include "net/worker.h"
@@ -47,6 +48,23 @@ void sasl_conn_free(struct conn *c)
 }
 
 const char *conn_principal(const struct conn *c) { return c->principal ? c->principal : SASL_ANONYMOUS; }
+
+const char *req_principal(const struct request *req)
+{
+    return req->principal ? req->principal : conn_principal(req->conn);
+}
+
+void req_client_host(const struct request *req, char *out, size_t outlen)
+{
+    const char *p = req->client_host ? req->client_host : req->conn->peer;
+    size_t n = strlen(p);
+    if (!req->client_host) {
+        const char *colon = strrchr(p, ':'); /* "host:port", host maybe IPv6 */
+        if (colon)
+            n = (size_t)(colon - p);
+    }
+    snprintf(out, outlen, "%.*s", (int)n, p);
+}
 
 static bool expired(const struct conn *c)
 {
@@ -289,27 +307,44 @@ int sasl_check_config(const struct samsa_config *cfg, const struct plugin_regist
             trim_copy(mech, sizeof mech, p, len);
             if (!plugin_find(reg, SAMSA_CAP_SASL, mech)) {
                 snprintf(err, errlen, "listener %s: SASL mechanism %s is enabled but no loaded plugin provides it "
-                         "(modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512)", l->name, mech);
+                         "(modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512, sasl-oauthbearer: "
+                         "OAUTHBEARER)", l->name, mech);
                 return -1;
             }
             p = e ? e + 1 : p + len;
         }
     }
-    /* samsa's own connections between nodes (replication, forwarding,
-     * the quorum) speak neither TLS nor SASL yet */
-    bool cluster = cfg->n_voters > 1 || cfg->n_bootstrap_controllers > 0 || !cfg->role_controller;
-    for (size_t i = 0; cluster && i < cfg->n_listeners; i++) {
+    /* Kafka's KafkaConfig: the mechanism a node logs in to its peers
+     * with must be one their listener enables (all nodes share it) */
+    for (size_t i = 0; i < cfg->n_listeners; i++) {
         const struct config_endpoint *l = &cfg->listeners[i];
-        if (l->protocol == SECURITY_PLAINTEXT)
+        if (l->protocol != SECURITY_SASL_PLAINTEXT && l->protocol != SECURITY_SASL_SSL)
             continue;
-        if (cfg->inter_broker_listener_name && !strcmp(l->name, cfg->inter_broker_listener_name))
-            slog_warn("listener %s is the inter-broker listener and uses %s, but samsa's nodes do not speak TLS "
-                      "or SASL to each other yet: give inter.broker.listener.name a PLAINTEXT listener",
-                      l->name, security_protocol_name(l->protocol));
-        else if (l->is_controller)
-            slog_warn("listener %s is a controller listener and uses %s, but samsa's nodes do not speak TLS or "
-                      "SASL to each other yet: map controller listeners to PLAINTEXT", l->name,
-                      security_protocol_name(l->protocol));
+        const char *key = NULL;
+        if (cfg->role_broker && cfg->inter_broker_listener_name && !strcmp(l->name, cfg->inter_broker_listener_name))
+            key = "sasl.mechanism.inter.broker.protocol";
+        else if (l->is_controller && cfg->n_controller_listener_names &&
+                 !strcmp(l->name, cfg->controller_listener_names[0]))
+            key = "sasl.mechanism.controller.protocol";
+        if (!key)
+            continue;
+        const char *mech = config_get(cfg, key);
+        char list[512];
+        sasl_enabled_mechanisms(cfg, l->name, list, sizeof list);
+        bool found = false;
+        for (const char *p = list; *p && !found;) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            char one[128];
+            trim_copy(one, sizeof one, p, len);
+            found = mech && !strcmp(one, mech);
+            p = e ? e + 1 : p + len;
+        }
+        if (!found) {
+            snprintf(err, errlen, "%s=%s must be one of the mechanisms listener %s enables (%s)", key,
+                     mech ? mech : "", l->name, list);
+            return -1;
+        }
     }
     return 0;
 }

@@ -35,6 +35,7 @@
 #include "util/buf.h"
 
 struct conn;
+struct request;
 struct samsa_config;
 struct plugin_registry;
 
@@ -54,6 +55,12 @@ void sasl_conn_init(struct conn *c, const char *listener, int protocol);
 void sasl_conn_free(struct conn *c);
 /* The connection's principal: "User:<name>", or User:ANONYMOUS. */
 const char *conn_principal(const struct conn *c);
+/* The principal a request acts as: the one an envelope carried (a
+ * request a broker forwarded), else its connection's. */
+const char *req_principal(const struct request *req);
+/* The client's address as text, without the port: an envelope's, else
+ * the connection's peer. */
+void req_client_host(const struct request *req, char *out, size_t outlen);
 /* Whether a request of api_key may be handled in the connection's
  * state (ApiVersions and SaslHandshake before the handshake,
  * SaslAuthenticate after it, anything once authenticated or on a

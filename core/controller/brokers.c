@@ -970,6 +970,7 @@ void ctl_brokers_start(struct controller *c)
         struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
                                   .request_timeout_ms = 10000, .connect_timeout_ms = 2000,
                                   .reconnect_backoff_ms = 50};
+        ko.security = c->env.to_controllers;
         c->ctl_clients[i] = kclient_new(loop, &ko);
     }
     uuid_random(c->incarnation.b);

@@ -2004,6 +2004,7 @@ struct controller *controller_open(const struct controller_env *env, const char 
     qc.host = (struct quorum_host){.arg = c, .commit = host_commit, .load_snapshot = host_load_snapshot,
                                    .role = host_role, .idle = host_idle};
     qc.wake = job_done;
+    qc.security = c->env.to_controllers;
     qc.wake_arg = c;
     if (quorum_open(&qc, &c->q, err, errlen) != 0)
         goto fail;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct kclient_security;
 struct mimage;
 struct park_hub;
 struct samsa_config;
@@ -28,6 +29,9 @@ struct controller_env {
     /* Where done operations and forwarded requests are announced
      * (net/park.h: park_notify); NULL without a network layer. */
     struct park_hub *wake;
+    /* how Raft and broker heartbeats reach the controllers
+     * (net/kclient.h); NULL: PLAINTEXT */
+    const struct kclient_security *to_controllers;
 
     /* What the controller tells the rest of the node, without knowing
      * it (NULL when nobody listens). On the controller's publisher

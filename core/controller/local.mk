@@ -10,7 +10,7 @@ core_libsamsacore_a_SOURCES += \
 # here by their author so that core/api/local.mk stays the lead's.
 core_libsamsacore_a_SOURCES += \
 	core/api/metadata.c core/api/topics.c core/api/cluster.c \
-	core/api/quorum.c core/api/forward.c core/api/forward.h \
+	core/api/quorum.c core/api/forward.c core/api/forward.h core/api/envelope.c core/api/envelope.h \
 	core/api/controlplane.c core/api/features.c core/api/features.h
 # InitProducerId, served from the broker's producer-id blocks (pid_manager.c)
 core_libsamsacore_a_SOURCES += core/api/init_producer_id.c

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct controller;
+struct kclient_security;
 struct park_hub;
 struct partition_registry;
 struct plugin_registry;
@@ -20,6 +21,8 @@ struct coord_env {
     struct plugin_registry *plugins;       /* codecs when loading; assignors */
     struct park_hub *wake;                 /* parked requests' wake-ups; NULL without a network layer */
     int32_t node_id;
+    /* how the marker sender reaches other brokers (net/kclient.h); NULL: PLAINTEXT */
+    const struct kclient_security *to_brokers;
 };
 
 #endif

@@ -176,6 +176,7 @@ static bool dest_connect(struct txn_sender *s, struct dest *d, const struct mima
         struct kclient_opts ko = {.host = d->host, .port = d->port, .client_id = cid,
                                   .request_timeout_ms = REQUEST_TIMEOUT_MS,
                                   .recv_buffer_bytes = cfg->socket_receive_buffer_bytes};
+        ko.security = s->env.to_brokers;
         d->kc = kclient_new(s->loop, &ko);
     }
     return true;

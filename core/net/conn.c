@@ -101,6 +101,8 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
 
 static void request_free(struct request *r)
 {
+    if (r->inner)
+        request_free(r->inner);
     kw_free(&r->out);
     arena_free(&r->arena);
     free(r->frame);

@@ -12,13 +12,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+
+#include "net/sasl_client.h"
+#include "net/tls.h"
 #include "proto/gen/kapi.h"
+#include "proto/gen/sasl_authenticate_request.h"
+#include "proto/gen/sasl_authenticate_response.h"
+#include "proto/gen/sasl_handshake_request.h"
+#include "proto/gen/sasl_handshake_response.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
 
-enum kc_state { KC_IDLE, KC_RESOLVING, KC_CONNECTING, KC_HANDSHAKE, KC_READY };
+/* KC_TLS: the TLS handshake; KC_HANDSHAKE: ApiVersions; KC_SASL:
+ * SaslHandshake and SaslAuthenticate rounds (one request at a time in
+ * the handshake slot). */
+enum kc_state { KC_IDLE, KC_RESOLVING, KC_CONNECTING, KC_TLS, KC_HANDSHAKE, KC_SASL, KC_READY };
 
 /* A host name looked up off the loop (getaddrinfo may wait for DNS), on
  * the process's resolver thread. Owned by that thread while queued or
@@ -75,7 +86,13 @@ struct kclient {
 
     struct kc_queue unsent;   /* encoded, not yet (fully) written */
     struct kc_queue inflight; /* written, awaiting the response */
-    struct kc_req *handshake; /* the ApiVersions request, while in HANDSHAKE */
+    struct kc_req *handshake; /* ApiVersions (HANDSHAKE) or the SASL request (SASL) */
+
+    const struct kclient_security *sec; /* borrowed; NULL: PLAINTEXT */
+    SSL *ssl;                    /* while connected over TLS */
+    int64_t setup_deadline_ms;   /* connect and TLS handshake */
+    struct sasl_client *sasl;    /* during KC_SASL */
+    char last_err[256];          /* the last setup failure logged */
     struct buf in;
 
     /* peer's ranges, indexed by API key; max < 0 = not served */
@@ -242,6 +259,7 @@ struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *o)
     c->backoff_cur_ms = c->backoff_ms;
     c->fd = -1;
     c->next_corr = 1;
+    c->sec = o->security && (o->security->ssl_ctx || o->security->sasl_mechanism) ? o->security : NULL;
     snprintf(c->peer, sizeof c->peer, "%s:%d", c->host, c->port);
     buf_init(&c->in);
     for (int i = 0; i <= KAPI_MAX_KEY; i++)
@@ -276,9 +294,15 @@ static void disconnect(struct kclient *c, int err, bool fail_unsent)
     if (c->fd >= 0) {
         ev_io_stop(c->loop, &c->rio);
         ev_io_stop(c->loop, &c->wio);
+        if (c->ssl) {
+            SSL_free(c->ssl);
+            c->ssl = NULL;
+        }
         close(c->fd);
         c->fd = -1;
     }
+    sasl_client_free(c->sasl);
+    c->sasl = NULL;
     rs_abandon(c);
     c->state = KC_IDLE;
     buf_reset(&c->in);
@@ -371,6 +395,8 @@ static void arm_timer(struct kclient *c)
         next = c->unsent.head->deadline_ms;
     if (c->handshake && c->handshake->deadline_ms < next)
         next = c->handshake->deadline_ms;
+    if (c->state == KC_TLS && c->setup_deadline_ms < next)
+        next = c->setup_deadline_ms;
     if (c->state == KC_IDLE && c->unsent.head && c->next_connect_ms < next)
         next = c->next_connect_ms;
     ev_timer_stop(c->loop, &c->timer);
@@ -422,6 +448,218 @@ static bool peer_serves(const struct kclient *c, int16_t key, int16_t version)
     return c->peer_max[key] >= 0 && version >= c->peer_min[key] && version <= c->peer_max[key];
 }
 
+/* A connection setup failure: logged once until it changes (a peer that
+ * keeps refusing us is retried with backoff, not logged every time). */
+static void setup_failed(struct kclient *c, const char *why)
+{
+    if (strcmp(c->last_err, why) != 0) {
+        snprintf(c->last_err, sizeof c->last_err, "%s", why);
+        slog_warn("kclient %s (listener %s): %s", c->peer, c->sec && c->sec->listener ? c->sec->listener : "?", why);
+    }
+    disconnect(c, KERR_NETWORK_EXCEPTION, true);
+}
+
+/* Socket I/O, through OpenSSL on a TLS connection. Bytes moved; 0 when
+ * the peer closed (reads); -1 with errno EAGAIN to wait for the socket
+ * (*want_read: for readability, which the read watcher always waits
+ * for; else writability) or another errno on failure. */
+static ssize_t io_read(struct kclient *c, void *p, size_t n, bool *want_read)
+{
+    *want_read = true;
+    if (!c->ssl)
+        return read(c->fd, p, n);
+    size_t got = 0;
+    if (SSL_read_ex(c->ssl, p, n, &got) == 1)
+        return (ssize_t)got;
+    switch (SSL_get_error(c->ssl, 0)) {
+    case SSL_ERROR_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        *want_read = false;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        return 0;
+    default:
+        ERR_clear_error();
+        errno = EIO;
+        return -1;
+    }
+}
+
+static ssize_t io_write(struct kclient *c, const void *p, size_t n, bool *want_read)
+{
+    *want_read = false;
+    if (!c->ssl)
+        return send(c->fd, p, n, MSG_NOSIGNAL);
+    size_t put = 0;
+    if (SSL_write_ex(c->ssl, p, n, &put) == 1)
+        return (ssize_t)put;
+    switch (SSL_get_error(c->ssl, 0)) {
+    case SSL_ERROR_WANT_READ:
+        *want_read = true;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+    default:
+        ERR_clear_error();
+        errno = EIO;
+        return -1;
+    }
+}
+
+static void send_handshake(struct kclient *c);
+
+/* Drives the TLS handshake; on success ApiVersions follows. */
+static void tls_step(struct kclient *c)
+{
+    ERR_clear_error();
+    int rc = SSL_do_handshake(c->ssl);
+    if (rc == 1) {
+        send_handshake(c);
+        return;
+    }
+    int e = SSL_get_error(c->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ) {
+        ev_io_stop(c->loop, &c->wio);
+        return;
+    }
+    if (e == SSL_ERROR_WANT_WRITE) {
+        ev_io_start(c->loop, &c->wio);
+        return;
+    }
+    char detail[300], why[400];
+    long vr = SSL_get_verify_result(c->ssl);
+    if (vr != X509_V_OK)
+        snprintf(detail, sizeof detail, "certificate verification failed: %s", X509_verify_cert_error_string(vr));
+    else
+        tls_errors(detail, sizeof detail);
+    snprintf(why, sizeof why, "TLS handshake failed: %s", detail);
+    setup_failed(c, why);
+}
+
+/* Queues one SASL request (SaslHandshake or SaslAuthenticate) in the
+ * handshake slot. */
+static void sasl_send(struct kclient *c, int16_t key, int16_t version, const void *body)
+{
+    c->handshake = encode(c, key, version, body, NULL, NULL);
+    c->handshake->deadline_ms = clock_mono_ms() + c->connect_timeout_ms;
+    c->state = KC_SASL;
+    ev_io_start(c->loop, &c->wio);
+}
+
+static void sasl_authenticate(struct kclient *c, const uint8_t *tok, size_t len)
+{
+    sasl_authenticate_request_t q;
+    sasl_authenticate_request_init(&q);
+    q.auth_bytes = (kbytes_t){tok, (int32_t)len};
+    int16_t v = c->peer_max[KAPI_SASL_AUTHENTICATE] >= 1 ? 1 : 0;
+    sasl_send(c, KAPI_SASL_AUTHENTICATE, v, &q);
+}
+
+static void ready(struct kclient *c)
+{
+    c->state = KC_READY;
+    c->backoff_cur_ms = c->backoff_ms;
+    c->last_err[0] = '\0';
+}
+
+/* Starts the SASL login after ApiVersions. -1 when it cannot. */
+static int sasl_start(struct kclient *c)
+{
+    if (c->peer_max[KAPI_SASL_HANDSHAKE] < 1 || c->peer_max[KAPI_SASL_AUTHENTICATE] < 0) {
+        setup_failed(c, "the peer does not offer SaslHandshake v1 and SaslAuthenticate");
+        return -1;
+    }
+    char why[256];
+    c->sasl = sasl_client_new(c->sec->sasl_mechanism, c->sec->sasl_username ? c->sec->sasl_username : "",
+                              c->sec->sasl_password ? c->sec->sasl_password : "", why, sizeof why);
+    if (!c->sasl) {
+        setup_failed(c, why);
+        return -1;
+    }
+    sasl_handshake_request_t q;
+    sasl_handshake_request_init(&q);
+    q.mechanism = KSTR(c->sec->sasl_mechanism);
+    sasl_send(c, KAPI_SASL_HANDSHAKE, 1, &q);
+    return 0;
+}
+
+/* A SASL response in the handshake slot: the next token, or ready. */
+static int handle_sasl(struct kclient *c, const uint8_t *p, size_t len)
+{
+    struct arena ar = ARENA_INIT;
+    struct kreader r;
+    kr_init(&r, p, len, &ar);
+    (void)kr_i32(&r); /* correlation id: the only request in flight */
+    int16_t key = c->handshake->key, version = c->handshake->version;
+    req_free(c->handshake);
+    c->handshake = NULL;
+    char why[400];
+    const uint8_t *in = NULL;
+    size_t inlen = 0;
+    if (key == KAPI_SASL_HANDSHAKE) {
+        sasl_handshake_response_t m;
+        if (sasl_handshake_response_decode(&r, version, &m) != 0 || r.err) {
+            arena_free(&ar);
+            setup_failed(c, "malformed SaslHandshake response");
+            return 1;
+        }
+        if (m.error_code) {
+            char list[200] = "";
+            size_t off = 0;
+            for (int32_t i = 0; i < m.mechanisms.n && off < sizeof list; i++)
+                off += (size_t)snprintf(list + off, sizeof list - off, "%s%.*s", i ? ", " : "",
+                                        (int)m.mechanisms.a[i].len, m.mechanisms.a[i].p);
+            snprintf(why, sizeof why, "the peer does not enable SASL mechanism %s (it offers: %s)",
+                     c->sec->sasl_mechanism, list[0] ? list : "none");
+            arena_free(&ar);
+            setup_failed(c, why);
+            return 1;
+        }
+    } else {
+        sasl_authenticate_response_t m;
+        if (sasl_authenticate_response_decode(&r, version, &m) != 0 || r.err) {
+            arena_free(&ar);
+            setup_failed(c, "malformed SaslAuthenticate response");
+            return 1;
+        }
+        if (m.error_code) {
+            snprintf(why, sizeof why, "SASL %s login as %s refused: %s", c->sec->sasl_mechanism,
+                     c->sec->sasl_username ? c->sec->sasl_username : "", kerr_name(m.error_code));
+            if (m.error_message.len > 0) {
+                size_t used = strlen(why);
+                snprintf(why + used, sizeof why - used, " (%.*s)", (int)m.error_message.len, m.error_message.p);
+            }
+            arena_free(&ar);
+            setup_failed(c, why);
+            return 1;
+        }
+        in = m.auth_bytes.p;
+        inlen = m.auth_bytes.len > 0 ? (size_t)m.auth_bytes.len : 0;
+    }
+    uint8_t *tok = NULL;
+    size_t tl = 0;
+    int rc = sasl_client_step(c->sasl, in, inlen, &tok, &tl, why, sizeof why);
+    arena_free(&ar);
+    if (rc < 0) {
+        setup_failed(c, why);
+        return 1;
+    }
+    if (rc == 1) {
+        sasl_authenticate(c, tok, tl);
+        free(tok);
+        return 0;
+    }
+    sasl_client_free(c->sasl);
+    c->sasl = NULL;
+    ready(c);
+    return 0;
+}
+
 static void send_handshake(struct kclient *c)
 {
     api_versions_request_t q;
@@ -454,6 +692,7 @@ static void connect_to(struct kclient *c, const struct sockaddr *addr, socklen_t
     }
     c->fd = fd;
     c->state = KC_CONNECTING;
+    c->setup_deadline_ms = clock_mono_ms() + c->connect_timeout_ms;
     ev_io_init(&c->rio, on_io, fd, EV_READ);
     ev_io_init(&c->wio, on_io, fd, EV_WRITE);
     c->rio.data = c->wio.data = c;
@@ -529,7 +768,7 @@ static void flush_out(struct kclient *c)
 {
     for (;;) {
         struct kc_req *r;
-        if (c->state == KC_HANDSHAKE)
+        if (c->state == KC_HANDSHAKE || c->state == KC_SASL)
             r = c->handshake && c->handshake->sent < c->handshake->len ? c->handshake : NULL;
         else if (c->state == KC_READY)
             r = c->unsent.head;
@@ -547,10 +786,16 @@ static void flush_out(struct kclient *c)
             complete(r, KERR_UNSUPPORTED_VERSION, NULL, NULL);
             continue;
         }
-        ssize_t n = send(c->fd, r->bytes + r->sent, r->len - r->sent, MSG_NOSIGNAL);
+        bool want_read;
+        ssize_t n = io_write(c, r->bytes + r->sent, r->len - r->sent, &want_read);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                ev_io_start(c->loop, &c->wio);
+                /* OpenSSL may need to read first (the read watcher is
+                 * always on): waiting for writability would spin */
+                if (want_read)
+                    ev_io_stop(c->loop, &c->wio);
+                else
+                    ev_io_start(c->loop, &c->wio);
                 return;
             }
             if (errno == EINTR)
@@ -596,8 +841,11 @@ static int handle_handshake(struct kclient *c, const uint8_t *p, size_t len)
     c->handshake = NULL;
     if (rc != 0)
         return -1;
-    c->state = KC_READY;
-    c->backoff_cur_ms = c->backoff_ms;
+    if (c->sec && c->sec->sasl_mechanism) {
+        sasl_start(c);
+        return 0;
+    }
+    ready(c);
     return 0;
 }
 
@@ -605,6 +853,8 @@ static int handle_response(struct kclient *c, const uint8_t *p, size_t len)
 {
     if (c->state == KC_HANDSHAKE)
         return handle_handshake(c, p, len);
+    if (c->state == KC_SASL)
+        return handle_sasl(c, p, len);
     struct kc_req *r = c->inflight.head;
     if (!r || len < 4 || (int32_t)be32_read(p) != r->corr) {
         slog_warn("kclient %s: response out of order or unexpected", c->peer);
@@ -650,7 +900,8 @@ static void read_in(struct kclient *c)
 {
     for (;;) {
         uint8_t *p = buf_reserve(&c->in, 65536);
-        ssize_t n = read(c->fd, p, 65536);
+        bool want_read;
+        ssize_t n = io_read(c, p, 65536, &want_read);
         if (n > 0) {
             c->in.len += (size_t)n;
             size_t pos = 0;
@@ -678,8 +929,11 @@ static void read_in(struct kclient *c)
             disconnect(c, KERR_NETWORK_EXCEPTION, true);
             return;
         }
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (!want_read)
+                ev_io_start(c->loop, &c->wio); /* OpenSSL must write first */
             return;
+        }
         if (errno == EINTR)
             continue;
         disconnect(c, KERR_NETWORK_EXCEPTION, true);
@@ -702,7 +956,23 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
         ev_io_start(c->loop, &c->rio);
-        send_handshake(c);
+        if (c->sec && c->sec->ssl_ctx) {
+            c->ssl = tls_new_client(c->sec->ssl_ctx, c->fd, c->host, c->sec->verify_host);
+            if (!c->ssl) {
+                setup_failed(c, "cannot start TLS (out of memory, or a host name OpenSSL cannot check)");
+                arm_timer(c);
+                return;
+            }
+            c->state = KC_TLS;
+        } else {
+            send_handshake(c);
+        }
+    }
+    if (c->fd >= 0 && c->state == KC_TLS) {
+        tls_step(c);
+        if (!c->freeing)
+            arm_timer(c);
+        return;
     }
     if (c->fd >= 0 && (revents & EV_READ))
         read_in(c);
@@ -720,6 +990,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
     int64_t now = clock_mono_ms();
     if ((c->inflight.head && now >= c->inflight.head->deadline_ms) ||
         (c->handshake && now >= c->handshake->deadline_ms) ||
+        (c->state == KC_TLS && now >= c->setup_deadline_ms) ||
         ((c->state == KC_CONNECTING || c->state == KC_RESOLVING) && c->unsent.head &&
          now >= c->unsent.head->deadline_ms)) {
         /* Kafka's protocol cannot skip one answer on a connection: a

@@ -4,7 +4,9 @@
  * and answered through callbacks on the owning libev loop.
  *
  * The first exchange on each connection is ApiVersions, so a request can
- * be sent at the highest version both sides speak (kclient_version).
+ * be sent at the highest version both sides speak (kclient_version); a
+ * TLS handshake comes before it and a SASL login after it when the
+ * peer's listener asks for them (struct kclient_security).
  * Requests queue while the connection is being (re)established. A lost
  * connection fails every request in flight with NETWORK_EXCEPTION; the
  * next request reconnects, after a backoff.
@@ -15,6 +17,7 @@
 #define SAMSA_NET_KCLIENT_H
 
 #include <ev.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,7 +25,21 @@
 
 struct kclient;
 
+/* How this node secures and authenticates its connections to a peer's
+ * listener (Kafka's security.inter.broker.protocol and
+ * sasl.mechanism.inter.broker.protocol, or the controller's). Borrowed:
+ * it outlives every client using it (net/peer_security.c keeps them for
+ * the process). */
+struct kclient_security {
+    const char *listener;       /* the peer listener's name, for log lines */
+    SSL_CTX *ssl_ctx;           /* NULL: no TLS */
+    bool verify_host;           /* the certificate must name the host */
+    const char *sasl_mechanism; /* NULL: no SASL */
+    const char *sasl_username, *sasl_password;
+};
+
 struct kclient_opts {
+    const struct kclient_security *security; /* NULL: PLAINTEXT */
     const char *host;            /* copied */
     int port;
     const char *client_id;       /* copied; "samsa" when NULL */

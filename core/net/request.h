@@ -49,6 +49,17 @@ struct request {
      * The request is freed right after. */
     void (*cancel)(struct request *req);
     void *handler_state;
+
+    /* A request carried inside another one (an EnvelopeRequest a broker
+     * forwarded, api/envelope.c): parent is the envelope, whose handler
+     * owns this one (inner, freed with it); done is called instead of
+     * the connection's write path when this one is answered, or closed
+     * (close_why set), and must not free it. principal and client_host
+     * (in the parent's arena) replace the connection's for authorizing. */
+    struct request *parent, *inner;
+    void (*on_inner_done)(struct request *inner);
+    const char *principal;   /* NULL: the connection's */
+    const char *client_host; /* NULL: the connection's peer address */
 };
 
 #endif

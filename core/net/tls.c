@@ -8,6 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
+
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
@@ -56,14 +58,7 @@ static const char *lkey(const struct samsa_config *cfg, const char *listener, co
         pk[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
     pk[n] = '\0';
     snprintf(pk + n, sizeof pk - (size_t)n, ".%s", key);
-    const char *v = NULL;
-    size_t ne = config_extra_count(cfg);
-    for (size_t i = 0; i < ne; i++) {
-        const char *k, *val;
-        config_extra_get(cfg, i, &k, &val);
-        if (k && !strcmp(k, pk))
-            v = val;
-    }
+    const char *v = config_get_any(cfg, pk);
     if (v) {
         snprintf(which, wlen, "%s", pk);
     } else {
@@ -136,13 +131,21 @@ static int add_certs_pem(X509_STORE *st, BIO *b, int *count)
     return *count > 0 ? 0 : -1;
 }
 
+#define FAIL_NULL(...)                                                                                                \
+    do {                                                                                                              \
+        snprintf(err, errlen, __VA_ARGS__);                                                                           \
+        return NULL;                                                                                                  \
+    } while (0)
 #define FAIL(...)                                                                                                     \
     do {                                                                                                              \
         snprintf(err, errlen, __VA_ARGS__);                                                                           \
         return -1;                                                                                                    \
     } while (0)
 
-static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, char *err, size_t errlen)
+/* The key store: our certificate. optional: a client side may have none
+ * (then it presents no certificate). */
+static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, bool optional, char *err,
+                         size_t errlen)
 {
     char wt[192], wl[192], wp[192], wk[192], wc[192], wkp[192], detail[512];
     const char *type = lkey(cfg, l, "ssl.keystore.type", wt, sizeof wt);
@@ -153,6 +156,8 @@ static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const cha
     const char *keypass = lkey(cfg, l, "ssl.key.password", wkp, sizeof wkp);
     if (!type)
         type = "JKS";
+    if (!loc && !key && !chain && optional)
+        return 0;
     if (!loc && !key && !chain)
         FAIL("listener %s: a TLS listener needs a key store: ssl.keystore.location, or ssl.keystore.key and "
              "ssl.keystore.certificate.chain (with ssl.keystore.type=PEM)", l);
@@ -421,10 +426,13 @@ static int set_ciphers(SSL_CTX *ctx, const struct samsa_config *cfg, const char 
     return 0;
 }
 
-static int build(const struct samsa_config *cfg, const char *l, int protocol, SSL_CTX **out, char *err,
-                 size_t errlen)
+/* A context for listener l: the server side of its connections, or
+ * (client) the side this node takes when it connects to its peers on
+ * that listener. */
+static int build(const struct samsa_config *cfg, const char *l, int protocol, bool client, SSL_CTX **out,
+                 char *err, size_t errlen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX *ctx = SSL_CTX_new(client ? TLS_client_method() : TLS_server_method());
     if (!ctx) {
         char detail[256];
         tls_errors(detail, sizeof detail);
@@ -436,10 +444,16 @@ static int build(const struct samsa_config *cfg, const char *l, int protocol, SS
                               SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_IGNORE_UNEXPECTED_EOF);
     int lo, hi;
-    if (load_keystore(ctx, cfg, l, err, errlen) < 0 || load_truststore(ctx, cfg, l, err, errlen) < 0 ||
+    if (load_keystore(ctx, cfg, l, client, err, errlen) < 0 || load_truststore(ctx, cfg, l, err, errlen) < 0 ||
         set_protocols(ctx, cfg, l, &lo, &hi, err, errlen) < 0 || set_ciphers(ctx, cfg, l, lo, hi, err, errlen) < 0) {
         SSL_CTX_free(ctx);
         return -1;
+    }
+    if (client) {
+        /* a client always verifies the server's chain, as Kafka's */
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        *out = ctx;
+        return 0;
     }
     char wa[192];
     const char *auth = lkey(cfg, l, "ssl.client.auth", wa, sizeof wa);
@@ -480,7 +494,7 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         if (n_ctxs == TLS_MAX_LISTENERS)
             FAIL("listener %s: too many TLS listeners (at most %d)", l->name, TLS_MAX_LISTENERS);
         SSL_CTX *ctx;
-        if (build(cfg, l->name, l->protocol, &ctx, err, errlen) < 0)
+        if (build(cfg, l->name, l->protocol, false, &ctx, err, errlen) < 0)
             return -1;
         char wr[192], why[256];
         const char *rules = lkey(cfg, l->name, "ssl.principal.mapping.rules", wr, sizeof wr);
@@ -495,6 +509,45 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         slog_info("listener %s: TLS (%s)", l->name, security_protocol_name(l->protocol));
     }
     return 0;
+}
+
+SSL_CTX *tls_client_ctx_new(const struct samsa_config *cfg, const char *listener, bool *verify_host, char *err,
+                            size_t errlen)
+{
+    SSL_CTX *ctx;
+    if (build(cfg, listener, SECURITY_SSL, true, &ctx, err, errlen) < 0)
+        return NULL;
+    char wi[192];
+    const char *alg = lkey(cfg, listener, "ssl.endpoint.identification.algorithm", wi, sizeof wi);
+    /* the key's default is https: NULL here means set to empty (off) */
+    if (alg && strcasecmp(alg, "https") != 0) {
+        SSL_CTX_free(ctx);
+        FAIL_NULL("listener %s: %s=%s: use https or an empty value", listener, wi, alg);
+    }
+    *verify_host = alg != NULL;
+    return ctx;
+}
+
+SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host)
+{
+    SSL *s = SSL_new(ctx);
+    if (!s)
+        return NULL;
+    if (SSL_set_fd(s, fd) != 1) {
+        SSL_free(s);
+        return NULL;
+    }
+    X509_VERIFY_PARAM *vp = SSL_get0_param(s);
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    if (!is_ip)
+        SSL_set_tlsext_host_name(s, host); /* SNI only for names (RFC 6066) */
+    if (verify_host && (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, host) : X509_VERIFY_PARAM_set1_host(vp, host, 0)) != 1) {
+        SSL_free(s);
+        return NULL;
+    }
+    SSL_set_connect_state(s);
+    return s;
 }
 
 SSL_CTX *tls_listener_ctx(const char *name)

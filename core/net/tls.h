@@ -23,6 +23,19 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen);
 /* The context of the listener named name (upper-cased as configured);
  * NULL when it is not a TLS listener. */
 SSL_CTX *tls_listener_ctx(const char *name);
+/* A client context for the connections this node opens to its peers'
+ * listener (the inter-broker or the controller listener), from that
+ * listener's ssl.* keys: its trust store verifies the peer, its key
+ * store (optional) is the certificate this node presents for mTLS.
+ * *verify_host: ssl.endpoint.identification.algorithm is https (Kafka's
+ * default; empty turns the host name check off). NULL with one line in
+ * err. The caller owns the context (SSL_CTX_free). */
+SSL_CTX *tls_client_ctx_new(const struct samsa_config *cfg, const char *listener, bool *verify_host, char *err,
+                            size_t errlen);
+/* A client-side SSL object on the connected fd for host (SNI for a name;
+ * with verify_host the certificate must name host, as a DNS name or an
+ * IP address). NULL on failure. The caller owns it (SSL_free). */
+SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host);
 /* Whether any listener speaks TLS. */
 bool tls_any(void);
 /* A server-side SSL object on fd (accept state); NULL on failure. The

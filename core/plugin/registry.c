@@ -465,18 +465,7 @@ static const char *api_server_config_get(samsa_host_t *h, const char *key)
 {
     struct samsa_host *p = host_of(h);
     const struct samsa_config *cfg = p->reg->cfg;
-    if (!cfg || !key)
-        return NULL;
-    if (config_def_find(key))
-        return config_get(cfg, key);
-    size_t n = config_extra_count(cfg);
-    for (size_t i = 0; i < n; i++) {
-        const char *k, *v;
-        config_extra_get(cfg, i, &k, &v);
-        if (k && strcmp(k, key) == 0)
-            return v;
-    }
-    return NULL;
+    return cfg && key ? config_get_any(cfg, key) : NULL;
 }
 
 static int api_scram_credential_get(samsa_host_t *h, int mechanism, const char *user,

@@ -781,6 +781,7 @@ int quorum_open(const struct quorum_config *cfg, struct quorum **out, char *err,
         struct kclient_opts ko = {.host = p->host, .port = p->port, .client_id = cid,
                                   .request_timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 2000,
                                   .connect_timeout_ms = 2000, .reconnect_backoff_ms = 50};
+        ko.security = cfg->security;
         p->kc = kclient_new(q->loop, &ko);
     }
 

@@ -41,6 +41,7 @@ struct qin;
 struct quorum;
 struct rlog;
 struct config_voter;
+struct kclient_security;
 
 /* What the owner (the controller) hears, on the loop thread. None may
  * call into the Raft node (raft.h's output contract): work that needs
@@ -66,6 +67,7 @@ struct quorum_config {
     int32_t election_timeout_ms, fetch_timeout_ms, election_backoff_max_ms;
     int32_t request_timeout_ms, retry_backoff_ms;
     struct quorum_host host;
+    const struct kclient_security *security; /* towards the voters; NULL: PLAINTEXT */
     /* Any thread: inbound job j is done (the owner wakes the request
      * parked on it; j is only an identity here, it may be freed). */
     void (*wake)(void *arg, const struct qin *j);

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+struct kclient_security;
 struct logmgr;
 struct park_hub;
 struct plugin_registry;
@@ -23,6 +24,9 @@ struct replica_env {
     struct logmgr *logs;
     struct plugin_registry *plugins; /* the logs' codecs; NULL: none */
     struct park_hub *wake;           /* parked requests' wake-ups; NULL without a network layer */
+    /* how fetchers reach leaders, and AlterPartition the controller
+     * (net/kclient.h); NULL: PLAINTEXT */
+    const struct kclient_security *to_brokers, *to_controllers;
 };
 
 #endif

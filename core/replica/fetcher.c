@@ -106,15 +106,22 @@ static bool source_connect(struct lane *f, struct source *s, const struct mimage
     const struct mi_broker *br = mimage_broker(img, s->id);
     if (!br || !br->host)
         return false;
-    if (s->kc && (strcmp(s->host, br->host) != 0 || s->port != br->port)) {
+    /* the leader's inter-broker listener, as Kafka's fetchers use */
+    const char *host = NULL;
+    int32_t port = 0;
+    const struct samsa_config *cfg = atomic_load(f->env.cfg);
+    mi_broker_address(br, cfg->inter_broker_listener_name, &host, &port);
+    if (!host || port <= 0)
+        return false;
+    if (s->kc && (strcmp(s->host, host) != 0 || s->port != port)) {
         if (s->inflight)
             return false;
         kclient_free(s->kc);
         s->kc = NULL;
     }
     if (!s->kc) {
-        snprintf(s->host, sizeof s->host, "%s", br->host);
-        s->port = br->port;
+        snprintf(s->host, sizeof s->host, "%s", host);
+        s->port = port;
         char cid[64];
         snprintf(cid, sizeof cid, "samsa-replica-fetcher-%d", (int)f->env.node_id);
         /* Kafka's fetcher NetworkClient: replica.socket.timeout.ms is
@@ -123,6 +130,7 @@ static bool source_connect(struct lane *f, struct source *s, const struct mimage
         struct kclient_opts ko = {.host = s->host, .port = s->port, .client_id = cid,
                                   .request_timeout_ms = f->socket_timeout_ms,
                                   .recv_buffer_bytes = f->recv_buffer_bytes};
+        ko.security = f->env.to_brokers;
         s->kc = kclient_new(f->loop, &ko);
     }
     return true;
@@ -348,6 +356,7 @@ static struct kclient *controller_client(struct lane *f, int32_t id)
             snprintf(cid, sizeof cid, "samsa-alter-partition-%d", (int)f->env.node_id);
             struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
                                       .request_timeout_ms = 10000};
+            ko.security = f->env.to_controllers;
             f->ctl[i] = kclient_new(f->loop, &ko);
         }
         return f->ctl[i];

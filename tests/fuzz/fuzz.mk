@@ -16,7 +16,7 @@ FUZZ_CORE_SRCS = \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
 	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz \
-	tests/fuzz/txn_log_fuzz tests/fuzz/txnindex_fuzz
+	tests/fuzz/txn_log_fuzz tests/fuzz/txnindex_fuzz tests/fuzz/sasl_client_fuzz tests/fuzz/oauthbearer_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -60,6 +60,19 @@ tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdi
 		$(top_srcdir)/modules/sasl-scram/scram.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto
+
+# The OAUTHBEARER module's parsers (the module's source, pure C).
+tests/fuzz/oauthbearer_fuzz: $(top_srcdir)/tests/fuzz/oauthbearer_fuzz.c \
+		$(top_srcdir)/modules/sasl-oauthbearer/oauthbearer.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $<
+
+# The SASL client's handling of a peer's tokens (libcrypto for SCRAM).
+tests/fuzz/sasl_client_fuzz: $(top_srcdir)/tests/fuzz/sasl_client_fuzz.c $(top_srcdir)/core/net/sasl_client.c \
+		$(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/net/sasl_client.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) \
+		-lcrypto -lpthread
 
 # .txnindex files: the entry format alone.
 tests/fuzz/txnindex_fuzz: $(top_srcdir)/tests/fuzz/txnindex_fuzz.c $(top_srcdir)/core/log/txnindex.c

@@ -17,7 +17,7 @@
  * registry's own), plugins and wake hub; b must outlive the registry. */
 static inline struct partition_registry *fixture_preg_create(struct broker *b)
 {
-    struct replica_env env = {&b->cfg, b->node_id, b->logs, b->plugins, b->wake};
+    struct replica_env env = {&b->cfg, b->node_id, b->logs, b->plugins, b->wake, NULL, NULL};
     return preg_create(&env);
 }
 

@@ -4,7 +4,8 @@
 check_PROGRAMS += tests/unit/sasl_test
 TESTS += tests/unit/sasl_test
 tests_unit_sasl_test_SOURCES = tests/unit/sasl_test.c
-EXTRA_tests_unit_sasl_test_DEPENDENCIES = $(top_srcdir)/modules/sasl-plain/plain.c $(top_srcdir)/modules/sasl-scram/scram.c
+EXTRA_tests_unit_sasl_test_DEPENDENCIES = $(top_srcdir)/modules/sasl-plain/plain.c $(top_srcdir)/modules/sasl-scram/scram.c \
+	$(top_srcdir)/modules/sasl-oauthbearer/oauthbearer.c
 tests_unit_sasl_test_CFLAGS = $(UNIT_CFLAGS) $(OPENSSL_CFLAGS)
 tests_unit_sasl_test_LDADD = $(UNIT_LIBS)
 # SCRAM credentials in the metadata log (controller/scram.c): validation,

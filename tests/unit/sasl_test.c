@@ -12,6 +12,9 @@
 #define SAMSA_SASL_NO_ENTRY
 #include "../../modules/sasl-plain/plain.c"
 #include "../../modules/sasl-scram/scram.c"
+#include "../../modules/sasl-oauthbearer/oauthbearer.c"
+
+#include "net/sasl_client.h"
 
 /* ---- a fake host ---- */
 
@@ -50,6 +53,9 @@ static int fake_scram_get(samsa_host_t *h, int mech, const char *user, samsa_scr
     return SAMSA_OK;
 }
 
+static int64_t fake_now_ms = 1700000000000;
+static int64_t fake_wall_ms(void) { return fake_now_ms; }
+
 static void fake_metric_add(samsa_metric_t *m, int64_t d)
 {
     (void)m;
@@ -65,6 +71,7 @@ static samsa_host_api_t fake_api = {
     .metric_add = fake_metric_add,
     .server_config_get = fake_server_config_get,
     .scram_credential_get = fake_scram_get,
+    .wall_ms = fake_wall_ms,
 };
 
 struct tout {
@@ -98,6 +105,7 @@ static int setup(void **st)
     (void)st;
     g_plain.api = &fake_api;
     g_scram.api = &fake_api;
+    g_ob.api = &fake_api;
     fake_users = NULL;
     fake_jaas_key = NULL;
     fake_jaas = NULL;
@@ -445,6 +453,277 @@ static void test_plain_step(void **st)
                              "mechanism PLAIN");
 }
 
+/* The client side (core/net/sasl_client.c) with RFC 7677's messages:
+ * its tokens are exactly the RFC's, and it verifies the server's. */
+static void test_client_rfc7677(void **st)
+{
+    (void)st;
+    char err[256];
+    struct sasl_client *c = sasl_client_new("SCRAM-SHA-256", "user", "pencil", err, sizeof err);
+    assert_non_null(c);
+    sasl_client_set_nonce(c, "rOprNGfwEbeRWgbNEkqO");
+    uint8_t *tok;
+    size_t len;
+    assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+    assert_int_equal(len, strlen("n,,n=user,r=rOprNGfwEbeRWgbNEkqO"));
+    assert_memory_equal(tok, "n,,n=user,r=rOprNGfwEbeRWgbNEkqO", len);
+    free(tok);
+    const char *sf = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)sf, strlen(sf), &tok, &len, err, sizeof err), 1);
+    const char *final = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+                        "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+    assert_int_equal(len, strlen(final));
+    assert_memory_equal(tok, final, len);
+    free(tok);
+    const char *bad = "v=7rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+    const char *sfin = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+    struct sasl_client *c2 = sasl_client_new("SCRAM-SHA-256", "user", "pencil", err, sizeof err);
+    sasl_client_set_nonce(c2, "rOprNGfwEbeRWgbNEkqO");
+    assert_int_equal(sasl_client_step(c2, NULL, 0, &tok, &len, err, sizeof err), 1);
+    free(tok);
+    assert_int_equal(sasl_client_step(c2, (const uint8_t *)sf, strlen(sf), &tok, &len, err, sizeof err), 1);
+    free(tok);
+    assert_int_equal(sasl_client_step(c2, (const uint8_t *)bad, strlen(bad), &tok, &len, err, sizeof err), -1);
+    assert_string_equal(err, "the server's SCRAM signature does not verify");
+    sasl_client_free(c2);
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)sfin, strlen(sfin), &tok, &len, err, sizeof err), 0);
+    assert_null(tok);
+    sasl_client_free(c);
+
+    /* a server nonce that does not extend ours; an unknown mechanism */
+    c = sasl_client_new("SCRAM-SHA-512", "user", "pencil", err, sizeof err);
+    sasl_client_set_nonce(c, "abc");
+    assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+    free(tok);
+    const char *other = "r=xyzdef,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    assert_int_equal(sasl_client_step(c, (const uint8_t *)other, strlen(other), &tok, &len, err, sizeof err), -1);
+    sasl_client_free(c);
+    assert_null(sasl_client_new("GSSAPI", "u", "p", err, sizeof err));
+    assert_string_equal(err, "SASL mechanism GSSAPI: samsa's client speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512");
+}
+
+/* The client against the SCRAM module's server: a whole exchange with a
+ * random nonce succeeds with the right password and fails with a wrong
+ * one; PLAIN's token is RFC 4616's. */
+static void test_client_against_server(void **st)
+{
+    (void)st;
+    set_rfc7677_credential();
+    scram_fixed_server_nonce = NULL;
+    for (int right = 0; right < 2; right++) {
+        struct scram_mech_info *mi = &scram_mechs[0];
+        void *sess = NULL;
+        samsa_sasl_conn_t conn = {.struct_size = sizeof conn, .listener = "L"};
+        assert_int_equal(scram_session_new(mi, &conn, &sess), SAMSA_OK);
+        char err[256];
+        struct sasl_client *c = sasl_client_new("SCRAM-SHA-256", "user", right ? "pencil" : "pen", err, sizeof err);
+        uint8_t *tok;
+        size_t len;
+        struct tout out;
+        assert_int_equal(sasl_client_step(c, NULL, 0, &tok, &len, err, sizeof err), 1);
+        tout_init(&out);
+        assert_int_equal(scram_step(mi, sess, tok, len, &out.pub, NULL, err, sizeof err), SAMSA_SASL_CONTINUE);
+        free(tok);
+        assert_int_equal(sasl_client_step(c, out.buf, out.len, &tok, &len, err, sizeof err), 1);
+        tout_init(&out);
+        int rc = scram_step(mi, sess, tok, len, &out.pub, NULL, err, sizeof err);
+        free(tok);
+        if (right) {
+            assert_int_equal(rc, SAMSA_OK);
+            assert_int_equal(sasl_client_step(c, out.buf, out.len, &tok, &len, err, sizeof err), 0);
+        } else {
+            assert_int_not_equal(rc, SAMSA_OK);
+        }
+        sasl_client_free(c);
+        scram_session_free(mi, sess);
+    }
+    char err[256];
+    struct sasl_client *p = sasl_client_new("PLAIN", "alice", "s3cret", err, sizeof err);
+    uint8_t *tok;
+    size_t len;
+    assert_int_equal(sasl_client_step(p, NULL, 0, &tok, &len, err, sizeof err), 1);
+    assert_int_equal(len, 13);
+    assert_memory_equal(tok, "\0alice\0s3cret", 13);
+    free(tok);
+    assert_int_equal(sasl_client_step(p, (const uint8_t *)"", 0, &tok, &len, err, sizeof err), 0);
+    sasl_client_free(p);
+    char *v = sasl_jaas_option("org.apache.kafka.common.security.plain.PlainLoginModule required "
+                               "username=\"admin\" password=\"a\\\"b\" user_admin=\"x\";", "password");
+    assert_string_equal(v, "a\"b");
+    free(v);
+}
+
+/* ---- OAUTHBEARER (modules/sasl-oauthbearer) ---- */
+
+static char *b64url(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(4 * ((n + 2) / 3) + 1);
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
+    for (char *p = out; *p; p++)
+        *p = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+    char *eq = strchr(out, '=');
+    if (eq)
+        *eq = '\0';
+    return out;
+}
+
+/* header.payload.sig from JSON texts (sig as it is). */
+static char *jws(const char *header, const char *payload, const char *sig)
+{
+    char *h = b64url(header), *p = b64url(payload);
+    char *out = malloc(strlen(h) + strlen(p) + strlen(sig) + 3);
+    sprintf(out, "%s.%s.%s", h, p, sig);
+    free(h);
+    free(p);
+    return out;
+}
+
+static int validate(const char *payload, const struct ob_opts *o, struct ob_result *r)
+{
+    char *t = jws("{\"alg\":\"none\"}", payload, "");
+    int rc = ob_validate(t, strlen(t), o, 1700000000000, r);
+    free(t);
+    return rc;
+}
+
+static void test_oauthbearer_validate(void **st)
+{
+    (void)st;
+    struct ob_opts o;
+    char why[200];
+    assert_int_equal(ob_opts_from_jaas(NULL, &o, why, sizeof why), 0);
+    assert_string_equal(o.principal_claim, "sub");
+    struct ob_result r;
+    /* librdkafka's unsecured token: sub, iat, exp, a scope list */
+    assert_int_equal(validate("{\"sub\":\"alice\",\"iat\":1699999990,\"exp\":1700003600,\"scope\":[\"a\",\"b\"]}", &o,
+                              &r), 0);
+    assert_string_equal(r.principal, "User:alice");
+    assert_int_equal(r.expiry_ms, 1700003600000LL);
+    /* expired; exactly at exp; no exp; exp not a number; no sub; blank sub */
+    assert_int_equal(validate("{\"sub\":\"alice\",\"exp\":1699999999}", &o, &r), -1);
+    assert_string_equal(r.error_json, "{\"status\":\"invalid_token\"}");
+    assert_int_equal(validate("{\"sub\":\"alice\",\"exp\":1700000000}", &o, &r), -1);
+    assert_int_equal(validate("{\"sub\":\"alice\"}", &o, &r), -1);
+    assert_string_equal(r.reason, "No expiration time in JWT");
+    assert_int_equal(validate("{\"sub\":\"alice\",\"exp\":\"1700003600\"}", &o, &r), -1);
+    assert_int_equal(validate("{\"exp\":1700003600}", &o, &r), -1);
+    assert_string_equal(r.reason, "No principal name in JWT claim: sub");
+    assert_int_equal(validate("{\"sub\":\"  \",\"exp\":1700003600}", &o, &r), -1);
+    /* iat after now; exp not after iat */
+    assert_int_equal(validate("{\"sub\":\"a\",\"iat\":1700000001,\"exp\":1700003600}", &o, &r), -1);
+    assert_int_equal(validate("{\"sub\":\"a\",\"iat\":1699990000,\"exp\":1699990000}", &o, &r), -1);
+    /* clock skew lets a just-expired token and a just-future iat pass */
+    assert_int_equal(ob_opts_from_jaas("X required unsecuredValidatorAllowableClockSkewMs=\"2000\" "
+                                       "unsecuredValidatorPrincipalClaimName=\"user\" "
+                                       "unsecuredValidatorRequiredScope=\"kafka write\";", &o, why, sizeof why), 0);
+    assert_int_equal(validate("{\"user\":\"bob\",\"exp\":1699999999,\"scope\":\"kafka write x\"}", &o, &r), 0);
+    assert_string_equal(r.principal, "User:bob");
+    assert_int_equal(validate("{\"user\":\"bob\",\"iat\":1700000001,\"exp\":1700000100,\"scope\":\"kafka write\"}",
+                              &o, &r), 0);
+    assert_int_equal(validate("{\"user\":\"bob\",\"exp\":1699999997,\"scope\":\"kafka write\"}", &o, &r), -1);
+    /* a required scope missing: insufficient_scope with Kafka's list */
+    assert_int_equal(validate("{\"user\":\"bob\",\"exp\":1700003600,\"scope\":[\"kafka\"]}", &o, &r), -1);
+    assert_string_equal(r.error_json, "{\"status\":\"insufficient_scope\", \"scope\":\"[kafka, write]\"}");
+    assert_int_equal(ob_opts_from_jaas("X required unsecuredValidatorAllowableClockSkewMs=\"-1\";", &o, why,
+                                       sizeof why), -1);
+
+    /* the JWS's form: alg, signature, dots, base64, JSON */
+    assert_int_equal(ob_opts_from_jaas("", &o, why, sizeof why), 0);
+    const char *pl = "{\"sub\":\"alice\",\"exp\":1700003600}";
+    char *t = jws("{\"alg\":\"HS256\"}", pl, "");
+    assert_int_equal(ob_validate(t, strlen(t), &o, 1700000000000, &r), -1);
+    assert_string_equal(r.reason, "Unsecured JWS must have 'none' for an algorithm");
+    free(t);
+    t = jws("{\"alg\":\"none\"}", pl, "c2ln");
+    assert_int_equal(ob_validate(t, strlen(t), &o, 1700000000000, &r), -1);
+    assert_string_equal(r.reason, "Unsecured JWS must not contain a digital signature");
+    free(t);
+    t = jws("{\"typ\":\"JWT\"}", pl, "");
+    assert_int_equal(ob_validate(t, strlen(t), &o, 1700000000000, &r), -1);
+    assert_string_equal(r.reason, "JWS header must have an Algorithm value");
+    free(t);
+    const char *bad[] = {"abc", "a.b", "a..", "e30.e30.x.y", "!!!.e30.", "e30.bm90IGpzb24.", "W10.e30."};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(ob_validate(bad[i], strlen(bad[i]), &o, 1700000000000, &r), -1);
+    /* JSON: escapes, nesting, a repeated key (the last counts), junk after */
+    struct ob_claims cl;
+    const char *j = "{\"sub\":\"a\\u00e9\\\"\\n\",\"o\":{\"x\":[1,{\"y\":null}]},\"n\":-1.5e2,\"sub\":\"z\",\"t\":true}";
+    assert_int_equal(ob_parse_object((const uint8_t *)j, strlen(j), &cl), 0);
+    assert_string_equal(ob_claim(&cl, "sub")->str, "z");
+    assert_true(ob_claim(&cl, "n")->num == -150.0);
+    assert_int_equal(ob_claim(&cl, "o")->kind, OB_OTHER);
+    ob_claims_free(&cl);
+    const char *js[] = {"{\"a\":1}x", "{\"a\"1}", "{\"a\":\"\\u00\"}", "{\"a\":[1,]}", "[1]", "{\"a\":\"\\u0000\"}",
+                        "{\"a\":01e999999}", "{\"a\":tru}"};
+    for (size_t i = 0; i < sizeof js / sizeof js[0]; i++)
+        assert_int_equal(ob_parse_object((const uint8_t *)js[i], strlen(js[i]), &cl), -1);
+    char deep[100];
+    memset(deep, '[', sizeof deep);
+    memcpy(deep, "{\"a\":", 5);
+    assert_int_equal(ob_parse_object((const uint8_t *)deep, sizeof deep, &cl), -1);
+}
+
+static void test_oauthbearer_initial_response(void **st)
+{
+    (void)st;
+    struct ob_initial m;
+    const char *ok = "n,,\x01" "auth=Bearer abc.def.\x01\x01";
+    assert_int_equal(ob_parse_initial((const uint8_t *)ok, strlen(ok), &m), 0);
+    assert_int_equal(m.token_len, 8);
+    assert_memory_equal(m.token, "abc.def.", 8);
+    const char *ext = "n,a=alice,\x01" "auth=Bearer x.y.\x01" "traceId=42\x01\x01";
+    assert_int_equal(ob_parse_initial((const uint8_t *)ext, strlen(ext), &m), 0);
+    assert_int_equal(m.authzid_len, 5);
+    const char *bad[] = {"n,,\x01\x01", "y,,\x01" "auth=Bearer x\x01\x01", "n,,\x01" "auth=Bearer x\x01",
+                         "n,,\x01" "auth=Basic x\x01\x01", "n,,\x01" "auth=Bearer a b\x01\x01",
+                         "n,,\x01" "1=2\x01" "auth=Bearer x\x01\x01", "n,,\x01" "auth=Bearer x\x01\x01junk"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(ob_parse_initial((const uint8_t *)bad[i], strlen(bad[i]), &m), -1);
+}
+
+/* Whole exchanges through the mechanism's ABI: a good token, then a
+ * bad one answered with the JSON challenge and failed after 0x01, an
+ * authzid that is not the principal. */
+static void test_oauthbearer_exchange(void **st)
+{
+    (void)st;
+    fake_jaas_key = "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config";
+    fake_jaas = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;";
+    samsa_sasl_conn_t conn = {.struct_size = sizeof conn, .listener = "SASL_PLAINTEXT"};
+    char err[400], msg[2048];
+    struct tout out;
+    for (int round = 0; round < 3; round++) {
+        void *sess = NULL;
+        assert_int_equal(ob_mech.session_new(&g_ob, &conn, &sess), SAMSA_OK);
+        char *t = jws("{\"alg\":\"none\"}", round == 1 ? "{\"sub\":\"alice\",\"exp\":1}"
+                                                       : "{\"sub\":\"alice\",\"exp\":1700000060}", "");
+        snprintf(msg, sizeof msg, "n,%s,\x01" "auth=Bearer %s\x01\x01", round == 2 ? "a=bob" : "", t);
+        free(t);
+        tout_init(&out);
+        int rc = ob_mech.step(&g_ob, sess, (const uint8_t *)msg, strlen(msg), &out.pub, NULL, err, sizeof err);
+        if (round == 0) {
+            assert_int_equal(rc, SAMSA_OK);
+            assert_string_equal(ob_mech.principal(&g_ob, sess), "User:alice");
+            assert_int_equal(ob_mech.session_lifetime_ms(&g_ob, sess), 60000);
+            assert_int_equal(out.len, 0);
+        } else if (round == 1) {
+            assert_int_equal(rc, SAMSA_SASL_CONTINUE);
+            assert_int_equal(out.len, strlen("{\"status\":\"invalid_token\"}"));
+            assert_memory_equal(out.buf, "{\"status\":\"invalid_token\"}", out.len);
+            tout_init(&out);
+            rc = ob_mech.step(&g_ob, sess, (const uint8_t *)"\x01", 1, &out.pub, NULL, err, sizeof err);
+            assert_int_equal(rc, SAMSA_EAUTH);
+            assert_string_equal(err, "{\"status\":\"invalid_token\"}");
+        } else {
+            assert_int_equal(rc, SAMSA_EAUTH);
+            assert_string_equal(err, "Authentication failed: Client requested an authorization id (bob) that is "
+                                     "different from the token's principal name (alice)");
+        }
+        ob_mech.session_free(&g_ob, sess);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -458,6 +737,11 @@ int main(void)
         cmocka_unit_test_setup(test_plain_parse, setup),
         cmocka_unit_test_setup(test_plain_config_parsing, setup),
         cmocka_unit_test_setup(test_plain_step, setup),
+        cmocka_unit_test_setup(test_client_rfc7677, setup),
+        cmocka_unit_test_setup(test_oauthbearer_validate, setup),
+        cmocka_unit_test_setup(test_oauthbearer_initial_response, setup),
+        cmocka_unit_test_setup(test_oauthbearer_exchange, setup),
+        cmocka_unit_test_setup(test_client_against_server, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "net/sasl_client.h"
 #include "client.h"
 #include "config.h"
 #include "proto/gen/sasl_authenticate_request.h"
@@ -26,44 +27,10 @@ static void set_str(char **dst, const char *v)
     *dst = v ? strdup(v) : NULL;
 }
 
-/* value of option key in a JAAS config ("key=\"v\"" or key=v) */
-static char *jaas_option(const char *jaas, const char *key)
-{
-    size_t kl = strlen(key);
-    for (const char *p = jaas; (p = strstr(p, key)) != NULL; p += kl) {
-        if (p > jaas && p[-1] != ' ' && p[-1] != '\t' && p[-1] != '\n')
-            continue;
-        const char *q = p + kl;
-        while (*q == ' ')
-            q++;
-        if (*q != '=')
-            continue;
-        q++;
-        while (*q == ' ')
-            q++;
-        char *out = malloc(strlen(q) + 1);
-        size_t o = 0;
-        if (*q == '"') {
-            q++;
-            while (*q && *q != '"') {
-                if (*q == '\\' && q[1])
-                    q++;
-                out[o++] = *q++;
-            }
-        } else {
-            while (*q && *q != ' ' && *q != ';' && *q != '\n')
-                out[o++] = *q++;
-        }
-        out[o] = '\0';
-        return out;
-    }
-    return NULL;
-}
-
 int kc_jaas_credentials(const char *jaas, char **username, char **password)
 {
-    *username = jaas_option(jaas, "username");
-    *password = jaas_option(jaas, "password");
+    *username = sasl_jaas_option(jaas, "username");
+    *password = sasl_jaas_option(jaas, "password");
     return (*username != NULL) + (*password != NULL);
 }
 
@@ -189,55 +156,6 @@ out:
     return rc;
 }
 
-int kc_scram_mechanism(const char *name)
-{
-    if (!strcmp(name, "SCRAM-SHA-256"))
-        return 1;
-    if (!strcmp(name, "SCRAM-SHA-512"))
-        return 2;
-    return -1;
-}
-
-static const EVP_MD *scram_md(int mechanism)
-{
-    return mechanism == 1 ? EVP_sha256() : mechanism == 2 ? EVP_sha512() : NULL;
-}
-
-int kc_scram_salted_password(int mechanism, const char *password, const uint8_t *salt, size_t salt_len,
-                             int iterations, uint8_t *out, size_t *out_len)
-{
-    const EVP_MD *md = scram_md(mechanism);
-    if (!md)
-        return -1;
-    int n = EVP_MD_size(md);
-    if (PKCS5_PBKDF2_HMAC(password, (int)strlen(password), salt, (int)salt_len, iterations, md, n, out) != 1)
-        return -1;
-    *out_len = (size_t)n;
-    return 0;
-}
-
-static char *b64(const uint8_t *p, size_t n)
-{
-    char *out = malloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, p, (int)n);
-    return out;
-}
-
-/* Strict enough for a server's base64; -1 on error. */
-static int unb64(const char *s, size_t n, uint8_t *out, size_t cap)
-{
-    if (n % 4 || n / 4 * 3 > cap)
-        return -1;
-    int r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-    if (r < 0)
-        return -1;
-    if (n >= 1 && s[n - 1] == '=')
-        r--;
-    if (n >= 2 && s[n - 2] == '=')
-        r--;
-    return r;
-}
-
 /* One SaslAuthenticate round: token out, server token back (malloc'd). */
 static int authenticate(struct kc_client *c, struct kc_conn *conn, const uint8_t *tok, size_t len, uint8_t **back,
                         size_t *back_len)
@@ -268,123 +186,6 @@ static int authenticate(struct kc_client *c, struct kc_conn *conn, const uint8_t
     return 0;
 }
 
-/* "n=" saslname: ',' as =2C, '=' as =3D */
-static char *saslname(const char *user)
-{
-    char *out = malloc(strlen(user) * 3 + 1);
-    size_t o = 0;
-    for (const char *p = user; *p; p++) {
-        if (*p == ',') {
-            memcpy(out + o, "=2C", 3);
-            o += 3;
-        } else if (*p == '=') {
-            memcpy(out + o, "=3D", 3);
-            o += 3;
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
-
-/* attribute a= of a SCRAM message, or NULL */
-static const char *attr(const char *msg, char a, size_t *len)
-{
-    const char *p = msg;
-    while (p && *p) {
-        if (p[0] == a && p[1] == '=') {
-            const char *e = strchr(p, ',');
-            *len = e ? (size_t)(e - p - 2) : strlen(p + 2);
-            return p + 2;
-        }
-        p = strchr(p, ',');
-        if (p)
-            p++;
-    }
-    return NULL;
-}
-
-static int scram_login(struct kc_client *c, struct kc_conn *conn, int mechanism)
-{
-    const EVP_MD *md = scram_md(mechanism);
-    int sz = EVP_MD_size(md);
-    uint8_t rnd[24];
-    RAND_bytes(rnd, sizeof rnd);
-    char *cnonce = b64(rnd, sizeof rnd);
-    char *name = saslname(kc_security.username);
-    size_t bare_cap = strlen(name) + strlen(cnonce) + 16;
-    char *bare = malloc(bare_cap);
-    snprintf(bare, bare_cap, "n=%s,r=%s", name, cnonce);
-    free(name);
-    char *first = malloc(bare_cap + 4);
-    snprintf(first, bare_cap + 4, "n,,%s", bare);
-    uint8_t *sf = NULL;
-    size_t sf_len = 0;
-    int rc = authenticate(c, conn, (const uint8_t *)first, strlen(first), &sf, &sf_len);
-    free(first);
-    char *final = NULL, *am = NULL;
-    uint8_t *sfin = NULL;
-    if (rc)
-        goto out;
-    size_t nl = 0, sl = 0, il = 0;
-    const char *nonce = attr((char *)sf, 'r', &nl);
-    const char *salt64 = attr((char *)sf, 's', &sl);
-    const char *iter = attr((char *)sf, 'i', &il);
-    if (!nonce || !salt64 || !iter || nl <= strlen(cnonce) || strncmp(nonce, cnonce, strlen(cnonce)) != 0) {
-        rc = kc_fail(c, KERR_SASL_AUTHENTICATION_FAILED, "invalid SCRAM server-first message");
-        goto out;
-    }
-    uint8_t salt[512];
-    int saltn = unb64(salt64, sl, salt, sizeof salt);
-    int iterations = atoi(iter);
-    if (saltn <= 0 || iterations <= 0) {
-        rc = kc_fail(c, KERR_SASL_AUTHENTICATION_FAILED, "invalid SCRAM salt or iteration count");
-        goto out;
-    }
-    uint8_t salted[EVP_MAX_MD_SIZE], ck[EVP_MAX_MD_SIZE], stored[EVP_MAX_MD_SIZE], sig[EVP_MAX_MD_SIZE],
-        sk[EVP_MAX_MD_SIZE], ssig[EVP_MAX_MD_SIZE], proof[EVP_MAX_MD_SIZE];
-    size_t slen;
-    unsigned int n;
-    kc_scram_salted_password(mechanism, kc_security.password, salt, (size_t)saltn, iterations, salted, &slen);
-    size_t wp_cap = nl + 32;
-    char *without_proof = malloc(wp_cap);
-    snprintf(without_proof, wp_cap, "c=biws,r=%.*s", (int)nl, nonce);
-    size_t am_cap = strlen(bare) + sf_len + strlen(without_proof) + 4;
-    am = malloc(am_cap);
-    snprintf(am, am_cap, "%s,%s,%s", bare, (char *)sf, without_proof);
-    HMAC(md, salted, sz, (const uint8_t *)"Client Key", 10, ck, &n);
-    EVP_Digest(ck, (size_t)sz, stored, &n, md, NULL);
-    HMAC(md, stored, sz, (const uint8_t *)am, strlen(am), sig, &n);
-    for (int i = 0; i < sz; i++)
-        proof[i] = ck[i] ^ sig[i];
-    char *proof64 = b64(proof, (size_t)sz);
-    size_t fcap = strlen(without_proof) + strlen(proof64) + 8;
-    final = malloc(fcap);
-    snprintf(final, fcap, "%s,p=%s", without_proof, proof64);
-    free(without_proof);
-    free(proof64);
-    size_t sfin_len = 0;
-    rc = authenticate(c, conn, (const uint8_t *)final, strlen(final), &sfin, &sfin_len);
-    if (rc)
-        goto out;
-    HMAC(md, salted, sz, (const uint8_t *)"Server Key", 10, sk, &n);
-    HMAC(md, sk, sz, (const uint8_t *)am, strlen(am), ssig, &n);
-    size_t vl = 0;
-    const char *v = attr((char *)sfin, 'v', &vl);
-    uint8_t got[EVP_MAX_MD_SIZE + 3];
-    if (!v || unb64(v, vl, got, sizeof got) != sz || CRYPTO_memcmp(got, ssig, (size_t)sz) != 0)
-        rc = kc_fail(c, KERR_SASL_AUTHENTICATION_FAILED, "the server's SCRAM signature does not verify");
-out:
-    free(cnonce);
-    free(bare);
-    free(sf);
-    free(sfin);
-    free(final);
-    free(am);
-    return rc;
-}
-
 int kc_sasl_login(struct kc_client *c, struct kc_conn *conn)
 {
     const char *mech = kc_security.mechanism;
@@ -413,23 +214,23 @@ int kc_sasl_login(struct kc_client *c, struct kc_conn *conn)
         return rc;
     }
     kc_response_free(&resp);
-    if (!strcmp(mech, "PLAIN")) {
-        size_t ul = strlen(kc_security.username), pl = strlen(kc_security.password);
-        uint8_t *tok = malloc(ul + pl + 2);
-        tok[0] = '\0';
-        memcpy(tok + 1, kc_security.username, ul);
-        tok[1 + ul] = '\0';
-        memcpy(tok + 2 + ul, kc_security.password, pl);
-        uint8_t *back = NULL;
-        size_t bl = 0;
-        rc = authenticate(c, conn, tok, ul + pl + 2, &back, &bl);
-        free(tok);
+    char why[256];
+    struct sasl_client *sc = sasl_client_new(mech, kc_security.username, kc_security.password, why, sizeof why);
+    if (!sc)
+        return kc_fail(c, KERR_UNSUPPORTED_SASL_MECHANISM, "samsactl: %s", why);
+    uint8_t *back = NULL, *tok = NULL;
+    size_t bl = 0, tl = 0;
+    while ((rc = sasl_client_step(sc, back, bl, &tok, &tl, why, sizeof why)) == 1) {
         free(back);
-        return rc;
+        back = NULL;
+        rc = authenticate(c, conn, tok, tl, &back, &bl);
+        free(tok);
+        if (rc)
+            break;
     }
-    int sm = kc_scram_mechanism(mech);
-    if (sm > 0)
-        return scram_login(c, conn, sm);
-    return kc_fail(c, KERR_UNSUPPORTED_SASL_MECHANISM, "samsactl does not speak SASL mechanism %s (PLAIN, "
-                   "SCRAM-SHA-256, SCRAM-SHA-512)", mech);
+    if (rc < 0)
+        rc = kc_fail(c, KERR_SASL_AUTHENTICATION_FAILED, "%s", why);
+    free(back);
+    sasl_client_free(sc);
+    return rc;
 }

@@ -44,11 +44,4 @@ int kc_jaas_credentials(const char *jaas, char **username, char **password);
  * 0 or a Kafka error code (SASL_AUTHENTICATION_FAILED, ...). */
 int kc_sasl_login(struct kc_client *c, struct kc_conn *conn);
 
-/* SCRAM helpers (RFC 5802), shared with `samsactl users scram`:
- * mechanism is Kafka's id (1 SCRAM-SHA-256, 2 SCRAM-SHA-512); the salted
- * password is the digest size (32 or 64 bytes). -1 for another id. */
-int kc_scram_salted_password(int mechanism, const char *password, const uint8_t *salt, size_t salt_len,
-                             int iterations, uint8_t *out, size_t *out_len);
-int kc_scram_mechanism(const char *name); /* 1, 2, or -1 */
-
 #endif

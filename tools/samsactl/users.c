@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/sasl_client.h"
 #include "client.h"
 #include "proto/gen/alter_user_scram_credentials_request.h"
 #include "proto/gen/alter_user_scram_credentials_response.h"
@@ -91,7 +92,7 @@ static int parse(int argc, char **argv, struct users_opts *o, struct global_opts
             break;
         case OPT_PASSWORD: o->password = it.arg; break;
         case OPT_MECHANISM:
-            o->mechanism = kc_scram_mechanism(it.arg);
+            o->mechanism = sasl_scram_mechanism(it.arg);
             if (o->mechanism < 0) {
                 snprintf(err, errlen, "unknown --mechanism '%s' (SCRAM-SHA-256, SCRAM-SHA-512)", it.arg);
                 return ARGS_ERROR;
@@ -140,7 +141,7 @@ static int do_alter(struct kc_client *c, const struct users_opts *o)
         req.deletions.n = 1;
     } else {
         if (RAND_bytes(salt, sizeof salt) != 1 ||
-            kc_scram_salted_password(o->mechanism, o->password, salt, sizeof salt, o->iterations, salted,
+            sasl_scram_salted_password(o->mechanism, o->password, salt, sizeof salt, o->iterations, salted,
                                      &salted_len) < 0)
             return kc_fail(c, KERR_UNKNOWN_SERVER_ERROR, "cannot salt the password");
         up.name = KSTR(o->users[0]);

@@ -130,6 +130,11 @@ export function done (code) {
 }
 
 export function kafkajsClient (bootstrap, extra = {}) {
+  if (extra.sasl && extra.sasl.mechanism === 'oauthbearer' && extra.sasl.token !== undefined) {
+    // JSON cannot carry kafkajs's token provider: a fixed token stands in
+    const token = extra.sasl.token
+    extra = { ...extra, sasl: { mechanism: 'oauthbearer', oauthBearerProvider: async () => ({ value: token }) } }
+  }
   return new kafkajs.Kafka({
     clientId: 'samsa-interop-kafkajs',
     brokers: [bootstrap],

@@ -1,0 +1,185 @@
+"""SASL/OAUTHBEARER (module sasl-oauthbearer, Kafka's unsecured JWS
+validator) on a SASL_PLAINTEXT listener through real clients:
+confluent-kafka with librdkafka's own unsecured token
+(enable.sasl.oauthbearer.unsecure.jwt), kafkajs and kafka-python with
+tokens this test makes. Each produces and reads back exact records as
+the token's principal; the listener's JAAS options are Kafka's
+(unsecuredValidatorRequiredScope, unsecuredValidatorPrincipalClaimName).
+An expired token, a signed one (alg HS256), a token without the required
+scope and garbage are refused with Kafka's answers (the JSON error
+challenge, then SASL_AUTHENTICATION_FAILED with it as the message)."""
+# limit: 180
+import base64
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness as h  # noqa: E402
+
+suite = h.Suite("93_test_oauthbearer", case_limit=60)
+state = {}
+TOPIC = "oauth-topic"
+JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+        'unsecuredValidatorRequiredScope="kafka" unsecuredValidatorAllowableClockSkewMs="1000";')
+
+
+def srv():
+    return state["server"]
+
+
+def bootstrap():
+    return "127.0.0.1:%d" % state["port"]
+
+
+def setup():
+    s = h.Server(name="oauth", start=False)
+    port = h.free_ports(1)[0]
+    s.overrides.update({
+        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
+                     % (s.port, port, s.cport),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": JAAS,
+        "samsa.log.level": "debug",
+    })
+    s.start()
+    state["server"] = s
+    state["port"] = port
+    p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", s.bootstrap, "topics", "create", "--topic", TOPIC,
+               "--partitions", "1", "--replication-factor", "1"])
+    h.eq(p.returncode, 0, "topic creation")
+
+
+def b64url(obj):
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+
+def token(sub="alice", exp_in=600, scope=("kafka",), alg="none", sig=""):
+    now = int(time.time())
+    claims = {"sub": sub, "iat": now, "exp": now + exp_in}
+    if scope is not None:
+        claims["scope"] = list(scope)
+    return "%s.%s.%s" % (b64url({"alg": alg}), b64url(claims), sig)
+
+
+def records(tag, n=3):
+    return [h.rec(("k-%s-%d" % (tag, i)).encode(), ("v-%s-%d" % (tag, i)).encode(), []) for i in range(n)]
+
+
+def next_offset():
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer(h.ck_conf(srv().bootstrap, **{"group.id": "oauth-probe"}))
+    try:
+        return c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)[1]
+    finally:
+        c.close()
+
+
+def ck_oauth(principal, scope="kafka"):
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "enable.sasl.oauthbearer.unsecure.jwt": True,
+            "sasl.oauthbearer.config": "principal=%s scope=%s lifeSeconds=600" % (principal, scope)}
+
+
+@suite.case
+def confluent_unsecured_jwt():
+    want = records("ck")
+    start = next_offset()
+    since = srv().log_size()
+    sent = h.ck_produce(bootstrap(), TOPIC, want, conf=ck_oauth("alice"))
+    h.eq([r["offset"] for r in sent], list(range(start, start + 3)), "produced offsets")
+    got = h.ck_consume(bootstrap(), TOPIC, 0, start, 3, conf=ck_oauth("alice"))
+    h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "confluent-kafka OAUTHBEARER",
+                      timestamps=False)
+    srv().wait_log(r"on SASL_PLAINTEXT authenticated as User:alice \(OAUTHBEARER\)", since)
+
+
+@suite.case
+def confluent_without_required_scope():
+    """librdkafka's token with scope "other": the JSON challenge names
+    the missing scope, then the login fails with it."""
+    from confluent_kafka import Producer
+    errs = []
+    conf = h.ck_conf(bootstrap(), **ck_oauth("alice", scope="other"))
+    conf["error_cb"] = lambda e: errs.append(str(e))
+    p = Producer(conf)
+    deadline = time.monotonic() + h.bound(15)
+    while not any("insufficient_scope" in e for e in errs) and time.monotonic() < deadline:
+        p.poll(0.2)
+    h.check(any('{"status":"insufficient_scope", "scope":"[kafka]"}' in e for e in errs),
+            "librdkafka errors: %s", errs[:3])
+
+
+@suite.case
+def kafkajs_token():
+    want = records("js")
+    start = next_offset()
+    sasl = {"sasl": {"mechanism": "oauthbearer", "token": token(sub="bob")}}
+    since = srv().log_size()
+    res = h.node("kafkajs-produce", bootstrap(), {"topic": TOPIC, "kafkajs": sasl}, stdin=h.to_json_records(want))
+    h.check(res.get("ok"), "kafkajs produce: %s", res)
+    res = h.node("kafkajs-fetch", bootstrap(), {"topic": TOPIC, "partition": 0, "offset": start, "count": 3,
+                                                 "kafkajs": sasl})
+    got = h.from_json_records(res["records"])
+    h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "kafkajs OAUTHBEARER",
+                      timestamps=False)
+    srv().wait_log(r"on SASL_PLAINTEXT authenticated as User:bob \(OAUTHBEARER\)", since)
+
+
+@suite.case
+def kafkajs_refused_tokens():
+    """kafkajs takes the server's JSON challenge for success and sends its
+    next request, which ends the connection (as against Kafka): it
+    cannot produce, and the server logs why the token was refused.
+    A token with characters RFC 7628 does not allow fails the exchange
+    at once with Kafka's message."""
+    cases = [("expired", token(exp_in=-60), "The indicated time minus allowable clock skew was on or after the "
+                                            "Expiration Time value"),
+             ("signed", token(alg="HS256", sig="c2lnbmF0dXJl"), "Unsecured JWS must have 'none' for an algorithm"),
+             ("no scope", token(scope=None), r"The provided scope was missing a required scope \(kafka\)"),
+             ("not a JWS", "not-a-jws", "Unsecured JWS compact serializations must have 3 dot-separated "
+                                       "Base64URL-encoded values"),
+             ("garbage", "bad token!", None)]
+    for what, tok, reason in cases:
+        since = srv().log_size()
+        res = h.node("kafkajs-produce", bootstrap(), {"topic": TOPIC, "kafkajs": {"sasl": {
+            "mechanism": "oauthbearer", "token": tok}}}, stdin=h.to_json_records(records("bad")), check_rc=False)
+        h.check(not res.get("ok"), "kafkajs with a %s token produced", what)
+        if reason:
+            srv().wait_log(r"OAUTHBEARER token refused: " + reason, since)
+        else:
+            want = "Authentication failed during authentication due to invalid credentials with SASL mechanism " \
+                   "OAUTHBEARER"
+            h.check(want in res.get("error", ""), "kafkajs %s token error: %s", what, res.get("error"))
+
+
+class Provider:
+    def __init__(self, tok):
+        self.tok = tok
+
+    def token(self):
+        return self.tok
+
+    def extensions(self):
+        return {}
+
+
+@suite.case
+def kafka_python_token():
+    want = records("kp")
+    start = next_offset()
+    kw = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+              sasl_oauth_token_provider=Provider(token(sub="carol")))
+    since = srv().log_size()
+    sent = h.kp_produce(bootstrap(), TOPIC, want, **kw)
+    h.eq([r["offset"] for r in sent], list(range(start, start + 3)), "kafka-python produced offsets")
+    got = h.kp_consume(bootstrap(), TOPIC, 0, start, 3, **kw)
+    h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "kafka-python OAUTHBEARER",
+                      timestamps=False)
+    srv().wait_log(r"on SASL_PLAINTEXT authenticated as User:carol \(OAUTHBEARER\)", since)
+
+
+if __name__ == "__main__":
+    suite.run(setup)
