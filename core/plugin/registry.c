@@ -91,6 +91,7 @@ struct plugin_registry {
     void *scram_arg;
     pthread_key_t tls_key;
     bool tls_key_ok;
+    _Atomic uint64_t generation; /* successful plugin reloads */
 };
 
 /* ------------------------------------------------------------------ */
@@ -894,10 +895,16 @@ int plugin_registry_reload(struct plugin_registry *reg)
             failed++;
         } else {
             slog_info("plugin %s: reloaded", p->name);
+            atomic_fetch_add(&reg->generation, 1);
         }
     }
     pthread_mutex_unlock(&reload_mu);
     return failed;
+}
+
+uint64_t plugin_registry_generation(const struct plugin_registry *reg)
+{
+    return reg ? atomic_load(&((struct plugin_registry *)reg)->generation) : 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -109,6 +109,10 @@ const char *plugin_build_static_modules(void);
  * Returns the number of plugins that failed. Call from one thread at a
  * time; workers keep calling capabilities meanwhile. */
 int plugin_registry_reload(struct plugin_registry *reg);
+/* Counts the reloads that changed something (a plugin answered
+ * SAMSA_OK); a cache of plugin decisions (the authorizer chain's) keys
+ * on it so that a reloaded policy is in force at once. Any thread. */
+uint64_t plugin_registry_generation(const struct plugin_registry *reg);
 
 /* Lookups; NULL when absent. Safe from any thread once loading is over. */
 const struct plugin_cap *plugin_find(const struct plugin_registry *reg, int kind, const char *name);

@@ -15,6 +15,10 @@ function authorize(r)
     return false
   end
   if SCOPED[r.resource_type] then
+    if r.resource_name == nil then
+      -- "any topic/group of this tenant?" (authorizeByResourceType)
+      return true
+    end
     return r.resource_name:sub(1, #tenant + 1) == tenant .. "."
   end
   if r.resource_type == "CLUSTER" then

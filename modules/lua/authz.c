@@ -6,7 +6,9 @@
  * principal, host, listener, security_protocol, client_id, api ("Produce"),
  * api_version, operation ("WRITE"), resource_type ("TOPIC"),
  * resource_name and pattern_type ("LITERAL": an action names one
- * resource). A script that sets r.cacheable = false asks the host not to
+ * resource; resource_name nil and pattern_type "ANY" when the host asks
+ * whether the principal may act on at least one resource of the type,
+ * Kafka's authorizeByResourceType). A script that sets r.cacheable = false asks the host not to
  * cache that decision. An error, the budget, the memory cap or another
  * return type denies the action (one rate-limited log line). */
 #define _POSIX_C_SOURCE 200809L
@@ -57,8 +59,9 @@ static void authz_fn(lua_State *L, void *arg)
     set_str(L, "operation", op ? op : "UNKNOWN");
     const char *rt = lua_resource_type_name(a->resource_type);
     set_str(L, "resource_type", rt ? rt : "UNKNOWN");
-    set_str(L, "resource_name", a->resource_name);
-    set_str(L, "pattern_type", "LITERAL");
+    if (a->resource_name)
+        set_str(L, "resource_name", a->resource_name);
+    set_str(L, "pattern_type", a->resource_name ? "LITERAL" : "ANY");
 
     sbx_push_entry(L);
     lua_pushvalue(L, -2); /* r stays at index 1 to read cacheable back */

@@ -307,7 +307,7 @@ static void test_fields_and_answers(void **st)
         "  assert(r.security_protocol == 'SASL_PLAINTEXT', r.security_protocol)\n"
         "  assert(r.client_id == 'cid' and r.api == 'Produce' and r.api_version == 9)\n"
         "  assert(r.operation == 'WRITE' and r.resource_type == 'TOPIC', r.operation)\n"
-        "  assert(r.pattern_type == 'LITERAL')\n"
+        "  assert(r.pattern_type == (r.resource_name and 'LITERAL' or 'ANY'))\n"
         "  assert(broker.node_id == 7 and broker.rack == 'r1', 'facts')\n"
         "  assert(broker.listeners[1] == 'SASL_PLAINTEXT' and broker.listeners[2] == 'INTERNAL')\n"
         "  assert(not pcall(function() broker.rack = 'x' end), 'broker is read-only')\n"
@@ -603,6 +603,12 @@ static void test_example_tenant(void **st)
     assert_int_equal(AUTHZ(.principal = "User:admin", .op = OP_ALTER, .rt = RT_CLUSTER, .name = "kafka-cluster"),
                      SAMSA_AUTHZ_DEFER);
     assert_int_equal(AUTHZ(.principal = "User:ANONYMOUS", .op = OP_READ, .name = "ANONYMOUS.x"), SAMSA_AUTHZ_DENY);
+    /* authorizeByResourceType: a NULL name, "may alice write some topic?" */
+    samsa_authz_ctx_t ctx = {.struct_size = sizeof ctx, .principal = "User:alice", .listener = "SASL_PLAINTEXT"};
+    samsa_authz_action_t any = {.operation = OP_WRITE, .resource_type = RT_TOPIC, .resource_name = NULL};
+    uint8_t res = 0xff;
+    assert_int_equal(authz_vt->authorize(cap_state, &ctx, &any, 1, &res), SAMSA_OK);
+    assert_int_equal(res, SAMSA_AUTHZ_ALLOW);
     assert_int_equal(metric_vals[0], 0);
     unload_module();
 }
@@ -814,12 +820,15 @@ static void test_registry_reload(void **st)
     assert_int_equal(res[0], SAMSA_AUTHZ_ALLOW);
     assert_int_equal(res[1], SAMSA_AUTHZ_DENY);
     write_script("reg.lua", "function authorize(r) return r.resource_name == 'b' end\n");
+    assert_int_equal(plugin_registry_generation(reg), 0);
     assert_int_equal(plugin_registry_reload(reg), 0);
+    assert_int_equal(plugin_registry_generation(reg), 1);
     assert_int_equal(c->vt.authorizer.authorize(c->state, &ctx, a, 2, res), SAMSA_OK);
     assert_int_equal(res[0], SAMSA_AUTHZ_DENY);
     assert_int_equal(res[1], SAMSA_AUTHZ_ALLOW);
     write_script("reg.lua", "function authorize(r) return r.resource_name == \n");
     assert_int_equal(plugin_registry_reload(reg), 1);
+    assert_int_equal(plugin_registry_generation(reg), 1);
     assert_int_equal(c->vt.authorizer.authorize(c->state, &ctx, a, 2, res), SAMSA_OK);
     assert_int_equal(res[1], SAMSA_AUTHZ_ALLOW);
     plugin_registry_free(reg);

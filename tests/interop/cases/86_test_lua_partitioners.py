@@ -147,7 +147,7 @@ def samsactl_tenant_script():
 
 @suite.case
 def samsactl_script_errors():
-    bad = os.path.join(srv.dir if hasattr(srv, "dir") else "/tmp", "lp-bad.lua")
+    bad = os.path.join(srv.dir, "lp-bad.lua")
     with open(bad, "w") as f:
         f.write("function partition(topic, key, value, n) return\n")
     p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", srv.bootstrap, "produce", "--topic", "lp-tenant",
