@@ -127,6 +127,22 @@ def confluent_kafka_java_murmur2_script():
 
 
 @suite.case
+def confluent_kafka_c_partitioner_module():
+    # The ABI 1.0 fixture (built by `make check`): its partitioner puts a
+    # key of n bytes in partition n % count, through the 1.0 vtable.
+    fixture = os.path.join(BUILD, "tests", "unit", "plugin-fixtures", ".libs", "abi_1_0.so")
+    if not os.path.exists(fixture):
+        raise h.Skip("%s not built (make check builds it)" % fixture)
+    topic = "lp-module"
+    h.ck_create_topic(srv.bootstrap, topic, partitions=3)
+    keys = [b"a", b"bb", b"ccc", b"dddd", b"eeeee", b"ffffff", b"g"]
+    records = [h.rec(k, b"v", partition=None) for k in keys]
+    delivered = h.ck_produce(srv.bootstrap, topic, records, metadata_first=True,
+                             conf={"plugin.library.paths": PLUGIN, "samsa.partitioner.module": fixture})
+    h.eq([d["partition"] for d in delivered], [len(k) % 3 for k in keys], "partitions chosen by the C module")
+
+
+@suite.case
 def samsactl_tenant_script():
     topic = "lp-tenant"
     h.ck_create_topic(srv.bootstrap, topic, partitions=7)
