@@ -234,6 +234,8 @@ static int sbx_utc(lua_State *L)
 {
     struct sbx *s = sbx_of(L);
     lua_Number t = luaL_optnumber(L, 1, (lua_Number)s->env->api->wall_ms() / 1000.0);
+    if (!(t > -1e14 && t < 1e14)) /* also NaN: the cast would be undefined */
+        return luaL_error(L, "time out of range");
     time_t tt = (time_t)t;
     struct tm tm;
     if (!gmtime_r(&tt, &tm))

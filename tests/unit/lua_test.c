@@ -201,6 +201,11 @@ static int load_module(char *err, size_t errlen, ...)
     conf_keys[i] = NULL;
     va_end(ap);
     if (!info) {
+        if (access(MODULE_DIR "/lua.so", F_OK) != 0) {
+            /* a build with the lua module static or left out */
+            fprintf(stderr, "no %s/lua.so: skipped\n", MODULE_DIR);
+            skip();
+        }
         void *h = dlopen(MODULE_DIR "/lua.so", RTLD_NOW | RTLD_LOCAL);
         if (!h)
             fail_msg("dlopen %s/lua.so: %s", MODULE_DIR, dlerror());
@@ -810,6 +815,8 @@ static void test_registry_reload(void **st)
     char err[512];
     assert_int_equal(config_set(cfg, "plugin.lua.authorizer.script", path, err, sizeof err), 0);
     struct plugin_registry *reg = plugin_registry_new(cfg);
+    if (access(MODULE_DIR "/lua.so", F_OK) != 0)
+        skip();
     if (plugin_load_file(reg, MODULE_DIR "/lua.so", "lua", err, sizeof err) != 0)
         fail_msg("%s", err);
     const struct plugin_cap *c = plugin_find(reg, SAMSA_CAP_AUTHORIZER, "lua");
