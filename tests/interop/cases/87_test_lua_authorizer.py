@@ -139,6 +139,16 @@ def reload_on_sighup_keeps_connections():
     srv().wait_log("plugin lua: reloaded", since, limit=5)
     h.eq(s.produce("shared.news"), None, "the new rule on the same connection")
     h.eq(s.produce("alice.orders"), None, "the old rules still")
+    # a revocation of what this connection was allowed (and may have cached)
+    write_script(policy('function extra_rule(r)\n'
+                        '  if r.resource_name == "alice.orders" and r.operation == "WRITE" then return false end\n'
+                        '  if r.resource_type == "TOPIC" and r.resource_name and '
+                        'r.resource_name:sub(1, 7) == "shared." then return true end\n'
+                        'end\n'))
+    since = srv().log_size()
+    os.kill(srv().proc.pid, signal.SIGHUP)
+    srv().wait_log("plugin lua: reloaded", since, limit=5)
+    h.eq(s.produce("alice.orders"), TOPIC_AUTHORIZATION_FAILED, "revoked on the same connection")
     # a broken script: the old one stays in force
     write_script("function authorize(r) return true\n")
     since = srv().log_size()
