@@ -16,3 +16,8 @@ modules_lua_la_LIBADD = $(LUA_LIBS)
 modules_liblua_static_a_SOURCES = $(LUA_MODULE_SOURCES)
 modules_liblua_static_a_CPPFLAGS = $(MODULE_STATIC_CPPFLAGS)
 modules_liblua_static_a_CFLAGS = $(MODULE_CFLAGS) $(LUA_CFLAGS)
+# The example scripts, installed for operators to copy ($(pkgdatadir)/lua).
+luaauthzdir = $(pkgdatadir)/lua/authz
+dist_luaauthz_DATA = lua/authz/tenant.lua lua/authz/readonly.lua lua/authz/maintenance.lua lua/authz/listeners.lua
+luapartitionersdir = $(pkgdatadir)/lua/partitioners
+dist_luapartitioners_DATA = lua/partitioners/prefix.lua lua/partitioners/murmur2.lua lua/partitioners/tenant.lua
