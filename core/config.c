@@ -437,6 +437,23 @@ const struct config_def config_defs[] = {
      "SASL mechanism this node logs in to controllers with (Kafka's default: GSSAPI; samsa: PLAIN)."},
     {"sasl.jaas.config", T(PASSWORD), NULL, PB, NE | LO, NOCHECK,
      "JAAS login configuration for SASL."},
+    {"sasl.server.callback.handler.class", T(CLASS), NULL, RO, LO, NOCHECK,
+     "Validator of SASL logins (read by sasl-oauthbearer: Kafka's OAuthBearerValidatorCallbackHandler "
+     "checks signed tokens against sasl.oauthbearer.jwks.endpoint.url; unset: unsecured tokens)."},
+    {"sasl.oauthbearer.jwks.endpoint.url", T(STRING), NULL, RO, LO, NOCHECK,
+     "Where the signed tokens' keys (a JWKS) are read from: a file: URL (samsa fetches no HTTP)."},
+    {"sasl.oauthbearer.jwks.endpoint.refresh.ms", T(LONG), "3600000", RO, LO, ATLEAST(0),
+     "How often the JWKS is read again."},
+    {"sasl.oauthbearer.expected.audience", T(LIST), NULL, RO, LO, NOCHECK,
+     "Audiences one of which a token's aud claim must name (unset: any)."},
+    {"sasl.oauthbearer.expected.issuer", T(STRING), NULL, RO, LO, NOCHECK,
+     "The iss claim a token must have (unset: any)."},
+    {"sasl.oauthbearer.sub.claim.name", T(STRING), "sub", RO, LO, NOCHECK,
+     "The claim naming a signed token's principal."},
+    {"sasl.oauthbearer.scope.claim.name", T(STRING), "scope", RO, LO, NOCHECK,
+     "The claim holding a signed token's scope."},
+    {"sasl.oauthbearer.clock.skew.seconds", T(INT), "30", RO, LO, ATLEAST(0),
+     "Clock difference allowed when checking a signed token's times."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
      "Longest session before a SASL client must re-authenticate (0: never; KIP-368)."},
     {"ssl.keystore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the key store."},
@@ -2156,6 +2173,7 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
         /* the SASL keys of a listener are read (auth/sasl.c, sasl-plain),
          * and its ssl.* keys that have an effect broker-wide */
         bool read = has_suffix(key, ".sasl.enabled.mechanisms") || has_suffix(key, ".sasl.jaas.config") ||
+                    has_suffix(key, ".sasl.server.callback.handler.class") || strstr(key, ".sasl.oauthbearer.") ||
                     (ti != NO_INDEX && !(config_defs[ti].flags & CONFIG_F_NO_EFFECT));
         if (!read)
             warn_no_effect(key);

@@ -1,16 +1,17 @@
-# sasl-oauthbearer: SASL mechanism "OAUTHBEARER" (RFC 7628) with Kafka's
-# unsecured JWS validator; no library.
+# sasl-oauthbearer: SASL mechanism "OAUTHBEARER" (RFC 7628): Kafka's
+# unsecured JWS validator, or signed JWTs against a JWKS (lib: $(LIBCRYPTO_LIBS)).
 if MOD_SASL_OAUTHBEARER_DYNAMIC
 pkglib_LTLIBRARIES += modules/sasl-oauthbearer.la
 endif
 if MOD_SASL_OAUTHBEARER_STATIC
 noinst_LIBRARIES += modules/libsasl-oauthbearer-static.a
-STATIC_MODULE_LIBS += modules/libsasl-oauthbearer-static.a
+STATIC_MODULE_LIBS += modules/libsasl-oauthbearer-static.a $(LIBCRYPTO_LIBS)
 endif
 modules_sasl_oauthbearer_la_SOURCES = modules/sasl-oauthbearer/oauthbearer.c
 modules_sasl_oauthbearer_la_CPPFLAGS = $(MODULE_CPPFLAGS)
-modules_sasl_oauthbearer_la_CFLAGS = $(MODULE_CFLAGS)
+modules_sasl_oauthbearer_la_CFLAGS = $(MODULE_CFLAGS) $(LIBCRYPTO_CFLAGS)
 modules_sasl_oauthbearer_la_LDFLAGS = $(MODULE_LDFLAGS)
+modules_sasl_oauthbearer_la_LIBADD = $(LIBCRYPTO_LIBS)
 modules_libsasl_oauthbearer_static_a_SOURCES = modules/sasl-oauthbearer/oauthbearer.c
 modules_libsasl_oauthbearer_static_a_CPPFLAGS = $(MODULE_STATIC_CPPFLAGS)
-modules_libsasl_oauthbearer_static_a_CFLAGS = $(MODULE_CFLAGS)
+modules_libsasl_oauthbearer_static_a_CFLAGS = $(MODULE_CFLAGS) $(LIBCRYPTO_CFLAGS)

@@ -25,17 +25,31 @@
  * JSON error challenge {"status":"invalid_token"} (or
  * "insufficient_scope" with the scope); the client acknowledges with a
  * lone 0x01 and the exchange fails with that JSON as the message. The
- * token's expiry is the session lifetime (KIP-368). Signed tokens
- * (Kafka's OAuthBearerValidatorCallbackHandler, JWKS) are not validated
- * here: a listener configured for them is refused at the first login
- * with a log line. Compiled against include/samsa only. */
+ * token's expiry is the session lifetime (KIP-368).
+ *
+ * With listener.name.<l>.oauthbearer.sasl.server.callback.handler.class=
+ * org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
+ * (KIP-768) tokens must be signed (RS256/384/512, ES256/384/512) by a key
+ * of the JWKS at sasl.oauthbearer.jwks.endpoint.url (a file: URL here;
+ * re-read every sasl.oauthbearer.jwks.endpoint.refresh.ms and when a
+ * token names a key it lacks), with exp and iat, and the
+ * sasl.oauthbearer.expected.audience / expected.issuer / sub.claim.name /
+ * clock.skew.seconds checks. Compiled against include/samsa only;
+ * libcrypto verifies. */
 #include <ctype.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
 
 #include "samsa/sasl.h"
 
@@ -657,12 +671,363 @@ static int ob_opts_from_jaas(const char *jaas, struct ob_opts *o, char *why, siz
 }
 
 /* ------------------------------------------------------------------ */
+/* Signed tokens: Kafka's OAuthBearerValidatorCallbackHandler (KIP-768) */
+/* with a JWKS read from a file (sasl.oauthbearer.jwks.endpoint.url    */
+/* file:...); RS256/384/512 and ES256/384/512                          */
+
+#define OB_MAX_KEYS 32
+
+struct ob_jwk {
+    char kid[128];
+    char kty[8]; /* "RSA", "EC" */
+    EVP_PKEY *key;
+};
+
+struct ob_jwks {
+    struct ob_jwk k[OB_MAX_KEYS];
+    int n;
+};
+
+static void ob_jwks_free(struct ob_jwks *ks)
+{
+    for (int i = 0; i < ks->n; i++)
+        EVP_PKEY_free(ks->k[i].key);
+    ks->n = 0;
+}
+
+static BIGNUM *ob_b64_bn(const char *s)
+{
+    uint8_t buf[1024];
+    long n = s ? ob_b64_decode(s, strlen(s), buf, sizeof buf) : -1;
+    return n > 0 ? BN_bin2bn(buf, (int)n, NULL) : NULL;
+}
+
+/* One JWK's public key; NULL when it is not a usable RSA or EC key. */
+static EVP_PKEY *ob_jwk_key(const struct ob_claims *c, char *kty_out)
+{
+    const struct ob_claim *kty = ob_claim(c, "kty"), *use = ob_claim(c, "use");
+    if (!kty || kty->kind != OB_STRING || (use && use->kind == OB_STRING && strcmp(use->str, "sig") != 0))
+        return NULL;
+    EVP_PKEY *pk = NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    BIGNUM *n = NULL, *e = NULL;
+    if (!bld)
+        return NULL;
+    if (!strcmp(kty->str, "RSA")) {
+        const struct ob_claim *cn = ob_claim(c, "n"), *ce = ob_claim(c, "e");
+        n = ob_b64_bn(cn && cn->kind == OB_STRING ? cn->str : NULL);
+        e = ob_b64_bn(ce && ce->kind == OB_STRING ? ce->str : NULL);
+        if (!n || !e || !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) ||
+            !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e))
+            goto out;
+        ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+    } else if (!strcmp(kty->str, "EC")) {
+        const struct ob_claim *crv = ob_claim(c, "crv"), *cx = ob_claim(c, "x"), *cy = ob_claim(c, "y");
+        const char *group = NULL;
+        size_t sz = 0;
+        if (crv && crv->kind == OB_STRING) {
+            if (!strcmp(crv->str, "P-256"))
+                group = "prime256v1", sz = 32;
+            else if (!strcmp(crv->str, "P-384"))
+                group = "secp384r1", sz = 48;
+            else if (!strcmp(crv->str, "P-521"))
+                group = "secp521r1", sz = 66;
+        }
+        uint8_t x[80], y[80], pt[1 + 2 * 66];
+        long xl = cx && cx->kind == OB_STRING ? ob_b64_decode(cx->str, strlen(cx->str), x, sizeof x) : -1;
+        long yl = cy && cy->kind == OB_STRING ? ob_b64_decode(cy->str, strlen(cy->str), y, sizeof y) : -1;
+        if (!group || xl <= 0 || yl <= 0 || (size_t)xl > sz || (size_t)yl > sz)
+            goto out;
+        memset(pt, 0, sizeof pt);
+        pt[0] = 4; /* uncompressed point: 04 || x || y, each padded */
+        memcpy(pt + 1 + sz - (size_t)xl, x, (size_t)xl);
+        memcpy(pt + 1 + 2 * sz - (size_t)yl, y, (size_t)yl);
+        if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) ||
+            !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pt, 1 + 2 * sz))
+            goto out;
+        ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    } else {
+        goto out;
+    }
+    params = OSSL_PARAM_BLD_to_param(bld);
+    if (!ctx || !params || EVP_PKEY_fromdata_init(ctx) <= 0 ||
+        EVP_PKEY_fromdata(ctx, &pk, EVP_PKEY_PUBLIC_KEY, params) <= 0)
+        pk = NULL;
+    if (pk)
+        snprintf(kty_out, 8, "%s", kty->str);
+out:
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
+    BN_free(n);
+    BN_free(e);
+    return pk;
+}
+
+/* {"keys":[{...}, ...]}: the usable keys into ks. 0, or -1 when the
+ * text is not a JWKS. */
+static int ob_jwks_parse(const uint8_t *p, size_t len, struct ob_jwks *ks)
+{
+    memset(ks, 0, sizeof *ks);
+    struct ob_json j = {(const char *)p, (const char *)p + len};
+    ob_ws(&j);
+    if (j.p >= j.end || *j.p != '{')
+        return -1;
+    j.p++;
+    bool found = false;
+    for (;;) {
+        ob_ws(&j);
+        if (j.p < j.end && *j.p == '}' && !found)
+            break;
+        char *key = NULL;
+        if (ob_string(&j, &key) < 0)
+            goto bad;
+        ob_ws(&j);
+        if (j.p >= j.end || *j.p != ':') {
+            free(key);
+            goto bad;
+        }
+        j.p++;
+        ob_ws(&j);
+        bool keys = !strcmp(key, "keys");
+        free(key);
+        if (keys && j.p < j.end && *j.p == '[') {
+            found = true;
+            j.p++;
+            ob_ws(&j);
+            while (j.p < j.end && *j.p != ']') {
+                struct ob_claims c;
+                memset(&c, 0, sizeof c);
+                if (*j.p == '{') {
+                    int rc = ob_object(&j, 2, &c);
+                    if (rc == 0 && ks->n < OB_MAX_KEYS) {
+                        struct ob_jwk *k = &ks->k[ks->n];
+                        const struct ob_claim *kid = ob_claim(&c, "kid");
+                        k->key = ob_jwk_key(&c, k->kty);
+                        if (k->key) {
+                            snprintf(k->kid, sizeof k->kid, "%s", kid && kid->kind == OB_STRING ? kid->str : "");
+                            ks->n++;
+                        }
+                    }
+                    ob_claims_free(&c);
+                    if (rc < 0)
+                        goto bad;
+                } else if (ob_value(&j, 2, NULL) < 0) {
+                    goto bad;
+                }
+                ob_ws(&j);
+                if (j.p < j.end && *j.p == ',') {
+                    j.p++;
+                    ob_ws(&j);
+                }
+            }
+            if (j.p >= j.end)
+                goto bad;
+            j.p++;
+        } else if (ob_value(&j, 1, NULL) < 0) {
+            goto bad;
+        }
+        ob_ws(&j);
+        if (j.p < j.end && *j.p == ',') {
+            j.p++;
+            continue;
+        }
+        if (j.p < j.end && *j.p == '}')
+            break;
+        goto bad;
+    }
+    if (found)
+        return 0;
+bad:
+    ob_jwks_free(ks);
+    return -1;
+}
+
+/* The secured validator's settings (Kafka's sasl.oauthbearer.* keys). */
+struct ob_secured {
+    char sub_claim[64], scope_claim[64];
+    char audience[512]; /* comma-separated; "" for any */
+    char issuer[256];   /* "" for any */
+    long clock_skew_s;
+};
+
+static const EVP_MD *ob_alg_md(const char *alg, char *kty)
+{
+    if (strlen(alg) != 5)
+        return NULL;
+    if (!strncmp(alg, "RS", 2))
+        snprintf(kty, 8, "RSA");
+    else if (!strncmp(alg, "ES", 2))
+        snprintf(kty, 8, "EC");
+    else
+        return NULL;
+    return !strcmp(alg + 2, "256") ? EVP_sha256() : !strcmp(alg + 2, "384") ? EVP_sha384()
+                                                  : !strcmp(alg + 2, "512") ? EVP_sha512() : NULL;
+}
+
+/* Verifies sig over data with key; ES signatures are JWS's r || s. */
+static bool ob_verify(EVP_PKEY *key, const EVP_MD *md, bool ec, const uint8_t *data, size_t dlen, const uint8_t *sig,
+                      size_t slen)
+{
+    uint8_t *der = NULL;
+    int derlen = 0;
+    if (ec) {
+        if (slen == 0 || slen % 2 || slen > 132)
+            return false;
+        ECDSA_SIG *es = ECDSA_SIG_new();
+        BIGNUM *r = BN_bin2bn(sig, (int)(slen / 2), NULL), *s = BN_bin2bn(sig + slen / 2, (int)(slen / 2), NULL);
+        if (!es || !r || !s || !ECDSA_SIG_set0(es, r, s)) {
+            BN_free(r);
+            BN_free(s);
+            ECDSA_SIG_free(es);
+            return false;
+        }
+        derlen = i2d_ECDSA_SIG(es, &der);
+        ECDSA_SIG_free(es);
+        if (derlen <= 0)
+            return false;
+        sig = der;
+        slen = (size_t)derlen;
+    }
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx && EVP_DigestVerifyInit(ctx, NULL, md, NULL, key) == 1 &&
+              EVP_DigestVerify(ctx, sig, slen, data, dlen) == 1;
+    EVP_MD_CTX_free(ctx);
+    OPENSSL_free(der);
+    return ok;
+}
+
+/* A signed JWT against the keys: the signature (alg none refused), then
+ * Kafka's claim rules (exp and iat required, sub, nbf, aud, iss, with
+ * the clock skew). 0 with r filled, or -1 with r's error. */
+static int ob_validate_signed(const char *tok, size_t len, const struct ob_jwks *ks, const struct ob_secured *o,
+                              int64_t now_ms, struct ob_result *r)
+{
+    memset(r, 0, sizeof *r);
+    if (len > OB_MAX_TOKEN)
+        return ob_fail(r, NULL, "token longer than %s bytes", "16384");
+    const char *d1 = memchr(tok, '.', len);
+    const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - tok)) : NULL;
+    if (!d1 || !d2 || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - tok)))
+        return ob_fail(r, NULL, "%s", "a JWS compact serialization has 3 dot-separated parts");
+    uint8_t *hb = malloc(OB_MAX_TOKEN), *pb = malloc(OB_MAX_TOKEN), *sb = malloc(OB_MAX_TOKEN);
+    struct ob_claims hdr, cl;
+    int rc = -1;
+    memset(&hdr, 0, sizeof hdr);
+    memset(&cl, 0, sizeof cl);
+    long hl = hb ? ob_b64_decode(tok, (size_t)(d1 - tok), hb, OB_MAX_TOKEN) : -1;
+    long pl = pb ? ob_b64_decode(d1 + 1, (size_t)(d2 - d1 - 1), pb, OB_MAX_TOKEN) : -1;
+    long sl = sb ? ob_b64_decode(d2 + 1, len - (size_t)(d2 + 1 - tok), sb, OB_MAX_TOKEN) : -1;
+    if (hl < 0 || pl < 0 || sl < 0) {
+        ob_fail(r, NULL, "%s", "malformed Base64 URL encoded value");
+        goto out;
+    }
+    if (ob_parse_object(hb, (size_t)hl, &hdr) < 0 || ob_parse_object(pb, (size_t)pl, &cl) < 0) {
+        ob_fail(r, NULL, "%s", "malformed JSON");
+        goto out;
+    }
+    const struct ob_claim *alg = ob_claim(&hdr, "alg"), *kid = ob_claim(&hdr, "kid");
+    char want_kty[8] = "";
+    const EVP_MD *md = alg && alg->kind == OB_STRING ? ob_alg_md(alg->str, want_kty) : NULL;
+    if (!md) {
+        ob_fail(r, NULL, "Could not validate the access token: algorithm %s is not accepted",
+                alg && alg->kind == OB_STRING ? alg->str : "(none)");
+        goto out;
+    }
+    if (sl == 0) {
+        ob_fail(r, NULL, "%s", "Could not validate the access token: it has no signature");
+        goto out;
+    }
+    bool verified = false, tried = false;
+    for (int i = 0; i < ks->n && !verified; i++) {
+        const struct ob_jwk *k = &ks->k[i];
+        if (strcmp(k->kty, want_kty) != 0 || (kid && kid->kind == OB_STRING && strcmp(k->kid, kid->str) != 0))
+            continue;
+        tried = true;
+        verified = ob_verify(k->key, md, want_kty[0] == 'E', (const uint8_t *)tok, (size_t)(d2 - tok), sb, (size_t)sl);
+    }
+    if (!verified) {
+        ob_fail(r, NULL, "%s", tried ? "Could not validate the access token: the signature does not verify"
+                                     : "Could not validate the access token: no key of the JWKS matches it");
+        goto out;
+    }
+    const struct ob_claim *exp = ob_claim(&cl, "exp"), *iat = ob_claim(&cl, "iat"), *nbf = ob_claim(&cl, "nbf");
+    const struct ob_claim *sub = ob_claim(&cl, o->sub_claim), *aud = ob_claim(&cl, "aud"), *iss = ob_claim(&cl, "iss");
+    int64_t skew = (int64_t)o->clock_skew_s * 1000;
+    if (!exp || exp->kind != OB_NUMBER || !iat || iat->kind != OB_NUMBER) {
+        ob_fail(r, NULL, "Could not validate the access token: the %s claim is required", !exp ? "exp" : "iat");
+        goto out;
+    }
+    if ((double)(now_ms - skew) >= 1000 * exp->num) {
+        ob_fail(r, NULL, "%s", "Could not validate the access token: the token has expired");
+        goto out;
+    }
+    if (nbf && (nbf->kind != OB_NUMBER || 1000 * nbf->num > (double)(now_ms + skew))) {
+        ob_fail(r, NULL, "%s", "Could not validate the access token: the token is not valid yet (nbf)");
+        goto out;
+    }
+    if (o->issuer[0] && (!iss || iss->kind != OB_STRING || strcmp(iss->str, o->issuer) != 0)) {
+        ob_fail(r, NULL, "Could not validate the access token: the issuer is not %s", o->issuer);
+        goto out;
+    }
+    if (o->audience[0]) {
+        const char *have = aud && (aud->kind == OB_STRING || aud->kind == OB_ARRAY) && aud->str ? aud->str : "";
+        bool any = false;
+        for (const char *p = o->audience; *p && !any;) {
+            while (*p == ',' || *p == ' ')
+                p++;
+            const char *e = p;
+            while (*e && *e != ',')
+                e++;
+            const char *t = e;
+            while (t > p && t[-1] == ' ')
+                t--;
+            /* aud is a string (one audience, spaces and all) or a list */
+            if (t > p)
+                any = aud && aud->kind == OB_STRING ? strlen(have) == (size_t)(t - p) && !memcmp(have, p, (size_t)(t - p))
+                                                    : ob_word_in(have, p, (size_t)(t - p));
+            p = e;
+        }
+        if (!any) {
+            ob_fail(r, NULL, "%s", "Could not validate the access token: no expected audience in aud");
+            goto out;
+        }
+    }
+    if (!sub || sub->kind != OB_STRING || !sub->str[0] || strspn(sub->str, " \t") == strlen(sub->str)) {
+        ob_fail(r, NULL, "Could not validate the access token: no subject in claim %s", o->sub_claim);
+        goto out;
+    }
+    if (strlen(sub->str) + 6 > sizeof r->principal) {
+        ob_fail(r, NULL, "%s", "principal name too long");
+        goto out;
+    }
+    snprintf(r->principal, sizeof r->principal, "User:%s", sub->str);
+    r->expiry_ms = (int64_t)(exp->num * 1000);
+    rc = 0;
+out:
+    ob_claims_free(&hdr);
+    ob_claims_free(&cl);
+    free(hb);
+    free(pb);
+    free(sb);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
 /* The mechanism                                                       */
 
 struct ob_state {
     samsa_host_t *host;
     const samsa_host_api_t *api;
     samsa_metric_t *ok, *failed;
+    /* the JWKS of the secured validator, read from its file URL; every
+     * validation holds the lock (a verification takes microseconds) */
+    pthread_mutex_t jwks_lock;
+    char jwks_url[512];
+    int64_t jwks_read_ns; /* monotonic; 0: never */
+    struct ob_jwks jwks;
 };
 
 struct ob_session {
@@ -673,7 +1038,7 @@ struct ob_session {
     int64_t expiry_ms;
 };
 
-static struct ob_state g_ob;
+static struct ob_state g_ob = {.jwks_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static int ob_session_new(void *cap_state, const samsa_sasl_conn_t *conn, void **session)
 {
@@ -699,6 +1064,106 @@ static const char *ob_listener_config(struct ob_state *st, const char *listener,
     return st->api->server_config_get(st->host, key);
 }
 
+/* A key for listener: listener.name.<l>.oauthbearer.<key>, then
+ * listener.name.<l>.<key>, then the broker-wide key, as Kafka's brokers
+ * look for a mechanism's settings. NULL when none is set. */
+static const char *ob_setting(struct ob_state *st, const char *listener, const char *key)
+{
+    const char *v = ob_listener_config(st, listener, key);
+    if (v)
+        return v;
+    char k[256];
+    int n = snprintf(k, sizeof k, "listener.name.");
+    for (const char *p = listener; *p && n < 180; p++)
+        k[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    snprintf(k + n, sizeof k - (size_t)n, ".%s", key);
+    v = st->api->server_config_get(st->host, k);
+    return v ? v : st->api->server_config_get(st->host, key);
+}
+
+/* (Re)reads the JWKS of url when it changed, is older than refresh_ms,
+ * or (force) a token named a key it lacks, at most once a second. Under
+ * jwks_lock. 0, or -1 with why (the old keys stay). */
+static int ob_jwks_load(struct ob_state *st, const char *url, int64_t refresh_ms, bool force, char *why, size_t wl)
+{
+    int64_t now = st->api->monotonic_ns();
+    bool same = !strcmp(st->jwks_url, url) && st->jwks_read_ns;
+    int64_t age_ms = same ? (now - st->jwks_read_ns) / 1000000 : INT64_MAX;
+    if (same && age_ms < refresh_ms && (!force || age_ms < 1000))
+        return 0;
+    const char *path = NULL;
+    if (!strncmp(url, "file://", 7))
+        path = url + 7;
+    else if (!strncmp(url, "file:", 5))
+        path = url + 5;
+    if (!path || path[0] != '/') {
+        snprintf(why, wl, "sasl.oauthbearer.jwks.endpoint.url=%s: samsa reads a JWKS from a file: URL only", url);
+        return -1;
+    }
+    /* a small local file, read at most once per refresh */
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, wl, "cannot open the JWKS %s", path);
+        return -1;
+    }
+    static const size_t cap = 1 << 20;
+    uint8_t *buf = malloc(cap);
+    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
+    struct ob_jwks ks;
+    int rc = buf && n < cap ? ob_jwks_parse(buf, n, &ks) : -1;
+    free(buf);
+    if (rc < 0) {
+        snprintf(why, wl, "%s is not a JWKS ({\"keys\":[...]}) of at most 1 MiB", path);
+        return -1;
+    }
+    ob_jwks_free(&st->jwks);
+    st->jwks = ks;
+    snprintf(st->jwks_url, sizeof st->jwks_url, "%s", url);
+    st->jwks_read_ns = now;
+    st->api->log(st->host, SAMSA_LOG_INFO, "OAUTHBEARER: read %d usable key(s) from %s", ks.n, path);
+    return 0;
+}
+
+/* The secured validator for listener: settings, keys, validation. */
+static int ob_validate_listener_signed(struct ob_state *st, const char *listener, const char *tok, size_t len,
+                                       struct ob_result *r)
+{
+    struct ob_secured o;
+    memset(&o, 0, sizeof o);
+    const char *v;
+    snprintf(o.sub_claim, sizeof o.sub_claim, "%s",
+             (v = ob_setting(st, listener, "sasl.oauthbearer.sub.claim.name")) && v[0] ? v : "sub");
+    snprintf(o.scope_claim, sizeof o.scope_claim, "%s",
+             (v = ob_setting(st, listener, "sasl.oauthbearer.scope.claim.name")) && v[0] ? v : "scope");
+    snprintf(o.audience, sizeof o.audience, "%s", (v = ob_setting(st, listener, "sasl.oauthbearer.expected.audience")) ? v : "");
+    snprintf(o.issuer, sizeof o.issuer, "%s", (v = ob_setting(st, listener, "sasl.oauthbearer.expected.issuer")) ? v : "");
+    o.clock_skew_s = (v = ob_setting(st, listener, "sasl.oauthbearer.clock.skew.seconds")) ? atol(v) : 30;
+    int64_t refresh = (v = ob_setting(st, listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms")) ? atoll(v) : 3600000;
+    const char *url = ob_setting(st, listener, "sasl.oauthbearer.jwks.endpoint.url");
+    char why[300];
+    if (!url || !url[0]) {
+        memset(r, 0, sizeof *r);
+        st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: OAUTHBEARER with signed tokens needs "
+                     "sasl.oauthbearer.jwks.endpoint.url", listener);
+        return ob_fail(r, NULL, "%s", "no JWKS configured");
+    }
+    pthread_mutex_lock(&st->jwks_lock);
+    int rc = ob_jwks_load(st, url, refresh, false, why, sizeof why);
+    if (rc == 0) {
+        rc = ob_validate_signed(tok, len, &st->jwks, &o, st->api->wall_ms(), r);
+        /* a key the JWKS lacks: the issuer may have rotated its keys */
+        if (rc < 0 && strstr(r->reason, "no key of the JWKS") && ob_jwks_load(st, url, refresh, true, why, sizeof why) == 0)
+            rc = ob_validate_signed(tok, len, &st->jwks, &o, st->api->wall_ms(), r);
+    } else {
+        st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: %s", listener, why);
+        memset(r, 0, sizeof *r);
+        ob_fail(r, NULL, "%s", why);
+    }
+    pthread_mutex_unlock(&st->jwks_lock);
+    return rc;
+}
+
 static int ob_step(void *cap_state, void *session, const uint8_t *in, size_t in_len, samsa_out_t *out,
                    samsa_async_t *token, char *errstr, size_t errlen)
 {
@@ -721,23 +1186,30 @@ static int ob_step(void *cap_state, void *session, const uint8_t *in, size_t in_
         return SAMSA_EAUTH;
     }
     const char *handler = ob_listener_config(st, s->listener, "sasl.server.callback.handler.class");
-    if (handler && handler[0] && !strstr(handler, "OAuthBearerUnsecuredValidatorCallbackHandler")) {
+    bool secured = handler && handler[0] && !strstr(handler, "OAuthBearerUnsecuredValidatorCallbackHandler");
+    if (secured && !strstr(handler, "OAuthBearerValidatorCallbackHandler")) {
         st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: OAUTHBEARER validator %s is not available in "
-                     "samsa (only the unsecured validator is): refusing the login", s->listener, handler);
+                     "samsa: refusing the login", s->listener, handler);
         snprintf(errstr, errlen, "Authentication failed: the listener's OAUTHBEARER validator is not available");
         st->api->metric_add(st->failed, 1);
         return SAMSA_EAUTH;
     }
-    struct ob_opts o;
-    char why[200];
-    if (ob_opts_from_jaas(ob_listener_config(st, s->listener, "sasl.jaas.config"), &o, why, sizeof why) < 0) {
-        st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: %s", s->listener, why);
-        snprintf(errstr, errlen, "Authentication failed: the listener's OAUTHBEARER options are invalid");
-        st->api->metric_add(st->failed, 1);
-        return SAMSA_EAUTH;
-    }
     struct ob_result r;
-    if (ob_validate(m.token, m.token_len, &o, st->api->wall_ms(), &r) < 0) {
+    int vrc;
+    if (secured) {
+        vrc = ob_validate_listener_signed(st, s->listener, m.token, m.token_len, &r);
+    } else {
+        struct ob_opts o;
+        char why[200];
+        if (ob_opts_from_jaas(ob_listener_config(st, s->listener, "sasl.jaas.config"), &o, why, sizeof why) < 0) {
+            st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: %s", s->listener, why);
+            snprintf(errstr, errlen, "Authentication failed: the listener's OAUTHBEARER options are invalid");
+            st->api->metric_add(st->failed, 1);
+            return SAMSA_EAUTH;
+        }
+        vrc = ob_validate(m.token, m.token_len, &o, st->api->wall_ms(), &r);
+    }
+    if (vrc < 0) {
         st->api->log(st->host, SAMSA_LOG_DEBUG, "OAUTHBEARER token refused: %s", r.reason);
         s->failed = true;
         snprintf(s->error_json, sizeof s->error_json, "%s", r.error_json);
@@ -812,7 +1284,7 @@ static const samsa_plugin_info_t ob_info = {
     SAMSA_PLUGIN_INFO_HEADER,
     .name = "sasl-oauthbearer",
     .version = SAMSA_MODULE_VERSION,
-    .description = "SASL/OAUTHBEARER (RFC 7628) with Kafka's unsecured JWS validator",
+    .description = "SASL/OAUTHBEARER (RFC 7628): Kafka's unsecured JWS validator, or signed JWTs against a JWKS file",
     .license = "Apache-2.0",
     .init = ob_init,
 };

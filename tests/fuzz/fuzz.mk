@@ -65,7 +65,7 @@ tests/fuzz/sasl_mech_fuzz: $(top_srcdir)/tests/fuzz/sasl_mech_fuzz.c $(top_srcdi
 tests/fuzz/oauthbearer_fuzz: $(top_srcdir)/tests/fuzz/oauthbearer_fuzz.c \
 		$(top_srcdir)/modules/sasl-oauthbearer/oauthbearer.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $<
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< -lcrypto -lpthread
 
 # The SASL client's handling of a peer's tokens (libcrypto for SCRAM).
 tests/fuzz/sasl_client_fuzz: $(top_srcdir)/tests/fuzz/sasl_client_fuzz.c $(top_srcdir)/core/net/sasl_client.c \

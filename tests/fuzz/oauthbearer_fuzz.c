@@ -1,8 +1,8 @@
 /* Fuzz target: the OAUTHBEARER module's parsers (modules/sasl-oauthbearer),
  * which read what any client sends before it is authenticated: the
  * initial response, and the token it carries (base64, JSON, claims).
- * The input is tried as an initial response, as a whole token, and as
- * a JSON text. Nothing may crash or read out of bounds; a token that
+ * The input is tried as an initial response, as a whole token (unsecured,
+ * and signed against no keys), as a JWKS and as a JSON text. Nothing may crash or read out of bounds; a token that
  * validates names a principal "User:<non-blank>" and an expiry after
  * the check time. */
 #include <stdint.h>
@@ -29,6 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else if (!r.error_json[0]) {
         abort();
     }
+    /* as a JWKS, and as a signed token against what it held */
+    struct ob_jwks ks;
+    if (ob_jwks_parse(data, size, &ks) < 0)
+        memset(&ks, 0, sizeof ks);
+    struct ob_secured so = {.sub_claim = "sub", .scope_claim = "scope", .audience = "a,b", .clock_skew_s = 30};
+    if (ob_validate_signed((const char *)data, size, &ks, &so, now, &r) == 0 &&
+        (strncmp(r.principal, "User:", 5) != 0 || !r.principal[5]))
+        abort();
+    ob_jwks_free(&ks);
     struct ob_claims cl;
     if (ob_parse_object(data, size, &cl) == 0) {
         if (cl.n < 0 || cl.n > OB_MAX_CLAIMS)

@@ -7,11 +7,21 @@ the token's principal; the listener's JAAS options are Kafka's
 (unsecuredValidatorRequiredScope, unsecuredValidatorPrincipalClaimName).
 An expired token, a signed one (alg HS256), a token without the required
 scope and garbage are refused with Kafka's answers (the JSON error
-challenge, then SASL_AUTHENTICATION_FAILED with it as the message)."""
+challenge, then SASL_AUTHENTICATION_FAILED with it as the message).
+
+A second listener, SIGNED, takes Kafka's OAuthBearerValidatorCallbackHandler
+(KIP-768): tokens signed RS256 or ES256 (made with the openssl CLI) by a
+key of the JWKS file at sasl.oauthbearer.jwks.endpoint.url, with the
+expected audience; confluent-kafka (oauth_cb), kafkajs and kafka-python
+authenticate as the token's subject. A token signed by a key the JWKS
+lacks, an expired one, one for another audience and an unsecured one are
+refused; a key added to the JWKS file later is picked up when a token
+names it."""
 # limit: 180
 import base64
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -33,20 +43,93 @@ def bootstrap():
     return "127.0.0.1:%d" % state["port"]
 
 
+KEYS = os.path.join(h.WORK, "oauth-keys")
+
+
+def kpath(name):
+    return os.path.join(KEYS, name)
+
+
+def openssl(*args, data=None):
+    return subprocess.run(["openssl"] + list(args), input=data, capture_output=True, check=True, timeout=30).stdout
+
+
+def b64u(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def make_key(name, kind):
+    if kind == "RSA":
+        openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", kpath(name))
+        mod = openssl("rsa", "-in", kpath(name), "-noout", "-modulus").decode().strip().split("=", 1)[1]
+        return {"kty": "RSA", "kid": name, "use": "sig", "alg": "RS256", "n": b64u(bytes.fromhex(mod)), "e": "AQAB"}
+    openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", kpath(name))
+    der = openssl("pkey", "-in", kpath(name), "-pubout", "-outform", "DER")
+    pt = der[-65:]
+    return {"kty": "EC", "kid": name, "crv": "P-256", "x": b64u(pt[1:33]), "y": b64u(pt[33:65])}
+
+
+def write_jwks(keys):
+    tmp = kpath("jwks.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"keys": keys}, f)
+    os.rename(tmp, kpath("jwks.json"))
+
+
+def der_to_raw(sig, size=32):
+    """An ECDSA DER signature as JWS's r || s."""
+    assert sig[0] == 0x30
+    i = 2 if sig[1] < 0x80 else 2 + (sig[1] & 0x7f)
+    out = b""
+    for _ in range(2):
+        assert sig[i] == 0x02
+        n = sig[i + 1]
+        v = sig[i + 2:i + 2 + n].lstrip(b"\x00")
+        out += v.rjust(size, b"\x00")
+        i += 2 + n
+    return out
+
+
+def signed(kid, sub="svc-a", exp_in=600, aud="samsa-test", alg=None):
+    kind = "EC" if kid.startswith("e") else "RSA"
+    alg = alg or ("ES256" if kind == "EC" else "RS256")
+    now = int(time.time())
+    claims = {"sub": sub, "iat": now, "exp": now + exp_in, "aud": aud, "iss": "samsa-issuer"}
+    head = "%s.%s" % (b64url({"alg": alg, "kid": kid, "typ": "JWT"}), b64url(claims))
+    sig = openssl("dgst", "-sha256", "-sign", kpath(kid), data=head.encode())
+    if kind == "EC":
+        sig = der_to_raw(sig)
+    return head + "." + b64u(sig)
+
+
 def setup():
+    os.makedirs(KEYS, exist_ok=True)
+    state["jwks"] = [make_key("r1", "RSA"), make_key("e1", "EC")]
+    state["r2"] = make_key("r2", "RSA")  # not in the JWKS until later
+    make_key("rogue", "RSA")
+    write_jwks(state["jwks"])
     s = h.Server(name="oauth", start=False)
-    port = h.free_ports(1)[0]
+    port, sport = h.free_ports(2)
     s.overrides.update({
-        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
-                     % (s.port, port, s.cport),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listeners": "PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SIGNED://127.0.0.1:%d,"
+                     "CONTROLLER://127.0.0.1:%d" % (s.port, port, sport, s.cport),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SIGNED:SASL_PLAINTEXT,"
+                                          "CONTROLLER:PLAINTEXT",
         "sasl.enabled.mechanisms": "OAUTHBEARER",
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": JAAS,
+        "listener.name.signed.oauthbearer.sasl.jaas.config":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        "listener.name.signed.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "sasl.oauthbearer.jwks.endpoint.url": "file://" + kpath("jwks.json"),
+        "sasl.oauthbearer.expected.audience": "other-app,samsa-test",
+        "sasl.oauthbearer.expected.issuer": "samsa-issuer",
         "samsa.log.level": "debug",
     })
     s.start()
     state["server"] = s
     state["port"] = port
+    state["sport"] = sport
     p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", s.bootstrap, "topics", "create", "--topic", TOPIC,
                "--partitions", "1", "--replication-factor", "1"])
     h.eq(p.returncode, 0, "topic creation")
@@ -153,6 +236,64 @@ def kafkajs_refused_tokens():
             want = "Authentication failed during authentication due to invalid credentials with SASL mechanism " \
                    "OAUTHBEARER"
             h.check(want in res.get("error", ""), "kafkajs %s token error: %s", what, res.get("error"))
+
+
+def signed_bootstrap():
+    return "127.0.0.1:%d" % state["sport"]
+
+
+@suite.case
+def signed_tokens_real_clients():
+    """RS256 through confluent-kafka's oauth_cb and kafkajs, ES256
+    through kafka-python: each reads back what it wrote."""
+    from confluent_kafka import Producer
+    want = records("signed-ck")
+    start = next_offset()
+    since = srv().log_size()
+    tok = signed("r1", sub="svc-ck")
+    conf = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER",
+            "oauth_cb": lambda cfg: (tok, time.time() + 600)}
+    sent = h.ck_produce(signed_bootstrap(), TOPIC, want, conf=conf)
+    h.eq([r["offset"] for r in sent], list(range(start, start + 3)), "confluent-kafka produced offsets")
+    srv().wait_log(r"on SIGNED authenticated as User:svc-ck \(OAUTHBEARER\)", since)
+    del Producer
+    sasl = {"sasl": {"mechanism": "oauthbearer", "token": signed("r1", sub="svc-js")}}
+    res = h.node("kafkajs-fetch", signed_bootstrap(), {"topic": TOPIC, "partition": 0, "offset": start, "count": 3,
+                                                        "kafkajs": sasl})
+    h.compare_records(h.from_json_records(res["records"]), [dict(r, offset=start + i) for i, r in enumerate(want)],
+                      "kafkajs signed token", timestamps=False)
+    srv().wait_log(r"on SIGNED authenticated as User:svc-js \(OAUTHBEARER\)", since)
+    kw = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism="OAUTHBEARER",
+              sasl_oauth_token_provider=Provider(signed("e1", sub="svc-kp")))
+    got = h.kp_consume(signed_bootstrap(), TOPIC, 0, start, 3, **kw)
+    h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "kafka-python ES256 token",
+                      timestamps=False)
+    srv().wait_log(r"on SIGNED authenticated as User:svc-kp \(OAUTHBEARER\)", since)
+
+
+@suite.case
+def signed_tokens_refused_and_key_rotation():
+    cases = [("a key the JWKS lacks", signed("rogue"), "no key of the JWKS matches it"),
+             ("expired", signed("r1", exp_in=-120), "the token has expired"),
+             ("another audience", signed("e1", aud="someone-else"), "no expected audience in aud"),
+             ("unsecured", token(), "algorithm none is not accepted")]
+    for what, tok, reason in cases:
+        since = srv().log_size()
+        res = h.node("kafkajs-produce", signed_bootstrap(), {"topic": TOPIC, "kafkajs": {"sasl": {
+            "mechanism": "oauthbearer", "token": tok}}}, stdin=h.to_json_records(records("bad")), check_rc=False)
+        h.check(not res.get("ok"), "kafkajs with a token signed by %s produced", what)
+        srv().wait_log(r"OAUTHBEARER token refused: .*" + reason, since)
+    # a new key in the JWKS: a token naming it makes the module read it
+    write_jwks(state["jwks"] + [state["r2"]])
+    time.sleep(1.1)  # re-reads on an unknown key at most once a second
+    want = records("rotated")
+    start = next_offset()
+    res = h.node("kafkajs-produce", signed_bootstrap(), {"topic": TOPIC, "kafkajs": {"sasl": {
+        "mechanism": "oauthbearer", "token": signed("r2", sub="svc-new")}}}, stdin=h.to_json_records(want))
+    h.check(res.get("ok"), "kafkajs with a token of the new key: %s", res)
+    got = h.ck_consume(srv().bootstrap, TOPIC, 0, start, 3)
+    h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "records of the new key",
+                      timestamps=False)
 
 
 class Provider:
