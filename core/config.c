@@ -419,11 +419,12 @@ const struct config_def config_defs[] = {
      "Purge interval of the delete-records purgatory."},
 
     /* Security */
-    {"authorizer.class.name", T(STRING), "", RO, NE, NOCHECK,
-     "Authorizer; empty means every request is allowed."},
-    {"super.users", T(STRING), NULL, RO, NE, NOCHECK,
+    {"authorizer.class.name", T(STRING), "", RO, 0, NOCHECK,
+     "Authorizer chain, comma-separated: acl (or org.apache.kafka.metadata.authorizer.StandardAuthorizer) "
+     "and authorizer plugins by name; empty means every request is allowed."},
+    {"super.users", T(STRING), NULL, RO, 0, NOCHECK,
      "Principals allowed everything, as User:a;User:b."},
-    {"allow.everyone.if.no.acl.found", T(BOOLEAN), "false", RO, NE, NOCHECK,
+    {"allow.everyone.if.no.acl.found", T(BOOLEAN), "false", RO, 0, NOCHECK,
      "Allow access to resources that have no ACL."},
     {"principal.builder.class", T(CLASS),
      "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder", PB, NE,

@@ -16,6 +16,7 @@
 
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
+#include "auth/authz.h"
 #include "auth/sasl.h"
 #include "broker.h"
 #include "config.h"
@@ -32,6 +33,7 @@
 #include "replica/env.h"
 #include "replica/fetcher.h"
 #include "replica/partition.h"
+#include "util/fdcache.h"
 #include "util/slog.h"
 
 #define EXIT_STARTUP 2
@@ -223,6 +225,9 @@ int main(int argc, char **argv)
     if (config_validate(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
     slog_set_level((enum slog_level)cfg->log_level);
+    /* Descriptors are a budget (util/fdcache.h): take all the hard limit
+     * allows; segment files share half of it through the fd cache. */
+    fdc_raise_nofile_limit();
 
     /* Plugins before anything else is touched: a configured plugin that
      * cannot be loaded stops startup with its one refusal line. */
@@ -237,6 +242,10 @@ int main(int argc, char **argv)
     }
     /* Every SASL mechanism a listener enables needs its plugin. */
     if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
+    /* The authorizer chain (authorizer.class.name): an authorizer no
+     * plugin provides stops startup. */
+    if (authz_setup(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
     /* SSL and SASL_SSL listeners: their key stores load now, or startup
      * stops with the listener and key at fault */
@@ -338,6 +347,8 @@ int main(int argc, char **argv)
     /* SCRAM credentials come from the metadata image (sasl-scram): set
      * before the workers run (net_run), the only callers. */
     plugin_registry_set_scram_lookup(plugins, sasl_scram_lookup, b.controller);
+    /* The ACL authorizer reads the ACLs of the image. */
+    authz_set_controller(b.controller);
     /* The controller brings the partition registry in line with the
      * metadata once this node has caught up (a ready single node has). */
 

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 PENDING='
 TIER        the tiered-storage issue (the log does not call the tier kind yet)
-AUTHORIZER  the authorizer chain (core/auth/authz.c, authorizer.class.name) is being written; the lua module provides one
+
 '
 
 # kind   call-site regex (extended grep)                        where

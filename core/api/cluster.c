@@ -49,7 +49,7 @@ void api_handle_describe_cluster(struct request *req)
         uint32_t bits = 0;
         if (describe)
             for (size_t i = 0; i < sizeof cluster_ops / sizeof cluster_ops[0]; i++)
-                if (authz_allowed(req, cluster_ops[i], ACL_RES_CLUSTER, CLUSTER_NAME))
+                if (authz_filter(req, cluster_ops[i], ACL_RES_CLUSTER, CLUSTER_NAME))
                     bits |= 1u << cluster_ops[i];
         resp.cluster_authorized_operations = (int32_t)bits;
     }

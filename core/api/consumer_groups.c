@@ -181,7 +181,7 @@ static int32_t group_authorized_ops(struct request *req, kstr_t group)
     static const enum acl_op ops[] = {ACL_OP_READ, ACL_OP_DESCRIBE, ACL_OP_DELETE};
     uint32_t bits = 0;
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-        if (authz_allowed(req, ops[i], ACL_RES_GROUP, group))
+        if (authz_filter(req, ops[i], ACL_RES_GROUP, group))
             bits |= 1u << ops[i];
     return (int32_t)bits;
 }

@@ -66,6 +66,10 @@ const struct api_handler api_handlers[] = {
     {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},
     {KAPI_DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_describe_user_scram_credentials},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    /* ACLs (api/acls.c) */
+    {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
+    {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
+    {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 

@@ -329,15 +329,26 @@ static void fetch_cancel(struct request *req)
 static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img)
 {
     bool by_id = req->api_version >= 13;
+    /* a follower needs CLUSTER_ACTION on the cluster instead of READ on
+     * each topic (Kafka's isFromFollower) */
+    bool follower = op->replica_id >= 0;
+    bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
     for (int32_t i = 0; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
+        /* Kafka's handleFetchRequest: by name, READ is checked before
+         * existence (an unauthorized client learns nothing); by id, an
+         * unknown id first */
+        if (!by_id && !(follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, fp->topic))) {
+            fp->error = KERR_TOPIC_AUTHORIZATION_FAILED;
+            continue;
+        }
         const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &fp->topic_id) : mimage_topic(img, fp->topic);
         if (!t) {
             fp->error = by_id ? KERR_UNKNOWN_TOPIC_ID : KERR_UNKNOWN_TOPIC_OR_PARTITION;
             continue;
         }
         kstr_t name = {t->name, t->name_len};
-        if (!authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, name)) {
+        if (by_id && !(follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, name))) {
             fp->error = KERR_TOPIC_AUTHORIZATION_FAILED;
             continue;
         }

@@ -627,11 +627,11 @@ void api_handle_list_groups(struct request *req)
     int32_t n;
     resp.error_code = coord_list_groups(req->broker->coord, &req->arena, &all, &n);
     if (!resp.error_code) {
-        bool cluster = authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME);
+        bool cluster = authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME);
         resp.groups.a = list_groups_response_listed_group_new_array(&req->arena, n);
         resp.groups.n = 0;
         for (int32_t i = 0; i < n; i++) {
-            if (!cluster && !authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_GROUP, all[i].group_id))
+            if (!cluster && !authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_GROUP, all[i].group_id))
                 continue;
             if (!state_matches(q, req->api_version, all[i].state, all[i].type))
                 continue;
@@ -651,7 +651,7 @@ static int32_t group_authorized_ops(struct request *req, kstr_t group)
     static const enum acl_op ops[] = {ACL_OP_READ, ACL_OP_DESCRIBE, ACL_OP_DELETE};
     uint32_t bits = 0;
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
-        if (authz_allowed(req, ops[i], ACL_RES_GROUP, group))
+        if (authz_filter(req, ops[i], ACL_RES_GROUP, group))
             bits |= 1u << ops[i];
     return (int32_t)bits;
 }

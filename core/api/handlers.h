@@ -67,6 +67,9 @@ void api_handle_sasl_handshake(struct request *req);    /* sasl.c */
 void api_handle_sasl_authenticate(struct request *req); /* sasl.c */
 void api_sasl_raw_token(struct request *req);           /* sasl.c: after SaslHandshake v0 */
 void api_handle_describe_user_scram_credentials(struct request *req); /* sasl.c */
+void api_handle_create_acls(struct request *req);   /* acls.c */
+void api_handle_describe_acls(struct request *req); /* acls.c */
+void api_handle_delete_acls(struct request *req);   /* acls.c */
 void api_handle_alter_user_scram_credentials(struct request *req);    /* sasl.c */
 
 #endif

@@ -39,7 +39,7 @@ static int32_t authorized_ops(const struct request *req, enum acl_resource type,
     size_t n = type == ACL_RES_CLUSTER ? sizeof cluster_ops / sizeof *ops : sizeof topic_ops / sizeof *ops;
     uint32_t bits = 0;
     for (size_t i = 0; i < n; i++)
-        if (authz_allowed(req, ops[i], type, name))
+        if (authz_filter(req, ops[i], type, name))
             bits |= 1u << ops[i];
     return (int32_t)bits;
 }
@@ -176,7 +176,7 @@ static int16_t create_refusal(struct md_ctx *x, const metadata_request_t *q, kst
     if (!allow)
         return topic_name_valid(name) ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_INVALID_TOPIC_EXCEPTION;
     if (!*cluster_create_known) {
-        *cluster_create = authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+        *cluster_create = authz_filter(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
         *cluster_create_known = 1;
     }
     if (!*cluster_create && !authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_TOPIC, name))
@@ -335,7 +335,7 @@ static void respond(struct request *req, int16_t *create_err)
         for (int32_t i = 0; i < img->ntopics; i++) {
             const struct mi_topic *t = img->topics[i];
             kstr_t name = {t->name, t->name_len};
-            if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, name))
+            if (!authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_TOPIC, name))
                 continue; /* all topics: the unauthorized ones are left out */
             metadata_response_metadata_response_topic_t *o = add_topic(&x);
             fill_topic(&x, img, t, o);

@@ -15,6 +15,7 @@
 #include "api/forward.h"
 #include "api/handlers.h"
 #include "api/request.h"
+#include "auth/authz.h"
 #include "broker.h"
 #include "controller/controller.h"
 #include "net/conn.h"
@@ -81,9 +82,22 @@ static void submit_and_park(struct request *req, struct qin *job)
     park_start(&w->pk, RAFT_JOB_TIMEOUT_MS);
 }
 
+/* Kafka's ControllerApis: the quorum's and the brokers' requests to
+ * the controller need CLUSTER_ACTION on the cluster (nodes are super
+ * users, or have that ACL). */
+static bool cluster_action(struct request *req)
+{
+    return authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
+}
+
 static void handle_raft(struct request *req, enum raft_msg_type type)
 {
     const struct api_raw_body *rb = req->body;
+    if (!cluster_action(req)) {
+        /* the bodies stay raw here: refused by closing, with a log line */
+        req_close(req, "CLUSTER_AUTHORIZATION_FAILED: a metadata quorum request without CLUSTER_ACTION");
+        return;
+    }
     if (!req->broker->controller || !quorum_is_voter(controller_quorum(req->broker->controller))) {
         req_close(req, "a metadata quorum request to a node that is not a voter");
         return;
@@ -131,6 +145,11 @@ static void describe_fail(struct request *req, int16_t err)
 
 void api_handle_describe_quorum(struct request *req)
 {
+    /* Kafka's ControllerApis: DESCRIBE on the cluster */
+    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+        describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
+        return;
+    }
     struct controller *c = req->broker->controller;
     struct quorum *q = c ? controller_quorum(c) : NULL;
     /* A voter answers itself (only the leader knows the replicas'
@@ -168,6 +187,12 @@ static void handle_broker_registration(struct request *req)
     const broker_registration_request_t *q = req->body;
     broker_registration_response_t resp;
     broker_registration_response_init(&resp);
+    if (!cluster_action(req)) {
+        resp.error_code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp.broker_epoch = -1;
+        req_respond(req, &resp);
+        return;
+    }
     int64_t epoch = -1;
     struct ctl_op *op = NULL;
     int rc = controller_register_broker(req->broker->controller, q, &epoch, &op);
@@ -199,6 +224,12 @@ static void handle_broker_heartbeat(struct request *req)
     const broker_heartbeat_request_t *q = req->body;
     broker_heartbeat_response_t resp;
     broker_heartbeat_response_init(&resp);
+    if (!cluster_action(req)) {
+        resp.error_code = KERR_CLUSTER_AUTHORIZATION_FAILED;
+        resp.is_fenced = true;
+        req_respond(req, &resp);
+        return;
+    }
     struct ctl_op *op = NULL;
     bool fenced, caught_up, shut;
     int rc = controller_broker_heartbeat(req->broker->controller, q, &fenced, &caught_up, &shut, &op);
@@ -235,6 +266,9 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_ALLOCATE_PRODUCER_IDS, 0, 0, api_handle_allocate_producer_ids},
     {KAPI_UPDATE_FEATURES, 0, 2, api_handle_update_features},
     {KAPI_ALTER_USER_SCRAM_CREDENTIALS, 0, 0, api_handle_alter_user_scram_credentials},
+    {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
+    {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
+    {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
     /* what brokers forward, with the client's principal (api/envelope.c) */
     {KAPI_ENVELOPE, 0, 0, api_handle_envelope},
 };

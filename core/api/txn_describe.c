@@ -157,7 +157,7 @@ void api_handle_list_transactions(struct request *req)
     resp.transaction_states.a =
         list_transactions_response_transaction_state_new_array(ar, nlisted > 0 ? nlisted : 0);
     for (int32_t i = 0; i < nlisted; i++) {
-        if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_TRANSACTIONAL_ID, listed[i].id))
+        if (!authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_TRANSACTIONAL_ID, listed[i].id))
             continue;
         list_transactions_response_transaction_state_t *o = &resp.transaction_states.a[resp.transaction_states.n++];
         o->transactional_id = listed[i].id;

@@ -1,6 +1,8 @@
 /* SASL on the server side: see sasl.h. */
 #include "auth/sasl.h"
 
+#include "auth/authz.h"
+
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,7 @@ void sasl_conn_free(struct conn *c)
     end_session(c);
     free(c->principal);
     c->principal = NULL;
+    authz_conn_free(c);
 }
 
 const char *conn_principal(const struct conn *c) { return c->principal ? c->principal : SASL_ANONYMOUS; }

@@ -87,6 +87,7 @@ static void publish(struct controller *c, struct mimage *img)
     pthread_mutex_lock(&c->img_lock);
     struct mimage *old = c->cur;
     c->cur = img;
+    atomic_store_explicit(&c->acl_gen, img && img->acls ? img->acls->gen : 0, memory_order_release);
     pthread_mutex_unlock(&c->img_lock);
     mimage_release(old);
 }
@@ -1889,6 +1890,8 @@ int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)
 
 /* ------------------------------------------------------------------ */
 /* Open and close                                                      */
+
+uint64_t controller_acl_gen(struct controller *c) { return atomic_load_explicit(&c->acl_gen, memory_order_acquire); }
 
 struct mimage *controller_image(struct controller *c)
 {

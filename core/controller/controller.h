@@ -83,6 +83,9 @@ void controller_begin_shutdown(struct controller *c, void (*done)(void *arg), vo
 
 /* The current image, with a reference the caller must release. */
 struct mimage *controller_image(struct controller *c);
+/* The generation of the current image's ACL set (struct mi_acls; 0:
+ * none), without taking the image: decision caches check it. */
+uint64_t controller_acl_gen(struct controller *c);
 
 /* This node is the active controller: operations may run here. */
 bool controller_is_active(struct controller *c);
@@ -326,6 +329,54 @@ const char *controller_scram_mechanism_name(int8_t mechanism);
  * = HMAC(SaltedPassword, "Server Key"); each key_len bytes (room for 64). */
 int controller_scram_keys(int8_t mechanism, const uint8_t *salted, size_t salted_len, uint8_t *stored_key,
                           uint8_t *server_key, size_t *key_len);
+
+/* ACLs (controller/acls.c). Codes are Kafka's (ResourceType,
+ * PatternType, AclOperation, AclPermissionType). */
+#define ACL_CODE_ANY 1
+#define ACL_PATTERN_MATCH 2
+#define ACL_PATTERN_LITERAL 3
+#define ACL_PATTERN_PREFIXED 4
+#define ACL_TYPE_MIN 2            /* TOPIC */
+#define ACL_TYPE_CLUSTER 4
+#define ACL_TYPE_MAX 7            /* USER */
+#define ACL_OP_MAX 14             /* DESCRIBE_TOKENS */
+#define ACL_PERMISSION_DENY 2
+#define ACL_PERMISSION_ALLOW 3
+/* A binding (CreateAcls) or a binding filter (DescribeAcls, DeleteAcls:
+ * ANY codes and null strings match everything); strings borrowed. */
+struct controller_acl {
+    int8_t resource_type;
+    int8_t pattern_type;
+    int8_t operation;
+    int8_t permission;
+    kstr_t resource_name;
+    kstr_t principal;
+    kstr_t host;
+};
+/* Kafka's AclBindingFilter.matches. */
+bool controller_acl_filter_match(const struct controller_acl *filter, const struct mi_acl *acl);
+/* Kafka's validateFilter: 0, or INVALID_REQUEST with a static *msg. */
+int16_t controller_acl_filter_check(const struct controller_acl *filter, const char **msg);
+/* CreateAcls, as AclControlManager.createAcls after AclApis' checks: one
+ * error code per binding in errs[0..n) and its message in msgs (NULL, or
+ * allocated from ar); an ACL that exists already succeeds without a
+ * record. The new ACLs become one batch of AccessControlEntryRecords
+ * with random ids. Returns NOT_CONTROLLER, or 0 with *op when something
+ * was written. */
+int controller_create_acls(struct controller *c, const struct controller_acl *bindings, int32_t n, int16_t *errs,
+                           char **msgs, struct arena *ar, struct ctl_op **op);
+/* DeleteAcls, as AclControlManager.deleteAcls: per filter its error
+ * (invalid filter) or the ACLs it matched (copies from ar); every matched
+ * ACL is removed once (RemoveAccessControlEntryRecord), in one batch.
+ * Returns NOT_CONTROLLER, or 0 with *op when something was written. */
+struct controller_acl_deleted {
+    int16_t err;
+    const char *msg;            /* static */
+    struct mi_acl *acls;        /* from ar */
+    int32_t n;
+};
+int controller_delete_acls(struct controller *c, const struct controller_acl *filters, int32_t n,
+                           struct controller_acl_deleted *res, struct arena *ar, struct ctl_op **op);
 
 /* Kafka's Topic.validate: 0, or INVALID_TOPIC_EXCEPTION with Kafka's
  * message ("Topic name is invalid: ...") in msg. */

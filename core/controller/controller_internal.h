@@ -103,6 +103,7 @@ struct controller {
 
     pthread_mutex_t img_lock; /* held only to swap cur or take a reference */
     struct mimage *cur;       /* the committed image, published; loop writes */
+    _Atomic uint64_t acl_gen; /* cur's ACL set generation (0: none) */
 
     /* Broker configs this controller published into env.cfg (dynamic
      * broker config changes), oldest first; owned here. Workers may still

@@ -8,7 +8,9 @@
 
 #include "config.h"
 #include "controller/image_build.h"
+#include "proto/gen/access_control_entry_record.h"
 #include "proto/gen/broker_registration_change_record.h"
+#include "proto/gen/remove_access_control_entry_record.h"
 #include "proto/gen/config_record.h"
 #include "proto/gen/remove_user_scram_credential_record.h"
 #include "proto/gen/user_scram_credential_record.h"
@@ -315,6 +317,102 @@ static void brokers_free(struct mi_broker *b, int32_t n)
     free(b);
 }
 
+/* ------------------------------------------------------------------ */
+/* ACLs                                                                */
+
+static atomic_uint_fast64_t acl_gen_next = 1;
+
+int mi_acl_cmp(const struct mi_acl *x, const struct mi_acl *y)
+{
+    if (x->resource_type != y->resource_type)
+        return x->resource_type < y->resource_type ? -1 : 1;
+    if (x->pattern_type != y->pattern_type)
+        return x->pattern_type < y->pattern_type ? -1 : 1;
+    int c = strcmp(x->resource_name, y->resource_name);
+    if (c)
+        return c;
+    if ((c = strcmp(x->principal, y->principal)))
+        return c;
+    if ((c = strcmp(x->host, y->host)))
+        return c;
+    if (x->operation != y->operation)
+        return x->operation < y->operation ? -1 : 1;
+    if (x->permission != y->permission)
+        return x->permission < y->permission ? -1 : 1;
+    return 0;
+}
+
+/* <0, 0, >0 as (type, pattern, name) sorts before, with, after a. */
+static int acl_key_cmp(int8_t type, int8_t pattern, const char *name, size_t len, const struct mi_acl *a)
+{
+    if (type != a->resource_type)
+        return type < a->resource_type ? -1 : 1;
+    if (pattern != a->pattern_type)
+        return pattern < a->pattern_type ? -1 : 1;
+    size_t al = (size_t)a->name_len;
+    int c = memcmp(name, a->resource_name, len < al ? len : al);
+    if (c)
+        return c;
+    return len < al ? -1 : len > al ? 1 : 0;
+}
+
+int32_t mi_acls_find(const struct mi_acls *s, int8_t type, int8_t pattern, const char *name, size_t len,
+                     int32_t *count)
+{
+    *count = 0;
+    if (!s || s->n == 0)
+        return 0;
+    int32_t lo = 0, hi = s->n;
+    while (lo < hi) { /* first ACL not before the key */
+        int32_t mid = lo + (hi - lo) / 2;
+        if (acl_key_cmp(type, pattern, name, len, &s->a[mid]) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int32_t end = lo;
+    while (end < s->n && acl_key_cmp(type, pattern, name, len, &s->a[end]) == 0)
+        end++;
+    *count = end - lo;
+    return lo;
+}
+
+static void acl_fini(struct mi_acl *a)
+{
+    free(a->resource_name);
+    free(a->principal);
+    free(a->host);
+}
+
+static void acls_unref(struct mi_acls *s)
+{
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    for (int32_t i = 0; i < s->n; i++)
+        acl_fini(&s->a[i]);
+    free(s->a);
+    free(s);
+}
+
+/* A private copy of s (NULL: an empty set) with a new generation. */
+static struct mi_acls *acls_clone(const struct mi_acls *s)
+{
+    struct mi_acls *c = xcalloc(1, sizeof *c);
+    atomic_init(&c->refs, 1);
+    c->gen = atomic_fetch_add(&acl_gen_next, 1);
+    if (s && s->n > 0) {
+        c->a = xcalloc((size_t)s->n, sizeof *c->a);
+        for (int32_t i = 0; i < s->n; i++) {
+            c->a[i] = s->a[i];
+            c->a[i].resource_name = xstrdup(s->a[i].resource_name);
+            c->a[i].principal = xstrdup(s->a[i].principal);
+            c->a[i].host = xstrdup(s->a[i].host);
+        }
+        c->n = s->n;
+    }
+    return c;
+}
+
 struct mimage *mimage_ref(struct mimage *m)
 {
     atomic_fetch_add(&m->refs, 1);
@@ -335,6 +433,7 @@ void mimage_release(struct mimage *m)
     per_broker_free(m->per_broker, m->nper_broker);
     features_free(m->features, m->nfeatures);
     scram_free(m->scram, m->nscram);
+    acls_unref(m->acls);
     free(m);
 }
 
@@ -484,6 +583,8 @@ struct mi_draft {
     int64_t next_producer_id;
     struct mi_scram *scram;          /* sorted, owned */
     int32_t nscram;
+    struct mi_acls *acls;            /* one reference; NULL: none */
+    bool acls_owned;                 /* a private copy this draft may change */
 };
 
 struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_config *cfg,
@@ -506,6 +607,10 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
     d->next_producer_id = base->next_producer_id;
     d->scram = scram_dup(base->scram, base->nscram);
     d->nscram = base->nscram;
+    if (base->acls) {
+        atomic_fetch_add(&base->acls->refs, 1);
+        d->acls = base->acls;
+    }
     for (int32_t i = 0; i < base->ntopics; i++) {
         struct mi_topic *t = base->topics[i];
         atomic_fetch_add(&t->refs, 1);
@@ -541,6 +646,7 @@ void mi_draft_abort(struct mi_draft *d)
     per_broker_free(d->per, d->nper);
     features_free(d->features, d->nfeatures);
     scram_free(d->scram, d->nscram);
+    acls_unref(d->acls);
     free(d);
 }
 
@@ -959,6 +1065,81 @@ static void apply_fencing(struct mi_draft *d, int32_t id, int fencing, int shutd
         d->brokers[i].in_controlled_shutdown = true;
 }
 
+static struct mi_acls *draft_acls(struct mi_draft *d)
+{
+    if (!d->acls_owned) {
+        struct mi_acls *c = acls_clone(d->acls);
+        acls_unref(d->acls);
+        d->acls = c;
+        d->acls_owned = true;
+    }
+    return d->acls;
+}
+
+static int acl_index_by_id(const struct mi_acls *s, const kuuid_t *id)
+{
+    for (int32_t i = 0; s && i < s->n; i++)
+        if (memcmp(s->a[i].id.b, id->b, sizeof id->b) == 0)
+            return i;
+    return -1;
+}
+
+static void acl_remove_at(struct mi_acls *s, int32_t i)
+{
+    acl_fini(&s->a[i]);
+    memmove(&s->a[i], &s->a[i + 1], (size_t)(s->n - i - 1) * sizeof *s->a);
+    s->n--;
+}
+
+/* Kafka's AclControlManager.replay(AccessControlEntryRecord): the ACL
+ * joins the set under its id (a known id is replaced). */
+static int apply_acl(struct mi_draft *d, const access_control_entry_record_t *r, char *err, size_t errlen)
+{
+    if (r->resource_name.len < 0 || r->principal.len < 0 || r->host.len < 0)
+        return fail(err, errlen, "AccessControlEntryRecord with a null resource name, principal or host");
+    struct mi_acls *s = draft_acls(d);
+    int old = acl_index_by_id(s, &r->id);
+    if (old >= 0)
+        acl_remove_at(s, old);
+    struct mi_acl a = {
+        .id = r->id,
+        .resource_type = r->resource_type,
+        .pattern_type = r->pattern_type,
+        .operation = r->operation,
+        .permission = r->permission_type,
+        .resource_name = kstr_strdup(r->resource_name),
+        .name_len = r->resource_name.len,
+        .principal = kstr_strdup(r->principal),
+        .host = kstr_strdup(r->host),
+    };
+    int32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (mi_acl_cmp(&s->a[mid], &a) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    s->a = xrealloc(s->a, (size_t)(s->n + 1) * sizeof *s->a);
+    memmove(&s->a[lo + 1], &s->a[lo], (size_t)(s->n - lo) * sizeof *s->a);
+    s->a[lo] = a;
+    s->n++;
+    return 0;
+}
+
+static int apply_remove_acl(struct mi_draft *d, const remove_access_control_entry_record_t *r, char *err,
+                            size_t errlen)
+{
+    if (acl_index_by_id(d->acls, &r->id) < 0) {
+        char id[40];
+        uuid_str(&r->id, id);
+        return fail(err, errlen, "RemoveAccessControlEntryRecord: no ACL with id %s", id);
+    }
+    struct mi_acls *s = draft_acls(d);
+    acl_remove_at(s, acl_index_by_id(s, &r->id));
+    return 0;
+}
+
 int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t version,
                    const void *rec, char *err, size_t errlen)
 {
@@ -1001,6 +1182,12 @@ int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t ver
         break;
     case KMETA_REMOVE_USER_SCRAM_CREDENTIAL_RECORD:
         apply_remove_scram(d, rec);
+        break;
+    case KMETA_ACCESS_CONTROL_ENTRY_RECORD:
+        rc = apply_acl(d, rec, err, errlen);
+        break;
+    case KMETA_REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
+        rc = apply_remove_acl(d, rec, err, errlen);
         break;
     case KMETA_UNREGISTER_BROKER_RECORD:
         apply_unregister_broker(d, ((const unregister_broker_record_t *)rec)->broker_id);
@@ -1137,6 +1324,7 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     m->next_producer_id = d->next_producer_id;
     m->scram = d->scram;
     m->nscram = d->nscram;
+    m->acls = d->acls;
     free(d);
     return m;
 }

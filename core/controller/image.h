@@ -119,6 +119,44 @@ struct mi_scram {
     int32_t server_key_len;
 };
 
+/* An ACL (AccessControlEntryRecord; Kafka's StandardAcl with its id).
+ * Codes are Kafka's: resource_type ResourceType (TOPIC 2 ... USER 7),
+ * pattern_type PatternType (LITERAL 3, PREFIXED 4), operation
+ * AclOperation (ALL 2, READ 3, ...), permission AclPermissionType
+ * (DENY 2, ALLOW 3). Strings owned by the set. */
+struct mi_acl {
+    kuuid_t id;
+    int8_t resource_type;
+    int8_t pattern_type;
+    int8_t operation;
+    int8_t permission;
+    char *resource_name;
+    int32_t name_len;           /* strlen(resource_name) */
+    char *principal;            /* "User:alice", "User:*" */
+    char *host;                 /* "*" or an address */
+};
+
+/* The cluster's ACLs, sorted by mi_acl_cmp so that the ACLs of one
+ * (resource type, pattern type, resource name) are adjacent and found by
+ * binary search. Immutable once published and shared by consecutive
+ * images until an ACL record changes it (10 000 ACLs are not copied for
+ * every topic change). gen is new for every distinct set in this
+ * process, so decision caches can tell the set changed. */
+struct mi_acls {
+    atomic_int refs;
+    uint64_t gen;
+    struct mi_acl *a;
+    int32_t n;
+};
+
+/* Order of mi_acls: resource type, pattern type, resource name, then
+ * principal, host, operation, permission (strcmp order). */
+int mi_acl_cmp(const struct mi_acl *x, const struct mi_acl *y);
+/* Index of the first ACL of (type, pattern, name) in s, and how many
+ * there are in *count (0: none). s may be NULL. */
+int32_t mi_acls_find(const struct mi_acls *s, int8_t type, int8_t pattern, const char *name, size_t len,
+                     int32_t *count);
+
 struct mimage {
     atomic_int refs;
     int64_t offset;             /* last metadata log offset applied; -1 empty */
@@ -150,6 +188,8 @@ struct mimage {
     /* SCRAM credentials, sorted by user then mechanism. */
     struct mi_scram *scram;
     int32_t nscram;
+    /* ACLs; NULL when none was ever created (generation 0). */
+    struct mi_acls *acls;
 };
 
 /* Lookups; NULL when absent. Valid while the image is held. */

@@ -16,6 +16,7 @@
 #include "proto/gen/partition_record.h"
 #include "proto/gen/producer_ids_record.h"
 #include "proto/gen/user_scram_credential_record.h"
+#include "proto/gen/access_control_entry_record.h"
 #include "proto/gen/register_broker_record.h"
 #include "proto/gen/snapshot_footer_record.h"
 #include "proto/gen/snapshot_header_record.h"
@@ -218,6 +219,21 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
         ur->server_key = (kbytes_t){sc->server_key, sc->server_key_len};
         ur->iterations = sc->iterations;
         sw_add(&s, KMETA_USER_SCRAM_CREDENTIAL_RECORD, 0, ur);
+    }
+    for (int32_t i = 0; img->acls && i < img->acls->n; i++) {
+        /* Kafka's AclsImage.write: every ACL with its id */
+        const struct mi_acl *ac = &img->acls->a[i];
+        access_control_entry_record_t *ar = arena_alloc(&a, sizeof *ar);
+        access_control_entry_record_init(ar);
+        ar->id = ac->id;
+        ar->resource_type = ac->resource_type;
+        ar->resource_name = KSTR(ac->resource_name);
+        ar->pattern_type = ac->pattern_type;
+        ar->principal = KSTR(ac->principal);
+        ar->host = KSTR(ac->host);
+        ar->operation = ac->operation;
+        ar->permission_type = ac->permission;
+        sw_add(&s, KMETA_ACCESS_CONTROL_ENTRY_RECORD, 0, ar);
     }
     int16_t pv = partition_version(img);
     for (int32_t i = 0; i < img->ntopics; i++) {

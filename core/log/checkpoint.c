@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log/fsutil.h"
+#include "util/fdcache.h"
 #include "util/buf.h"
 
 /* Large enough for any log dir's partitions; a bigger file is damage. */
@@ -42,7 +43,7 @@ static bool parse_i64(const char **p, int64_t *out)
  * allocate its maximum up front). */
 static int read_file(const char *path, char **data)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fdc_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return errno;
     struct stat st;

@@ -16,6 +16,7 @@
 #include "proto/record_batch.h"
 #include "util/buf.h"
 #include "util/hmap.h"
+#include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
@@ -714,7 +715,8 @@ static void set_mtime(struct segment *s, int64_t ms)
     t[0].tv_nsec = UTIME_OMIT;
     t[1].tv_sec = (time_t)(ms / 1000);
     t[1].tv_nsec = (long)(ms % 1000) * 1000000L;
-    futimens(s->file->fd, t);
+    /* By name: the cleaned segment's fd may have left the fd cache. */
+    utimensat(AT_FDCWD, s->log_path, t, 0);
 }
 
 /* Replaces segs[from, from + k) by cleaned (named .cleaned, complete and
@@ -758,10 +760,6 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
     free(old);
     plog_txn_segments_merged(l, cleaned->base_offset, first_base, last_base + 1, t->drop, t->ndrop);
     rc = segment_rename(cleaned, "");
-    /* Synced before the swap: only the mappings are needed now. */
-    pthread_rwlock_wrlock(&l->seg_lock);
-    segment_release_index_fds(cleaned);
-    pthread_rwlock_unlock(&l->seg_lock);
     e = fs_sync_dir(l->dir);
     if (rc == 0 && e) {
         slog_error("log cleaner: cannot sync directory %s: %s", l->dir, strerror(e));
@@ -791,13 +789,27 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     size_t from = plog_floor_index(l, cs.first_dirty), nseg = 0;
     struct sfile **files = xmalloc((l->nsegs ? l->nsegs : 1) * sizeof *files);
     int64_t *sizes = xmalloc((l->nsegs ? l->nsegs : 1) * sizeof *sizes);
+    int rc = 0, fe;
     for (size_t i = from; i + 1 < l->nsegs && l->segs[i]->base_offset < cs.first_uncleanable; i++) {
-        files[nseg] = sfile_ref(l->segs[i]->file);
+        files[nseg] = segment_file(l->segs[i], &fe);
+        if (!files[nseg]) {
+            /* Out of descriptors (or the file is gone): no clean this
+             * time; the cleaner comes back after its backoff. */
+            rc = KERR_KAFKA_STORAGE_ERROR;
+            break;
+        }
         sizes[nseg] = l->segs[i]->size;
         nseg++;
     }
     pthread_rwlock_unlock(&l->seg_lock);
-    int rc = 0;
+    if (rc) {
+        for (size_t i = 0; i < nseg; i++)
+            sfile_unref(files[i]);
+        free(files);
+        free(sizes);
+        pthread_mutex_unlock(&l->maint_lock);
+        return rc;
+    }
     /* Nothing dirty, but tombstones whose delete horizon passed: a pass
      * over the clean segments alone (Kafka cleans such a log too). */
     bool dirty = cs.first_dirty < cs.first_uncleanable && nseg > 0;
@@ -806,6 +818,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
             sfile_unref(files[i]);
         free(files);
         free(sizes);
+        fdc_trim();
         pthread_mutex_unlock(&l->maint_lock);
         return 0;
     }
@@ -828,6 +841,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         sfile_unref(files[i]);
     free(files);
     free(sizes);
+    fdc_trim(); /* the map pinned every dirty segment at once */
     st->map_keys = (int64_t)hmap_count(&map.h);
     st->first_dirty = cs.first_dirty;
     st->end_offset = end;
@@ -880,9 +894,10 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         struct sfile **gf = xmalloc(k * sizeof *gf);
         int64_t *gs = xmalloc(k * sizeof *gs);
         int64_t mtime = 0;
+        int ge = 0;
         for (size_t j = 0; j < k; j++) {
             group[j] = l->segs[i + j];
-            gf[j] = sfile_ref(group[j]->file);
+            gf[j] = ge ? NULL : segment_file(group[j], &ge);
             gs[j] = group[j]->size;
             int64_t mt = segment_last_modified(group[j]);
             if (mt > mtime)
@@ -893,7 +908,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         pthread_rwlock_unlock(&l->seg_lock);
 
         struct segment *cleaned = NULL;
-        rc = segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
+        rc = ge ? KERR_KAFKA_STORAGE_ERROR : segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
         struct writer w = {.s = cleaned};
         fc.txn.ndrop = 0; /* the group's own */
         for (size_t j = 0; j < k && rc == 0; j++)

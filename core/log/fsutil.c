@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fdcache.h"
 #include "util/buf.h"
 
 void (*fs_sync_observer)(const char *path);
@@ -17,7 +18,7 @@ int fs_sync_dir(const char *dir)
 {
     if (fs_sync_observer)
         fs_sync_observer(dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = fdc_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (fd < 0)
         return errno;
     int e = 0;
@@ -108,7 +109,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len)
     char *tmp = xmalloc(n);
     snprintf(tmp, n, "%s.tmp", path);
     int e = 0;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = fdc_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         e = errno;
         goto out;
@@ -135,7 +136,7 @@ int fs_read_small(const char *path, size_t max, char **out, size_t *len)
 {
     *out = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = fdc_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return errno;
     /* The buffer starts at the file's size, not at max: max is a sanity
@@ -188,7 +189,7 @@ int fs_read_small(const char *path, size_t max, char **out, size_t *len)
 
 int fs_remove_tree(const char *dir)
 {
-    DIR *d = opendir(dir);
+    DIR *d = fdc_opendir(dir);
     if (!d)
         return errno;
     int e = 0;

@@ -10,11 +10,19 @@
 #include <unistd.h>
 
 #include "util/buf.h"
-#include "util/sfile.h"
+#include "util/fdcache.h"
 
 /* ---- the file ---- */
 
-static int map_file(struct idx_file *x, size_t len)
+/* The file's fd for one call (closed by the caller): the mapping holds
+ * the file otherwise (see idx_file). Through the fd cache's open, which
+ * sheds cached fds on EMFILE. */
+static int open_fd(const struct idx_file *x, int extra_flags)
+{
+    return fdc_open(x->path, O_RDWR | extra_flags, 0644);
+}
+
+static int map_file(struct idx_file *x, int fd, size_t len)
 {
     /* A new length may have dropped blocks (a trim) or added holes. */
     x->backed = 0;
@@ -23,9 +31,14 @@ static int map_file(struct idx_file *x, size_t len)
         x->map_len = 0;
         return 0;
     }
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, x->file->fd, 0);
-    if (m == MAP_FAILED)
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        /* ENOMEM: out of mappings (vm.max_map_count) or address space, a
+         * resource of the process like EMFILE, not a disk failure. */
+        if (errno == ENOMEM)
+            fdc_note_resource_failure();
         return errno;
+    }
     x->map = m;
     x->map_len = len;
     return 0;
@@ -43,54 +56,33 @@ int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool trun
 {
     memset(x, 0, sizeof *x);
     x->entry_size = entry_size;
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0644);
-    if (fd < 0)
-        return errno;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return e;
-    }
-    x->file = sfile_wrap(fd);
-    int e = map_file(x, (size_t)st.st_size);
-    if (e) {
-        sfile_unref(x->file);
-        x->file = NULL;
-        return e;
-    }
     x->path = xstrdup(path);
+    int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
+    if (fd < 0) {
+        int e = errno;
+        free(x->path);
+        x->path = NULL;
+        return e;
+    }
+    struct stat st;
+    int e = fstat(fd, &st) != 0 ? errno : map_file(x, fd, (size_t)st.st_size);
+    close(fd); /* the mapping keeps the file */
+    if (e) {
+        free(x->path);
+        x->path = NULL;
+        return e;
+    }
+    x->dirty = truncate;
     return 0;
 }
 
 void idxf_close(struct idx_file *x)
 {
     unmap_file(x);
-    if (x->file)
-        sfile_unref(x->file);
-    x->file = NULL;
     free(x->path);
     x->path = NULL;
     x->n = 0;
-}
-
-/* Gets the fd back after idxf_release_fd. */
-static int reopen(struct idx_file *x)
-{
-    if (x->file)
-        return 0;
-    int fd = open(x->path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    x->file = sfile_wrap(fd);
-    return 0;
-}
-
-void idxf_release_fd(struct idx_file *x)
-{
-    if (x->file)
-        sfile_unref(x->file);
-    x->file = NULL;
+    x->dirty = false;
 }
 
 int idxf_resize(struct idx_file *x, size_t bytes)
@@ -100,23 +92,28 @@ int idxf_resize(struct idx_file *x, size_t bytes)
         bytes = x->n * x->entry_size;
     if (bytes == x->map_len)
         return 0;
-    int e = reopen(x);
-    if (e)
-        return e;
+    int fd = open_fd(x, 0);
+    if (fd < 0)
+        return errno;
     /* Unmap before shrinking: touching a mapped page past the end of the
      * file would be SIGBUS. */
     unmap_file(x);
-    while (ftruncate(x->file->fd, (off_t)bytes) != 0) {
+    int e = 0;
+    while (ftruncate(fd, (off_t)bytes) != 0) {
         if (errno == EINTR)
             continue;
-        int te = errno;
+        e = errno;
         struct stat st;
         /* Put the old mapping back so x stays usable. */
-        if (fstat(x->file->fd, &st) == 0)
-            map_file(x, (size_t)st.st_size - (size_t)st.st_size % x->entry_size);
-        return te;
+        if (fstat(fd, &st) == 0)
+            map_file(x, fd, (size_t)st.st_size - (size_t)st.st_size % x->entry_size);
+        break;
     }
-    return map_file(x, bytes);
+    if (e == 0)
+        e = map_file(x, fd, bytes);
+    close(fd);
+    x->dirty = true;
+    return e;
 }
 
 int idxf_reserve(struct idx_file *x, size_t entries)
@@ -126,19 +123,22 @@ int idxf_reserve(struct idx_file *x, size_t entries)
         want = x->map_len;
     if (want <= x->backed)
         return 0;
-    int e = reopen(x);
-    if (e)
-        return e;
     /* Whole pages: a store faults in the page, whatever the block size.
-     * Blocks already there cost nothing to allocate again. */
+     * Blocks already there cost nothing to allocate again. The fd is
+     * opened for the call: once per page of entries. */
     long ps = sysconf(_SC_PAGESIZE);
     size_t page = ps > 0 ? (size_t)ps : 4096;
     size_t from = x->backed - x->backed % page;
     size_t to = want + (page - want % page) % page;
     if (to > x->map_len)
         to = x->map_len;
-    while ((e = posix_fallocate(x->file->fd, (off_t)from, (off_t)(to - from))) == EINTR)
+    int fd = open_fd(x, 0);
+    if (fd < 0)
+        return errno;
+    int e;
+    while ((e = posix_fallocate(fd, (off_t)from, (off_t)(to - from))) == EINTR)
         ;
+    close(fd);
     if (e == EOPNOTSUPP || e == ENOSYS || e == EINVAL)
         e = 0; /* cannot preallocate here: stores take their chances, as before */
     if (e)
@@ -149,14 +149,25 @@ int idxf_reserve(struct idx_file *x, size_t entries)
 
 int idxf_sync(struct idx_file *x)
 {
-    if (!x->file)
-        return 0; /* released: durable already */
-    while (fdatasync(x->file->fd) != 0) {
-        if (errno != EINTR)
-            return errno;
+    if (!x->dirty || !x->path)
+        return 0; /* durable already */
+    int fd = open_fd(x, 0);
+    if (fd < 0)
+        return errno;
+    int e = 0;
+    while (fdatasync(fd) != 0) {
+        if (errno != EINTR) {
+            e = errno;
+            break;
+        }
     }
-    return 0;
+    close(fd);
+    if (e == 0)
+        x->dirty = false;
+    return e;
 }
+
+int idxf_open_fd(const struct idx_file *x) { return open_fd(x, 0); }
 
 int idxf_rename(struct idx_file *x, char *new_path)
 {
@@ -186,6 +197,7 @@ bool oidx_append(struct offset_index *x, int64_t offset, int64_t position)
     be32_write(p, (uint32_t)(int32_t)(offset - x->base_offset));
     be32_write(p + 4, (uint32_t)(int32_t)position);
     x->f.n++;
+    x->f.dirty = true;
     return true;
 }
 
@@ -268,6 +280,7 @@ void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset)
     be64_write(p, (uint64_t)timestamp);
     be32_write(p + 8, (uint32_t)(int32_t)(offset - x->base_offset));
     x->f.n++;
+    x->f.dirty = true;
 }
 
 struct timestamp_offset tidx_lookup(const struct time_index *x, int64_t target)

@@ -6,7 +6,9 @@
  * big-endian (Java's ByteBuffer order), offsets relative to the segment's
  * base offset, so `kafka-dump-log` and samsa read each other's files.
  *
- * Each file is mmap'ed (MAP_SHARED): an append is a store into the page
+ * Each file is mmap'ed (MAP_SHARED) and its fd closed at once (a node
+ * with many segments would run out of descriptors otherwise; Kafka too
+ * keeps only the mapping): an append is a store into the page
  * cache, a lookup a binary search over the mapping. The active segment's
  * files are preallocated to segment.index.bytes (a sparse file; the
  * number of entries in use lives in memory, as in Kafka) and trimmed to
@@ -25,7 +27,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sfile;
 
 #define OIDX_ENTRY_SIZE 8
 #define TIDX_ENTRY_SIZE 12
@@ -35,8 +36,10 @@ struct sfile;
 /* One mapped index file. */
 struct idx_file {
     char *path;          /* owned */
-    struct sfile *file;  /* the index's own reference (the flusher takes
-                          * others); NULL once released (idxf_release_fd) */
+    /* No fd is kept: the mapping holds the file, and the calls that need
+     * an fd (resize, reserve, sync) open it for the call, through
+     * fdc_open (EMFILE sheds the fd cache first). */
+    bool dirty;          /* changed since the last idxf_sync (or created) */
     uint8_t *map;        /* NULL when map_len == 0 */
     size_t map_len;      /* bytes mapped, == file length */
     size_t entry_size;
@@ -49,8 +52,7 @@ struct idx_file {
  * it whole; n is 0, the caller validates what is there. 0 or an errno
  * value. On failure x is left closed (idxf_close is a no-op). */
 int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate);
-/* Unmaps and releases the file reference (readers' references keep the
- * fd open). Idempotent. */
+/* Unmaps. Idempotent. */
 void idxf_close(struct idx_file *x);
 /* Sets the file length to bytes rounded down to the entry size (never
  * below n entries) and remaps. 0 or an errno value (x unchanged then). */
@@ -67,14 +69,13 @@ static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_cap
  * ext4, xfs alike), which would kill the server. 0 or an errno value
  * (ENOSPC, EIO); 0 too where the file system cannot preallocate. */
 int idxf_reserve(struct idx_file *x, size_t entries);
-/* fdatasync of the file (pages stored through the mapping included); 0
- * at once when the fd was released. */
+/* fdatasync of the file through an fd opened for the call (pages stored
+ * through the mapping included: they are the inode's page cache); 0 at
+ * once when nothing changed since the last sync. Clears dirty. */
 int idxf_sync(struct idx_file *x);
-/* Closes the index's own fd, keeping the mapping (which holds the file):
- * for a sealed segment whose index is on disk, so that the fds of a node
- * with many segments are one per segment, not three (Kafka also keeps
- * only the mapping). idxf_resize opens the file again when needed. */
-void idxf_release_fd(struct idx_file *x);
+/* An fd of the file for the caller to fsync and close (the flusher
+ * opens them under its lock and syncs outside), or -1 with errno. */
+int idxf_open_fd(const struct idx_file *x);
 /* Renames the file to new_path (which x then owns). 0 or an errno value. */
 int idxf_rename(struct idx_file *x, char *new_path);
 

@@ -16,6 +16,7 @@
 #include "log/cleaner.h"
 #include "proto/kerr.h"
 #include "topic_config.h"
+#include "util/fdcache.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/hmap.h"
@@ -209,13 +210,17 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
         hmap_init(&d->ls);
         hmap_init(&d->co);
         hmap_init(&d->hw);
-        DIR *dd = opendir(d->path);
-        if (!dd) {
+        DIR *dd = fdc_opendir(d->path);
+        if (!dd && fdc_is_resource(errno)) {
+            /* No descriptor to spare is no disk failure. */
+            slog_warn("log dir %s: cannot check it now: %s; assuming it is online", d->path, strerror(errno));
+        } else if (!dd) {
             slog_error("log dir %s is offline: cannot read it: %s", d->path, strerror(errno));
             atomic_store(&d->offline, true);
             continue;
+        } else {
+            closedir(dd);
         }
-        closedir(dd);
         if (access(d->path, W_OK | X_OK) != 0) {
             slog_error("log dir %s is offline: %s", d->path, strerror(errno));
             atomic_store(&d->offline, true);
@@ -312,7 +317,13 @@ static void mlog_free(struct mlog *ml)
     free(ml);
 }
 
-static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg)
+/* logmgr_open's tries when out of descriptors, and the first backoff
+ * (doubled each time: 25 ms up to 0.4 s, under a second in all). */
+#define OPEN_RESOURCE_TRIES 5
+#define OPEN_RESOURCE_BACKOFF_US 25000
+
+static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg,
+                    bool *resource)
 {
     struct mdir *d = &m->dirs[ml->dir];
     if (atomic_load(&d->offline))
@@ -329,8 +340,17 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     o.codecs = &m->codecs;
     char *path = path_in(d->path, ml->name);
     struct plog *l;
+    uint64_t res0 = fdc_resource_failures();
     int rc = plog_open_ex(path, topic_id, cfg, &o, &l);
-    if (rc == KERR_KAFKA_STORAGE_ERROR) {
+    if (rc == KERR_KAFKA_STORAGE_ERROR && fdc_resource_failures() != res0) {
+        /* Out of file descriptors even after the fd cache shed: not a
+         * disk failure, the dir stays online and the open may be tried
+         * again (logmgr_open's callers and the recovery pool do). */
+        slog_warn("log: cannot open %s for want of file descriptors; the log dir stays online", path);
+        rc = KERR_KAFKA_STORAGE_ERROR;
+        if (resource)
+            *resource = true;
+    } else if (rc == KERR_KAFKA_STORAGE_ERROR) {
         char why[600];
         snprintf(why, sizeof why, "cannot open %s", path);
         logmgr_fail_dir(m, ml->dir, why);
@@ -358,8 +378,18 @@ int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *t
     *out = NULL;
     if (dir >= m->ndirs)
         return KERR_KAFKA_STORAGE_ERROR;
+    /* Out of descriptors: the fd cache shed what it could; other opens
+     * and requests finishing free more, so try again a few times. */
     struct mlog *ml = mlog_new(m, dir, name, flushed, ctx);
-    int rc = open_log(m, ml, topic_id, cfg);
+    int rc = 0;
+    for (int t = 0; t < OPEN_RESOURCE_TRIES; t++) {
+        bool resource = false;
+        rc = open_log(m, ml, topic_id, cfg, &resource);
+        if (!resource)
+            break;
+        fdc_shed(fdc_capacity());
+        usleep(OPEN_RESOURCE_BACKOFF_US << t);
+    }
     if (rc) {
         mlog_free(ml);
         return rc;
@@ -661,8 +691,9 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
     hmap_free(&seen);
     char *p = path_in(d->path, file);
     int rc = ckpt_write(p, e, n);
-    if (rc == ENOSPC || rc == EDQUOT) {
-        /* A full disk is not a failed one. The file is replaced by
+    if (rc == ENOSPC || rc == EDQUOT || fdc_is_resource(rc)) {
+        /* A full disk is not a failed one, nor is a process out of file
+         * descriptors (util/fdcache.h). The file is replaced by
          * rename, so the previous one is intact and merely older: recovery
          * starts earlier, and a log start offset that moved since may come
          * back lower after a crash -- as in Kafka, which cannot write it

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "util/fdcache.h"
 #include "util/buf.h"
 
 static void fmt(char *dst, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
@@ -264,7 +265,7 @@ int meta_properties_write(const char *dir, const struct meta_properties *mp, cha
     char *path = path_join(dir, META_PROPERTIES_FILE);
     char *tmp = path_join(dir, META_PROPERTIES_FILE ".tmp");
     int ret = -1, fd = -1;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = fdc_open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         fmt(err, errlen, "%s: %s", tmp, strerror(errno));
         goto out;
@@ -284,7 +285,7 @@ int meta_properties_write(const char *dir, const struct meta_properties *mp, cha
         goto out_unlink;
     }
     /* The rename is durable only once the directory entry is. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int dfd = fdc_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dfd < 0 || fsync(dfd) < 0) {
         fmt(err, errlen, "%s: %s", dir, strerror(errno));
         if (dfd >= 0)

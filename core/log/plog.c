@@ -23,6 +23,7 @@
 #include "proto/record_batch.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 #include "util/uuid.h"
@@ -351,7 +352,7 @@ static void push_i64(int64_t **v, size_t *n, int64_t x)
 static int list_dir(struct plog *l, struct dir_listing *out)
 {
     memset(out, 0, sizeof *out);
-    DIR *d = opendir(l->dir);
+    DIR *d = fdc_opendir(l->dir);
     if (!d) {
         slog_error("log: cannot read directory %s: %s", l->dir, strerror(errno));
         return KERR_KAFKA_STORAGE_ERROR;
@@ -557,8 +558,6 @@ static int load_segments(struct plog *l, const int64_t *bases, size_t n, bool cl
         }
         if (mode == SEGMENT_LOAD_RECOVER)
             *recovered_batches += r.batches;
-        else if (!last && !r.rebuilt)
-            segment_release_index_fds(s); /* on disk as they are */
         if (r.rebuild_reason)
             slog_info("log: %s: rebuilt the indexes of %020" PRId64 ".log: %s", l->dir, s->base_offset,
                       r.rebuild_reason);
@@ -903,6 +902,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                        int64_t append_time_ms_or_minus1, enum append_origin origin, uint64_t guard,
                        struct plog_append_result *res)
 {
+    struct sfile *pin = NULL; /* the active file while it is written */
     bool follower = origin == ORIGIN_REPLICATION;
     if (res) {
         res->base_offset = res->last_offset = -1;
@@ -1041,6 +1041,14 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
      * now: on a full disk, a store into a hole of the (sparse, mapped)
      * index would be SIGBUS after the bytes were written; this way the
      * append fails whole, with nothing written, and the log stays online. */
+    /* The active file stays open (pinned) from the write to its fsync, so
+     * the fsync cannot meet EMFILE after a successful write. */
+    int pin_err;
+    pin = segment_file(seg, &pin_err);
+    if (!pin) {
+        rc = KERR_KAFKA_STORAGE_ERROR; /* nothing written; retriable */
+        goto out;
+    }
     int re = segment_reserve_index(seg, nbatches);
     if (re) {
         slog_error("log: %s: cannot allocate index space for %zu batch(es): %s", seg->log_path, nbatches,
@@ -1150,6 +1158,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
 out:
     pthread_mutex_unlock(&l->append_lock);
+    sfile_unref(pin);
     return rc;
 }
 
@@ -1241,8 +1250,11 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
         seg_base = s->base_offset;
         int64_t pos = oidx_lookup(&s->oidx, offset).position;
         int64_t limit = s->size;
-        struct sfile *f = sfile_ref(s->file);
+        int fe;
+        struct sfile *f = segment_file(s, &fe);
         pthread_rwlock_unlock(&l->seg_lock);
+        if (!f)
+            return KERR_KAFKA_STORAGE_ERROR; /* retriable; nothing goes offline (fdc_is_resource) */
 
         char what[SEGMENT_NAME_DIGITS + sizeof SEGMENT_LOG_SUFFIX];
         snprintf(what, sizeof what, "%020" PRId64 "%s", seg_base, SEGMENT_LOG_SUFFIX);
@@ -1379,8 +1391,11 @@ int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64
             from = start;
         int64_t pos = oidx_lookup(&s->oidx, from).position;
         int64_t limit = s->size;
-        struct sfile *f = sfile_ref(s->file);
+        int fe;
+        struct sfile *f = segment_file(s, &fe);
         pthread_rwlock_unlock(&l->seg_lock);
+        if (!f)
+            return KERR_KAFKA_STORAGE_ERROR;
 
         int rc = search_timestamp(l, f, pos, limit, ts, start, offset, timestamp);
         sfile_unref(f);
@@ -1411,8 +1426,11 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
     int64_t max_ts = best->max_timestamp;
     int64_t pos = oidx_lookup(&best->oidx, best->offset_of_max_timestamp).position;
     int64_t limit = best->size;
-    struct sfile *f = sfile_ref(best->file);
+    int fe;
+    struct sfile *f = segment_file(best, &fe);
     pthread_rwlock_unlock(&l->seg_lock);
+    if (!f)
+        return KERR_KAFKA_STORAGE_ERROR;
 
     struct bcursor c;
     bcur_init(&c, f->fd, pos, limit, READ_READAHEAD);
@@ -1524,6 +1542,7 @@ int plog_flush(struct plog *l)
 {
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
+    uint64_t res0 = fdc_resource_failures();
     pthread_mutex_lock(&l->flush_lock);
     int64_t target = atomic_load_explicit(&l->end_offset, memory_order_acquire);
     int64_t rp = atomic_load(&l->recovery_point);
@@ -1538,24 +1557,50 @@ int plog_flush(struct plog *l)
      * before the last: recovery trusts the indexes of segments wholly
      * below the recovery point's segment and rebuilds that segment's, so
      * an fsync per flush is one file, not three. */
+    /* The fds: the log files' through the fd cache (pinned until synced),
+     * the dirty index files' opened for the sync. Running out of
+     * descriptors is no disk failure: the flush gives up without taking
+     * the log offline and the next one tries again. */
     pthread_rwlock_rdlock(&l->seg_lock);
     size_t from = plog_floor_index(l, rp), to = plog_floor_index(l, target);
     size_t n = (to - from + 1) * 3;
     struct sfile **files = xmalloc(n * sizeof *files);
     size_t k = 0;
     int64_t sealed_below = to < l->nsegs ? l->segs[to]->base_offset : INT64_MAX;
-    for (size_t i = from; i <= to && i < l->nsegs; i++) {
+    int fe = 0;
+    for (size_t i = from; i <= to && i < l->nsegs && fe == 0; i++) {
         struct segment *s = l->segs[i];
-        files[k++] = sfile_ref(s->file);
-        if (i < to) {
-            if (s->oidx.f.file)
-                files[k++] = sfile_ref(s->oidx.f.file);
-            if (s->tidx.f.file)
-                files[k++] = sfile_ref(s->tidx.f.file);
+        struct sfile *f = segment_file(s, &fe);
+        if (!f)
+            break;
+        files[k++] = f;
+        struct idx_file *ix[] = {&s->oidx.f, &s->tidx.f};
+        for (int j = 0; j < 2 && i < to; j++) {
+            if (!ix[j]->dirty)
+                continue;
+            int fd = idxf_open_fd(ix[j]);
+            if (fd < 0) {
+                fe = errno;
+                slog_error("log: cannot open %s: %s", ix[j]->path, strerror(fe));
+                break;
+            }
+            files[k++] = sfile_wrap(fd);
         }
     }
     pthread_rwlock_unlock(&l->seg_lock);
     int rc = 0;
+    if (fe) {
+        for (size_t i = 0; i < k; i++)
+            sfile_unref(files[i]);
+        free(files);
+        if (rolled)
+            atomic_store(&l->roll_flush_pending, true);
+        pthread_mutex_unlock(&l->flush_lock);
+        if (fdc_is_resource(fe))
+            return KERR_KAFKA_STORAGE_ERROR; /* retriable: the log stays online */
+        plog_mark_failed(l);
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
     for (size_t i = 0; i < k; i++) {
         while (rc == 0 && fdatasync(files[i]->fd) != 0) {
             if (errno == EINTR)
@@ -1568,6 +1613,7 @@ int plog_flush(struct plog *l)
         sfile_unref(files[i]);
     }
     free(files);
+    fdc_trim(); /* a flush of many segments pinned them all at once */
     if (rc == 0 && rolled) {
         /* A roll since the last flush: the new segment's name is durable
          * before the recovery point may move into it. */
@@ -1588,16 +1634,21 @@ int plog_flush(struct plog *l)
         rc = plog_txn_flush(l);
     if (rc == 0)
         rc = plog_producers_flush(l);
-    if (rc) {
+    if (rc && fdc_resource_failures() != res0) {
+        /* A file could not be opened for want of descriptors: nothing
+         * was lost, the recovery point stays, the next flush retries. */
+        if (rolled)
+            atomic_store(&l->roll_flush_pending, true);
+    } else if (rc) {
         plog_mark_failed(l);
     } else {
         raise_to(&l->recovery_point, target);
         atomic_store(&l->last_flush_ms, clock_wall_ms());
         /* The sealed segments just synced never change again (but for a
-         * truncation, which reopens): their index fds can go. */
+         * truncation, which reopens): their indexes are durable. */
         pthread_rwlock_wrlock(&l->seg_lock);
         for (size_t i = 0; i < l->nsegs && l->segs[i]->base_offset < sealed_below; i++)
-            segment_release_index_fds(l->segs[i]);
+            segment_mark_indexes_synced(l->segs[i]);
         pthread_rwlock_unlock(&l->seg_lock);
     }
     pthread_mutex_unlock(&l->flush_lock);
@@ -1858,6 +1909,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
 {
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
+    uint64_t res0 = fdc_resource_failures();
     atomic_store(&l->abort_clean, true);
     pthread_mutex_lock(&l->maint_lock);
     atomic_store(&l->abort_clean, false);
@@ -1891,6 +1943,13 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         if (plog_producers_truncated(l, -1) != 0)
             plog_mark_failed(l);
         slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
+    } else if (fdc_resource_failures() != res0) {
+        /* The old segments are gone and the new one could not be created
+         * for want of descriptors: this log cannot serve until it is
+         * opened again, but its dir is fine (no hook: no dir offline). */
+        slog_error("log: %s: out of file descriptors while truncating fully; the log is offline until restart",
+                   l->dir);
+        atomic_store(&l->failed, true);
     } else {
         plog_mark_failed(l);
     }
@@ -1923,7 +1982,18 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     int64_t now = clock_wall_ms();
     pthread_rwlock_rdlock(&l->seg_lock);
     size_t keep = plog_index_after(l, offset - 1);
+    /* The segment cut below, pinned before anything changes: without a
+     * descriptor the truncation fails whole (retriable) instead of
+     * half-done. */
+    int pin_err;
+    struct sfile *pin = segment_file(l->segs[keep - 1], &pin_err);
     pthread_rwlock_unlock(&l->seg_lock);
+    if (!pin) {
+        pthread_mutex_unlock(&l->flush_lock);
+        pthread_mutex_unlock(&l->append_lock);
+        pthread_mutex_unlock(&l->maint_lock);
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
     /* Segments from the first with base >= offset go whole. */
     drop_back(l, keep, now);
     struct segment *s = l->segs[l->nsegs - 1];
@@ -1937,6 +2007,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         }
     }
     pthread_rwlock_unlock(&l->seg_lock);
+    sfile_unref(pin);
     if (rc) {
         plog_mark_failed(l);
     } else {

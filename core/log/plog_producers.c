@@ -28,6 +28,7 @@
 #include "log/producer_state.h"
 #include "log/segment.h"
 #include "proto/kerr.h"
+#include "util/fdcache.h"
 #include "util/buf.h"
 #include "util/hmap.h"
 #include "util/sfile.h"
@@ -66,7 +67,7 @@ static int cmp_i64_desc(const void *a, const void *b)
 static ssize_t list_snapshots(const char *dir, int64_t **out)
 {
     *out = NULL;
-    DIR *d = opendir(dir);
+    DIR *d = fdc_opendir(dir);
     if (!d)
         return -1;
     size_t n = 0, cap = 0;
@@ -128,8 +129,12 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
         struct segment *s = l->segs[i];
         if (s->next_offset <= from || s->size == 0)
             continue;
+        int fe;
+        struct sfile *f = segment_file(s, &fe);
+        if (!f)
+            return KERR_KAFKA_STORAGE_ERROR;
         struct bcursor c;
-        bcur_init(&c, s->file->fd, 0, s->size, REPLAY_READAHEAD);
+        bcur_init(&c, f->fd, 0, s->size, REPLAY_READAHEAD);
         int st;
         struct rb_header h;
         while ((st = bcur_header(&c, &h)) == BCUR_OK) {
@@ -145,6 +150,7 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
                     int u = pstate_update_marker(l->ps, &h, type, cepoch, &done);
                     if ((u != 0 && u != 1) || (u == 1 && plog_txn_completed(l, &done, s->base_offset) != 0)) {
                         bcur_free(&c);
+                        sfile_unref(f);
                         return KERR_KAFKA_STORAGE_ERROR;
                     }
                 }
@@ -152,6 +158,7 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
             } else if (rb_last_offset(&h) >= from) {
                 if (pstate_update(l->ps, &h) != 0) {
                     bcur_free(&c);
+                    sfile_unref(f);
                     return KERR_KAFKA_STORAGE_ERROR;
                 }
                 (*batches)++;
@@ -159,6 +166,7 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
             bcur_advance(&c, rb_batch_size(&h));
         }
         bcur_free(&c);
+        sfile_unref(f);
         if (st != BCUR_END) {
             /* The segment was checked when it was loaded or written. */
             slog_error("log: %s: cannot read %s while rebuilding producer state: %s", l->dir, s->log_path,

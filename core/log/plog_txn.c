@@ -41,6 +41,7 @@
 #include "log/segment.h"
 #include "log/txnindex.h"
 #include "proto/kerr.h"
+#include "util/fdcache.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -327,7 +328,7 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
         char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
         /* A small write, no fsync: the flusher syncs it (plog_txn_flush)
          * before the producer-state snapshot that would skip its marker. */
-        int fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int fd = fdc_open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         ssize_t w = fd >= 0 ? write(fd, e, sizeof e) : -1;
         if (w != (ssize_t)sizeof e) {
             slog_error("log: cannot append to %s: %s", p, w < 0 ? strerror(errno) : "short write");
@@ -355,7 +356,7 @@ int plog_txn_flush(struct plog *l)
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         char *p = segment_file_path(l->dir, v[i], SEGMENT_TXNINDEX_SUFFIX);
-        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        int fd = fdc_open(p, O_RDONLY | O_CLOEXEC, 0);
         if (fd >= 0) {
             if (fdatasync(fd) != 0) {
                 slog_error("log: fdatasync of %s failed: %s", p, strerror(errno));

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "proto/kerr.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
@@ -61,6 +63,8 @@ bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offs
     return true;
 }
 
+static int cut_fd(struct segment *s, int fd);
+
 static void reset_state(struct segment *s)
 {
     s->size = 0;
@@ -77,8 +81,7 @@ void segment_free(struct segment *s)
 {
     if (!s)
         return;
-    if (s->file)
-        sfile_unref(s->file);
+    fdc_file_free(s->lf);
     idxf_close(&s->oidx.f);
     idxf_close(&s->tidx.f);
     free(s->log_path);
@@ -106,13 +109,15 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     s->tidx.base_offset = base;
     reset_state(s);
 
-    int fd = open(s->log_path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0), 0644);
+    /* Opened now (the load reads it next; a create must exist on disk):
+     * the cache adopts the fd and may close it later. */
+    int fd = fdc_open(s->log_path, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0644);
     if (fd < 0) {
         slog_error("log: cannot %s segment %s: %s", create ? "create" : "open", s->log_path, strerror(errno));
         segment_free(s);
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    s->file = sfile_wrap(fd);
+    s->lf = fdc_file_new(s->log_path, O_RDWR, fd);
     if (index_missing) {
         *index_missing = false;
         for (size_t i = 1; i < NEXTS; i++) {
@@ -220,10 +225,18 @@ int segment_seal(struct segment *s)
     return e;
 }
 
-void segment_release_index_fds(struct segment *s)
+void segment_mark_indexes_synced(struct segment *s)
 {
-    idxf_release_fd(&s->oidx.f);
-    idxf_release_fd(&s->tidx.f);
+    s->oidx.f.dirty = false;
+    s->tidx.f.dirty = false;
+}
+
+struct sfile *segment_file(struct segment *s, int *err)
+{
+    struct sfile *f = fdc_get(s->lf, err);
+    if (!f && !fdc_is_resource(*err)) /* the cache said so already */
+        slog_error("log: cannot open %s: %s", s->log_path, strerror(*err));
+    return f;
 }
 
 int segment_unseal(struct segment *s)
@@ -259,7 +272,8 @@ static const char *misplaced(const struct segment *s, const struct rb_header *h,
  * from the last offset-index entry to the end of the file and derives
  * size, next offset and max timestamp. NULL when everything agrees, else
  * why not (the caller rebuilds). */
-static const char *state_from_indexes(struct segment *s, int64_t file_size, int64_t next_segment_base, int *batches)
+static const char *state_from_indexes(struct segment *s, int fd, int64_t file_size, int64_t next_segment_base,
+                                      int *batches)
 {
     struct offset_position last = s->oidx.f.n ? oidx_entry(&s->oidx, s->oidx.f.n - 1)
                                                 : (struct offset_position){s->base_offset, 0};
@@ -271,7 +285,7 @@ static const char *state_from_indexes(struct segment *s, int64_t file_size, int6
     s->first_batch_timestamp = RB_NO_TIMESTAMP;
 
     struct bcursor c;
-    bcur_init(&c, s->file->fd, last.position, file_size, SCAN_READAHEAD);
+    bcur_init(&c, fd, last.position, file_size, SCAN_READAHEAD);
     int64_t prev_last = s->base_offset - 1;
     int64_t since = 0;
     const char *why = NULL;
@@ -325,7 +339,7 @@ static const char *state_from_indexes(struct segment *s, int64_t file_size, int6
     if (s->first_batch_timestamp == RB_NO_TIMESTAMP && s->size > 0) {
         /* Only segment.ms needs it: one header read. */
         struct bcursor c0;
-        bcur_init(&c0, s->file->fd, 0, s->size, RB_HEADER_SIZE);
+        bcur_init(&c0, fd, 0, s->size, RB_HEADER_SIZE);
         struct rb_header h;
         if (bcur_header(&c0, &h) == BCUR_OK)
             s->first_batch_timestamp = h.max_timestamp;
@@ -336,7 +350,8 @@ static const char *state_from_indexes(struct segment *s, int64_t file_size, int6
 
 /* TRUST: the index files must hold exactly their entries (a closed or
  * rolled segment's files are trimmed) and agree with the log. */
-static const char *trust_indexes(struct segment *s, int64_t file_size, int64_t next_segment_base, int *batches)
+static const char *trust_indexes(struct segment *s, int fd, int64_t file_size, int64_t next_segment_base,
+                                 int *batches)
 {
     if (s->oidx.f.n == SIZE_MAX)
         return "index file missing";
@@ -347,22 +362,38 @@ static const char *trust_indexes(struct segment *s, int64_t file_size, int64_t n
         return "offset index entries out of order or past the log";
     s->oidx.f.n = no;
     s->tidx.f.n = nt;
-    return state_from_indexes(s, file_size, next_segment_base, batches);
+    return state_from_indexes(s, fd, file_size, next_segment_base, batches);
 }
+
+static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
+                       struct segment_load_result *res, const struct segment_visitor *v);
 
 int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_segment_base, bool active,
                  struct segment_load_result *res, const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
+    int ferr;
+    struct sfile *f = segment_file(s, &ferr);
+    if (!f)
+        return KERR_KAFKA_STORAGE_ERROR;
+    int rc = load_pinned(s, f->fd, mode, next_segment_base, active, res, v);
+    sfile_unref(f);
+    return rc;
+}
+
+static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
+                       struct segment_load_result *res, const struct segment_visitor *v)
+{
+    memset(res, 0, sizeof *res);
     struct stat st;
-    if (fstat(s->file->fd, &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
         return KERR_KAFKA_STORAGE_ERROR;
     }
     int64_t file_size = st.st_size;
 
     if (mode == SEGMENT_LOAD_TRUST) {
-        const char *why = trust_indexes(s, file_size, next_segment_base, &res->batches);
+        const char *why = trust_indexes(s, fd, file_size, next_segment_base, &res->batches);
         if (!why)
             goto sized;
         res->rebuild_reason = why;
@@ -380,7 +411,7 @@ int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_se
     }
 
     struct bcursor c;
-    bcur_init(&c, s->file->fd, 0, file_size, check_crc ? CRC_READAHEAD : SCAN_READAHEAD);
+    bcur_init(&c, fd, 0, file_size, check_crc ? CRC_READAHEAD : SCAN_READAHEAD);
     int64_t prev_last = s->base_offset - 1;
     const char *bad = NULL;
     for (;;) {
@@ -453,27 +484,50 @@ sized:
 int segment_write(struct segment *s, const void *data, size_t len, bool *cut_ok)
 {
     *cut_ok = true;
+    int e;
+    struct sfile *f = segment_file(s, &e);
+    if (!f)
+        return e; /* nothing written */
     const uint8_t *p = data;
     size_t done = 0;
     while (done < len) {
-        ssize_t w = pwrite(s->file->fd, p + done, len - done, s->size + (int64_t)done);
+        ssize_t w = pwrite(f->fd, p + done, len - done, s->size + (int64_t)done);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             /* pwrite returning 0 for a non-empty regular-file write means
              * no space in practice; report it as such. */
-            int e = w < 0 ? errno : ENOSPC;
-            *cut_ok = segment_cut_to_size(s) == 0;
+            e = w < 0 ? errno : ENOSPC;
+            *cut_ok = cut_fd(s, f->fd) == 0;
+            sfile_unref(f);
             return e;
         }
         done += (size_t)w;
     }
+    sfile_unref(f);
     return 0;
 }
 
 int segment_sync(struct segment *s)
 {
-    while (fdatasync(s->file->fd) != 0) {
+    int e;
+    struct sfile *f = segment_file(s, &e);
+    if (!f)
+        return e;
+    e = 0;
+    while (fdatasync(f->fd) != 0) {
+        if (errno != EINTR) {
+            e = errno;
+            break;
+        }
+    }
+    sfile_unref(f);
+    return e;
+}
+
+static int cut_fd(struct segment *s, int fd)
+{
+    while (ftruncate(fd, s->size) != 0) {
         if (errno != EINTR)
             return errno;
     }
@@ -482,21 +536,36 @@ int segment_sync(struct segment *s)
 
 int segment_cut_to_size(struct segment *s)
 {
-    while (ftruncate(s->file->fd, s->size) != 0) {
-        if (errno != EINTR)
-            return errno;
-    }
-    return 0;
+    int e;
+    struct sfile *f = segment_file(s, &e);
+    if (!f)
+        return e;
+    e = cut_fd(s, f->fd);
+    sfile_unref(f);
+    return e;
 }
 
+static int truncate_pinned(struct segment *s, int fd, int64_t offset);
+
 int segment_truncate_to(struct segment *s, int64_t offset)
+{
+    int fe;
+    struct sfile *f = segment_file(s, &fe);
+    if (!f)
+        return KERR_KAFKA_STORAGE_ERROR;
+    int rc = truncate_pinned(s, f->fd, offset);
+    sfile_unref(f);
+    return rc;
+}
+
+static int truncate_pinned(struct segment *s, int fd, int64_t offset)
 {
     int64_t cut = 0;
     if (offset > s->base_offset) {
         /* The first batch ending at or after offset starts the cut. */
         struct offset_position from = oidx_lookup(&s->oidx, offset - 1);
         struct bcursor c;
-        bcur_init(&c, s->file->fd, from.position, s->size, SCAN_READAHEAD);
+        bcur_init(&c, fd, from.position, s->size, SCAN_READAHEAD);
         struct rb_header h;
         int st;
         while ((st = bcur_header(&c, &h)) == BCUR_OK && rb_last_offset(&h) < offset)
@@ -513,7 +582,7 @@ int segment_truncate_to(struct segment *s, int64_t offset)
     oidx_truncate_to(&s->oidx, offset);
     tidx_truncate_to(&s->tidx, offset);
     s->size = cut;
-    int e = segment_cut_to_size(s);
+    int e = cut_fd(s, fd);
     if (e) {
         slog_error("log: cannot truncate %s to %" PRId64 " bytes: %s", s->log_path, cut, strerror(e));
         return KERR_KAFKA_STORAGE_ERROR;
@@ -521,10 +590,10 @@ int segment_truncate_to(struct segment *s, int64_t offset)
     /* The time index may keep an entry whose offset survived but whose
      * timestamp came from a removed batch: drop those too. */
     int batches = 0;
-    const char *why = state_from_indexes(s, cut, INT64_MAX, &batches);
+    const char *why = state_from_indexes(s, fd, cut, INT64_MAX, &batches);
     if (why) {
         struct segment_load_result r;
-        return segment_load(s, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
+        return load_pinned(s, fd, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
     }
     return 0;
 }
@@ -536,14 +605,21 @@ int segment_rename(struct segment *s, const char *new_suffix)
     int rc = 0;
     char *from = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, s->suffix);
     char *to = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, new_suffix);
+    /* Pinned across the rename, the cached fd stays open, so nobody opens
+     * the old name meanwhile (best effort: without an fd to spare, a
+     * reader racing the rename gets one retriable error at worst). */
+    int pe;
+    struct sfile *pin = fdc_get(s->lf, &pe);
     if (rename(from, to) != 0) {
         slog_error("log: cannot rename %s to %s: %s", from, to, strerror(errno));
         rc = KERR_KAFKA_STORAGE_ERROR;
         free(to);
     } else {
+        fdc_file_renamed(s->lf, to);
         free(s->log_path);
         s->log_path = to;
     }
+    sfile_unref(pin);
     free(from);
     struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
     for (int i = 0; i < 2 && rc == 0; i++) {
@@ -587,9 +663,22 @@ int segment_unlink(struct segment *s)
 
 int64_t segment_last_modified(const struct segment *s)
 {
+    /* By name: retention asks for every segment without timestamps, and
+     * an idle one should not need an fd for it. The name is the fd
+     * cache's copy (read under its lock: the cleaner may rename a listed
+     * segment while another thread looks, e.g. plog_cleanable under
+     * seg_lock alone); a stat racing that rename falls back to the fd. */
+    char path[PATH_MAX];
+    fdc_file_path(s->lf, path, sizeof path);
     struct stat st;
-    if (fstat(s->file->fd, &st) != 0)
-        return 0;
+    if (stat(path, &st) != 0) {
+        int e;
+        struct sfile *f = fdc_get(s->lf, &e);
+        int rc = f ? fstat(f->fd, &st) : -1;
+        sfile_unref(f);
+        if (rc != 0)
+            return 0;
+    }
     return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 

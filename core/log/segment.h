@@ -13,6 +13,15 @@
  * readers copy what they need (size, index lookups, a file reference)
  * under that lock and then read the file without it.
  *
+ * File descriptors: the .log file is a cached file (util/fdcache.h):
+ * whoever needs its fd takes a reference with segment_file, which opens
+ * it when the cache had closed it, and holds the reference for as long
+ * as it uses the fd (a queued sendfile included). The index files are
+ * mapped and their fds closed right after mapping; resizing, reserving
+ * and syncing them open the file for the call (log/index.h). A sealed
+ * segment therefore costs no fd unless it was used recently, and an
+ * active one only its cached .log fd.
+ *
  * The .txnindex (aborted transactions) is written by the log
  * (log/plog_txn.c); rename and unlink take it along. */
 #ifndef SAMSA_LOG_SEGMENT_H
@@ -26,6 +35,7 @@
 #include "proto/record_batch.h"
 
 struct sfile;
+struct fdc_file;
 
 #define SEGMENT_NAME_DIGITS 20
 #define SEGMENT_LOG_SUFFIX ".log"
@@ -50,7 +60,9 @@ struct segment {
     char *dir;           /* owned */
     char *suffix;        /* owned: "" or one of the suffixes above */
     char *log_path;      /* owned: <dir>/<base>.log<suffix> */
-    struct sfile *file;  /* the segment's own reference */
+    /* The .log file through the fd cache (util/fdcache.h): open or not;
+     * segment_file pins it. Never NULL. */
+    struct fdc_file *lf;
     int64_t size;        /* bytes of whole, published batches */
     int64_t next_offset; /* last offset + 1 of the last batch; base_offset when empty */
     /* Largest batch maxTimestamp (-1 when none) and the last offset of
@@ -153,9 +165,17 @@ int segment_reserve_index(struct segment *s, size_t nbatches);
  * index files are trimmed to their entries. 0 or an errno value. */
 int segment_seal(struct segment *s);
 
-/* The segment is sealed and its index files are on disk: their fds go
- * (the mappings stay). */
-void segment_release_index_fds(struct segment *s);
+/* The segment is sealed and its index files were just made durable
+ * (plog_flush): nothing to sync for them until they change again. */
+void segment_mark_indexes_synced(struct segment *s);
+
+/* A reference to the .log file's open fd (the caller sfile_unrefs it),
+ * opened through the fd cache when it is not open; while held, the fd
+ * stays valid (pinned). NULL with *err an errno value (fdc_is_resource:
+ * out of descriptors, not a disk failure). Any thread: the cache has
+ * its own lock; s must stay alive meanwhile (seg_lock or the owner's
+ * exclusion). */
+struct sfile *segment_file(struct segment *s, int *err);
 
 /* Sizes the indexes for appends again (the segment becomes active after
  * a truncation removed the ones after it). 0 or an errno value. */

@@ -49,6 +49,9 @@ struct conn {
     const struct plugin_cap *sasl_mech;
     void *sasl_session;
     char *principal;
+    /* The authorizer's decisions for this connection (auth/authz.c),
+     * owned by auth; NULL until the first one. */
+    void *authz_cache;
     /* KIP-368: when the authenticated session ends (monotonic ms; 0:
      * never) and its mechanism, which a re-authentication must keep */
     int64_t sasl_expiry_ms;

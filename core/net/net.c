@@ -32,8 +32,16 @@ struct listener {
     int protocol;    /* enum security_protocol, from the config */
     bool started;
     ev_io io;
+    /* Out of descriptors: accepting pauses for ACCEPT_PAUSE_S (Kafka's
+     * acceptor and nginx do the same) instead of spinning on a readable
+     * listener whose accept keeps failing. */
+    ev_timer pause;
+    bool pausing;
+    bool fd_warned; /* one WARN per run of EMFILE */
     struct net *net;
 };
+
+#define ACCEPT_PAUSE_S 0.1
 
 struct net {
     struct broker *broker;         /* opaque: handed to requests */
@@ -83,7 +91,7 @@ static void set_listeners_active(struct net *n, bool on)
         struct listener *l = &n->listeners[i];
         if (!l->started || l->controller)
             continue;
-        if (on)
+        if (on && !l->pausing)
             ev_io_start(n->loop, &l->io);
         else
             ev_io_stop(n->loop, &l->io);
@@ -366,12 +374,23 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
                 return;
             if (errno == EMFILE || errno == ENFILE) {
-                slog_warn("listener %s: cannot accept: %s", l->name, strerror(errno));
+                /* The fd cache keeps its share: sockets do not take the
+                 * descriptors reserved for segment files. */
+                int e = errno;
+                if (!l->fd_warned)
+                    slog_warn("listener %s: cannot accept: %s; accepting again in %d ms", l->name, strerror(e),
+                              (int)(ACCEPT_PAUSE_S * 1000));
+                l->fd_warned = true;
+                ev_io_stop(n->loop, &l->io);
+                ev_timer_set(&l->pause, ACCEPT_PAUSE_S, 0.);
+                ev_timer_start(n->loop, &l->pause);
+                l->pausing = true;
                 return;
             }
             slog_warn("listener %s: accept failed: %s", l->name, strerror(errno));
             return;
         }
+        l->fd_warned = false;
         char ip[64];
         peer_ip(&ss, ip, sizeof ip);
         if (!l->controller && !admit(n, l->name, ip)) {
@@ -392,6 +411,16 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
     }
+}
+
+static void on_accept_pause_end(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)revents;
+    struct listener *l = t->data;
+    l->pausing = false;
+    /* The creation-rate throttle restarts broker listeners itself. */
+    if (l->controller || !l->net->throttled)
+        ev_io_start(loop, &l->io);
 }
 
 static void on_stop(struct ev_loop *loop, ev_async *a, int revents)
@@ -415,6 +444,8 @@ static void start_listeners(struct net *n)
             continue;
         ev_io_init(&l->io, on_accept, l->fd, EV_READ);
         l->io.data = l;
+        ev_timer_init(&l->pause, on_accept_pause_end, ACCEPT_PAUSE_S, 0.);
+        l->pause.data = l;
         ev_io_start(n->loop, &l->io);
         l->started = true;
     }
@@ -533,8 +564,10 @@ int net_run(struct net *n)
     ev_run(n->loop, 0);
 
     for (int i = 0; i < n->nlisteners; i++) {
-        if (n->listeners[i].started)
+        if (n->listeners[i].started) {
             ev_io_stop(n->loop, &n->listeners[i].io);
+            ev_timer_stop(n->loop, &n->listeners[i].pause);
+        }
         close(n->listeners[i].fd);
     }
     for (int i = 0; i < n->nworkers; i++) {

@@ -4,5 +4,6 @@ core_libsamsacore_a_SOURCES += \
 	core/util/arena.c core/util/arena.h \
 	core/util/clock.c core/util/clock.h \
 	core/util/sfile.c core/util/sfile.h \
+	core/util/fdcache.c core/util/fdcache.h \
 	core/util/hmap.c core/util/hmap.h \
 	core/util/uuid.c core/util/uuid.h

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * Capability kind SAMSA_CAP_AUTHORIZER: decides a batch of actions at
- * once, as Kafka's Authorizer.authorize(context, List<Action>). Several
- * authorizers form a chain in the order they were loaded: for each
+ * once, as Kafka's Authorizer.authorize(context, List<Action>). The
+ * server's authorizer.class.name lists the chain, by capability name
+ * (the built-in ACL authorizer is "acl"; a name no loaded plugin
+ * provides makes the server load the plugin of that name): for each
  * action the first ALLOW or DENY wins, DEFER passes to the next, and an
  * action every authorizer defers is denied.
  *
- * Declared in ABI 1.0; the host's authorization dispatch calls it once
- * the security work lands (core/auth).
+ * Declared in ABI 1.0; called by the server's authorization dispatch
+ * (core/auth/authz.c) since the ACL work.
  */
 #ifndef SAMSA_AUTHZ_H
 #define SAMSA_AUTHZ_H
@@ -28,7 +30,12 @@ extern "C" {
 typedef struct samsa_authz_action {
     int32_t operation;
     int32_t resource_type;
-    const char *resource_name; /* "kafka-cluster" for the cluster */
+    /* "kafka-cluster" for the cluster. NULL means "any resource of this
+     * type": the host asks whether the principal may perform the
+     * operation on at least one of them (Kafka's
+     * Authorizer.authorizeByResourceType, e.g. an idempotent producer
+     * with WRITE on some topic). */
+    const char *resource_name;
     /* Kafka's Action flags: whether a denial is logged, and whether the
      * caller only wants to know if anything is allowed (e.g. Metadata
      * filtering of topics). */

@@ -17,3 +17,9 @@ TESTS += tests/unit/producer_state_test
 tests_unit_producer_state_test_SOURCES = tests/unit/producer_state_test.c
 tests_unit_producer_state_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_producer_state_test_LDADD = $(UNIT_LIBS)
+# the fd cache: eviction, pinning, EMFILE, and logs beyond the capacity
+check_PROGRAMS += tests/unit/fdcache_test
+TESTS += tests/unit/fdcache_test
+tests_unit_fdcache_test_SOURCES = tests/unit/fdcache_test.c
+tests_unit_fdcache_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_fdcache_test_LDADD = $(UNIT_LIBS)

@@ -15,6 +15,7 @@
 #include "quorum.h"
 #include "topics.h"
 #include "transactions.h"
+#include "acls.h"
 #include "users.h"
 
 struct command {
@@ -32,6 +33,7 @@ static const struct command commands[] = {
     {"cluster", cmd_cluster, "cluster-wide information (plugins: what each broker loaded)"},
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
     {"users", cmd_users, "SCRAM credentials: users scram set, delete, describe"},
+    {"acls", cmd_acls, "ACLs: list, create (add), delete (remove), as kafka-acls.sh"},
     {"transactions", cmd_transactions, "list, describe transactions; producers of a partition; abort one"},
     {NULL, NULL, NULL},
 };

@@ -472,7 +472,8 @@ def startup_refuses_unknown_mechanism():
                "--override", "sasl.enabled.mechanisms=GSSAPI"], check_rc=False, limit=20)
     h.eq(p.returncode, 2, "exit status")
     h.eq(p.stderr.decode().strip().splitlines()[-1], "samsa: listener SASL_PLAINTEXT: SASL mechanism GSSAPI is enabled but no loaded "
-         "plugin provides it (modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512)",
+         "plugin provides it (modules sasl-plain: PLAIN, sasl-scram: SCRAM-SHA-256 and SCRAM-SHA-512, "
+         "sasl-oauthbearer: OAUTHBEARER)",
          "startup error")
 
 
