@@ -18,7 +18,6 @@ cd "$(dirname "$0")/.."
 
 PENDING='
 TIER        the tiered-storage issue (the log does not call the tier kind yet)
-
 '
 
 # kind   call-site regex (extended grep)                        where
