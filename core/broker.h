@@ -14,6 +14,7 @@ struct controller;
 struct partition_registry;
 struct net;
 struct fetch_session_cache;
+struct quota_mgr;
 struct plugin_registry;
 struct logmgr;
 struct coord;
@@ -50,6 +51,8 @@ struct broker {
      * park_notify); NULL without a network layer. */
     struct park_hub *wake;
     struct fetch_session_cache *fetch_sessions;
+    /* Client quota enforcement (api/quota_mgr.h); NULL: none. */
+    struct quota_mgr *quotas;
     /* Loaded plugins and their capabilities (codecs, ...): filled at
      * startup before the workers run, read-only afterwards. */
     struct plugin_registry *plugins;

@@ -455,6 +455,8 @@ const struct config_def config_defs[] = {
      "The claim holding a signed token's scope."},
     {"sasl.oauthbearer.clock.skew.seconds", T(INT), "30", RO, LO, ATLEAST(0),
      "Clock difference allowed when checking a signed token's times."},
+    {"connection.failed.authentication.delay.ms", T(INT), "100", RO, 0, ATLEAST(0),
+     "How long a failed SASL authentication waits before its answer and the close (KIP-306)."},
     {"connections.max.reauth.ms", T(LONG), "0", RO, 0, ATLEAST(0),
      "Longest session before a SASL client must re-authenticate (0: never; KIP-368)."},
     {"ssl.keystore.type", T(STRING), "JKS", PB, LO, NOCHECK, "Format of the key store."},
@@ -493,8 +495,8 @@ const struct config_def config_defs[] = {
      "Window of one metrics sample."},
     {"metrics.recording.level", T(STRING), "INFO", RO, NE, ONEOF(recording_level_choices),
      "Highest metrics recording level."},
-    {"quota.window.num", T(INT), "11", RO, NE, ATLEAST(1), "Samples kept for client quotas."},
-    {"quota.window.size.seconds", T(INT), "1", RO, NE, ATLEAST(1),
+    {"quota.window.num", T(INT), "11", RO, 0, ATLEAST(1), "Samples kept for client quotas."},
+    {"quota.window.size.seconds", T(INT), "1", RO, 0, ATLEAST(1),
      "Window of one client quota sample."},
     {"create.topic.policy.class.name", T(CLASS), NULL, RO, NE, NOCHECK,
      "Policy checking CreateTopics requests."},
@@ -2014,6 +2016,7 @@ static void refresh(struct samsa_config *c)
     c->group_min_session_timeout_ms = (int32_t)get_l(c, "group.min.session.timeout.ms");
     c->group_max_session_timeout_ms = (int32_t)get_l(c, "group.max.session.timeout.ms");
     c->connections_max_reauth_ms = get_l(c, "connections.max.reauth.ms");
+    c->connection_failed_authentication_delay_ms = (int32_t)get_l(c, "connection.failed.authentication.delay.ms");
     c->queued_max_requests = (int32_t)get_l(c, "queued.max.requests");
     c->fetch_max_bytes = (int32_t)get_l(c, "fetch.max.bytes");
     c->socket_send_buffer_bytes = (int32_t)get_l(c, "socket.send.buffer.bytes");
@@ -2023,6 +2026,8 @@ static void refresh(struct samsa_config *c)
     c->max_connections = (int32_t)get_l(c, "max.connections");
     c->max_connections_per_ip = (int32_t)get_l(c, "max.connections.per.ip");
     c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
+    c->quota_window_num = (int32_t)get_l(c, "quota.window.num");
+    c->quota_window_size_seconds = (int32_t)get_l(c, "quota.window.size.seconds");
     char ipwhy[256];
     config_parse_ip_overrides(config_get(c, "max.connections.per.ip.overrides"), &c->ip_limits, &c->n_ip_limits,
                               ipwhy, sizeof ipwhy);

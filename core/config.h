@@ -258,6 +258,7 @@ struct samsa_config {
     int64_t offsets_commit_timeout_ms;
     int32_t group_min_session_timeout_ms, group_max_session_timeout_ms;
     int64_t connections_max_reauth_ms;
+    int32_t connection_failed_authentication_delay_ms; /* KIP-306 */
     /* The network layer's limits (net/net.c reads them at each accept,
      * so dynamic changes apply to new connections). */
     int32_t queued_max_requests;
@@ -266,6 +267,9 @@ struct samsa_config {
     int32_t socket_listen_backlog_size;
     int64_t connections_max_idle_ms;                                /* < 0: never */
     int32_t max_connections, max_connections_per_ip, max_connection_creation_rate;
+    /* client quotas' rates: quota.window.num samples of
+     * quota.window.size.seconds (api/quota_mgr.c) */
+    int32_t quota_window_num, quota_window_size_seconds;
     struct config_ip_limit *ip_limits; /* max.connections.per.ip.overrides (owned) */
     size_t n_ip_limits;
 

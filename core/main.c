@@ -16,6 +16,7 @@
 
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
+#include "api/quota_mgr.h"
 #include "auth/authz.h"
 #include "auth/sasl.h"
 #include "broker.h"
@@ -152,6 +153,13 @@ static void prepare_log_dirs(struct samsa_config *cfg, struct broker *b)
     snprintf(b->cluster_id, sizeof b->cluster_id, "%.*s", (int)sizeof b->cluster_id - 1, cluster_id);
 }
 
+/* A connection's state in the layers above net goes with it. */
+static void conn_gone(struct conn *c)
+{
+    quota_conn_free(c);
+    sasl_conn_free(c);
+}
+
 /* SIGHUP: plugins re-read their files (the lua module its scripts);
  * each keeps its old version when the new one fails its check. */
 static void reload_plugins(void *arg) { plugin_registry_reload(arg); }
@@ -175,10 +183,12 @@ static void open_broker_listeners(void *arg)
         net_broker_ready(b->net);
 }
 
-/* The hosted partitions follow every published image. */
+/* The hosted partitions and the client quotas follow every published
+ * image. */
 static int follow_image(void *arg, const struct mimage *img, char *err, size_t errlen)
 {
     struct broker *b = arg;
+    quota_mgr_follow(b->quotas, img);
     return b->partitions ? preg_sync(b->partitions, img, err, errlen) : 0;
 }
 
@@ -286,10 +296,12 @@ int main(int argc, char **argv)
 
     /* Bind first: a busy port is the most common startup error and
      * should be reported before anything touches the data directory. */
+    b.quotas = quota_mgr_create(cfg);
     static const struct net_handlers handlers = {
         .dispatch = api_dispatch,
         .conn_open = sasl_conn_init,
-        .conn_free = sasl_conn_free,
+        .conn_free = conn_gone,
+        .conn_throttle = quota_conn_throttle,
     };
     struct net_params np = {
         .nworkers = cfg->num_network_threads,
@@ -403,6 +415,8 @@ int main(int argc, char **argv)
     preg_destroy(b.partitions, true);
     logmgr_destroy(b.logs);
     fetch_session_cache_destroy(&sessions);
+    quota_mgr_destroy(b.quotas);
+    b.quotas = NULL;
     plugin_registry_free(plugins);
     config_free(cfg);
     slog_info("samsa stopped cleanly");

@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/sasl.h"
 #include "broker.h"
 #include "net/conn.h"
 #include "proto/kerr.h"
+#include "util/clock.h"
 #include "util/slog.h"
 
 /* The advertised table. Keep minimum versions that clients key features
@@ -70,6 +72,9 @@ const struct api_handler api_handlers[] = {
     {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
     {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
     {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
+    /* Client quotas (api/quotas.c) */
+    {KAPI_ALTER_CLIENT_QUOTAS, 0, 1, api_handle_alter_client_quotas},
+    {KAPI_DESCRIBE_CLIENT_QUOTAS, 0, 1, api_handle_describe_client_quotas},
 };
 const int api_handlers_len = (int)(sizeof api_handlers / sizeof api_handlers[0]);
 
@@ -260,5 +265,13 @@ void api_dispatch(struct request *req)
         req_close(req, why);
         return;
     }
+    if (!quota_request_timed(req)) {
+        h->handle(req);
+        return;
+    }
+    /* request_percentage: the handler's time on this worker (the
+     * connection is busy dispatching: req outlives the handler) */
+    int64_t t0 = clock_mono_us();
     h->handle(req);
+    quota_request_done(req, (clock_mono_us() - t0) * 1000);
 }

@@ -15,6 +15,7 @@
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
@@ -186,6 +187,28 @@ static void respond(struct fetch_op *op)
     fetch_response_init(&resp);
     resp.error_code = op->top_error;
     resp.session_id = op->session_id;
+
+    if (op->replica_id < 0) {
+        /* Kafka's fetch quota: the answer's bytes count; a client over its
+         * consumer_byte_rate gets an empty answer instead (those bytes
+         * taken back: they were not sent) with the time to back off, and
+         * its connection is muted that long. The session's partitions
+         * stay unanswered, so the next fetch lists them again. */
+        int64_t bytes = 0;
+        for (int32_t i = 0; i < op->nparts; i++)
+            bytes += op->parts[i].len;
+        int64_t throttle = bytes > 0 ? quota_record(req, QUOTA_FETCH, (double)bytes) : 0;
+        if (throttle > 0) {
+            quota_unrecord(req, QUOTA_FETCH, (double)bytes);
+            resp.throttle_time_ms = throttle > INT32_MAX ? INT32_MAX : (int32_t)throttle;
+            resp.responses.a = NULL;
+            resp.responses.n = 0;
+            quota_throttle(req, throttle);
+            req_respond(req, &resp);
+            release_parts(op);
+            return;
+        }
+    }
 
     /* group consecutive partitions of a topic */
     int32_t ntopics = 0;
@@ -538,6 +561,14 @@ void api_handle_fetch(struct request *req)
         const struct samsa_config *cfg = req->broker->cfg;
         if (cfg->fetch_max_bytes > 0 && op->max_bytes > cfg->fetch_max_bytes)
             op->max_bytes = cfg->fetch_max_bytes;
+        /* and by what its fetch quota lets through in the quota's window
+         * (Kafka's getMaxValueInQuotaWindow), so that one answer never
+         * exceeds what the quota could ever let through */
+        int64_t qmax = quota_max_in_window(req, QUOTA_FETCH);
+        if (qmax < op->max_bytes)
+            op->max_bytes = qmax > 1 ? (int32_t)qmax : 1;
+        if (op->min_bytes > op->max_bytes)
+            op->min_bytes = op->max_bytes;
     }
     op->isolation = req->api_version >= 4 ? q->isolation_level : 0;
     if (op->replica_id < 0)

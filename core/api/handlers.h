@@ -71,5 +71,7 @@ void api_handle_create_acls(struct request *req);   /* acls.c */
 void api_handle_describe_acls(struct request *req); /* acls.c */
 void api_handle_delete_acls(struct request *req);   /* acls.c */
 void api_handle_alter_user_scram_credentials(struct request *req);    /* sasl.c */
+void api_handle_alter_client_quotas(struct request *req);             /* quotas.c */
+void api_handle_describe_client_quotas(struct request *req);          /* quotas.c */
 
 #endif

@@ -8,6 +8,8 @@ core_libsamsacore_a_SOURCES += \
 	core/api/produce_codec.c core/api/produce_codec.h
 # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 core_libsamsacore_a_SOURCES += core/api/configs.c
+# AlterClientQuotas, DescribeClientQuotas and quota enforcement
+core_libsamsacore_a_SOURCES += core/api/quotas.c core/api/quota_mgr.c core/api/quota_mgr.h
 # unit test of the broker-config path of configs.c (through the controller)
 check_PROGRAMS += tests/unit/configs_api_test
 TESTS += tests/unit/configs_api_test

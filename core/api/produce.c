@@ -8,6 +8,7 @@
 
 #include "api/dispatch.h"
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
@@ -427,7 +428,15 @@ static void produce_all(struct request *req, const struct produce_verify *pv)
             }
         }
     }
+    /* Kafka's produce quota: the request's bytes count, and a client
+     * over its producer_byte_rate is told to back off and muted
+     * (acks=0 included: it gets no answer, only the mute) */
+    int64_t throttle = quota_record(req, QUOTA_PRODUCE, (double)req->frame_len);
     mimage_release(img);
+    if (throttle > 0) {
+        resp.throttle_time_ms = throttle > INT32_MAX ? INT32_MAX : (int32_t)throttle;
+        quota_throttle(req, throttle);
+    }
     if (acks == 0) {
         /* No response to tell the client; Kafka closes the connection so
          * that it refreshes its metadata and notices. */

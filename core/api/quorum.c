@@ -269,6 +269,8 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_DESCRIBE_ACLS, 0, 3, api_handle_describe_acls},
     {KAPI_CREATE_ACLS, 0, 3, api_handle_create_acls},
     {KAPI_DELETE_ACLS, 0, 3, api_handle_delete_acls},
+    {KAPI_ALTER_CLIENT_QUOTAS, 0, 1, api_handle_alter_client_quotas},
+    {KAPI_DESCRIBE_CLIENT_QUOTAS, 0, 1, api_handle_describe_client_quotas},
     /* what brokers forward, with the client's principal (api/envelope.c) */
     {KAPI_ENVELOPE, 0, 0, api_handle_envelope},
 };

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "controller/controller.h"
 #include "net/conn.h"
+#include "net/park.h"
 #include "plugin/registry.h"
 #include "proto/gen/alter_user_scram_credentials_request.h"
 #include "proto/gen/alter_user_scram_credentials_response.h"
@@ -106,6 +107,66 @@ static void respond_authenticate(struct request *req, int16_t err, const char *m
     req_respond(req, &resp);
 }
 
+/* KIP-306: a failed authentication is answered (SaslAuthenticate) or
+ * closed (a raw v0 token) only connection.failed.authentication.delay.ms
+ * later, so that a client guessing passwords cannot retry at the
+ * network's speed. The worker does not wait: the request is parked on a
+ * timer meanwhile. */
+struct auth_delay {
+    struct parked pk; /* first */
+    struct request *req;
+    const char *msg;  /* the answer's error message (arena); NULL: raw */
+    const char *why;  /* the closing log line (arena) */
+};
+
+static void auth_fail_now(struct auth_delay *d)
+{
+    struct request *req = d->req;
+    if (!d->msg) {
+        req_close(req, d->why); /* Kafka closes a v0 exchange without an answer */
+        return;
+    }
+    req->close_after = true;
+    req->close_why = d->why;
+    respond_authenticate(req, KERR_SASL_AUTHENTICATION_FAILED, d->msg, NULL);
+}
+
+static bool auth_delay_try(struct parked *pk, bool expired)
+{
+    struct auth_delay *d = (struct auth_delay *)pk;
+    if (!expired)
+        return false;
+    d->req->cancel = NULL;
+    auth_fail_now(d);
+    return true;
+}
+
+static void auth_delay_cancel(struct request *req)
+{
+    struct auth_delay *d = req->handler_state;
+    park_stop(&d->pk);
+}
+
+/* msg NULL: a raw token's failure (no answer). */
+static void auth_fail(struct request *req, const char *msg, const char *why)
+{
+    struct auth_delay *d = arena_alloc(&req->arena, sizeof *d);
+    memset(d, 0, sizeof *d);
+    d->req = req;
+    d->msg = msg ? kstr_dup(&req->arena, KSTR(msg)) : NULL;
+    d->why = kstr_dup(&req->arena, KSTR(why));
+    const struct samsa_config *cfg = req->broker ? req->broker->cfg : NULL;
+    int32_t ms = cfg ? cfg->connection_failed_authentication_delay_ms : 0;
+    if (ms <= 0) {
+        auth_fail_now(d);
+        return;
+    }
+    req->handler_state = d;
+    req->cancel = auth_delay_cancel;
+    park_init(&d->pk, req, auth_delay_try);
+    park_start(&d->pk, ms);
+}
+
 void api_handle_sasl_authenticate(struct request *req)
 {
     const sasl_authenticate_request_t *q = req->body;
@@ -134,8 +195,9 @@ void api_handle_sasl_authenticate(struct request *req)
         return;
     }
     buf_free(&out);
-    respond_authenticate(req, KERR_SASL_AUTHENTICATION_FAILED, err, NULL);
-    close_after(req, "SASL authentication with %s failed: %s", mech, err);
+    char why[1200];
+    snprintf(why, sizeof why, "SASL authentication with %s failed: %s", mech, err);
+    auth_fail(req, err, why);
 }
 
 void api_sasl_raw_token(struct request *req)
@@ -156,10 +218,9 @@ void api_sasl_raw_token(struct request *req)
         return;
     }
     buf_free(&out);
-    /* Kafka closes a v0 (raw token) exchange without an answer */
     char why[1024];
     snprintf(why, sizeof why, "SASL authentication with %s failed: %s", mech, err);
-    req_close(req, why);
+    auth_fail(req, NULL, why);
 }
 
 /* ------------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 
 #include "api/forward.h"
 #include "api/handlers.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "auth/authz.h"
 #include "broker.h"
@@ -242,6 +243,9 @@ void api_handle_create_topics(struct request *req)
     for (int32_t i = 0; i < n; i++)
         ns_put(&seen, q->topics.a[i].name, ns_get(&seen, q->topics.a[i].name) + 1);
     bool cluster_create = authz_filter(req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+    /* controller_mutation_rate: strict from v6, as Kafka's ControllerApis */
+    struct quota_mutation mq;
+    quota_mutation_begin(req, v >= 6, &mq);
 
     for (int32_t i = 0; i < n; i++) {
         const create_topics_request_creatable_topic_t *t = &q->topics.a[i];
@@ -270,6 +274,11 @@ void api_handle_create_topics(struct request *req)
             continue;
         }
         bool describable = authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_TOPIC, t->name);
+        if (quota_mutation_check(&mq)) {
+            r->error_code = KERR_THROTTLING_QUOTA_EXCEEDED;
+            r->error_message = KSTR_LIT("The throttling quota has been exceeded.");
+            continue;
+        }
 
         struct topic_spec spec;
         memset(&spec, 0, sizeof spec);
@@ -309,6 +318,10 @@ void api_handle_create_topics(struct request *req)
             r->error_message = msg_or_null(req, msg);
             continue;
         }
+        /* the partitions it creates count against the quota */
+        quota_mutation_add(&mq, t->assignments.n > 0      ? (double)t->assignments.n
+                                : t->num_partitions > 0 ? (double)t->num_partitions
+                                                        : (double)b->cfg->num_partitions);
         if (op) {
             opidx[nops] = resp.topics.n - 1;
             ops[nops++] = op;
@@ -321,6 +334,7 @@ void api_handle_create_topics(struct request *req)
         }
     }
     hmap_free(&seen.m);
+    resp.throttle_time_ms = mq.throttle_ms > INT32_MAX ? INT32_MAX : (int32_t)mq.throttle_ms;
     *respp = resp;
     struct pending_results *pr = arena_alloc(a, sizeof *pr);
     pr->resp = respp;
@@ -363,6 +377,7 @@ struct del_cand {
     kuuid_t id;
     kstr_t name;
     bool live;
+    int32_t npartitions; /* what its deletion counts against controller_mutation_rate */
 };
 
 static void delete_topics_fail(struct request *req, int16_t err)
@@ -488,7 +503,7 @@ void api_handle_delete_topics(struct request *req)
                        KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
             continue;
         }
-        cand[ncand++] = (struct del_cand){t->id, name, true};
+        cand[ncand++] = (struct del_cand){t->id, name, true, t->npartitions};
     }
     /* By name. */
     for (int32_t i = 0; i < nnames; i++) {
@@ -515,7 +530,7 @@ void api_handle_delete_topics(struct request *req)
                 del_result(xp, name, &t->id, KERR_INVALID_REQUEST,
                            KSTR_LIT("The provided topic name maps to an ID that was already supplied."));
             else
-                cand[ncand++] = (struct del_cand){t->id, name, true};
+                cand[ncand++] = (struct del_cand){t->id, name, true, t->npartitions};
         } else {
             del_result(xp, name, NULL, KERR_TOPIC_AUTHORIZATION_FAILED, KSTR_LIT(MSG_TOPIC_AUTHORIZATION_FAILED));
         }
@@ -525,12 +540,22 @@ void api_handle_delete_topics(struct request *req)
     struct ctl_op **ops = arena_alloc(a, (size_t)(ncand ? ncand : 1) * sizeof *ops);
     int32_t *opidx = arena_alloc(a, (size_t)(ncand ? ncand : 1) * sizeof *opidx);
     int nops = 0;
+    /* controller_mutation_rate: strict from v5, as Kafka's ControllerApis */
+    struct quota_mutation mq;
+    quota_mutation_begin(req, v >= 5, &mq);
     for (int32_t i = 0; i < ncand; i++) {
         if (!cand[i].live)
             continue;
+        if (quota_mutation_check(&mq)) {
+            del_result(xp, cand[i].name, &cand[i].id, KERR_THROTTLING_QUOTA_EXCEEDED,
+                       KSTR_LIT("The throttling quota has been exceeded."));
+            continue;
+        }
         char msg[512];
         struct ctl_op *op = NULL;
         int rc = controller_delete_topic(b->controller, &cand[i].id, msg, sizeof msg, &op);
+        if (rc == 0)
+            quota_mutation_add(&mq, (double)cand[i].npartitions);
         del_result(xp, cand[i].name, &cand[i].id, (int16_t)rc, rc ? msg_or_null(req, msg) : KSTR_NULL);
         if (op) {
             opidx[nops] = xp->resp.responses.n - 1;
@@ -539,6 +564,7 @@ void api_handle_delete_topics(struct request *req)
     }
     hmap_free(&names.m);
     hmap_free(&ids);
+    xp->resp.throttle_time_ms = mq.throttle_ms > INT32_MAX ? INT32_MAX : (int32_t)mq.throttle_ms;
     struct pending_results *pr = arena_alloc(a, sizeof *pr);
     pr->resp = xp;
     pr->index = opidx;
@@ -602,6 +628,11 @@ void api_handle_create_partitions(struct request *req)
     ns_init(&seen, a);
     for (int32_t i = 0; i < n; i++)
         ns_put(&seen, q->topics.a[i].name, ns_get(&seen, q->topics.a[i].name) + 1);
+    /* controller_mutation_rate: strict from v3, as Kafka's ControllerApis;
+     * the partitions added count */
+    struct quota_mutation mq;
+    quota_mutation_begin(req, req->api_version >= 3, &mq);
+    struct mimage *img = mq.s ? controller_image(b->controller) : NULL;
     for (int32_t i = 0; i < n; i++) {
         const create_partitions_request_create_partitions_topic_t *t = &q->topics.a[i];
         intptr_t count = ns_get(&seen, t->name);
@@ -620,6 +651,13 @@ void api_handle_create_partitions(struct request *req)
             r->error_code = KERR_TOPIC_AUTHORIZATION_FAILED;
             continue;
         }
+        if (quota_mutation_check(&mq)) {
+            r->error_code = KERR_THROTTLING_QUOTA_EXCEEDED;
+            r->error_message = KSTR_LIT("The throttling quota has been exceeded.");
+            continue;
+        }
+        const struct mi_topic *cur = img ? mimage_topic(img, t->name) : NULL;
+        int32_t added = cur && t->count > cur->npartitions ? t->count - cur->npartitions : 0;
         int32_t na = t->assignments.n;
         const int32_t **assign = arena_alloc(a, (size_t)(na > 0 ? na : 1) * sizeof *assign);
         int32_t *alen = arena_alloc(a, (size_t)(na > 0 ? na : 1) * sizeof *alen);
@@ -634,11 +672,15 @@ void api_handle_create_partitions(struct request *req)
                                               sizeof msg, &op);
         r->error_code = (int16_t)rc;
         r->error_message = rc ? msg_or_null(req, msg) : KSTR_NULL;
+        if (rc == 0)
+            quota_mutation_add(&mq, (double)added);
         if (op) {
             opidx[nops] = respp->results.n - 1;
             ops[nops++] = op;
         }
     }
+    mimage_release(img);
+    respp->throttle_time_ms = mq.throttle_ms > INT32_MAX ? INT32_MAX : (int32_t)mq.throttle_ms;
     hmap_free(&seen.m);
     struct pending_results *pr = arena_alloc(a, sizeof *pr);
     pr->resp = respp;

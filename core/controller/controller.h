@@ -300,6 +300,16 @@ int controller_check_broker_configs(struct controller *c, bool cluster_default, 
 int controller_alter_broker_resource(struct controller *c, kstr_t name, bool replace, const struct config_alter *changes,
                                      size_t n, bool validate_only, char *msg, size_t msglen, struct ctl_op **op);
 
+/* AlterClientQuotas (controller/quotas.c), as Kafka's
+ * ClientQuotaControlManager.alterClientQuotas: q's entries are checked
+ * (errs[i] 0 or INVALID_REQUEST with msgs[i], in arena a; both arrays
+ * of q->entries.n, the caller's) and the changes of the valid ones
+ * proposed as one batch of ClientQuotaRecords (*op: wait for it; NULL
+ * when nothing changes or q->validate_only). Returns 0 or
+ * NOT_CONTROLLER. */
+struct alter_client_quotas_request_s;
+int controller_alter_client_quotas(struct controller *c, const struct alter_client_quotas_request_s *q,
+                                   struct arena *a, int16_t *errs, const char **msgs, struct ctl_op **op);
 /* AlterUserScramCredentials (controller/scram.c), as Kafka's
  * ScramControlManager.alterCredentials: n changes (deletions first, then
  * upsertions, as the request lists them); results get one entry per

@@ -14,6 +14,7 @@
 #include "proto/gen/config_record.h"
 #include "proto/gen/remove_user_scram_credential_record.h"
 #include "proto/gen/user_scram_credential_record.h"
+#include "proto/gen/client_quota_record.h"
 #include "proto/gen/feature_level_record.h"
 #include "proto/gen/fence_broker_record.h"
 #include "proto/gen/kmeta.h"
@@ -434,6 +435,7 @@ void mimage_release(struct mimage *m)
     features_free(m->features, m->nfeatures);
     scram_free(m->scram, m->nscram);
     acls_unref(m->acls);
+    mi_quotas_free(m->quotas, m->nquotas);
     free(m);
 }
 
@@ -585,6 +587,9 @@ struct mi_draft {
     int32_t nscram;
     struct mi_acls *acls;            /* one reference; NULL: none */
     bool acls_owned;                 /* a private copy this draft may change */
+    struct mi_quota *quotas;         /* owned */
+    int32_t nquotas;
+    uint64_t quota_gen;
 };
 
 struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_config *cfg,
@@ -611,6 +616,9 @@ struct mi_draft *mi_draft_begin(const struct mimage *base, const struct samsa_co
         atomic_fetch_add(&base->acls->refs, 1);
         d->acls = base->acls;
     }
+    d->quotas = mi_quotas_dup(base->quotas, base->nquotas);
+    d->nquotas = base->nquotas;
+    d->quota_gen = base->quota_gen;
     for (int32_t i = 0; i < base->ntopics; i++) {
         struct mi_topic *t = base->topics[i];
         atomic_fetch_add(&t->refs, 1);
@@ -647,6 +655,7 @@ void mi_draft_abort(struct mi_draft *d)
     features_free(d->features, d->nfeatures);
     scram_free(d->scram, d->nscram);
     acls_unref(d->acls);
+    mi_quotas_free(d->quotas, d->nquotas);
     free(d);
 }
 
@@ -1189,6 +1198,10 @@ int mi_draft_apply(struct mi_draft *d, int64_t offset, int16_t type, int16_t ver
     case KMETA_REMOVE_ACCESS_CONTROL_ENTRY_RECORD:
         rc = apply_remove_acl(d, rec, err, errlen);
         break;
+    case KMETA_CLIENT_QUOTA_RECORD:
+        if (mi_quotas_apply(&d->quotas, &d->nquotas, rec))
+            d->quota_gen = mi_quota_next_gen();
+        break;
     case KMETA_UNREGISTER_BROKER_RECORD:
         apply_unregister_broker(d, ((const unregister_broker_record_t *)rec)->broker_id);
         break;
@@ -1325,6 +1338,9 @@ struct mimage *mi_draft_finish(struct mi_draft *d)
     m->scram = d->scram;
     m->nscram = d->nscram;
     m->acls = d->acls;
+    m->quotas = d->quotas;
+    m->nquotas = d->nquotas;
+    m->quota_gen = d->quota_gen;
     free(d);
     return m;
 }

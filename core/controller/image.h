@@ -157,6 +157,28 @@ int mi_acl_cmp(const struct mi_acl *x, const struct mi_acl *y);
 int32_t mi_acls_find(const struct mi_acls *s, int8_t type, int8_t pattern, const char *name, size_t len,
                      int32_t *count);
 
+/* Client quotas (ClientQuotaRecord, Kafka's ClientQuotasImage). An
+ * entity has a user and/or a client-id, or an ip; each component is
+ * absent, named, or the default entity (Kafka's null name). */
+enum mi_quota_key {
+    MI_QUOTA_PRODUCER_BYTE_RATE,
+    MI_QUOTA_CONSUMER_BYTE_RATE,
+    MI_QUOTA_REQUEST_PERCENTAGE,
+    MI_QUOTA_CONTROLLER_MUTATION_RATE,
+    MI_QUOTA_CONNECTION_CREATION_RATE,
+    MI_QUOTA_NKEYS
+};
+enum { MI_QN_ABSENT, MI_QN_NAMED, MI_QN_DEFAULT };
+struct mi_quota_name {
+    int8_t kind;                /* MI_QN_* */
+    char *name;                 /* MI_QN_NAMED only; owned */
+};
+struct mi_quota {
+    struct mi_quota_name user, client_id, ip;
+    double values[MI_QUOTA_NKEYS];
+    uint32_t set;               /* bit k: values[k] is set */
+};
+
 struct mimage {
     atomic_int refs;
     int64_t offset;             /* last metadata log offset applied; -1 empty */
@@ -190,6 +212,13 @@ struct mimage {
     int32_t nscram;
     /* ACLs; NULL when none was ever created (generation 0). */
     struct mi_acls *acls;
+    /* Client quota entities with at least one key set, in the order
+     * they were first set. quota_gen changes (process-wide unique)
+     * whenever any quota does, so that per-connection caches of a
+     * resolved quota know when to look again. */
+    struct mi_quota *quotas;
+    int32_t nquotas;
+    uint64_t quota_gen;
 };
 
 /* Lookups; NULL when absent. Valid while the image is held. */
@@ -215,6 +244,22 @@ const struct mi_broker_configs *mimage_broker_configs(const struct mimage *m, co
 int16_t mimage_feature_level(const struct mimage *m, const char *name);
 /* The SCRAM credential of user (len bytes) for mechanism, or NULL. */
 const struct mi_scram *mimage_scram(const struct mimage *m, const char *user, size_t len, int8_t mechanism);
+/* Kafka's names of the quota keys ("producer_byte_rate", ...), and
+ * back (-1 when unknown). */
+const char *mi_quota_key_name(int key);
+int mi_quota_key_of(const char *name, size_t len);
+/* The quota of key for a client (user: its principal's name; client_id)
+ * as Kafka's DefaultQuotaCallback resolves it: the first entity setting
+ * key of user+client-id, user+default client-id, user, default
+ * user+client-id, default user+default client-id, default user,
+ * client-id, default client-id. *value gets it; *by_user / *by_client
+ * whether the entity has a user / client-id component (the clients it
+ * covers share one rate per value of those). false: no quota. */
+bool mimage_quota_lookup(const struct mimage *m, int key, const char *user, const char *client_id, double *value,
+                         bool *by_user, bool *by_client);
+/* The connection_creation_rate of ip (text): its own entity's, else the
+ * default ip's. false: none. */
+bool mimage_ip_quota(const struct mimage *m, const char *ip, double *value);
 /* The topic's override for key, or NULL (the broker default applies). */
 const char *mi_topic_config(const struct mi_topic *t, const char *key);
 /* Kafka's Topic.isInternal: __consumer_offsets, __transaction_state,

@@ -72,4 +72,15 @@ struct mimage *mi_draft_finish(struct mi_draft *d);
 /* Drops d and everything it built. */
 void mi_draft_abort(struct mi_draft *d);
 
+/* Client quota entities (controller/quotas.c): copies and frees of an
+ * image's array, and replaying one ClientQuotaRecord into it (true when
+ * it changed anything; records of entity types or keys samsa does not
+ * know are skipped). mi_quota_next_gen: a fresh process-wide
+ * generation for an image whose quotas changed. */
+struct client_quota_record_s;
+struct mi_quota *mi_quotas_dup(const struct mi_quota *a, int32_t n);
+void mi_quotas_free(struct mi_quota *a, int32_t n);
+bool mi_quotas_apply(struct mi_quota **a, int32_t *n, const struct client_quota_record_s *r);
+uint64_t mi_quota_next_gen(void);
+
 #endif

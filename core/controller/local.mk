@@ -3,7 +3,7 @@ core_libsamsacore_a_SOURCES += \
 	core/controller/controller.c core/controller/controller.h core/controller/controller_internal.h \
 	core/controller/brokers.c core/controller/snapshot.c core/controller/replication.c \
 	core/controller/producer_ids.c core/controller/features.c core/controller/scram.c \
-	core/controller/acls.c \
+	core/controller/acls.c core/controller/quotas.c \
 	core/controller/pid_manager.c core/controller/pid_manager.h core/controller/balance.c \
 	core/controller/format.c core/controller/format.h \
 	core/controller/image.c core/controller/image.h core/controller/image_build.h

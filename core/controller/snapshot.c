@@ -17,6 +17,7 @@
 #include "proto/gen/producer_ids_record.h"
 #include "proto/gen/user_scram_credential_record.h"
 #include "proto/gen/access_control_entry_record.h"
+#include "proto/gen/client_quota_record.h"
 #include "proto/gen/register_broker_record.h"
 #include "proto/gen/snapshot_footer_record.h"
 #include "proto/gen/snapshot_header_record.h"
@@ -234,6 +235,30 @@ int ctl_snapshot_write(struct controller *c, const struct mimage *img, const str
         ar->operation = ac->operation;
         ar->permission_type = ac->permission;
         sw_add(&s, KMETA_ACCESS_CONTROL_ENTRY_RECORD, 0, ar);
+    }
+    for (int32_t i = 0; i < img->nquotas; i++) {
+        /* Kafka's ClientQuotasImage.write: one record per key */
+        const struct mi_quota *q = &img->quotas[i];
+        const struct mi_quota_name *names[3] = {&q->user, &q->client_id, &q->ip};
+        static const char *const types[3] = {"user", "client-id", "ip"};
+        for (int k = 0; k < MI_QUOTA_NKEYS; k++) {
+            if (!(q->set & (1u << k)))
+                continue;
+            client_quota_record_t *cr = arena_alloc(&a, sizeof *cr);
+            client_quota_record_init(cr);
+            cr->entity.a = client_quota_record_entity_data_new_array(&a, 3);
+            cr->entity.n = 0;
+            for (int e = 0; e < 3; e++) {
+                if (names[e]->kind == MI_QN_ABSENT)
+                    continue;
+                cr->entity.a[cr->entity.n].entity_type = KSTR(types[e]);
+                cr->entity.a[cr->entity.n++].entity_name =
+                    names[e]->kind == MI_QN_NAMED ? KSTR(names[e]->name) : KSTR_NULL;
+            }
+            cr->key = KSTR(mi_quota_key_name(k));
+            cr->value = q->values[k];
+            sw_add(&s, KMETA_CLIENT_QUOTA_RECORD, 0, cr);
+        }
     }
     int16_t pv = partition_version(img);
     for (int32_t i = 0; i < img->ntopics; i++) {

@@ -43,6 +43,7 @@ static uint64_t next_conn_id;
 static void on_read(struct ev_loop *loop, ev_io *io, int revents);
 static void on_write(struct ev_loop *loop, ev_io *io, int revents);
 static void conn_destroy(struct conn *c);
+static void on_unmute(struct ev_loop *loop, ev_timer *t, int revents);
 
 static void peer_name(int fd, char *out, size_t outlen)
 {
@@ -79,6 +80,8 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     ev_io_init(&c->rio, on_read, fd, EV_READ);
     ev_io_init(&c->wio, on_write, fd, EV_WRITE);
+    ev_init(&c->mute_timer, on_unmute);
+    c->mute_timer.data = c;
     c->rio.data = c->wio.data = c;
     c->last_active = ev_now(w->loop);
     ev_io_start(w->loop, &c->rio);
@@ -144,6 +147,7 @@ static void conn_destroy(struct conn *c)
     c->head = c->tail = NULL;
     ev_clear_pending(w->loop, &c->rio);
     ev_clear_pending(w->loop, &c->wio);
+    ev_timer_stop(w->loop, &c->mute_timer);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -213,7 +217,7 @@ void conn_release(struct conn *c)
 
 static void update_reading(struct conn *c)
 {
-    bool want = !c->closing && c->inflight < c->w->queued_max_requests;
+    bool want = !c->closing && c->inflight < c->w->queued_max_requests && !ev_is_active(&c->mute_timer);
     if (want && !c->reading) {
         ev_io_start(c->w->loop, &c->rio);
         c->reading = true;
@@ -438,6 +442,28 @@ static void flush_done(struct conn *c)
     update_reading(c);
 }
 
+static void on_unmute(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)revents;
+    struct conn *c = t->data;
+    ev_timer_stop(loop, t);
+    update_reading(c);
+}
+
+void conn_mute(struct conn *c, int64_t ms)
+{
+    if (ms <= 0 || c->closing)
+        return;
+    double until = ev_now(c->w->loop) + (double)ms / 1000.0;
+    if (ev_is_active(&c->mute_timer) && c->muted_until >= until)
+        return;
+    c->muted_until = until;
+    ev_timer_stop(c->w->loop, &c->mute_timer);
+    ev_timer_set(&c->mute_timer, (double)ms / 1000.0, 0.);
+    ev_timer_start(c->w->loop, &c->mute_timer);
+    update_reading(c);
+}
+
 void conn_request_done(struct conn *c)
 {
     /* Never write from inside a handler: the handler may still hold the
@@ -555,7 +581,9 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
             conn_destroy(c);
         return;
     }
-    for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < c->w->queued_max_requests; rounds++) {
+    for (int rounds = 0; rounds < 16 && !c->closing && c->inflight < c->w->queued_max_requests &&
+                         !ev_is_active(&c->mute_timer);
+         rounds++) {
         ssize_t n;
         if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
             /* big frame: read straight into it, no extra copy */

@@ -81,6 +81,14 @@ struct conn {
     /* KIP-511: what the client said it is, for logs and metrics. */
     char client_software_name[64];
     char client_software_version[64];
+
+    /* KIP-219 throttling (conn_mute): no reading until muted_until (the
+     * loop's clock); mute_timer ends it. */
+    double muted_until;
+    ev_timer mute_timer;
+    /* Client quotas' per-connection state (api/quota.c owns it; freed
+     * through the net handlers' conn_free). */
+    void *quota;
 };
 
 /* Takes ownership of fd (non-blocking, accepted on this worker);
@@ -103,6 +111,11 @@ void conn_hold(struct conn *c);
 void conn_release(struct conn *c);
 /* A request of this connection completed: write what can be written. */
 void conn_request_done(struct conn *c);
+/* Stops reading c's requests for ms milliseconds from now (a throttled
+ * client, KIP-219: its response goes out at once, then its channel stays
+ * muted); a longer mute already running is kept. On c's worker only;
+ * never blocks. */
+void conn_mute(struct conn *c, int64_t ms);
 /* Tears down every connection of the worker (shutdown). */
 void conn_close_all(struct worker *w);
 

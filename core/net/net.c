@@ -79,6 +79,14 @@ struct net {
     double rate_window; /* start of the current second (ev_now) */
     int32_t rate_count; /* accepted in it */
     ev_timer rate_timer; /* resumes accepting after a throttled second */
+    /* Connections over their IP's connection_creation_rate, held until
+     * their timer closes them (main thread; the rest closed at net_free). */
+    struct held_conn {
+        ev_timer t;
+        int fd;
+        struct net *n;
+        struct held_conn *prev, *next;
+    } *held;
     bool throttled;
     int64_t last_refusal_log_ms;
 };
@@ -354,6 +362,44 @@ static void set_socket_buffers(struct net *n, int fd)
                    sizeof cfg->socket_receive_buffer_bytes);
 }
 
+/* A connection over its IP's creation rate, held for its throttle time
+ * and then closed without being served (Kafka's acceptor does the same,
+ * so a client retrying at once does not spin). */
+static void held_free(struct held_conn *h)
+{
+    struct net *n = h->n;
+    ev_timer_stop(n->loop, &h->t);
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        n->held = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    close(h->fd);
+    free(h);
+}
+
+static void on_held_done(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop;
+    (void)revents;
+    held_free(t->data);
+}
+
+static void hold_then_close(struct net *n, int fd, int64_t ms)
+{
+    struct held_conn *h = xcalloc(1, sizeof *h);
+    h->fd = fd;
+    h->n = n;
+    h->next = n->held;
+    if (h->next)
+        h->next->prev = h;
+    n->held = h;
+    ev_timer_init(&h->t, on_held_done, (double)ms / 1000.0, 0.);
+    h->t.data = h;
+    ev_timer_start(n->loop, &h->t);
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
@@ -393,6 +439,13 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
         l->fd_warned = false;
         char ip[64];
         peer_ip(&ss, ip, sizeof ip);
+        int64_t hold = !l->controller && n->handlers.conn_throttle ? n->handlers.conn_throttle(n->broker, ip) : 0;
+        if (hold > 0) {
+            slog_debug("listener %s: connection from %s over its connection_creation_rate quota: closed in %lld ms",
+                       l->name, ip, (long long)hold);
+            hold_then_close(n, fd, hold);
+            continue;
+        }
         if (!l->controller && !admit(n, l->name, ip)) {
             close(fd);
             continue;
@@ -597,6 +650,8 @@ void net_free(struct net *n)
         free(w->inbox);
     }
     free(n->workers);
+    while (n->held)
+        held_free(n->held);
     park_hub_free(n->park);
     hmap_free(&n->per_ip);
     pthread_mutex_destroy(&n->limits_mu);

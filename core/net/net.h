@@ -26,6 +26,11 @@ struct net_handlers {
     void (*conn_open)(struct conn *c, const char *listener, int protocol);
     /* The connection is being freed: release that state. */
     void (*conn_free)(struct conn *c);
+    /* Optional (NULL: none). On the main thread, for a client connection
+     * just accepted from ip (text): how long to hold it before closing it
+     * unserved (Kafka's per-IP connection_creation_rate quota, KIP-612),
+     * or 0 to serve it. b is net_params.broker. */
+    int64_t (*conn_throttle)(struct broker *b, const char *ip);
 };
 
 struct net_params {

@@ -152,17 +152,15 @@ static void test_against_samsa(void **state)
     assert_int_equal(kclient_version(c, KAPI_METADATA, 12), 12);
     assert_int_equal(kclient_version(c, KAPI_METADATA, 5), 5);
     /* an API samsa does not serve yet */
-    assert_int_equal(kclient_version(c, KAPI_DELETE_ACLS, 3), -1);
+    assert_int_equal(kclient_version(c, KAPI_RENEW_DELEGATION_TOKEN, 2), -1);
 
     /* a version the peer does not serve is refused without sending */
     struct result u = {0};
     metadata_request_t q;
     metadata_request_init(&q);
-    const struct kapi *a = kapi_get(KAPI_CREATE_ACLS);
-    (void)a;
-    create_acls_request_t cq;
-    create_acls_request_init(&cq);
-    assert_int_equal(kclient_send(c, KAPI_CREATE_ACLS, 1, &cq, on_metadata, &u), 0);
+    renew_delegation_token_request_t cq;
+    renew_delegation_token_request_init(&cq);
+    assert_int_equal(kclient_send(c, KAPI_RENEW_DELEGATION_TOKEN, 1, &cq, on_metadata, &u), 0);
     run_until(loop, &u, 1, 2000);
     assert_int_equal(u.err, KERR_UNSUPPORTED_VERSION);
 

@@ -43,7 +43,7 @@ static void conn_open(struct conn *c, const char *listener, int protocol)
     (void)protocol;
 }
 static void conn_free(struct conn *c) { (void)c; }
-static const struct net_handlers handlers = {no_dispatch, conn_open, conn_free};
+static const struct net_handlers handlers = {no_dispatch, conn_open, conn_free, NULL};
 
 static int setup(void **state)
 {

@@ -6,6 +6,13 @@ sasl.mechanism.inter.broker.protocol=PLAIN) and CONTROLLER (SSL with
 listener.name.controller.ssl.client.auth=required: mTLS). A CA and one
 node certificate (SAN IP:127.0.0.1) are made with the openssl CLI.
 
+The ACL authorizer is on, with the nodes' principals (User:broker over
+INTERNAL, User:CN=node,O=samsa from the certificate on CONTROLLER) as
+super users; an ACL on the cluster resource takes the
+allow.everyone.if.no.acl.found pass away from it, so replication,
+registration, Raft and forwarded requests pass as the nodes' own
+principals only (the test's plaintext clients act where no ACL exists).
+
 - The quorum forms and every broker registers over mTLS; a topic with
   replication factor 3 and min.insync.replicas=2 takes acks=all records
   (the followers fetch over INTERNAL: established connections to every
@@ -79,6 +86,11 @@ def secure(node, password="broker-secret"):
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": path("ca.pem"),
         "listener.name.controller.ssl.client.auth": "required",
+        # authorization on: the nodes' principals (SASL on INTERNAL, the
+        # certificate on CONTROLLER) are super users, as Kafka asks
+        "authorizer.class.name": "acl",
+        "super.users": "User:broker;User:CN=node,O=samsa",
+        "allow.everyone.if.no.acl.found": "true",
     })
 
 
@@ -90,6 +102,9 @@ def setup():
     for n in CL.nodes:
         secure(n)
     CL.start()
+    rc, out, err = C.samsactl("--bootstrap-server", CL.nodes[0].bootstrap, "acls", "create", "--allow-principal",
+                              "User:admin", "--operation", "Alter", "--cluster")
+    check(rc == 0, "samsactl acls create on the cluster: %s", err.strip())
 
 
 def established(port):
