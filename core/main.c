@@ -160,6 +160,10 @@ static void conn_gone(struct conn *c)
     sasl_conn_free(c);
 }
 
+/* SIGHUP: plugins re-read their files (the lua module its scripts);
+ * each keeps its old version when the new one fails its check. */
+static void reload_plugins(void *arg) { plugin_registry_reload(arg); }
+
 /* SIGTERM: the broker side's controlled shutdown first (its leaderships
  * move while clients are still served); the main loop stops when the
  * controller approved it (or it timed out). */
@@ -384,6 +388,7 @@ int main(int argc, char **argv)
               b.cluster_id, listening, cfg->log_dirs[0]);
     /* A broker hands its leaderships over before it stops serving. */
     net_set_shutdown_hook(b.net, begin_controlled_shutdown, &b);
+    net_set_reload_hook(b.net, reload_plugins, plugins);
     net_run(b.net);
 
     /* Replication stops before the logs close. */

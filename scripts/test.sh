@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite, as CI runs it (.ci/run):
 #   0. checks of the committed tree (scripts/check-tree.sh: no committed
-#      ELF binary, core/'s include layers);
+#      ELF binary, core/'s include layers) and scripts/check-kinds.sh
+#      (every plugin kind has a call site, a provider and a test);
 #   1. setup (packages, in-tree build), unit tests, interop tests;
 #   2. a -Werror build with AddressSanitizer + UndefinedBehaviorSanitizer
 #      in build/asan, and the unit and interop tests again with it;
@@ -18,6 +19,8 @@ stage() { printf '\n=== %s (at %ss) ===\n' "$*" "$(( $(date +%s) - START ))"; }
 
 stage "tree checks (committed binaries, core/ include layers)"
 ./scripts/check-tree.sh
+stage "every plugin kind real (call site, provider, test; pending ones named)"
+./scripts/check-kinds.sh
 
 stage "setup and build"
 ./scripts/setup.sh

@@ -17,4 +17,5 @@ include tests/unit/plugin.mk
 include tests/unit/sasl.mk
 include tests/unit/auth.mk
 include tests/unit/quota.mk
+include tests/unit/lua.mk
 include tests/fuzz/fuzz.mk

@@ -23,3 +23,11 @@ samsactl_SOURCES = \
 	tools/samsactl/quotas.c tools/samsactl/quotas.h \
 	tools/samsactl/transactions.c tools/samsactl/transactions.h
 samsactl_LDADD = $(CORE_LIBS)
+# lua_bench: the Lua authorizer and partitioner through the ABI, one
+# thread, next to C floors (`make bench-lua`; built on demand only).
+EXTRA_PROGRAMS = tools/bench/lua_bench
+tools_bench_lua_bench_SOURCES = tools/bench/lua_bench.c tools/samsactl/partitioner.c
+tools_bench_lua_bench_LDADD = $(CORE_LIBS)
+.PHONY: bench-lua
+bench-lua: tools/bench/lua_bench modules/lua.la
+	$(builddir)/tools/bench/lua_bench $(abs_builddir)/modules/.libs $(abs_top_srcdir)/lua $${BENCH_SECONDS:-1}

@@ -51,7 +51,11 @@ struct net {
     ev_async stop_async;
     ev_async ready_async;
     atomic_bool broker_ready;   /* broker listeners may accept */
-    ev_signal sigterm, sigint;
+    ev_signal sigterm, sigint, sighup;
+    /* Called at SIGHUP (on this thread): re-read what may be re-read
+     * (plugin scripts). */
+    void (*reload_hook)(void *arg);
+    void *reload_arg;
     /* Called at the first SIGTERM/SIGINT instead of stopping: it calls
      * net_stop when the node may go (a broker's controlled shutdown). */
     void (*shutdown_hook)(void *arg);
@@ -530,6 +534,25 @@ static void on_signal(struct ev_loop *loop, ev_signal *s, int revents)
     ev_break(loop, EVBREAK_ALL);
 }
 
+static void on_sighup(struct ev_loop *loop, ev_signal *s, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct net *n = s->data;
+    if (!n->reload_hook) {
+        slog_info("received SIGHUP: nothing to reload");
+        return;
+    }
+    slog_info("received SIGHUP, reloading");
+    n->reload_hook(n->reload_arg);
+}
+
+void net_set_reload_hook(struct net *n, void (*hook)(void *arg), void *arg)
+{
+    n->reload_hook = hook;
+    n->reload_arg = arg;
+}
+
 void net_set_shutdown_hook(struct net *n, void (*hook)(void *arg), void *arg)
 {
     n->shutdown_hook = hook;
@@ -587,6 +610,9 @@ int net_run(struct net *n)
     n->sigint.data = n;
     ev_signal_start(n->loop, &n->sigterm);
     ev_signal_start(n->loop, &n->sigint);
+    ev_signal_init(&n->sighup, on_sighup, SIGHUP);
+    n->sighup.data = n;
+    ev_signal_start(n->loop, &n->sighup);
 
     ev_run(n->loop, 0);
 

@@ -60,6 +60,8 @@ int net_run(struct net *n);
  * thread) instead of returning, and keeps serving until net_stop; a
  * second signal returns at once. Set before net_run. */
 void net_set_shutdown_hook(struct net *n, void (*hook)(void *arg), void *arg);
+/* hook runs on the accept thread at each SIGHUP (before net_run). */
+void net_set_reload_hook(struct net *n, void (*hook)(void *arg), void *arg);
 /* Asks net_run to return; callable from any thread. */
 void net_stop(struct net *n);
 void net_free(struct net *n);

@@ -91,6 +91,7 @@ struct plugin_registry {
     void *scram_arg;
     pthread_key_t tls_key;
     bool tls_key_ok;
+    _Atomic uint64_t generation; /* successful plugin reloads */
 };
 
 /* ------------------------------------------------------------------ */
@@ -874,6 +875,37 @@ const char *plugin_default_dir(void)
 
 const char *plugin_build_modules(void) { return SAMSA_BUILD_MODULES; }
 const char *plugin_build_static_modules(void) { return SAMSA_BUILD_STATIC_MODULES; }
+
+int plugin_registry_reload(struct plugin_registry *reg)
+{
+    static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
+    int failed = 0;
+    if (!reg)
+        return 0;
+    pthread_mutex_lock(&reload_mu);
+    for (size_t i = 0; i < reg->n; i++) {
+        struct samsa_host *p = reg->plugins[i];
+        if (!p->info.reload)
+            continue;
+        char err[512] = "";
+        int rc = p->info.reload(p->state, err, sizeof err);
+        err[sizeof err - 1] = '\0';
+        if (rc != SAMSA_OK) {
+            slog_warn("plugin %s: reload failed: %s", p->name, err[0] ? err : "no reason given");
+            failed++;
+        } else {
+            slog_info("plugin %s: reloaded", p->name);
+            atomic_fetch_add(&reg->generation, 1);
+        }
+    }
+    pthread_mutex_unlock(&reload_mu);
+    return failed;
+}
+
+uint64_t plugin_registry_generation(const struct plugin_registry *reg)
+{
+    return reg ? atomic_load(&((struct plugin_registry *)reg)->generation) : 0;
+}
 
 /* ------------------------------------------------------------------ */
 /* Lookups and listing                                                 */

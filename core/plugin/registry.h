@@ -103,6 +103,17 @@ const char *plugin_default_dir(void);
 const char *plugin_build_modules(void);
 const char *plugin_build_static_modules(void);
 
+/* Asks every plugin that has a reload function (ABI 1.2) to re-read
+ * what it loaded from files (SIGHUP): each failure is logged (WARN, one
+ * line naming the plugin; the plugin keeps its old version in force).
+ * Returns the number of plugins that failed. Call from one thread at a
+ * time; workers keep calling capabilities meanwhile. */
+int plugin_registry_reload(struct plugin_registry *reg);
+/* Counts the reloads that changed something (a plugin answered
+ * SAMSA_OK); a cache of plugin decisions (the authorizer chain's) keys
+ * on it so that a reloaded policy is in force at once. Any thread. */
+uint64_t plugin_registry_generation(const struct plugin_registry *reg);
+
 /* Lookups; NULL when absent. Safe from any thread once loading is over. */
 const struct plugin_cap *plugin_find(const struct plugin_registry *reg, int kind, const char *name);
 const struct plugin_cap *plugin_codec(const struct plugin_registry *reg, int id);

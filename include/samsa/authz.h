@@ -52,7 +52,19 @@ typedef struct samsa_authz_ctx {
     const char *client_id;
     int16_t api_key;           /* the request being authorized */
     int16_t api_version;
+
+    /* ---- ABI 1.2 (check struct_size before reading) ---- */
+    const char *security_protocol; /* "SASL_PLAINTEXT", ...; NULL if unknown */
+    /* When not NULL, n bytes, zeroed by the host: the authorizer sets
+     * uncacheable[i] = 1 when the decision for actions[i] must not be
+     * kept in the host's per-connection cache (e.g. it depends on the
+     * time of day). */
+    uint8_t *uncacheable;
 } samsa_authz_ctx_t;
+
+/* Size of the 1.0/1.1 context: fields after it are read only when
+ * struct_size covers them. */
+#define SAMSA_AUTHZ_CTX_SIZE_1_0 (offsetof(samsa_authz_ctx_t, api_version) + sizeof(int16_t))
 
 typedef struct samsa_authorizer {
     /* hdr.kind = SAMSA_CAP_AUTHORIZER; hdr.name e.g. "lua", "acl". */

@@ -32,7 +32,15 @@ typedef struct samsa_partitioner {
     int32_t (*partition)(void *cap_state, const char *topic, const uint8_t *key, int32_t key_len,
                          int32_t partition_count);
 
-    /* ---- ABI 1.1+: append here ---- */
+    /* ---- ABI 1.2 ---- */
+
+    /* As partition, with the record's value (value_len -1: null value).
+     * May be NULL; a caller that has the value uses it when present.
+     * @locality any thread, concurrently; must not block */
+    int32_t (*partition_record)(void *cap_state, const char *topic, const uint8_t *key, int32_t key_len,
+                                const uint8_t *value, int32_t value_len, int32_t partition_count);
+
+    /* ---- ABI 1.3+: append here ---- */
 } samsa_partitioner_t;
 
 #define SAMSA_PARTITIONER_SIZE_1_0 (offsetof(samsa_partitioner_t, partition) + sizeof(void *))

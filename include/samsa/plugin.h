@@ -80,9 +80,12 @@ extern "C" {
 /* ABI changelog (append a line for every bump; never edit old lines):
  *   1.0  first release: descriptor, host API, six capability kinds.
  *   1.1  host API: server_config_get, scram_credential_get (sasl.h:
- *        samsa_scram_credential_t); the host calls the sasl kind. */
+ *        samsa_scram_credential_t); the host calls the sasl kind.
+ *   1.2  descriptor: reload; authz.h: samsa_authz_ctx_t gains
+ *        security_protocol and uncacheable; partitioner.h: partition_record
+ *        (the record's value too). */
 #define SAMSA_ABI_MAJOR 1
-#define SAMSA_ABI_MINOR 1
+#define SAMSA_ABI_MINOR 2
 
 /* "SMSA" read as a big-endian word: also spots a byte-order mix-up. */
 #define SAMSA_PLUGIN_MAGIC 0x534d5341u
@@ -334,7 +337,17 @@ typedef struct samsa_plugin_info {
      * that thread as it ends. May be NULL. @locality the ending thread */
     void (*worker_fini)(void *state, void *worker_state);
 
-    /* ---- ABI 1.1+: append here, never above ---- */
+    /* ---- ABI 1.2 ---- */
+
+    /* Re-reads what the plugin loaded from files (e.g. its scripts) when
+     * the operator asks (SIGHUP). Checks the new version completely
+     * before it takes effect; on failure the old one stays in force and
+     * the plugin returns an error with one line in errstr. May be NULL.
+     * @locality any one thread at a time (the host serialises reloads);
+     * capability callbacks keep running concurrently */
+    int (*reload)(void *state, char *errstr, size_t errlen);
+
+    /* ---- ABI 1.3+: append here, never above ---- */
 } samsa_plugin_info_t;
 
 /* Fills the frozen fields; use it first in the descriptor's initializer:

@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct plugin_cap;
+struct plugin_registry;
+struct samsa_config;
+
 /* Kafka's murmur2 (seed 0x9747b28c), as the signed int Java returns. */
 int32_t kafka_murmur2(const void *data, size_t len);
 /* Java's Utils.toPositive: clears the sign bit (not abs()). */
@@ -22,5 +26,24 @@ struct round_robin {
 };
 /* Next partition among n > 0, in order 0, 1, ..., n-1, 0, ... */
 int32_t round_robin_next(struct round_robin *rr, int32_t n);
+
+/* A partitioner of the plugin kind (include/samsa/partitioner.h), as
+ * --partitioner names it: a script (a path ending in ".lua": the lua
+ * module, loaded into a registry of its own with
+ * plugin.lua.partitioner.script set to it), or the name of a
+ * partitioner capability of this build's modules. */
+struct plugin_partitioner {
+    const struct plugin_cap *cap;
+    struct plugin_registry *own; /* owned; NULL for a named partitioner */
+    struct samsa_config *cfg;    /* owned; the config own was made with */
+    char name[128];
+};
+/* Returns 0, or -1 with one line in err. */
+int plugin_partitioner_open(struct plugin_partitioner *pp, const char *spec, char *err, size_t errlen);
+/* The plugin's partition for a record (value too when the plugin takes
+ * it; len -1: null), or -1 for the default partitioner. */
+int32_t plugin_partitioner_choose(const struct plugin_partitioner *pp, const char *topic, const void *key,
+                                  int32_t key_len, const void *value, int32_t value_len, int32_t n);
+void plugin_partitioner_close(struct plugin_partitioner *pp);
 
 #endif

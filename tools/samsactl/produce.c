@@ -45,6 +45,7 @@ enum {
     OPT_TIMEOUT,
     OPT_REQUEST_TIMEOUT_MS,
     OPT_COMPRESSION_CODEC,
+    OPT_PARTITIONER,
 };
 
 static const struct opt_def produce_defs[] = {
@@ -59,6 +60,7 @@ static const struct opt_def produce_defs[] = {
     {"timeout", true, OPT_TIMEOUT}, /* Kafka's console producer name for linger */
     {"request-timeout-ms", true, OPT_REQUEST_TIMEOUT_MS},
     {"compression-codec", true, OPT_COMPRESSION_CODEC}, /* Kafka's console producer name */
+    {"partitioner", true, OPT_PARTITIONER},
     {NULL, false, 0},
 };
 
@@ -70,6 +72,9 @@ void produce_usage(FILE *f)
           "  --topic TOPIC                 topic to produce to (required)\n"
           "  --partition P                 send every record to partition P (default: key hash,\n"
           "                                round-robin for records without a key)\n"
+          "  --partitioner NAME|FILE.lua   choose each record's partition with a partitioner module\n"
+          "                                (NAME) or a Lua script's partition(topic, key, value,\n"
+          "                                partition_count); nil from it means the default\n"
           "  --acks -1|all|0|1             required acknowledgements (default -1)\n"
           "  --batch-size BYTES            batch size per partition (default 16384)\n"
           "  --linger-ms MS                longest wait for a batch to fill (default 1000)\n"
@@ -216,6 +221,9 @@ int produce_parse_args(int argc, char **argv, struct produce_opts *o, struct glo
                 snprintf(err, errlen, "invalid --partition '%s' (want a number >= 0)", it.arg);
                 return ARGS_ERROR;
             }
+            break;
+        case OPT_PARTITIONER:
+            o->partitioner = it.arg;
             break;
         case OPT_PROPERTY:
         case OPT_PRODUCER_PROPERTY:
@@ -437,6 +445,7 @@ struct producer {
     int32_t nparts;
     struct pstate *ps;
     struct round_robin rr;
+    struct plugin_partitioner pp; /* pp.cap NULL: none */
     int err; /* first error */
     char errmsg[600];
 };
@@ -632,13 +641,24 @@ static size_t record_estimate(const struct produce_line *l)
 
 static void add_record(struct producer *pr, const struct produce_line *l)
 {
-    int32_t p;
-    if (pr->o->partition >= 0)
-        p = pr->o->partition;
-    else if (l->key.len >= 0)
-        p = partition_for_key(l->key.p, (size_t)l->key.len, pr->nparts);
-    else
-        p = round_robin_next(&pr->rr, pr->nparts);
+    int32_t p = -1;
+    if (pr->o->partition < 0 && pr->pp.cap) {
+        p = plugin_partitioner_choose(&pr->pp, pr->o->topic, l->key.p, l->key.len, l->value.p, l->value.len,
+                                      pr->nparts);
+        if (p < -1 || p >= pr->nparts) {
+            record_error(pr, KERR_UNKNOWN_TOPIC_OR_PARTITION, "partitioner %s chose partition %d of %s (%d partitions)",
+                         pr->pp.name, p, pr->o->topic, pr->nparts);
+            return;
+        }
+    }
+    if (p < 0) {
+        if (pr->o->partition >= 0)
+            p = pr->o->partition;
+        else if (l->key.len >= 0)
+            p = partition_for_key(l->key.p, (size_t)l->key.len, pr->nparts);
+        else
+            p = round_robin_next(&pr->rr, pr->nparts);
+    }
     struct pstate *ps = &pr->ps[p];
     if (ps->open && ps->buf.len + record_estimate(l) > (size_t)pr->o->batch_size) {
         close_batch(pr, ps);
@@ -783,15 +803,21 @@ int cmd_produce(int argc, char **argv, const struct global_opts *g0)
         produce_opts_free(&o);
         return EXIT_USAGE;
     }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
+    struct producer pr;
+    memset(&pr, 0, sizeof pr);
+    if (o.partitioner && plugin_partitioner_open(&pr.pp, o.partitioner, err, sizeof err) < 0) {
         fprintf(stderr, "samsactl produce: %s\n", err);
         produce_opts_free(&o);
         return EXIT_USAGE;
     }
+    struct kc_client c;
+    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
+        fprintf(stderr, "samsactl produce: %s\n", err);
+        plugin_partitioner_close(&pr.pp);
+        produce_opts_free(&o);
+        return EXIT_USAGE;
+    }
     kc_catch_signals();
-    struct producer pr;
-    memset(&pr, 0, sizeof pr);
     pr.c = &c;
     pr.o = &o;
     int rc = run(&pr);
@@ -808,6 +834,7 @@ int cmd_produce(int argc, char **argv, const struct global_opts *g0)
         buf_free(&pr.ps[i].buf);
     free(pr.ps);
     kc_client_free(&c);
+    plugin_partitioner_close(&pr.pp);
     produce_opts_free(&o);
     return status;
 }

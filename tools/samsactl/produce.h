@@ -31,6 +31,7 @@ struct produce_opts {
     int32_t linger_ms;
     int32_t request_timeout_ms;
     int compression; /* codec id (RB_CODEC_*), 0 = none */
+    const char *partitioner; /* --partitioner NAME|script.lua, or NULL */
 };
 
 /* Parses the command line (after "produce") into o (owned by the caller,
