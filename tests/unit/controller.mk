@@ -18,4 +18,4 @@ TESTS += tests/unit/pid_manager_test
 tests_unit_pid_manager_test_SOURCES = tests/unit/pid_manager_test.c
 tests_unit_pid_manager_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_pid_manager_test_LDADD = $(UNIT_LIBS)
-EXTRA_DIST += tests/unit/node_fixture.h
+EXTRA_DIST += tests/unit/node_fixture.h tests/unit/ctl_fixture.h

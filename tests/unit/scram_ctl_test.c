@@ -26,73 +26,10 @@
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "util/slog.h"
-#include "node_fixture.h"
+#include "ctl_fixture.h"
 
-struct fx {
-    char dir[256];
-    struct samsa_config *cfg;
-    struct broker b;
-    struct controller *c;
-};
-
-static void fx_open(struct fx *f)
-{
-    char err[512];
-    f->b.partitions = fixture_preg_create(&f->b);
-    f->c = fixture_controller_open(&f->b, f->dir, err, sizeof err);
-    if (!f->c)
-        fail_msg("controller_open: %s", err);
-    f->b.controller = f->c;
-}
-
-static void fx_close(struct fx *f)
-{
-    controller_close(f->c, true);
-    preg_destroy(f->b.partitions, true);
-    f->c = NULL;
-    f->b.controller = NULL;
-    f->b.partitions = NULL;
-}
-
-static int setup(void **state)
-{
-    struct fx *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/samsa-scram-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->cfg = config_new();
-    char err[256];
-    assert_int_equal(config_set(f->cfg, "log.dirs", f->dir, err, sizeof err), 0);
-    f->b.cfg = f->cfg;
-    f->b.node_id = f->cfg->node_id;
-    snprintf(f->b.cluster_id, sizeof f->b.cluster_id, "test-cluster");
-    snprintf(f->b.advertised_host, sizeof f->b.advertised_host, "127.0.0.1");
-    f->b.advertised_port = 9092;
-    fx_open(f);
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    struct fx *f = *state;
-    if (f->c)
-        fx_close(f);
-    config_free(f->cfg);
-    fs_remove_tree(f->dir);
-    free(f);
-    return 0;
-}
-
-static int wait_op(struct ctl_op *op)
-{
-    if (!op)
-        return 0;
-    int err = KERR_REQUEST_TIMED_OUT;
-    for (int i = 0; i < 20000 && !ctl_op_done(op, &err); i++)
-        usleep(1000);
-    ctl_op_release(op);
-    return err;
-}
+static int setup(void **state) { return fx_setup(state, "scram"); }
+static int teardown(void **state) { return fx_teardown(state); }
 
 static const uint8_t SALT[] = "salt-of-16-bytes";
 static uint8_t salted256[32], salted512[64];
@@ -120,7 +57,7 @@ static int alter(struct fx *f, struct controller_scram_change *ch, int n, struct
     struct ctl_op *op = NULL;
     int rc = controller_alter_scram_credentials(f->c, ch, n, res, nres, &op);
     assert_int_equal(rc, 0);
-    return wait_op(op);
+    return fx_wait_op(op);
 }
 
 static void expect_result(const struct controller_scram_result *r, const char *user, int err, const char *msg)
