@@ -11,6 +11,7 @@ SAMSACTL_BIN, SAMSA_SANITIZED, INTEROP_WORK).
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -101,6 +102,30 @@ class Node(harness.Server):
         self._killed = False
         if wait:
             self.cluster.wait_ready()
+
+
+def pause(nodes, limit=5.0):
+    """SIGSTOP each node and wait (bounded) until every thread of each is
+    stopped: the signal only marks the stop, and on a loaded machine a
+    thread may still run for a moment (a follower answering one more
+    fetch) after kill() returned."""
+    for n in nodes:
+        n.proc.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + bound(limit)
+    for n in nodes:
+        while True:
+            states = []
+            for t in os.listdir("/proc/%d/task" % n.proc.pid):
+                try:
+                    with open("/proc/%d/task/%s/stat" % (n.proc.pid, t)) as f:
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+                except OSError:
+                    pass  # a thread that ended
+            if all(st in ("T", "t") for st in states):
+                break
+            check(time.monotonic() < deadline, "node %d not stopped within %.0fs (thread states %s)",
+                  n.node_id, bound(limit), "".join(states))
+            time.sleep(0.005)
 
 
 def samsactl(*args, limit=20):

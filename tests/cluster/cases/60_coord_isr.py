@@ -232,8 +232,7 @@ def commit_fails_while_the_followers_are_paused():
     eq(commit_v9(node, simple, "", -1, {0: 5, 1: 6, 2: 7}), {0: 0, 1: 0, 2: 0}, "simple group commit")
     eq(commit_v9(node, g848, mid, epoch, {0: 5, 1: 6, 2: 7}), {0: 0, 1: 0, 2: 0}, "KIP-848 commit")
     a, b = K.Conn(node.port), K.Conn(node.port)
-    for n in others:
-        n.proc.send_signal(signal.SIGSTOP)
+    C.pause(others)
     try:
         t0 = time.monotonic()
         ca = a.send(kg.OFFSET_COMMIT, 9, kg.offset_commit_v9_body(simple, "", -1, TOPIC, {0: 50, 1: 60, 2: 70}),
@@ -277,8 +276,7 @@ def sync_group_fails_while_the_followers_are_paused():
         me = r["member_id"]
         r = kg.join_group(c, g, member_id=me)  # after group.initial.rebalance.delay.ms
         eq((r["error_code"], r["leader"]), (kg.NONE, me), "JoinGroup")
-        for n in others:
-            n.proc.send_signal(signal.SIGSTOP)
+        C.pause(others)
         try:
             t0 = time.monotonic()
             s = kg.sync_group(c, g, r["generation_id"], me, [(me, kg.assignment({TOPIC: PARTS}))],
@@ -347,8 +345,7 @@ def acknowledged_commits_survive_kill9_of_the_coordinator():
         except Exception as e:  # noqa: BLE001
             res["c"] = e
     conn = K.Conn(node.port)
-    for n in survivors:
-        n.proc.send_signal(signal.SIGSTOP)
+    C.pause(survivors)
     resumed = False
     try:
         t_send = time.monotonic()
