@@ -713,6 +713,8 @@ static EVP_PKEY *ob_jwk_key(const struct ob_claims *c, char *kty_out)
     OSSL_PARAM *params = NULL;
     EVP_PKEY_CTX *ctx = NULL;
     BIGNUM *n = NULL, *e = NULL;
+    /* the builder keeps pointers to what it is given until to_param */
+    uint8_t x[80], y[80], pt[1 + 2 * 66];
     if (!bld)
         return NULL;
     if (!strcmp(kty->str, "RSA")) {
@@ -735,7 +737,6 @@ static EVP_PKEY *ob_jwk_key(const struct ob_claims *c, char *kty_out)
             else if (!strcmp(crv->str, "P-521"))
                 group = "secp521r1", sz = 66;
         }
-        uint8_t x[80], y[80], pt[1 + 2 * 66];
         long xl = cx && cx->kind == OB_STRING ? ob_b64_decode(cx->str, strlen(cx->str), x, sizeof x) : -1;
         long yl = cy && cy->kind == OB_STRING ? ob_b64_decode(cy->str, strlen(cy->str), y, sizeof y) : -1;
         if (!group || xl <= 0 || yl <= 0 || (size_t)xl > sz || (size_t)yl > sz)
