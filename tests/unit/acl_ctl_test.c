@@ -133,32 +133,10 @@ static void test_delete_and_replay(void **state)
     arena_free(&a);
 }
 
-static int64_t newest_snapshot(struct fx *f)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/__cluster_metadata-0", f->dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int64_t best = -1;
-    for (struct dirent *de; (de = readdir(d));) {
-        size_t n = strlen(de->d_name);
-        if (n > 11 && strcmp(de->d_name + n - 11, ".checkpoint") == 0) {
-            int64_t end = strtoll(de->d_name, NULL, 10);
-            if (end > best)
-                best = end;
-        }
-    }
-    closedir(d);
-    return best;
-}
-
 static void test_snapshot_keeps_acls(void **state)
 {
     struct fx *f = *state;
-    fx_close(f);
-    char err[256];
-    assert_int_equal(config_set(f->cfg, "metadata.log.max.record.bytes.between.snapshots", "1", err, sizeof err), 0);
-    fx_open(f);
+    fx_snapshot_each_record(f);
     struct arena a;
     arena_init(&a);
     struct controller_acl in[] = {binding(2, "snap", 4, "User:s", 2, 3), binding(5, "tx", 3, "User:s", 4, 2)};
@@ -166,12 +144,9 @@ static void test_snapshot_keeps_acls(void **state)
     char *msgs[2];
     create(f, in, 2, errs, msgs, &a);
     struct mimage *m = controller_image(f->c);
-    int64_t end = m->offset + 1;
     uint64_t gen = m->acls->gen;
     mimage_release(m);
-    for (int i = 0; i < 2000 && newest_snapshot(f) < end; i++)
-        usleep(5000);
-    assert_true(newest_snapshot(f) >= end);
+    fx_wait_snapshot(f);
     fx_close(f);
     fx_open(f);
     m = controller_image(f->c);

@@ -6,7 +6,9 @@
 #ifndef SAMSA_TESTS_CTL_FIXTURE_H
 #define SAMSA_TESTS_CTL_FIXTURE_H
 
+#include <dirent.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -81,6 +83,46 @@ static inline int fx_wait_op(struct ctl_op *op)
         usleep(1000);
     ctl_op_release(op);
     return err;
+}
+
+/* Reopens the node so that it writes a snapshot after every record. */
+static inline void fx_snapshot_each_record(struct fx *f)
+{
+    fx_close(f);
+    char err[256];
+    assert_int_equal(config_set(f->cfg, "metadata.log.max.record.bytes.between.snapshots", "1", err, sizeof err), 0);
+    fx_open(f);
+}
+
+/* The end offset of the newest snapshot on disk, -1 when none. */
+static inline int64_t fx_newest_snapshot(struct fx *f)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/__cluster_metadata-0", f->dir);
+    DIR *d = opendir(path);
+    assert_non_null(d);
+    int64_t best = -1;
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t n = strlen(de->d_name);
+        if (n > 11 && strcmp(de->d_name + n - 11, ".checkpoint") == 0) {
+            int64_t end = strtoll(de->d_name, NULL, 10);
+            if (end > best)
+                best = end;
+        }
+    }
+    closedir(d);
+    return best;
+}
+
+/* Waits (bounded) until a snapshot covers the current image. */
+static inline void fx_wait_snapshot(struct fx *f)
+{
+    struct mimage *m = controller_image(f->c);
+    int64_t end = m->offset + 1;
+    mimage_release(m);
+    for (int i = 0; i < 2000 && fx_newest_snapshot(f) < end; i++)
+        usleep(5000);
+    assert_true(fx_newest_snapshot(f) >= end);
 }
 
 #endif

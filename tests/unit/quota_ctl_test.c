@@ -126,50 +126,23 @@ static void test_alter_results_and_records(void **state)
     mimage_release(m);
 }
 
-static int64_t newest_snapshot(struct fx *f)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/__cluster_metadata-0", f->dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int64_t best = -1;
-    for (struct dirent *de; (de = readdir(d));) {
-        size_t n = strlen(de->d_name);
-        if (n > 11 && strcmp(de->d_name + n - 11, ".checkpoint") == 0) {
-            int64_t end = strtoll(de->d_name, NULL, 10);
-            if (end > best)
-                best = end;
-        }
-    }
-    closedir(d);
-    return best;
-}
-
 static void test_snapshot_keeps_quotas(void **state)
 {
     struct fx *f = *state;
-    fx_close(f);
-    char err[256];
-    assert_int_equal(config_set(f->cfg, "metadata.log.max.record.bytes.between.snapshots", "1", err, sizeof err), 0);
-    fx_open(f);
+    fx_snapshot_each_record(f);
     struct one os[3];
     int16_t errs[3];
     one(&os[0], "alice", "app", "producer_byte_rate", 1000, false);
     one(&os[1], NULL, NULL, "request_percentage", 12.5, false);
     one(&os[2], "-", NULL, "consumer_byte_rate", 3000, false);
     assert_true(alter(f, os, 3, false, errs));
-    struct mimage *m = controller_image(f->c);
-    int64_t end = m->offset + 1;
-    mimage_release(m);
-    for (int i = 0; i < 2000 && newest_snapshot(f) < end; i++)
-        usleep(5000);
-    assert_true(newest_snapshot(f) >= end);
+    fx_wait_snapshot(f);
     fx_close(f);
     fx_open(f);
     assert_true(lookup(f, MI_QUOTA_PRODUCER_BYTE_RATE, "alice", "app") == 1000);
     assert_true(lookup(f, MI_QUOTA_REQUEST_PERCENTAGE, "zed", "other") == 12.5);
     assert_true(lookup(f, MI_QUOTA_CONSUMER_BYTE_RATE, "zed", "other") == 3000);
-    m = controller_image(f->c);
+    struct mimage *m = controller_image(f->c);
     assert_int_equal(m->nquotas, 3);
     mimage_release(m);
 }

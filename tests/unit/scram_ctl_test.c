@@ -168,44 +168,17 @@ static void test_set_replace_delete_replay(void **state)
     mimage_release(m);
 }
 
-static int64_t newest_snapshot(struct fx *f)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/__cluster_metadata-0", f->dir);
-    DIR *d = opendir(path);
-    assert_non_null(d);
-    int64_t best = -1;
-    for (struct dirent *de; (de = readdir(d));) {
-        size_t n = strlen(de->d_name);
-        if (n > 11 && strcmp(de->d_name + n - 11, ".checkpoint") == 0) {
-            int64_t end = strtoll(de->d_name, NULL, 10);
-            if (end > best)
-                best = end;
-        }
-    }
-    closedir(d);
-    return best;
-}
-
 static void test_snapshot_keeps_credentials(void **state)
 {
     struct fx *f = *state;
-    fx_close(f);
-    char err[256];
-    assert_int_equal(config_set(f->cfg, "metadata.log.max.record.bytes.between.snapshots", "1", err, sizeof err), 0);
-    fx_open(f);
+    fx_snapshot_each_record(f);
     PKCS5_PBKDF2_HMAC("pencil", 6, SALT, 16, 4096, EVP_sha256(), 32, salted256);
     PKCS5_PBKDF2_HMAC("pencil", 6, SALT, 16, 4096, EVP_sha512(), 64, salted512);
     struct controller_scram_result res[2];
     int32_t nres;
     struct controller_scram_change a[] = {upsert("carol", 1, 4096), upsert("dave", 2, 4096)};
     assert_int_equal(alter(f, a, 2, res, &nres), 0);
-    struct mimage *m = controller_image(f->c);
-    int64_t end = m->offset + 1;
-    mimage_release(m);
-    for (int i = 0; i < 2000 && newest_snapshot(f) < end; i++)
-        usleep(5000);
-    assert_true(newest_snapshot(f) >= end);
+    fx_wait_snapshot(f);
     fx_close(f);
     fx_open(f);
     check_lookup(f, "carol", 1, 4096);
