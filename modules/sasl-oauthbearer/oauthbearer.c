@@ -509,54 +509,78 @@ static int ob_fail(struct ob_result *r, const char *scope, const char *fmt, cons
     return -1;
 }
 
-/* Kafka's OAuthBearerUnsecuredJws plus the validator's checks at now_ms.
- * 0 with r->principal and r->expiry_ms, or -1 with r's error. */
-static int ob_validate(const char *tok, size_t len, const struct ob_opts *o, int64_t now_ms, struct ob_result *r)
+/* A JWS compact serialization split at its two dots, its header and
+ * claims parsed (both validators start here). */
+struct ob_jws {
+    const char *sig;  /* the third part */
+    size_t sig_len;
+    size_t signed_len; /* header.payload: what the signature covers */
+    struct ob_claims hdr, cl;
+};
+
+/* 0, or -1 with r's error (nothing to free). three_parts: the message
+ * for a token that is not three dot-separated parts. */
+static int ob_jws_open(const char *tok, size_t len, const char *three_parts, struct ob_jws *j, struct ob_result *r)
 {
     memset(r, 0, sizeof *r);
+    memset(j, 0, sizeof *j);
     if (len > OB_MAX_TOKEN)
         return ob_fail(r, NULL, "token longer than %s bytes", "16384");
     const char *d1 = memchr(tok, '.', len);
     const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - tok)) : NULL;
     if (!d1 || !d2 || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - tok)))
-        return ob_fail(r, NULL, "%s", "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded values");
+        return ob_fail(r, NULL, "%s", three_parts);
     if (d2 == d1 + 1)
         return ob_fail(r, NULL, "%s", "Malformed compact serialization contains '..'");
     uint8_t *hb = malloc(OB_MAX_TOKEN), *pb = malloc(OB_MAX_TOKEN);
-    if (!hb || !pb) {
-        free(hb);
-        free(pb);
-        return ob_fail(r, NULL, "%s", "out of memory");
-    }
-    long hl = ob_b64_decode(tok, (size_t)(d1 - tok), hb, OB_MAX_TOKEN);
-    long pl = ob_b64_decode(d1 + 1, (size_t)(d2 - d1 - 1), pb, OB_MAX_TOKEN);
-    struct ob_claims hdr, cl;
+    long hl = hb ? ob_b64_decode(tok, (size_t)(d1 - tok), hb, OB_MAX_TOKEN) : -1;
+    long pl = pb ? ob_b64_decode(d1 + 1, (size_t)(d2 - d1 - 1), pb, OB_MAX_TOKEN) : -1;
     int rc = -1;
-    if (hl < 0 || pl < 0) {
+    if (hl < 0 || pl < 0)
         ob_fail(r, NULL, "%s", "malformed Base64 URL encoded value");
-        goto out_bufs;
-    }
-    if (ob_parse_object(hb, (size_t)hl, &hdr) < 0) {
+    else if (ob_parse_object(hb, (size_t)hl, &j->hdr) < 0)
         ob_fail(r, NULL, "%s", "malformed JSON");
-        goto out_bufs;
-    }
-    if (ob_parse_object(pb, (size_t)pl, &cl) < 0) {
-        ob_claims_free(&hdr);
+    else if (ob_parse_object(pb, (size_t)pl, &j->cl) < 0) {
+        ob_claims_free(&j->hdr);
         ob_fail(r, NULL, "%s", "malformed JSON");
-        goto out_bufs;
-    }
-    const struct ob_claim *alg = ob_claim(&hdr, "alg");
+    } else
+        rc = 0;
+    free(hb);
+    free(pb);
+    j->sig = d2 + 1;
+    j->sig_len = len - (size_t)(d2 + 1 - tok);
+    j->signed_len = (size_t)(d2 - tok);
+    return rc;
+}
+
+static void ob_jws_close(struct ob_jws *j)
+{
+    ob_claims_free(&j->hdr);
+    ob_claims_free(&j->cl);
+}
+
+/* Kafka's OAuthBearerUnsecuredJws plus the validator's checks at now_ms.
+ * 0 with r->principal and r->expiry_ms, or -1 with r's error. */
+static int ob_validate(const char *tok, size_t len, const struct ob_opts *o, int64_t now_ms, struct ob_result *r)
+{
+    struct ob_jws j;
+    if (ob_jws_open(tok, len, "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded values",
+                    &j, r) < 0)
+        return -1;
+    const struct ob_claims *hdr = &j.hdr, *cl = &j.cl;
+    int rc = -1;
+    const struct ob_claim *alg = ob_claim(hdr, "alg");
     if (!alg || alg->kind != OB_STRING || strcmp(alg->str, "none") != 0) {
         ob_fail(r, NULL, "%s", alg ? "Unsecured JWS must have 'none' for an algorithm"
                                    : "JWS header must have an Algorithm value");
         goto out;
     }
-    if (d2 + 1 != tok + len) {
+    if (j.sig_len) {
         ob_fail(r, NULL, "%s", "Unsecured JWS must not contain a digital signature");
         goto out;
     }
-    const struct ob_claim *exp = ob_claim(&cl, "exp"), *iat = ob_claim(&cl, "iat");
-    const struct ob_claim *sub = ob_claim(&cl, o->principal_claim), *scope = ob_claim(&cl, o->scope_claim);
+    const struct ob_claim *exp = ob_claim(cl, "exp"), *iat = ob_claim(cl, "iat");
+    const struct ob_claim *sub = ob_claim(cl, o->principal_claim), *scope = ob_claim(cl, o->scope_claim);
     if (!exp) {
         ob_fail(r, NULL, "%s", "No expiration time in JWT");
         goto out;
@@ -604,11 +628,7 @@ static int ob_validate(const char *tok, size_t len, const struct ob_opts *o, int
     r->expiry_ms = (int64_t)(exp->num * 1000);
     rc = 0;
 out:
-    ob_claims_free(&hdr);
-    ob_claims_free(&cl);
-out_bufs:
-    free(hb);
-    free(pb);
+    ob_jws_close(&j);
     return rc;
 }
 
@@ -906,30 +926,18 @@ static bool ob_verify(EVP_PKEY *key, const EVP_MD *md, bool ec, const uint8_t *d
 static int ob_validate_signed(const char *tok, size_t len, const struct ob_jwks *ks, const struct ob_secured *o,
                               int64_t now_ms, struct ob_result *r)
 {
-    memset(r, 0, sizeof *r);
-    if (len > OB_MAX_TOKEN)
-        return ob_fail(r, NULL, "token longer than %s bytes", "16384");
-    const char *d1 = memchr(tok, '.', len);
-    const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - tok)) : NULL;
-    if (!d1 || !d2 || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - tok)))
-        return ob_fail(r, NULL, "%s", "a JWS compact serialization has 3 dot-separated parts");
-    uint8_t *hb = malloc(OB_MAX_TOKEN), *pb = malloc(OB_MAX_TOKEN), *sb = malloc(OB_MAX_TOKEN);
-    struct ob_claims hdr, cl;
+    struct ob_jws j;
+    if (ob_jws_open(tok, len, "a JWS compact serialization has 3 dot-separated parts", &j, r) < 0)
+        return -1;
+    const struct ob_claims *hdr = &j.hdr, *cl = &j.cl;
+    uint8_t *sb = malloc(OB_MAX_TOKEN);
+    long sl = sb ? ob_b64_decode(j.sig, j.sig_len, sb, OB_MAX_TOKEN) : -1;
     int rc = -1;
-    memset(&hdr, 0, sizeof hdr);
-    memset(&cl, 0, sizeof cl);
-    long hl = hb ? ob_b64_decode(tok, (size_t)(d1 - tok), hb, OB_MAX_TOKEN) : -1;
-    long pl = pb ? ob_b64_decode(d1 + 1, (size_t)(d2 - d1 - 1), pb, OB_MAX_TOKEN) : -1;
-    long sl = sb ? ob_b64_decode(d2 + 1, len - (size_t)(d2 + 1 - tok), sb, OB_MAX_TOKEN) : -1;
-    if (hl < 0 || pl < 0 || sl < 0) {
+    if (sl < 0) {
         ob_fail(r, NULL, "%s", "malformed Base64 URL encoded value");
         goto out;
     }
-    if (ob_parse_object(hb, (size_t)hl, &hdr) < 0 || ob_parse_object(pb, (size_t)pl, &cl) < 0) {
-        ob_fail(r, NULL, "%s", "malformed JSON");
-        goto out;
-    }
-    const struct ob_claim *alg = ob_claim(&hdr, "alg"), *kid = ob_claim(&hdr, "kid");
+    const struct ob_claim *alg = ob_claim(hdr, "alg"), *kid = ob_claim(hdr, "kid");
     char want_kty[8] = "";
     const EVP_MD *md = alg && alg->kind == OB_STRING ? ob_alg_md(alg->str, want_kty) : NULL;
     if (!md) {
@@ -947,15 +955,15 @@ static int ob_validate_signed(const char *tok, size_t len, const struct ob_jwks 
         if (strcmp(k->kty, want_kty) != 0 || (kid && kid->kind == OB_STRING && strcmp(k->kid, kid->str) != 0))
             continue;
         tried = true;
-        verified = ob_verify(k->key, md, want_kty[0] == 'E', (const uint8_t *)tok, (size_t)(d2 - tok), sb, (size_t)sl);
+        verified = ob_verify(k->key, md, want_kty[0] == 'E', (const uint8_t *)tok, j.signed_len, sb, (size_t)sl);
     }
     if (!verified) {
         ob_fail(r, NULL, "%s", tried ? "Could not validate the access token: the signature does not verify"
                                      : "Could not validate the access token: no key of the JWKS matches it");
         goto out;
     }
-    const struct ob_claim *exp = ob_claim(&cl, "exp"), *iat = ob_claim(&cl, "iat"), *nbf = ob_claim(&cl, "nbf");
-    const struct ob_claim *sub = ob_claim(&cl, o->sub_claim), *aud = ob_claim(&cl, "aud"), *iss = ob_claim(&cl, "iss");
+    const struct ob_claim *exp = ob_claim(cl, "exp"), *iat = ob_claim(cl, "iat"), *nbf = ob_claim(cl, "nbf");
+    const struct ob_claim *sub = ob_claim(cl, o->sub_claim), *aud = ob_claim(cl, "aud"), *iss = ob_claim(cl, "iss");
     int64_t skew = (int64_t)o->clock_skew_s * 1000;
     if (!exp || exp->kind != OB_NUMBER || !iat || iat->kind != OB_NUMBER) {
         ob_fail(r, NULL, "Could not validate the access token: the %s claim is required", !exp ? "exp" : "iat");
@@ -970,7 +978,7 @@ static int ob_validate_signed(const char *tok, size_t len, const struct ob_jwks 
         goto out;
     }
     if (o->issuer[0] && (!iss || iss->kind != OB_STRING || strcmp(iss->str, o->issuer) != 0)) {
-        ob_fail(r, NULL, "Could not validate the access token: the issuer is not %s", o->issuer);
+        ob_fail(r, NULL, "Could not validate the access token: the issuer is not %.200s", o->issuer);
         goto out;
     }
     if (o->audience[0]) {
@@ -1008,10 +1016,7 @@ static int ob_validate_signed(const char *tok, size_t len, const struct ob_jwks 
     r->expiry_ms = (int64_t)(exp->num * 1000);
     rc = 0;
 out:
-    ob_claims_free(&hdr);
-    ob_claims_free(&cl);
-    free(hb);
-    free(pb);
+    ob_jws_close(&j);
     free(sb);
     return rc;
 }
