@@ -217,7 +217,8 @@ void conn_release(struct conn *c)
 
 static void update_reading(struct conn *c)
 {
-    bool want = !c->closing && c->inflight < c->w->queued_max_requests && !ev_is_active(&c->mute_timer);
+    bool want = !c->closing && (c->tls_write_wants_read || (c->inflight < c->w->queued_max_requests &&
+                                                            !ev_is_active(&c->mute_timer)));
     if (want && !c->reading) {
         ev_io_start(c->w->loop, &c->rio);
         c->reading = true;
@@ -237,12 +238,13 @@ static void update_reading(struct conn *c)
 static ssize_t tls_send(struct conn *c, const void *p, size_t n)
 {
     ERR_clear_error();
+    c->tls_write_wants_read = false;
     int rc = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
     if (rc > 0)
         return rc;
     switch (SSL_get_error(c->ssl, rc)) {
-    case SSL_ERROR_WANT_WRITE:
-    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_READ: c->tls_write_wants_read = true; errno = EAGAIN; return -1;
     case SSL_ERROR_SYSCALL:
         c->tls_failed = true;
         if (!errno)
@@ -419,7 +421,14 @@ static void flush_done(struct conn *c)
             if (rc < 0)
                 return;
             if (rc == 0) {
-                ev_io_start(c->w->loop, &c->wio);
+                if (c->tls_write_wants_read) {
+                    /* on_read's flush retries the write once the
+                     * peer's records arrive */
+                    ev_io_stop(c->w->loop, &c->wio);
+                    update_reading(c);
+                } else {
+                    ev_io_start(c->w->loop, &c->wio);
+                }
                 return;
             }
         }
