@@ -28,6 +28,7 @@ struct conn {
     struct buf in;                /* bytes read but not yet framed */
     uint8_t *frame;               /* frame being filled (owned) */
     size_t frame_len, frame_got;
+    size_t frame_cap;             /* net/framepool.h: 0 when malloc'ed */
 
     struct request *head, *tail;  /* requests in arrival order */
     int inflight;
