@@ -259,8 +259,8 @@ const struct config_def config_defs[] = {
      "Most new client connections accepted per second; more wait in the listen backlog."},
     {"fetch.max.bytes", T(INT), "57671680", RO, 0, ATLEAST(1024),
      "Most bytes one Fetch response may carry."},
-    {"max.incremental.fetch.session.cache.slots", T(INT), "1000", RO, NE, ATLEAST(0),
-     "Incremental fetch sessions kept."},
+    {"max.incremental.fetch.session.cache.slots", T(INT), "1000", RO, 0, ATLEAST(0),
+     "Incremental fetch sessions kept; a full cache evicts as Kafka's does (KIP-227) or answers session id 0."},
     {"socket.connection.setup.timeout.ms", T(LONG), "10000", RO, NE, NOCHECK,
      "Initial timeout of outgoing connection attempts."},
     {"socket.connection.setup.timeout.max.ms", T(LONG), "30000", RO, NE, NOCHECK,
@@ -2026,6 +2026,9 @@ static void refresh(struct samsa_config *c)
     c->max_connections = (int32_t)get_l(c, "max.connections");
     c->max_connections_per_ip = (int32_t)get_l(c, "max.connections.per.ip");
     c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
+    c->max_incremental_fetch_session_cache_slots = (int32_t)get_l(c, "max.incremental.fetch.session.cache.slots");
+    c->socket_connection_setup_timeout_ms = get_l(c, "socket.connection.setup.timeout.ms");
+    c->socket_connection_setup_timeout_max_ms = get_l(c, "socket.connection.setup.timeout.max.ms");
     c->quota_window_num = (int32_t)get_l(c, "quota.window.num");
     c->quota_window_size_seconds = (int32_t)get_l(c, "quota.window.size.seconds");
     char ipwhy[256];

@@ -267,6 +267,10 @@ struct samsa_config {
     int32_t socket_listen_backlog_size;
     int64_t connections_max_idle_ms;                                /* < 0: never */
     int32_t max_connections, max_connections_per_ip, max_connection_creation_rate;
+    int32_t max_incremental_fetch_session_cache_slots;
+    /* outgoing connections (net/kclient.c): the first attempt's timeout,
+     * doubled per failed attempt up to the max, as Kafka's clients do */
+    int64_t socket_connection_setup_timeout_ms, socket_connection_setup_timeout_max_ms;
     /* client quotas' rates: quota.window.num samples of
      * quota.window.size.seconds (api/quota_mgr.c) */
     int32_t quota_window_num, quota_window_size_seconds;

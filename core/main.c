@@ -327,7 +327,7 @@ int main(int argc, char **argv)
     prepare_log_dirs(cfg, &b);
 
     struct fetch_session_cache sessions;
-    fetch_session_cache_init(&sessions, 1000);
+    fetch_session_cache_init(&sessions, cfg->max_incremental_fetch_session_cache_slots);
     b.fetch_sessions = &sessions;
     /* Partition logs: checkpoints read, background threads (flusher,
      * retention, cleaner) running before the first log is opened. */
