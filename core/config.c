@@ -261,9 +261,10 @@ const struct config_def config_defs[] = {
      "Most bytes one Fetch response may carry."},
     {"max.incremental.fetch.session.cache.slots", T(INT), "1000", RO, 0, ATLEAST(0),
      "Incremental fetch sessions kept; a full cache evicts as Kafka's does (KIP-227) or answers session id 0."},
-    {"socket.connection.setup.timeout.ms", T(LONG), "10000", RO, NE, NOCHECK,
-     "Initial timeout of outgoing connection attempts."},
-    {"socket.connection.setup.timeout.max.ms", T(LONG), "30000", RO, NE, NOCHECK,
+    {"socket.connection.setup.timeout.ms", T(LONG), "10000", RO, 0, BETWEEN(1, INT32_MAX),
+     "Timeout of an outgoing connection's setup (replica fetchers, AlterPartition, transaction markers), "
+     "doubled per failed attempt (the Raft and heartbeat channels keep 2 s for fast failover)."},
+    {"socket.connection.setup.timeout.max.ms", T(LONG), "30000", RO, 0, BETWEEN(1, INT32_MAX),
      "Upper bound of that timeout as it backs off."},
 
     /* Replication */

@@ -44,7 +44,13 @@ struct kclient_opts {
     int port;
     const char *client_id;       /* copied; "samsa" when NULL */
     int32_t request_timeout_ms;  /* per request; default 30000 */
+    /* Connection setup (TCP connect, TLS, ApiVersions, SASL) must end
+     * within connect_timeout_ms; each failed setup doubles the next
+     * attempt's timeout up to connect_timeout_max_ms, and a connection
+     * that becomes ready resets it (Kafka's socket.connection.setup.
+     * timeout.ms / .max.ms, without the clients' 20 % jitter). */
     int32_t connect_timeout_ms;  /* default 10000 */
+    int32_t connect_timeout_max_ms; /* default (or below the first): no growth */
     int32_t reconnect_backoff_ms; /* default 50, doubling to 1000 */
     int32_t recv_buffer_bytes;   /* SO_RCVBUF; 0 or -1: the OS default */
 };
