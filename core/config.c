@@ -331,8 +331,8 @@ const struct config_def config_defs[] = {
      "Metadata bytes appended before a new snapshot is taken."},
     {"metadata.log.max.snapshot.interval.ms", T(LONG), "3600000", RO, 0, ATLEAST(0),
      "Longest time between metadata snapshots (0: no time limit)."},
-    {"metadata.max.idle.interval.ms", T(INT), "500", RO, NE, ATLEAST(0),
-     "Interval of no-op records from the active controller."},
+    {"metadata.max.idle.interval.ms", T(INT), "500", RO, 0, ATLEAST(0),
+     "Interval of the NoOpRecords the active controller appends to the metadata log (0: none)."},
 
     /* Group coordinator */
     {"group.initial.rebalance.delay.ms", T(INT), "3000", RO, 0, NOCHECK,
@@ -2028,6 +2028,7 @@ static void refresh(struct samsa_config *c)
     c->max_connections_per_ip = (int32_t)get_l(c, "max.connections.per.ip");
     c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
     c->max_incremental_fetch_session_cache_slots = (int32_t)get_l(c, "max.incremental.fetch.session.cache.slots");
+    c->metadata_max_idle_interval_ms = (int32_t)get_l(c, "metadata.max.idle.interval.ms");
     c->socket_connection_setup_timeout_ms = get_l(c, "socket.connection.setup.timeout.ms");
     c->socket_connection_setup_timeout_max_ms = get_l(c, "socket.connection.setup.timeout.max.ms");
     c->quota_window_num = (int32_t)get_l(c, "quota.window.num");

@@ -939,6 +939,7 @@ void ctl_brokers_tick(struct controller *c, int64_t now)
     life_step(c, now);
     ctl_pids_step(c, now);
     ctl_balance_step(c, now);
+    ctl_noop_step(c, now);
 }
 
 void ctl_brokers_idle(struct controller *c)
