@@ -228,8 +228,9 @@ const struct config_def config_defs[] = {
      "I/O buffer memory of all cleaner threads."},
     {"log.cleaner.io.buffer.load.factor", T(DOUBLE), "0.9", CW, NE, NOCHECK,
      "Load factor of the cleaner's key map."},
-    {"log.cleaner.io.max.bytes.per.second", T(DOUBLE), "1.7976931348623157E308", CW, NE, NOCHECK,
-     "I/O throttle of the cleaner."},
+    /* Read at start (Kafka's is dynamic). */
+    {"log.cleaner.io.max.bytes.per.second", T(DOUBLE), "1.7976931348623157E308", RO, 0, NOCHECK,
+     "Bytes per second all cleaner threads together read and write at most."},
 
     /* Network */
     {"num.io.threads", T(INT), "8", CW, NE, ATLEAST(1),
@@ -2002,6 +2003,7 @@ static void refresh(struct samsa_config *c)
     c->log_message_timestamp_after_max_ms = get_l(c, "log.message.timestamp.after.max.ms");
     c->log_cleaner_threads = (int32_t)get_l(c, "log.cleaner.threads");
     config_get_double(c, "log.cleaner.min.cleanable.ratio", &c->log_cleaner_min_cleanable_ratio);
+    config_get_double(c, "log.cleaner.io.max.bytes.per.second", &c->log_cleaner_io_max_bytes_per_second);
     c->log_cleaner_delete_retention_ms = get_l(c, "log.cleaner.delete.retention.ms");
     c->log_segment_delete_delay_ms = get_l(c, "log.segment.delete.delay.ms");
     c->unclean_leader_election_enable = get_b(c, "unclean.leader.election.enable");

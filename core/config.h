@@ -244,6 +244,7 @@ struct samsa_config {
     int64_t log_message_timestamp_after_max_ms;
     int32_t log_cleaner_threads;
     double log_cleaner_min_cleanable_ratio;
+    double log_cleaner_io_max_bytes_per_second; /* the cleaners' throttle; huge: none */
     int64_t log_cleaner_delete_retention_ms;
     int64_t log_segment_delete_delay_ms;
     bool unclean_leader_election_enable;
