@@ -318,8 +318,9 @@ const struct config_def config_defs[] = {
      "Interval of broker heartbeats to the controller."},
     {"broker.session.timeout.ms", T(INT), "9000", RO, 0, NOCHECK,
      "Time without heartbeats after which a broker is fenced."},
-    {"initial.broker.registration.timeout.ms", T(INT), "60000", RO, NE, NOCHECK,
-     "How long a starting broker waits to register."},
+    {"initial.broker.registration.timeout.ms", T(INT), "60000", RO, 0, NOCHECK,
+     "How long a starting broker tries to register with the controller quorum before it shuts down and exits "
+     "non-zero."},
     {"metadata.log.segment.bytes", T(INT), "1073741824", RO, 0, ATLEAST(12),
      "Segment size of the metadata log."},
     {"metadata.log.segment.ms", T(LONG), "604800000", RO, NE, NOCHECK,
@@ -2031,6 +2032,7 @@ static void refresh(struct samsa_config *c)
     c->max_connection_creation_rate = (int32_t)get_l(c, "max.connection.creation.rate");
     c->max_incremental_fetch_session_cache_slots = (int32_t)get_l(c, "max.incremental.fetch.session.cache.slots");
     c->metadata_max_idle_interval_ms = (int32_t)get_l(c, "metadata.max.idle.interval.ms");
+    c->initial_broker_registration_timeout_ms = (int32_t)get_l(c, "initial.broker.registration.timeout.ms");
     c->socket_connection_setup_timeout_ms = get_l(c, "socket.connection.setup.timeout.ms");
     c->socket_connection_setup_timeout_max_ms = get_l(c, "socket.connection.setup.timeout.max.ms");
     c->quota_window_num = (int32_t)get_l(c, "quota.window.num");

@@ -270,6 +270,7 @@ struct samsa_config {
     int32_t max_connections, max_connections_per_ip, max_connection_creation_rate;
     int32_t max_incremental_fetch_session_cache_slots;
     int32_t metadata_max_idle_interval_ms; /* NoOpRecord interval; 0: none */
+    int32_t initial_broker_registration_timeout_ms;
     /* outgoing connections (net/kclient.c): the first attempt's timeout,
      * doubled per failed attempt up to the max, as Kafka's clients do */
     int64_t socket_connection_setup_timeout_ms, socket_connection_setup_timeout_max_ms;

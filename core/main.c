@@ -6,6 +6,7 @@
  * line on stderr and exit status 2. */
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,17 @@ static void reload_plugins(void *arg) { plugin_registry_reload(arg); }
  * move while clients are still served); the main loop stops when the
  * controller approved it (or it timed out). */
 static void stop_serving(void *arg) { net_stop(((struct broker *)arg)->net); }
+
+/* Set when the node stops because its broker could not register: main
+ * then exits non-zero after the clean shutdown. */
+static atomic_bool registration_failed;
+
+static void stop_unregistered(void *arg)
+{
+    struct broker *b = arg;
+    atomic_store(&registration_failed, true);
+    net_stop(b->net);
+}
 
 static void begin_controlled_shutdown(void *arg)
 {
@@ -351,6 +363,7 @@ int main(int argc, char **argv)
         .to_controllers = peer_security_controller(),
         .image_published = follow_image,
         .broker_ready = open_broker_listeners,
+        .broker_registration_failed = stop_unregistered,
         .hook_arg = &b,
     };
     b.controller = controller_open(&ctlenv, metadir, err, sizeof err);
@@ -420,5 +433,6 @@ int main(int argc, char **argv)
     plugin_registry_free(plugins);
     config_free(cfg);
     slog_info("samsa stopped cleanly");
-    return 0;
+    /* Kafka's broker exits with 1 when it could not register */
+    return atomic_load(&registration_failed) ? 1 : 0;
 }

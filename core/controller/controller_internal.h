@@ -150,6 +150,9 @@ struct controller {
     size_t nctl_clients;
     enum life_state life;
     int64_t life_next_ms;
+    /* initial.broker.registration.timeout.ms: when the first registration
+     * must have succeeded by (-1: it did, or not a broker) */
+    int64_t register_deadline_ms;
     kuuid_t incarnation;
     int64_t broker_epoch;
     int64_t prev_epoch;      /* from the last clean shutdown, -1 none */
