@@ -372,8 +372,9 @@ const struct config_def config_defs[] = {
      "Partitions of __consumer_offsets; never change it after the topic exists."},
     {"offsets.topic.segment.bytes", T(INT), "104857600", RO, 0, ATLEAST(1),
      "Segment size of __consumer_offsets."},
-    {"offsets.topic.compression.codec", T(INT), "0", RO, NE, NOCHECK,
-     "Compression of __consumer_offsets writes."},
+    {"offsets.topic.compression.codec", T(INT), "0", RO, 0, BETWEEN(0, 4),
+     "Codec of the group coordinator's __consumer_offsets writes (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd); "
+     "its codec plugin must be loaded."},
     {"offsets.retention.minutes", T(INT), "10080", RO, 0, ATLEAST(1),
      "How long committed offsets of an empty group are kept."},
     {"offsets.retention.check.interval.ms", T(LONG), "600000", RO, 0, ATLEAST(1),
@@ -2011,6 +2012,7 @@ static void refresh(struct samsa_config *c)
 
     c->offsets_topic_replication_factor = (int16_t)get_l(c, "offsets.topic.replication.factor");
     c->offsets_topic_num_partitions = (int32_t)get_l(c, "offsets.topic.num.partitions");
+    c->offsets_topic_compression_codec = (int32_t)get_l(c, "offsets.topic.compression.codec");
     c->transaction_state_log_replication_factor =
         (int16_t)get_l(c, "transaction.state.log.replication.factor");
     c->transaction_state_log_min_isr = (int32_t)get_l(c, "transaction.state.log.min.isr");

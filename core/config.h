@@ -251,6 +251,7 @@ struct samsa_config {
 
     int16_t offsets_topic_replication_factor;
     int32_t offsets_topic_num_partitions;
+    int32_t offsets_topic_compression_codec; /* a record batch codec id; 0: none */
     int16_t transaction_state_log_replication_factor;
     int32_t transaction_state_log_min_isr;
     bool transaction_partition_verification_enable;

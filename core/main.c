@@ -262,6 +262,11 @@ int main(int argc, char **argv)
         config_free(cfg);
         return 0;
     }
+    /* The group coordinator compresses its writes with a codec plugin. */
+    if (cfg->offsets_topic_compression_codec != 0 && !plugin_codec(plugins, cfg->offsets_topic_compression_codec))
+        die("config 'offsets.topic.compression.codec' value '%s': no loaded plugin provides the %s codec",
+            config_get(cfg, "offsets.topic.compression.codec"),
+            plugin_codec_name(cfg->offsets_topic_compression_codec));
     /* Every SASL mechanism a listener enables needs its plugin. */
     if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
