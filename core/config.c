@@ -2139,6 +2139,66 @@ static bool is_prefixed_key(const char *key, const char *prefix)
     return dot && dot > name && dot[1];
 }
 
+/* Kafka's documented broker configs (3.9) that samsa does not take, with
+ * why: a file that sets one is refused with that reason rather than as
+ * an unknown key (tests/unit/kafka_broker_keys.txt lists them all; the
+ * config test checks each is either in the table above or here). An
+ * entry ending in '.' is a prefix. */
+static const struct {
+    const char *key, *why;
+} kafka_refused[] = {
+    {"zookeeper.", "samsa runs in KRaft mode only, without ZooKeeper"},
+    {"broker.id.generation.enable", "a ZooKeeper-mode setting; samsa runs in KRaft mode only"},
+    {"reserved.broker.max.id", "a ZooKeeper-mode setting; samsa runs in KRaft mode only"},
+    {"control.plane.listener.name", "a ZooKeeper-mode setting; samsa runs in KRaft mode only"},
+    {"controlled.shutdown.", "a ZooKeeper-mode setting; in KRaft mode a broker always shuts down under control"},
+    {"inter.broker.protocol.version", "KRaft clusters version their metadata with metadata.version"},
+    {"offsets.commit.required.acks", "deprecated in Kafka; coordinator writes always wait for the ISR"},
+    {"remote.", "tiered storage is not supported yet"},
+    {"alter.log.dirs.replication.quota.window.", "moving replicas between log dirs is not supported"},
+    {"num.replica.alter.log.dirs.threads", "moving replicas between log dirs is not supported"},
+    {"replication.quota.window.", "replication throttling is not supported"},
+    {"controller.quota.window.", "controller mutation quotas are token buckets, without sample windows"},
+    {"client.quota.callback.class", "no pluggable client quota callback"},
+    {"delegation.token.", "delegation tokens are not supported"},
+    {"password.encoder.", "no dynamic password configs are stored encoded"},
+    {"eligible.leader.replicas.enable", "eligible leader replicas (KIP-966) are not supported"},
+    {"group.share.", "share groups (KIP-932) are not supported"},
+    {"max.request.partition.size.limit", "share groups (KIP-932) are not supported"},
+    {"group.coordinator.append.linger.ms", "the group coordinator writes each operation's batch at once"},
+    {"auto.include.jmx.reporter", "no JMX: samsa's metrics are its own"},
+    {"kafka.metrics.", "no Yammer metrics reporters: samsa's metrics are its own"},
+    {"telemetry.max.bytes", "client telemetry (KIP-714) is not supported"},
+    {"request.timeout.ms", "samsa's inter-node clients use replica.socket.timeout.ms and "
+                           "controller.quorum.request.timeout.ms"},
+    {"sasl.kerberos.", "SASL GSSAPI (Kerberos) is not supported"},
+    {"sasl.login.", "no JAAS login modules: samsa's own connections log in with the listener's mechanism"},
+    {"sasl.client.callback.handler.class", "no JAAS callback handlers"},
+    {"sasl.server.max.receive.size", "not supported"},
+    {"sasl.oauthbearer.", "the sasl-oauthbearer module reads its settings per listener "
+                          "(listener.name.<l>.oauthbearer.sasl.oauthbearer.*)"},
+    {"security.providers", "no Java security providers: TLS is OpenSSL's"},
+    {"ssl.engine.factory.class", "no Java SSL engine: TLS is OpenSSL's"},
+    {"ssl.provider", "no Java security providers: TLS is OpenSSL's"},
+    {"ssl.keymanager.algorithm", "no Java key managers: TLS is OpenSSL's"},
+    {"ssl.trustmanager.algorithm", "no Java trust managers: TLS is OpenSSL's"},
+    {"ssl.secure.random.implementation", "TLS uses OpenSSL's random generator"},
+    {"ssl.allow.", "key stores are not reloaded at run time"},
+};
+
+/* Why samsa refuses Kafka broker config key, or NULL when it is not one
+ * of those. */
+static const char *kafka_unsupported(const char *key)
+{
+    for (size_t i = 0; i < sizeof kafka_refused / sizeof kafka_refused[0]; i++) {
+        const char *k = kafka_refused[i].key;
+        size_t n = strlen(k);
+        if (k[n - 1] == '.' ? !strncmp(key, k, n) : !strcmp(key, k))
+            return kafka_refused[i].why;
+    }
+    return NULL;
+}
+
 static void warn_no_effect(const char *key)
 {
     slog_warn("config '%s' is accepted but has no effect in samsa yet", key);
@@ -2196,9 +2256,9 @@ static int set_static(struct samsa_config *c, const char *key, const char *value
             warn_no_effect(key);
         return 0;
     }
-    if (has_prefix(key, "zookeeper.")) {
-        fmt(err, errlen, "config '%s': ZooKeeper is not supported; samsa runs in KRaft mode only",
-            key);
+    const char *why = kafka_unsupported(key);
+    if (why) {
+        fmt(err, errlen, "config '%s': a Kafka broker config samsa does not support: %s", key, why);
         return -1;
     }
     fmt(err, errlen, "unknown config '%s'", key);
