@@ -21,7 +21,11 @@ int64_t throttle_record(struct throttle *t, int64_t n, int64_t now_ms)
     pthread_mutex_lock(&t->lock);
     t->observed += (double)n;
     int64_t elapsed = now_ms - t->period_start_ms;
-    if (elapsed > THROTTLE_CHECK_INTERVAL_MS && t->observed > 0) {
+    /* Kafka checks once the interval has passed; a burst of more than an
+     * interval's worth is checked at once too, so that a pass shorter
+     * than the interval is bounded as well */
+    if ((elapsed > THROTTLE_CHECK_INTERVAL_MS || t->observed > t->bytes_per_ms * THROTTLE_CHECK_INTERVAL_MS) &&
+        t->observed > 0) {
         if (t->observed / (double)elapsed > t->bytes_per_ms) {
             /* the time these bytes should have taken, less what passed */
             int64_t s = (int64_t)llround(t->observed / t->bytes_per_ms) - elapsed;

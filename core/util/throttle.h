@@ -1,9 +1,10 @@
 /* A bytes-per-second bound shared by threads, as Kafka's Throttler
  * bounds the log cleaner's I/O (log.cleaner.io.max.bytes.per.second):
  * bytes are counted over a period; once the period is longer than the
- * check interval, a rate above the bound asks the caller to sleep long
- * enough to bring the period's average down to it, and a new period
- * starts. Times are milliseconds on one monotonic clock. */
+ * check interval (or, unlike Kafka's, holds more bytes than the bound
+ * allows in one interval), a rate above the bound asks the caller to
+ * sleep long enough to bring the period's average down to it, and a new
+ * period starts. Times are milliseconds on one monotonic clock. */
 #ifndef SAMSA_UTIL_THROTTLE_H
 #define SAMSA_UTIL_THROTTLE_H
 

@@ -1274,14 +1274,15 @@ static void test_cleaner_throttle(void **state)
 {
     (void)state;
     struct throttle t;
-    throttle_init(&t, 1000.0, 0); /* 1000 B/s = 1 B/ms */
-    assert_int_equal(throttle_record(&t, 1000, 0), 0);   /* within the check interval */
-    assert_int_equal(throttle_record(&t, 2000, 300), 0); /* not past it yet */
-    /* 3000 B in 301 ms: they should have taken 3000 ms */
-    assert_int_equal(throttle_record(&t, 0, 301), 2699);
-    /* the next period starts when the sleep ends, at 3000 ms */
-    assert_int_equal(throttle_record(&t, 100, 3100), 0);
-    assert_int_equal(throttle_record(&t, 100, 3602), 0); /* 200 B in 602 ms: under */
+    throttle_init(&t, 1000.0, 0); /* 1000 B/s = 1 B/ms: 300 B per check interval */
+    assert_int_equal(throttle_record(&t, 200, 0), 0);   /* within the interval and its bytes */
+    assert_int_equal(throttle_record(&t, 100, 100), 0); /* 300 B: not more than the interval's */
+    assert_int_equal(throttle_record(&t, 0, 301), 0);   /* interval over, 300 B in 301 ms: under */
+    /* a burst of 3000 B 100 ms into the new period: they should have
+     * taken 3000 ms */
+    assert_int_equal(throttle_record(&t, 3000, 401), 2900);
+    /* the next period starts when the sleep ends, at 3301 ms */
+    assert_int_equal(throttle_record(&t, 100, 3400), 0);
     throttle_destroy(&t);
     throttle_init(&t, 1.7976931348623157E308, 0); /* Kafka's default: no bound */
     assert_int_equal(throttle_record(&t, INT64_MAX / 4, 1000), 0);
@@ -1310,7 +1311,7 @@ static void test_cleaner_throttled_pass(void **state)
     /* a bound of a third of the log's size per second: the pass, which
      * reads the dirty section twice (map, copy) and writes what it
      * keeps, takes at least its bytes' worth of time less one check
-     * interval (the last period is not slept for) */
+     * interval's bytes (the last period is not slept for) */
     double bound = (double)plog_size_bytes(l) / 3.0;
     struct throttle t;
     throttle_init(&t, bound, clock_mono_ms());
@@ -1319,7 +1320,7 @@ static void test_cleaner_throttled_pass(void **state)
     assert_int_equal(plog_clean_throttled(l, now, 1 << 20, NULL, &t, &st), 0);
     int64_t took = clock_mono_ms() - t0;
     int64_t due = (int64_t)((double)(st.bytes_read + st.bytes_written) * 1000.0 / bound);
-    if (took < due - THROTTLE_CHECK_INTERVAL_MS - 50 || took > due + 2000)
+    if (took < due - THROTTLE_CHECK_INTERVAL_MS - 20 || took > due + 2000)
         fail_msg("throttled pass took %lld ms for %lld bytes at %.0f B/s (due %lld ms)", (long long)took,
                  (long long)(st.bytes_read + st.bytes_written), bound, (long long)due);
     assert_true(due > 1000);
