@@ -702,8 +702,10 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
     return write_rebuilt(fc, w, p, h, &it, false, set_horizon, base_ts, kept);
 }
 
-/* Rewrites one segment's batches through the filter. */
-static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment *s, struct sfile *f, int64_t size)
+/* Rewrites one segment's batches through the filter. 0 (also when a
+ * truncation aborts the pass: *aborted is then set) or a Kafka error code. */
+static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment *s, struct sfile *f, int64_t size,
+                         bool *aborted)
 {
     struct bcursor c;
     bcur_init(&c, f->fd, 0, size, CLEAN_READAHEAD);
@@ -711,7 +713,7 @@ static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment
     int st, rc = 0;
     while ((st = bcur_header(&c, &h)) == BCUR_OK) {
         if (atomic_load(&fc->l->abort_clean)) {
-            rc = -1;
+            *aborted = true;
             break;
         }
         int64_t bs = rb_batch_size(&h);
@@ -948,11 +950,12 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         rc = ge ? KERR_KAFKA_STORAGE_ERROR : segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
         struct writer w = {.io = &io, .s = cleaned};
         fc.txn.ndrop = 0; /* the group's own */
-        for (size_t j = 0; j < k && rc == 0; j++)
-            rc = clean_segment(&fc, &w, group[j], gf[j], gs[j]);
-        if (rc == 0)
+        bool aborted = false;
+        for (size_t j = 0; j < k && rc == 0 && !aborted; j++)
+            rc = clean_segment(&fc, &w, group[j], gf[j], gs[j], &aborted);
+        if (rc == 0 && !aborted)
             rc = writer_flush(l, &w);
-        if (rc == 0) {
+        if (rc == 0 && !aborted) {
             int e = segment_seal(cleaned);
             if (e == 0)
                 e = segment_sync(cleaned);
@@ -965,7 +968,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
                 rc = KERR_KAFKA_STORAGE_ERROR;
             }
         }
-        if (rc == 0) {
+        if (rc == 0 && !aborted) {
             set_mtime(cleaned, mtime);
             st->bytes_written += cleaned->size;
             rc = swap_in(l, i, k, cleaned, now_ms, &fc.txn);
@@ -990,12 +993,10 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         buf_free(&w.pending);
         free(w.hdrs);
         free(w.rel);
-        if (rc)
-            break;
+        if (rc || aborted)
+            break; /* an abort by a truncation is not an error */
     }
     st->bytes_read += read_bytes;
-    if (rc == -1)
-        rc = 0; /* aborted by a truncation */
     bool finished = rc == 0 && !(stop && atomic_load(stop)) && !atomic_load(&l->abort_clean);
     if (finished) {
         if (end > atomic_load(&l->cleaner_offset))
