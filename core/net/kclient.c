@@ -418,8 +418,10 @@ static void arm_timer(struct kclient *c)
 
 int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb, void *ctx)
 {
-    if (c->freeing || !kapi_get(key))
-        return -1;
+    if (c->freeing)
+        return KERR_NETWORK_EXCEPTION;
+    if (!kapi_get(key))
+        return KERR_UNSUPPORTED_VERSION;
     struct kc_req *r = encode(c, key, version, body, cb, ctx);
     r->deadline_ms = clock_mono_ms() + c->request_timeout_ms;
     q_push(&c->unsent, r);
@@ -434,8 +436,10 @@ int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *bo
 int kclient_send_raw(struct kclient *c, int16_t key, int16_t version, const uint8_t *body, size_t len,
                      kclient_raw_cb cb, void *ctx)
 {
-    if (c->freeing || !kapi_get(key))
-        return -1;
+    if (c->freeing)
+        return KERR_NETWORK_EXCEPTION;
+    if (!kapi_get(key))
+        return KERR_UNSUPPORTED_VERSION;
     static const uint8_t none[1];
     struct kc_req *r = encode_any(c, key, version, NULL, body ? body : none, len, NULL, ctx);
     r->raw_cb = cb;

@@ -72,7 +72,9 @@ void kclient_free(struct kclient *c);
 
 /* Queues a request: body is the API's request struct, encoded at version
  * right away (the caller may free it on return). Connects if needed.
- * Returns 0, or -1 when the client is being freed. */
+ * Returns 0 (cb will run), or without calling cb NETWORK_EXCEPTION when
+ * the client is being freed, UNSUPPORTED_VERSION for an API this build
+ * does not know. */
 int kclient_send(struct kclient *c, int16_t api_key, int16_t version, const void *body, kclient_cb cb,
                  void *ctx);
 
