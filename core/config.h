@@ -244,12 +244,14 @@ struct samsa_config {
     int64_t log_message_timestamp_after_max_ms;
     int32_t log_cleaner_threads;
     double log_cleaner_min_cleanable_ratio;
+    double log_cleaner_io_max_bytes_per_second; /* the cleaners' throttle; huge: none */
     int64_t log_cleaner_delete_retention_ms;
     int64_t log_segment_delete_delay_ms;
     bool unclean_leader_election_enable;
 
     int16_t offsets_topic_replication_factor;
     int32_t offsets_topic_num_partitions;
+    int32_t offsets_topic_compression_codec; /* a record batch codec id; 0: none */
     int16_t transaction_state_log_replication_factor;
     int32_t transaction_state_log_min_isr;
     bool transaction_partition_verification_enable;
@@ -267,6 +269,12 @@ struct samsa_config {
     int32_t socket_listen_backlog_size;
     int64_t connections_max_idle_ms;                                /* < 0: never */
     int32_t max_connections, max_connections_per_ip, max_connection_creation_rate;
+    int32_t max_incremental_fetch_session_cache_slots;
+    int32_t metadata_max_idle_interval_ms; /* NoOpRecord interval; 0: none */
+    int32_t initial_broker_registration_timeout_ms;
+    /* outgoing connections (net/kclient.c): the first attempt's timeout,
+     * doubled per failed attempt up to the max, as Kafka's clients do */
+    int64_t socket_connection_setup_timeout_ms, socket_connection_setup_timeout_max_ms;
     /* client quotas' rates: quota.window.num samples of
      * quota.window.size.seconds (api/quota_mgr.c) */
     int32_t quota_window_num, quota_window_size_seconds;

@@ -6,6 +6,7 @@
  * line on stderr and exit status 2. */
 #include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,17 @@ static void reload_plugins(void *arg) { plugin_registry_reload(arg); }
  * controller approved it (or it timed out). */
 static void stop_serving(void *arg) { net_stop(((struct broker *)arg)->net); }
 
+/* Set when the node stops because its broker could not register: main
+ * then exits non-zero after the clean shutdown. */
+static atomic_bool registration_failed;
+
+static void stop_unregistered(void *arg)
+{
+    struct broker *b = arg;
+    atomic_store(&registration_failed, true);
+    net_stop(b->net);
+}
+
 static void begin_controlled_shutdown(void *arg)
 {
     struct broker *b = arg;
@@ -250,6 +262,11 @@ int main(int argc, char **argv)
         config_free(cfg);
         return 0;
     }
+    /* The group coordinator compresses its writes with a codec plugin. */
+    if (cfg->offsets_topic_compression_codec != 0 && !plugin_codec(plugins, cfg->offsets_topic_compression_codec))
+        die("config 'offsets.topic.compression.codec' value '%s': no loaded plugin provides the %s codec",
+            config_get(cfg, "offsets.topic.compression.codec"),
+            plugin_codec_name(cfg->offsets_topic_compression_codec));
     /* Every SASL mechanism a listener enables needs its plugin. */
     if (sasl_check_config(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
@@ -327,7 +344,7 @@ int main(int argc, char **argv)
     prepare_log_dirs(cfg, &b);
 
     struct fetch_session_cache sessions;
-    fetch_session_cache_init(&sessions, 1000);
+    fetch_session_cache_init(&sessions, cfg->max_incremental_fetch_session_cache_slots);
     b.fetch_sessions = &sessions;
     /* Partition logs: checkpoints read, background threads (flusher,
      * retention, cleaner) running before the first log is opened. */
@@ -351,6 +368,7 @@ int main(int argc, char **argv)
         .to_controllers = peer_security_controller(),
         .image_published = follow_image,
         .broker_ready = open_broker_listeners,
+        .broker_registration_failed = stop_unregistered,
         .hook_arg = &b,
     };
     b.controller = controller_open(&ctlenv, metadir, err, sizeof err);
@@ -420,5 +438,6 @@ int main(int argc, char **argv)
     plugin_registry_free(plugins);
     config_free(cfg);
     slog_info("samsa stopped cleanly");
-    return 0;
+    /* Kafka's broker exits with 1 when it could not register */
+    return atomic_load(&registration_failed) ? 1 : 0;
 }

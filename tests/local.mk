@@ -17,5 +17,6 @@ include tests/unit/plugin.mk
 include tests/unit/sasl.mk
 include tests/unit/auth.mk
 include tests/unit/quota.mk
+include tests/unit/api.mk
 include tests/unit/lua.mk
 include tests/fuzz/fuzz.mk

@@ -473,7 +473,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
                 fetch_session_remove(c, old);
         }
         if (sepoch == FETCH_SESSION_INITIAL_EPOCH && req->api_version >= 7) {
-            struct fetch_session *s = fetch_session_new(c, by_id, now);
+            struct fetch_session *s = fetch_session_new(c, by_id, op->replica_id >= 0, op->nparts, now);
             if (s) {
                 op->session_id = s->id;
                 for (int32_t i = 0; i < op->nparts; i++) {

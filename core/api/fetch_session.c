@@ -5,9 +5,6 @@
 
 #include "util/buf.h"
 
-/* A session unused for this long may be evicted for a new one. */
-#define EVICTABLE_AFTER_MS 60000
-
 void fetch_session_cache_init(struct fetch_session_cache *c, int32_t max_sessions)
 {
     memset(c, 0, sizeof *c);
@@ -90,16 +87,46 @@ void fetch_session_touch(struct fetch_session_cache *c, struct fetch_session *s,
     lru_push_front(c, s);
 }
 
-struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, int64_t now_ms)
+/* Kafka's EvictableKey order: (privileged, size, id). */
+static int evict_cmp(bool pa, int32_t sa, int32_t ia, bool pb, int32_t sb, int32_t ib)
+{
+    if (pa != pb)
+        return pa ? 1 : -1;
+    if (sa != sb)
+        return sa < sb ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+static bool try_evict(struct fetch_session_cache *c, bool privileged, int32_t nparts, int64_t now_ms)
+{
+    struct fetch_session *oldest = c->lru.lru_prev;
+    if (oldest == &c->lru)
+        return false;
+    if (now_ms - oldest->last_used_ms > FETCH_SESSION_EVICTION_MS) {
+        fetch_session_remove(c, oldest);
+        return true;
+    }
+    struct fetch_session *victim = NULL;
+    for (struct fetch_session *s = c->lru.lru_next; s != &c->lru; s = s->lru_next) {
+        bool old = now_ms - s->created_ms > FETCH_SESSION_EVICTION_MS;
+        if (!(old || (privileged && !s->privileged)))
+            continue;
+        if (!victim || evict_cmp(s->privileged, s->nparts, s->id, victim->privileged, victim->nparts, victim->id) < 0)
+            victim = s;
+    }
+    if (!victim || evict_cmp(privileged, nparts, 0, victim->privileged, victim->nparts, victim->id) < 0)
+        return false;
+    fetch_session_remove(c, victim);
+    return true;
+}
+
+struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, bool privileged,
+                                        int32_t nparts, int64_t now_ms)
 {
     if (c->max <= 0)
         return NULL;
-    if (c->count >= c->max) {
-        struct fetch_session *oldest = c->lru.lru_prev;
-        if (oldest == &c->lru || now_ms - oldest->last_used_ms < EVICTABLE_AFTER_MS)
-            return NULL;
-        fetch_session_remove(c, oldest);
-    }
+    if (c->count >= c->max && !try_evict(c, privileged, nparts, now_ms))
+        return NULL;
     struct fetch_session *s = xcalloc(1, sizeof *s);
     do {
         s->id = c->next_id;
@@ -107,7 +134,8 @@ struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses
     } while (fetch_session_find(c, s->id));
     s->epoch = fetch_session_next_epoch(FETCH_SESSION_INITIAL_EPOCH);
     s->uses_topic_ids = uses_topic_ids;
-    s->last_used_ms = now_ms;
+    s->privileged = privileged;
+    s->created_ms = s->last_used_ms = now_ms;
     c->slots[slot_of(c, s->id)] = s;
     lru_push_front(c, s);
     c->count++;

@@ -1,7 +1,8 @@
 /* Fetch sessions (KIP-227): the broker remembers which partitions a
  * consumer fetches, so incremental fetch requests name only what changed
- * and responses carry only partitions with news. Broker-wide, bounded,
- * least-recently-used sessions are evicted. */
+ * and responses carry only partitions with news. Broker-wide, bounded
+ * by max.incremental.fetch.session.cache.slots; a full cache evicts as
+ * Kafka's FetchSessionCache does (fetch_session_new). */
 #ifndef SAMSA_API_FETCH_SESSION_H
 #define SAMSA_API_FETCH_SESSION_H
 
@@ -31,6 +32,8 @@ struct fetch_session {
     int32_t id;
     int32_t epoch;          /* the epoch the next request must carry */
     bool uses_topic_ids;
+    bool privileged;        /* a follower's session (replica id >= 0) */
+    int64_t created_ms;
     struct fs_partition *parts;
     int32_t nparts, cap;
     int64_t last_used_ms;
@@ -49,9 +52,19 @@ struct fetch_session_cache {
 void fetch_session_cache_init(struct fetch_session_cache *c, int32_t max_sessions);
 void fetch_session_cache_destroy(struct fetch_session_cache *c);
 /* Caller holds c->lock for all of the below. */
-/* A new empty session, or NULL when the cache is full of sessions used
- * in the last minute (the client then fetches without a session). */
-struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, int64_t now_ms);
+/* A session unused this long is stale; one created this long ago may
+ * be evicted by a larger one (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS). */
+#define FETCH_SESSION_EVICTION_MS 120000
+/* A new empty session for a fetch of nparts partitions, or NULL when the
+ * cache is full and nothing may be evicted for it (the client then gets
+ * session id 0 and fetches without a session). KIP-227's rules when full:
+ * the least recently used session goes if it is stale; else the least
+ * valuable evictable one (ordered by privileged, then size) goes if it
+ * is worth no more than the new one, where a follower may evict any
+ * consumer's session and anyone may evict a session created more than
+ * FETCH_SESSION_EVICTION_MS ago. The cache owns the session. */
+struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, bool privileged,
+                                        int32_t nparts, int64_t now_ms);
 struct fetch_session *fetch_session_find(struct fetch_session_cache *c, int32_t id);
 void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s);
 void fetch_session_touch(struct fetch_session_cache *c, struct fetch_session *s, int64_t now_ms);

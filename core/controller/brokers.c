@@ -633,6 +633,7 @@ static void life_registered(struct controller *c, int err, int64_t epoch, int64_
         return;
     }
     c->broker_epoch = epoch;
+    c->register_deadline_ms = -1;
     c->fenced = true;
     c->life = LIFE_RUNNING;
     c->life_next_ms = now;
@@ -820,8 +821,24 @@ void controller_begin_shutdown(struct controller *c, void (*done)(void *arg), vo
     quorum_wake(c->q);
 }
 
+/* Kafka's BrokerLifecycleManager: a broker that has not registered once
+ * within initial.broker.registration.timeout.ms gives up. */
+static void registration_deadline(struct controller *c, int64_t now)
+{
+    if (c->register_deadline_ms < 0 || now < c->register_deadline_ms)
+        return;
+    c->register_deadline_ms = -1;
+    c->life = LIFE_OFF;
+    slog_error("broker %d: not registered with the controller quorum within "
+               "initial.broker.registration.timeout.ms (%d ms): shutting down",
+               (int)c->env.node_id, (int)ctl_cfg(c)->initial_broker_registration_timeout_ms);
+    if (c->env.broker_registration_failed)
+        c->env.broker_registration_failed(c->env.hook_arg);
+}
+
 static void life_step(struct controller *c, int64_t now)
 {
+    registration_deadline(c, now);
     shutdown_step(c, now);
     if ((c->life != LIFE_REGISTER && c->life != LIFE_RUNNING) || now < c->life_next_ms)
         return;
@@ -939,6 +956,7 @@ void ctl_brokers_tick(struct controller *c, int64_t now)
     life_step(c, now);
     ctl_pids_step(c, now);
     ctl_balance_step(c, now);
+    ctl_noop_step(c, now);
 }
 
 void ctl_brokers_idle(struct controller *c)
@@ -978,6 +996,7 @@ void ctl_brokers_start(struct controller *c)
     c->prev_epoch = cfg->role_broker ? read_prev_epoch(c) : -1;
     c->life = cfg->role_broker ? LIFE_REGISTER : LIFE_OFF;
     c->life_next_ms = 0;
+    c->register_deadline_ms = cfg->role_broker ? clock_mono_ms() + cfg->initial_broker_registration_timeout_ms : -1;
     c->tick = xcalloc(1, sizeof *c->tick);
     ev_timer_init(c->tick, on_tick, TICK_MS / 1000.0, TICK_MS / 1000.0);
     c->tick->data = c;

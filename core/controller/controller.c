@@ -296,6 +296,32 @@ int ctl_submit_locked(struct controller *c, const struct recs *rs, char *msg, si
     return 0;
 }
 
+void ctl_noop_step(struct controller *c, int64_t now_ms)
+{
+    int32_t interval = ctl_cfg(c)->metadata_max_idle_interval_ms;
+    if (interval <= 0)
+        return;
+    pthread_mutex_lock(&c->op_lock);
+    if (ctl_not_active(c)) {
+        c->noop_due_ms = -1;
+    } else if (c->noop_due_ms < 0) {
+        c->noop_due_ms = now_ms + interval;
+    } else if (now_ms >= c->noop_due_ms) {
+        c->noop_due_ms = now_ms + interval;
+        no_op_record_t r;
+        no_op_record_init(&r);
+        struct recs rs;
+        recs_init(&rs);
+        recs_add(&rs, KMETA_NO_OP_RECORD, 0, &r);
+        struct ctl_op *op = NULL;
+        (void)ctl_submit_locked(c, &rs, NULL, 0, &op);
+        if (op)
+            ctl_op_release(op);
+        recs_free(&rs);
+    }
+    pthread_mutex_unlock(&c->op_lock);
+}
+
 /* Caller holds op_lock. */
 static int not_active(struct controller *c, char *msg, size_t msglen)
 {
@@ -2015,6 +2041,7 @@ struct controller *controller_open(const struct controller_env *env, const char 
         goto fail;
     ctl_pids_init(c);
     c->balance_due_ms = -1;
+    c->noop_due_ms = -1;
     ctl_brokers_start(c);
     if (pthread_create(&c->pub_thread, NULL, publisher_main, c) != 0) {
         snprintf(err, errlen, "metadata: cannot start the publisher thread");

@@ -150,6 +150,9 @@ struct controller {
     size_t nctl_clients;
     enum life_state life;
     int64_t life_next_ms;
+    /* initial.broker.registration.timeout.ms: when the first registration
+     * must have succeeded by (-1: it did, or not a broker) */
+    int64_t register_deadline_ms;
     kuuid_t incarnation;
     int64_t broker_epoch;
     int64_t prev_epoch;      /* from the last clean shutdown, -1 none */
@@ -185,6 +188,9 @@ struct controller {
      * thread, under op_lock), -1: none scheduled; and when to look for
      * imbalance again meanwhile */
     int64_t balance_due_ms, balance_probe_ms;
+    /* when the active controller appends its next NoOpRecord (KIP-835;
+     * loop thread, under op_lock), -1: not scheduled */
+    int64_t noop_due_ms;
 
     /* waiters for synchronous calls (tests, start-up) */
     pthread_mutex_t wait_mu;
@@ -241,6 +247,11 @@ void ctl_pids_step(struct controller *c, int64_t now_ms);
 
 /* balance.c (loop thread): automatic preferred-leader election. */
 void ctl_balance_step(struct controller *c, int64_t now_ms);
+/* Appends a NoOpRecord every metadata.max.idle.interval.ms while this
+ * node is the active controller (0: never), so that brokers and
+ * observers see the log advance and can tell a live quorum from a
+ * stale one, as Kafka's QuorumController does (KIP-835). Loop thread. */
+void ctl_noop_step(struct controller *c, int64_t now_ms);
 
 /* snapshot.c */
 /* Writes the image as a snapshot with id through the Raft log. 0 or a

@@ -41,6 +41,10 @@ struct controller_env {
     /* Any thread: this broker is registered and unfenced (the broker
      * listeners may open). */
     void (*broker_ready)(void *arg);
+    /* The loop thread: the broker could not register within
+     * initial.broker.registration.timeout.ms (logged); the node shuts
+     * down and exits non-zero, as Kafka's broker does. */
+    void (*broker_registration_failed)(void *arg);
     void *hook_arg;              /* both hooks' */
 };
 

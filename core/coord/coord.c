@@ -52,6 +52,7 @@ struct coord_settings {
     int64_t retention_check_ms;
     int32_t load_buffer;
     int64_t commit_timeout_ms; /* offsets.commit.timeout.ms: every write's */
+    int compression;           /* offsets.topic.compression.codec: every write's codec id */
     /* KIP-848 consumer groups */
     int32_t cg_session_timeout_ms;
     int32_t cg_heartbeat_interval_ms;
@@ -253,7 +254,14 @@ static int16_t batch_append(struct coord_shard *s, struct batch *bt, int64_t *la
         return 0;
     }
     size_t len = 0;
-    int rc = rb_builder_finish(&bt->b, &len);
+    int rc;
+    if (s->c->s.compression != 0) {
+        /* checked at startup: a loaded plugin provides the codec */
+        struct codec_ctx cx = {.reg = s->c->env.plugins, .level = SAMSA_CODEC_LEVEL_DEFAULT};
+        rc = rb_builder_finish_compressed(&bt->b, s->c->s.compression, codec_rb_compress, &cx, &len);
+    } else {
+        rc = rb_builder_finish(&bt->b, &len);
+    }
     if (rc) {
         err = coord_append_error(rc);
     } else if (!s->p || s->state != CSHARD_ACTIVE) {
@@ -1242,6 +1250,7 @@ struct coord *coord_create(const struct coord_env *env)
     c->s.retention_check_ms = cfg_long(cfg, "offsets.retention.check.interval.ms", 600000);
     c->s.load_buffer = (int32_t)cfg_long(cfg, "offsets.load.buffer.size", 5242880);
     c->s.commit_timeout_ms = cfg_long(cfg, "offsets.commit.timeout.ms", 5000);
+    c->s.compression = cfg->offsets_topic_compression_codec;
     if (c->s.load_buffer < 4096)
         c->s.load_buffer = 4096;
     c->s.cg_session_timeout_ms = (int32_t)cfg_long(cfg, "group.consumer.session.timeout.ms", 45000);

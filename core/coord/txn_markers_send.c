@@ -175,6 +175,8 @@ static bool dest_connect(struct txn_sender *s, struct dest *d, const struct mima
         snprintf(cid, sizeof cid, "broker-%d-txn-marker-sender", (int)s->env.node_id);
         struct kclient_opts ko = {.host = d->host, .port = d->port, .client_id = cid,
                                   .request_timeout_ms = REQUEST_TIMEOUT_MS,
+                                  .connect_timeout_ms = (int32_t)cfg->socket_connection_setup_timeout_ms,
+                                  .connect_timeout_max_ms = (int32_t)cfg->socket_connection_setup_timeout_max_ms,
                                   .recv_buffer_bytes = cfg->socket_receive_buffer_bytes};
         ko.security = s->env.to_brokers;
         d->kc = kclient_new(s->loop, &ko);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "log/batch_cursor.h"
 #include "log/fsutil.h"
@@ -15,10 +16,12 @@
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/hmap.h"
 #include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
+#include "util/throttle.h"
 
 /* Batches are read this much at a time. */
 #define CLEAN_READAHEAD (1024 * 1024)
@@ -138,8 +141,31 @@ static int records_of(struct plog *l, const uint8_t *p, size_t size, const struc
 /* Adds the records of [first_dirty, end) of one segment to the map.
  * *stop_at: the base offset of the first batch that did not fit (the map
  * ends there), else unchanged. */
+/* The cleaner's I/O bound (log.cleaner.io.max.bytes.per.second): every
+ * byte read or written is counted against the throttle shared by the
+ * cleaner threads, and a pass over it sleeps here, in short slices so
+ * that a stop or a truncation is not kept waiting. */
+struct clean_io {
+    struct plog *l;
+    struct throttle *t; /* NULL: no bound */
+    const atomic_bool *stop;
+};
+
+static void io_pace(const struct clean_io *io, int64_t n)
+{
+    if (!io->t)
+        return;
+    int64_t ms = throttle_record(io->t, n, clock_mono_ms());
+    while (ms > 0 && !(io->stop && atomic_load(io->stop)) && !atomic_load(&io->l->abort_clean)) {
+        int64_t slice = ms < 50 ? ms : 50;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)slice * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= slice;
+    }
+}
+
 static int map_segment(struct plog *l, struct sfile *f, int64_t size, int64_t first_dirty, int64_t end,
-                       struct offset_map *m, int64_t *stop_at, int64_t *bytes_read)
+                       struct offset_map *m, int64_t *stop_at, int64_t *bytes_read, const struct clean_io *io)
 {
     struct bcursor c;
     bcur_init(&c, f->fd, 0, size, CLEAN_READAHEAD);
@@ -160,6 +186,7 @@ static int map_segment(struct plog *l, struct sfile *f, int64_t size, int64_t fi
             break;
         }
         *bytes_read += bs;
+        io_pace(io, bs);
         /* Records of an aborted transaction supersede nothing (Kafka's
          * buildOffsetMap skips them); the filter drops them. */
         if (rb_is_transactional(&h) && plog_txn_is_aborted(l, h.producer_id, h.base_offset)) {
@@ -214,6 +241,7 @@ static int map_segment(struct plog *l, struct sfile *f, int64_t size, int64_t fi
 /* ---- rewriting ---- */
 
 struct writer {
+    const struct clean_io *io;
     struct segment *s;
     struct buf pending;      /* batches not yet written */
     struct rb_header *hdrs;  /* their headers, positions relative to pending */
@@ -234,6 +262,7 @@ static int writer_flush(struct plog *l, struct writer *w)
     }
     for (size_t i = 0; i < w->n; i++)
         segment_note_batch(w->s, &w->hdrs[i], start + (int64_t)w->rel[i]);
+    io_pace(w->io, (int64_t)w->pending.len);
     buf_reset(&w->pending);
     w->n = 0;
     return 0;
@@ -673,8 +702,10 @@ static int filter_batch(struct filter_ctx *fc, struct writer *w, const uint8_t *
     return write_rebuilt(fc, w, p, h, &it, false, set_horizon, base_ts, kept);
 }
 
-/* Rewrites one segment's batches through the filter. */
-static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment *s, struct sfile *f, int64_t size)
+/* Rewrites one segment's batches through the filter. 0 (also when a
+ * truncation aborts the pass: *aborted is then set) or a Kafka error code. */
+static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment *s, struct sfile *f, int64_t size,
+                         bool *aborted)
 {
     struct bcursor c;
     bcur_init(&c, f->fd, 0, size, CLEAN_READAHEAD);
@@ -682,7 +713,7 @@ static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment
     int st, rc = 0;
     while ((st = bcur_header(&c, &h)) == BCUR_OK) {
         if (atomic_load(&fc->l->abort_clean)) {
-            rc = -1;
+            *aborted = true;
             break;
         }
         int64_t bs = rb_batch_size(&h);
@@ -692,6 +723,7 @@ static int clean_segment(struct filter_ctx *fc, struct writer *w, struct segment
             break;
         }
         fc->st->bytes_read += bs;
+        io_pace(w->io, bs);
         rc = filter_batch(fc, w, p, (size_t)bs, &h);
         if (rc)
             break;
@@ -773,6 +805,13 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
 int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_bool *stop,
                struct plog_clean_stats *stp)
 {
+    return plog_clean_throttled(l, now_ms, map_budget, stop, NULL, stp);
+}
+
+int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_bool *stop,
+                         struct throttle *io_bound, struct plog_clean_stats *stp)
+{
+    const struct clean_io io = {.l = l, .t = io_bound, .stop = stop};
     struct plog_clean_stats st_local;
     struct plog_clean_stats *st = stp ? stp : &st_local;
     memset(st, 0, sizeof *st);
@@ -831,7 +870,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     int64_t end = cs.first_uncleanable;
     for (size_t i = 0; i < nseg && rc == 0 && dirty; i++) {
         int64_t stop_at = -1;
-        rc = map_segment(l, files[i], sizes[i], cs.first_dirty, end, &map, &stop_at, &st->bytes_read);
+        rc = map_segment(l, files[i], sizes[i], cs.first_dirty, end, &map, &stop_at, &st->bytes_read, &io);
         if (stop_at >= 0) {
             end = stop_at;
             break;
@@ -909,13 +948,14 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
 
         struct segment *cleaned = NULL;
         rc = ge ? KERR_KAFKA_STORAGE_ERROR : segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);
-        struct writer w = {.s = cleaned};
+        struct writer w = {.io = &io, .s = cleaned};
         fc.txn.ndrop = 0; /* the group's own */
-        for (size_t j = 0; j < k && rc == 0; j++)
-            rc = clean_segment(&fc, &w, group[j], gf[j], gs[j]);
-        if (rc == 0)
+        bool aborted = false;
+        for (size_t j = 0; j < k && rc == 0 && !aborted; j++)
+            rc = clean_segment(&fc, &w, group[j], gf[j], gs[j], &aborted);
+        if (rc == 0 && !aborted)
             rc = writer_flush(l, &w);
-        if (rc == 0) {
+        if (rc == 0 && !aborted) {
             int e = segment_seal(cleaned);
             if (e == 0)
                 e = segment_sync(cleaned);
@@ -928,7 +968,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
                 rc = KERR_KAFKA_STORAGE_ERROR;
             }
         }
-        if (rc == 0) {
+        if (rc == 0 && !aborted) {
             set_mtime(cleaned, mtime);
             st->bytes_written += cleaned->size;
             rc = swap_in(l, i, k, cleaned, now_ms, &fc.txn);
@@ -953,12 +993,10 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         buf_free(&w.pending);
         free(w.hdrs);
         free(w.rel);
-        if (rc)
-            break;
+        if (rc || aborted)
+            break; /* an abort by a truncation is not an error */
     }
     st->bytes_read += read_bytes;
-    if (rc == -1)
-        rc = 0; /* aborted by a truncation */
     bool finished = rc == 0 && !(stop && atomic_load(stop)) && !atomic_load(&l->abort_clean);
     if (finished) {
         if (end > atomic_load(&l->cleaner_offset))

@@ -89,5 +89,11 @@ struct plog_clean_stats {
  * was before the failing group). st may be NULL. */
 int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_bool *stop,
                struct plog_clean_stats *st);
+/* The same, with every byte read and written counted against io_bound
+ * (shared by the cleaner threads; NULL: no bound), sleeping when over
+ * it (log.cleaner.io.max.bytes.per.second, Kafka's cleaner Throttler). */
+struct throttle;
+int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_bool *stop,
+                         struct throttle *io_bound, struct plog_clean_stats *st);
 
 #endif

@@ -21,6 +21,7 @@
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/slog.h"
+#include "util/throttle.h"
 
 /* The scheduler looks at every log at least this often (flush.ms due
  * times, pokes), so config changes take effect without a wakeup. */
@@ -80,6 +81,7 @@ struct logmgr {
     int nflushers, ncleaners, nrecovery;
     int64_t cleaner_backoff_ms;
     size_t map_budget; /* per cleaner thread */
+    struct throttle clean_io; /* log.cleaner.io.max.bytes.per.second, all cleaners */
 
     pthread_mutex_t lock;
     pthread_cond_t work_cond;  /* flush queue, recovery queue */
@@ -201,6 +203,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     if (dedupe < 1024 * 1024)
         dedupe = 1024 * 1024;
     m->map_budget = (size_t)(dedupe / (m->ncleaners > 0 ? m->ncleaners : 1));
+    throttle_init(&m->clean_io, cfg->log_cleaner_io_max_bytes_per_second, clock_mono_ms());
 
     for (size_t i = 0; i < m->ndirs; i++) {
         struct mdir *d = &m->dirs[i];
@@ -918,7 +921,7 @@ static void *cleaner_main(void *arg)
         if (ml) {
             struct plog_clean_stats st;
             int64_t t0 = clock_mono_ms();
-            int rc = plog_clean(ml->l, clock_wall_ms(), m->map_budget, &m->stop_flag, &st);
+            int rc = plog_clean_throttled(ml->l, clock_wall_ms(), m->map_budget, &m->stop_flag, &m->clean_io, &st);
             if (rc == 0 && st.segments_in > 0)
                 slog_info("log cleaner: %s: cleaned offsets %" PRId64 "..%" PRId64 " in %" PRId64
                           " ms: %d segment(s) into %d, %" PRId64 " -> %" PRId64 " bytes, %" PRId64 " of %" PRId64
@@ -1025,5 +1028,6 @@ void logmgr_destroy(struct logmgr *m)
     pthread_cond_destroy(&m->sched_cond);
     pthread_cond_destroy(&m->idle_cond);
     pthread_cond_destroy(&m->clean_cond);
+    throttle_destroy(&m->clean_io);
     free(m);
 }

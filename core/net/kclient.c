@@ -69,7 +69,9 @@ struct kclient {
     int port;
     char *client_id;
     char peer[300];
-    int32_t request_timeout_ms, connect_timeout_ms, recv_buffer_bytes;
+    int32_t request_timeout_ms, recv_buffer_bytes;
+    int32_t connect_timeout_ms; /* of the next setup: base..max */
+    int32_t connect_timeout_base_ms, connect_timeout_max_ms;
     int32_t backoff_ms, backoff_max_ms, backoff_cur_ms;
     int64_t next_connect_ms;
 
@@ -252,7 +254,10 @@ struct kclient *kclient_new(struct ev_loop *loop, const struct kclient_opts *o)
     c->port = o->port;
     c->client_id = xstrdup(o->client_id ? o->client_id : "samsa");
     c->request_timeout_ms = o->request_timeout_ms > 0 ? o->request_timeout_ms : 30000;
-    c->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
+    c->connect_timeout_base_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000;
+    c->connect_timeout_max_ms = o->connect_timeout_max_ms > c->connect_timeout_base_ms ? o->connect_timeout_max_ms
+                                                                                        : c->connect_timeout_base_ms;
+    c->connect_timeout_ms = c->connect_timeout_base_ms;
     c->recv_buffer_bytes = o->recv_buffer_bytes;
     c->backoff_ms = o->reconnect_backoff_ms > 0 ? o->reconnect_backoff_ms : 50;
     c->backoff_max_ms = 1000;
@@ -304,6 +309,9 @@ static void disconnect(struct kclient *c, int err, bool fail_unsent)
     sasl_client_free(c->sasl);
     c->sasl = NULL;
     rs_abandon(c);
+    if (c->state != KC_READY && c->state != KC_IDLE)
+        c->connect_timeout_ms = c->connect_timeout_ms > c->connect_timeout_max_ms / 2 ? c->connect_timeout_max_ms
+                                                                                      : c->connect_timeout_ms * 2;
     c->state = KC_IDLE;
     buf_reset(&c->in);
     int64_t now = clock_mono_ms();
@@ -410,8 +418,10 @@ static void arm_timer(struct kclient *c)
 
 int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *body, kclient_cb cb, void *ctx)
 {
-    if (c->freeing || !kapi_get(key))
-        return -1;
+    if (c->freeing)
+        return KERR_NETWORK_EXCEPTION;
+    if (!kapi_get(key))
+        return KERR_UNSUPPORTED_VERSION;
     struct kc_req *r = encode(c, key, version, body, cb, ctx);
     r->deadline_ms = clock_mono_ms() + c->request_timeout_ms;
     q_push(&c->unsent, r);
@@ -426,8 +436,10 @@ int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *bo
 int kclient_send_raw(struct kclient *c, int16_t key, int16_t version, const uint8_t *body, size_t len,
                      kclient_raw_cb cb, void *ctx)
 {
-    if (c->freeing || !kapi_get(key))
-        return -1;
+    if (c->freeing)
+        return KERR_NETWORK_EXCEPTION;
+    if (!kapi_get(key))
+        return KERR_UNSUPPORTED_VERSION;
     static const uint8_t none[1];
     struct kc_req *r = encode_any(c, key, version, NULL, body ? body : none, len, NULL, ctx);
     r->raw_cb = cb;
@@ -564,6 +576,7 @@ static void ready(struct kclient *c)
 {
     c->state = KC_READY;
     c->backoff_cur_ms = c->backoff_ms;
+    c->connect_timeout_ms = c->connect_timeout_base_ms;
     c->last_err[0] = '\0';
 }
 

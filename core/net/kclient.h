@@ -44,7 +44,13 @@ struct kclient_opts {
     int port;
     const char *client_id;       /* copied; "samsa" when NULL */
     int32_t request_timeout_ms;  /* per request; default 30000 */
+    /* Connection setup (TCP connect, TLS, ApiVersions, SASL) must end
+     * within connect_timeout_ms; each failed setup doubles the next
+     * attempt's timeout up to connect_timeout_max_ms, and a connection
+     * that becomes ready resets it (Kafka's socket.connection.setup.
+     * timeout.ms / .max.ms, without the clients' 20 % jitter). */
     int32_t connect_timeout_ms;  /* default 10000 */
+    int32_t connect_timeout_max_ms; /* default (or below the first): no growth */
     int32_t reconnect_backoff_ms; /* default 50, doubling to 1000 */
     int32_t recv_buffer_bytes;   /* SO_RCVBUF; 0 or -1: the OS default */
 };
@@ -66,7 +72,9 @@ void kclient_free(struct kclient *c);
 
 /* Queues a request: body is the API's request struct, encoded at version
  * right away (the caller may free it on return). Connects if needed.
- * Returns 0, or -1 when the client is being freed. */
+ * Returns 0 (cb will run), or without calling cb NETWORK_EXCEPTION when
+ * the client is being freed, UNSUPPORTED_VERSION for an API this build
+ * does not know. */
 int kclient_send(struct kclient *c, int16_t api_key, int16_t version, const void *body, kclient_cb cb,
                  void *ctx);
 

@@ -49,6 +49,7 @@ struct net {
     int32_t max_request_bytes;
     struct ev_loop *loop;          /* main thread: accept + signals */
     ev_async stop_async;
+    atomic_bool stop_requested; /* net_stop may come before net_run starts stop_async */
     ev_async ready_async;
     atomic_bool broker_ready;   /* broker listeners may accept */
     ev_signal sigterm, sigint, sighup;
@@ -604,6 +605,8 @@ int net_run(struct net *n)
     n->rate_timer.data = n;
     ev_async_init(&n->stop_async, on_stop);
     ev_async_start(n->loop, &n->stop_async);
+    if (atomic_load(&n->stop_requested))
+        ev_async_send(n->loop, &n->stop_async);
     ev_signal_init(&n->sigterm, on_signal, SIGTERM);
     ev_signal_init(&n->sigint, on_signal, SIGINT);
     n->sigterm.data = n;
@@ -632,7 +635,11 @@ int net_run(struct net *n)
     return 0;
 }
 
-void net_stop(struct net *n) { ev_async_send(n->loop, &n->stop_async); }
+void net_stop(struct net *n)
+{
+    atomic_store(&n->stop_requested, true);
+    ev_async_send(n->loop, &n->stop_async);
+}
 
 struct park_hub *net_park_hub(struct net *n) { return n->park; }
 

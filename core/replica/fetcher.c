@@ -129,6 +129,8 @@ static bool source_connect(struct lane *f, struct source *s, const struct mimage
          * SO_RCVBUF. */
         struct kclient_opts ko = {.host = s->host, .port = s->port, .client_id = cid,
                                   .request_timeout_ms = f->socket_timeout_ms,
+                                  .connect_timeout_ms = (int32_t)cfg->socket_connection_setup_timeout_ms,
+                                  .connect_timeout_max_ms = (int32_t)cfg->socket_connection_setup_timeout_max_ms,
                                   .recv_buffer_bytes = f->recv_buffer_bytes};
         ko.security = f->env.to_brokers;
         s->kc = kclient_new(f->loop, &ko);
@@ -355,7 +357,9 @@ static struct kclient *controller_client(struct lane *f, int32_t id)
             char cid[64];
             snprintf(cid, sizeof cid, "samsa-alter-partition-%d", (int)f->env.node_id);
             struct kclient_opts ko = {.host = cfg->voters[i].host, .port = cfg->voters[i].port, .client_id = cid,
-                                      .request_timeout_ms = 10000};
+                                      .request_timeout_ms = 10000,
+                                      .connect_timeout_ms = (int32_t)cfg->socket_connection_setup_timeout_ms,
+                                      .connect_timeout_max_ms = (int32_t)cfg->socket_connection_setup_timeout_max_ms};
             ko.security = f->env.to_controllers;
             f->ctl[i] = kclient_new(f->loop, &ko);
         }

@@ -7,4 +7,5 @@ core_libsamsacore_a_SOURCES += \
 	core/util/fdcache.c core/util/fdcache.h \
 	core/util/hmap.c core/util/hmap.h \
 	core/util/uuid.c core/util/uuid.h \
-	core/util/rate.c core/util/rate.h
+	core/util/rate.c core/util/rate.h \
+	core/util/throttle.c core/util/throttle.h

@@ -160,12 +160,10 @@ static bool pattern_matches(const char *pat, const char *key)
     return false;
 }
 
-/* Every key samsa accepts without acting on it is named in the README's
- * "Configs accepted without effect yet" table, and every name there is
- * such a key: the operator's list of what does nothing stays true. */
-static void test_no_effect_keys_are_documented(void **state)
+/* The key patterns of the README's "Configs accepted without effect yet"
+ * table (its first column's `key` names), at most max. */
+static size_t readme_no_effect_patterns(char pats[][128], size_t max)
 {
-    (void)state;
     const char *srcdir = getenv("srcdir");
     char path[512];
     snprintf(path, sizeof path, "%s/README.md", srcdir ? srcdir : ".");
@@ -173,7 +171,6 @@ static void test_no_effect_keys_are_documented(void **state)
     assert_non_null(f);
     char line[4096];
     bool in = false;
-    char pats[128][128];
     size_t npats = 0;
     while (fgets(line, sizeof line, f)) {
         if (!strncmp(line, "### Configs accepted without effect yet", 39)) {
@@ -184,7 +181,6 @@ static void test_no_effect_keys_are_documented(void **state)
             break;
         if (!in || line[0] != '|')
             continue;
-        /* the first column's `key` names */
         char *end = strchr(line + 1, '|');
         for (char *q = line + 1; end && q < end;) {
             char *a = strchr(q, '`');
@@ -193,7 +189,7 @@ static void test_no_effect_keys_are_documented(void **state)
             char *b = strchr(a + 1, '`');
             if (!b || b > end)
                 break;
-            if (npats < 128 && (size_t)(b - a - 1) < sizeof pats[0]) {
+            if (npats < max && (size_t)(b - a - 1) < sizeof pats[0]) {
                 memcpy(pats[npats], a + 1, (size_t)(b - a - 1));
                 pats[npats++][b - a - 1] = 0;
             }
@@ -201,6 +197,17 @@ static void test_no_effect_keys_are_documented(void **state)
         }
     }
     fclose(f);
+    return npats;
+}
+
+/* Every key samsa accepts without acting on it is named in the README's
+ * "Configs accepted without effect yet" table, and every name there is
+ * such a key: the operator's list of what does nothing stays true. */
+static void test_no_effect_keys_are_documented(void **state)
+{
+    (void)state;
+    char pats[128][128];
+    size_t npats = readme_no_effect_patterns(pats, 128);
     assert_true(npats > 10);
     bool used[128] = {false};
     for (size_t i = 0; i < config_defs_count; i++) {
@@ -217,6 +224,114 @@ static void test_no_effect_keys_are_documented(void **state)
     for (size_t k = 0; k < npats; k++)
         if (!used[k])
             fail_msg("the README's table names %s, which matches no key without effect", pats[k]);
+}
+
+/* Loads one "key=value" file; 0 or -1 with err, and whether a WARN line
+ * naming the key went to stderr. */
+static int load_one(const char *key, const char *value, char *err, size_t errlen, bool *warned)
+{
+    char text[512];
+    snprintf(text, sizeof text, "%s=%s\n", key, value);
+    const char *path = write_file("one.conf", text);
+    char logpath[300];
+    snprintf(logpath, sizeof logpath, "%s/stderr.txt", tmpdir);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *lf = fopen(logpath, "w+");
+    assert_non_null(lf);
+    dup2(fileno(lf), 2);
+    enum slog_level lvl = slog_get_level();
+    slog_set_level(SLOG_WARN);
+    struct samsa_config *c = config_new();
+    int rc = config_load_file(c, path, err, errlen);
+    config_free(c);
+    slog_set_level(lvl);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char line[1024];
+    char quoted[300];
+    snprintf(quoted, sizeof quoted, "'%s'", key);
+    *warned = false;
+    rewind(lf);
+    while (fgets(line, sizeof line, lf))
+        if (strstr(line, "WARN") && strstr(line, quoted))
+            *warned = true;
+    fclose(lf);
+    return rc;
+}
+
+/* Kafka's documented broker keys (tests/unit/kafka_broker_keys.txt) and
+ * every key of etc/samsa.conf: each is in samsa's table, and then
+ * loads (warned by name when it has no effect, which the README's table
+ * names), or is refused by name with the reason samsa does not support
+ * it. None is accepted silently, none is an "unknown config". */
+static void test_kafka_broker_keys(void **state)
+{
+    (void)state;
+    char pats[128][128];
+    size_t npats = readme_no_effect_patterns(pats, 128);
+    const char *srcdir = getenv("srcdir");
+    char path[512];
+    size_t checked = 0, refused = 0;
+    for (int file = 0; file < 2; file++) {
+        snprintf(path, sizeof path, "%s/%s", srcdir ? srcdir : ".",
+                 file == 0 ? "tests/unit/kafka_broker_keys.txt" : "etc/samsa.conf");
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            char *k = line;
+            while (*k == ' ' || *k == '\t')
+                k++;
+            if (*k == '#' || *k == '!' || *k == '\n' || *k == 0)
+                continue;
+            size_t n = strcspn(k, "=:\r\n \t");
+            k[n] = 0;
+            checked++;
+            const struct config_def *d = config_def_find(k);
+            char err[512] = "";
+            bool warned;
+            if (d) {
+                /* its default, or a value its type takes */
+                const char *v = d->dflt ? d->dflt : "";
+                if (!strcmp(k, "node.id") || !strcmp(k, "broker.id"))
+                    v = "1";
+                int rc = load_one(k, v, err, sizeof err, &warned);
+                if (rc != 0) {
+                    /* a key whose value needs other keys (listeners, ...) is still named */
+                    if (!strstr(err, k))
+                        fail_msg("%s=%s: refused without naming the key: %s", k, v, err);
+                    continue;
+                }
+                bool ne = d->flags & CONFIG_F_NO_EFFECT;
+                if (ne != warned)
+                    fail_msg("%s: %s", k, ne ? "has no effect but loads without a warning naming it"
+                                             : "has an effect but loads with a no-effect warning");
+                if (ne) {
+                    bool named = false;
+                    for (size_t p = 0; p < npats; p++)
+                        named |= pattern_matches(pats[p], k);
+                    if (!named)
+                        fail_msg("%s has no effect but the README's table does not name it", k);
+                }
+                continue;
+            }
+            if (file == 1)
+                fail_msg("etc/samsa.conf sets %s, which is not a samsa config", k);
+            int rc = load_one(k, "1", err, sizeof err, &warned);
+            char want[700];
+            snprintf(want, sizeof want, "config '%s': a Kafka broker config samsa does not support: ", k);
+            if (rc == 0)
+                fail_msg("Kafka's %s is accepted silently", k);
+            if (!strstr(err, want) || strchr(err, '\n'))
+                fail_msg("Kafka's %s is not refused with its reason: %s", k, err);
+            refused++;
+        }
+        fclose(f);
+    }
+    assert_true(checked > 300);
+    assert_true(refused > 0);
 }
 
 static void test_defaults(void **state)
@@ -398,8 +513,11 @@ static void test_bad_values(void **state)
     expect_set_error("no.such.key", "1", "unknown config 'no.such.key'");
     expect_set_error("plugin.", "1", "unknown config 'plugin.'");
     expect_set_error("zookeeper.connect", "localhost:2181",
-                     "config 'zookeeper.connect': ZooKeeper is not supported; samsa runs in KRaft "
-                     "mode only");
+                     "config 'zookeeper.connect': a Kafka broker config samsa does not support: samsa runs in "
+                     "KRaft mode only, without ZooKeeper");
+    expect_set_error("remote.log.manager.thread.pool.size", "10",
+                     "config 'remote.log.manager.thread.pool.size': a Kafka broker config samsa does not "
+                     "support: tiered storage is not supported yet");
 }
 
 static void test_value_normalisation(void **state)
@@ -1389,6 +1507,7 @@ int main(void)
         cmocka_unit_test(test_enum_numbers),
         cmocka_unit_test(test_every_default_passes_its_validator),
         cmocka_unit_test(test_no_effect_keys_are_documented),
+        cmocka_unit_test(test_kafka_broker_keys),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_shipped_conf_equals_defaults),
         cmocka_unit_test(test_bad_values),

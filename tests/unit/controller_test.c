@@ -152,6 +152,52 @@ static void test_bootstrap_image(void **state)
     assert_true(dir_exists(f, "__cluster_metadata-0"));
 }
 
+/* metadata.max.idle.interval.ms: the active controller appends a
+ * NoOpRecord each interval (KIP-835), so an idle log still advances;
+ * 0 turns it off. */
+static void test_noop_records(void **state)
+{
+    (void)state;
+    const char *const every100[] = {"metadata.max.idle.interval.ms", "100", NULL};
+    struct fx *f = fx_new(every100);
+    fx_open(f);
+    struct mimage *m = controller_image(f->c);
+    int64_t start = m->offset;
+    mimage_release(m);
+    int64_t now = start;
+    for (int i = 0; i < 300 && now < start + 3; i++) {
+        usleep(10000);
+        m = controller_image(f->c);
+        now = m->offset;
+        mimage_release(m);
+    }
+    assert_true(now >= start + 3);
+    m = controller_image(f->c);
+    int32_t ntopics = m->ntopics, nbrokers = m->nbrokers;
+    mimage_release(m);
+    assert_int_equal(ntopics, 0); /* nothing but no-ops was appended */
+    assert_int_equal(nbrokers, 1);
+    fx_close(f);
+    config_free(f->cfg);
+    fs_remove_tree(f->dir);
+    free(f);
+
+    const char *const never[] = {"metadata.max.idle.interval.ms", "0", NULL};
+    f = fx_new(never);
+    fx_open(f);
+    m = controller_image(f->c);
+    start = m->offset;
+    mimage_release(m);
+    usleep(600000);
+    m = controller_image(f->c);
+    assert_int_equal(m->offset, start);
+    mimage_release(m);
+    fx_close(f);
+    config_free(f->cfg);
+    fs_remove_tree(f->dir);
+    free(f);
+}
+
 static void test_create_topic(void **state)
 {
     struct fx *f = *state;
@@ -1177,6 +1223,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_second_broker_from_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rack_aware_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_dirs_and_leftovers, setup, teardown),
+        cmocka_unit_test(test_noop_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -257,12 +257,48 @@ static void test_timeout_and_refused(void **state)
     ev_loop_destroy(loop);
 }
 
+/* socket.connection.setup.timeout.ms / .max.ms: a peer that accepts but
+ * never answers ApiVersions fails each setup at its timeout: 200 ms, then
+ * doubled to 400, then capped at 500. Between attempts the loop idles past
+ * the reconnect backoff, so each request's wait is the setup timeout. */
+static void test_setup_timeout_backs_off(void **state)
+{
+    (void)state;
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    socklen_t l = sizeof a;
+    getsockname(lfd, (struct sockaddr *)&a, &l);
+    listen(lfd, 16);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct kclient_opts o = {.host = "127.0.0.1", .port = ntohs(a.sin_port), .request_timeout_ms = 10000,
+                             .connect_timeout_ms = 200, .connect_timeout_max_ms = 500};
+    struct kclient *c = kclient_new(loop, &o);
+    const int64_t expect[] = {200, 400, 500, 500};
+    for (int i = 0; i < 4; i++) {
+        struct result r = {0};
+        int64_t t0 = clock_mono_ms();
+        send_metadata(c, 12, &r);
+        run_until(loop, &r, 1, 3000);
+        int64_t took = clock_mono_ms() - t0;
+        assert_int_equal(r.done, 1);
+        assert_int_equal(r.err, KERR_NETWORK_EXCEPTION);
+        if (took < expect[i] - 5 || took > expect[i] + 150)
+            fail_msg("attempt %d failed after %lld ms, expected ~%lld", i, (long long)took, (long long)expect[i]);
+        usleep(450000); /* past the reconnect backoff (50, 100, 200, 400 ms) */
+    }
+    kclient_free(c);
+    close(lfd);
+    ev_loop_destroy(loop);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_samsa),
         cmocka_unit_test(test_timeout_and_refused),
+        cmocka_unit_test(test_setup_timeout_backs_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

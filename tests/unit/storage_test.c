@@ -37,6 +37,7 @@
 #include "util/fdcache.h"
 #include "util/sfile.h"
 #include "util/slog.h"
+#include "util/throttle.h"
 
 /* ---- fixtures and helpers ---- */
 
@@ -1266,6 +1267,71 @@ static void test_cleaner_model(void **state)
     free(m.tomb_at);
 }
 
+/* log.cleaner.io.max.bytes.per.second: Kafka's Throttler arithmetic
+ * (a 300 ms check interval, then a sleep that brings the period's
+ * average down to the bound), then a real pass under a bound. */
+static void test_cleaner_throttle(void **state)
+{
+    (void)state;
+    struct throttle t;
+    throttle_init(&t, 1000.0, 0); /* 1000 B/s = 1 B/ms: 300 B per check interval */
+    assert_int_equal(throttle_record(&t, 200, 0), 0);   /* within the interval and its bytes */
+    assert_int_equal(throttle_record(&t, 100, 100), 0); /* 300 B: not more than the interval's */
+    assert_int_equal(throttle_record(&t, 0, 301), 0);   /* interval over, 300 B in 301 ms: under */
+    /* a burst of 3000 B 100 ms into the new period: they should have
+     * taken 3000 ms */
+    assert_int_equal(throttle_record(&t, 3000, 401), 2900);
+    /* the next period starts when the sleep ends, at 3301 ms */
+    assert_int_equal(throttle_record(&t, 100, 3400), 0);
+    throttle_destroy(&t);
+    throttle_init(&t, 1.7976931348623157E308, 0); /* Kafka's default: no bound */
+    assert_int_equal(throttle_record(&t, INT64_MAX / 4, 1000), 0);
+    throttle_destroy(&t);
+    throttle_init(&t, 0, 0);
+    assert_int_equal(throttle_record(&t, INT64_MAX / 4, 1000), 0);
+    throttle_destroy(&t);
+}
+
+static void test_cleaner_throttled_pass(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(1200, 64);
+    c.cleanup_compact = true;
+    c.cleanup_delete = false;
+    c.min_cleanable_dirty_ratio = 0.01;
+    struct plog *l = open_log(f->dir, &c);
+    struct model m;
+    memset(&m, 0, sizeof m);
+    for (int k = 0; k < NKEYS; k++)
+        m.off[k] = -1;
+    srandom(77);
+    int tag = 0;
+    int64_t now = clock_wall_ms();
+    model_append(l, &m, 150, &tag, now);
+    /* a bound of a third of the log's size per second: the pass, which
+     * reads the dirty section twice (map, copy) and writes what it
+     * keeps, takes at least its bytes' worth of time less one check
+     * interval's bytes (the last period is not slept for) */
+    double bound = (double)plog_size_bytes(l) / 3.0;
+    struct throttle t;
+    throttle_init(&t, bound, clock_mono_ms());
+    struct plog_clean_stats st;
+    int64_t t0 = clock_mono_ms();
+    assert_int_equal(plog_clean_throttled(l, now, 1 << 20, NULL, &t, &st), 0);
+    int64_t took = clock_mono_ms() - t0;
+    int64_t due = (int64_t)((double)(st.bytes_read + st.bytes_written) * 1000.0 / bound);
+    if (took < due - THROTTLE_CHECK_INTERVAL_MS - 20 || took > due + 2000)
+        fail_msg("throttled pass took %lld ms for %lld bytes at %.0f B/s (due %lld ms)", (long long)took,
+                 (long long)(st.bytes_read + st.bytes_written), bound, (long long)due);
+    assert_true(due > 1000);
+    check_model(l, &m, st.end_offset, false);
+    throttle_destroy(&t);
+    plog_close(l, true);
+    free(m.key_at);
+    free(m.tag_at);
+    free(m.tomb_at);
+}
+
 static void test_cleaner_tombstones_and_lag(void **state)
 {
     struct fx *f = *state;
@@ -1551,6 +1617,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_and_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
+        cmocka_unit_test(test_cleaner_throttle),
+        cmocka_unit_test_setup_teardown(test_cleaner_throttled_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_tombstones_and_lag, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_keeps_producer_last_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_append_path_never_syncs, setup, teardown),

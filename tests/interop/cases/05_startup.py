@@ -166,5 +166,36 @@ def startup_errors_are_one_line_exit_2():
     check("--no-such-option" in line, "unknown argument named: %r" % line)
 
 
+@S.case
+def broker_that_cannot_register_exits():
+    """initial.broker.registration.timeout.ms: a broker whose controller
+    quorum is unreachable logs one line naming the key and exits with
+    status 1 after a clean shutdown, as Kafka's broker does."""
+    port, dead = free_ports(2)
+    data = tempfile.mkdtemp(prefix="noreg-", dir=WORK)
+    args = ["--override", "node.id=4",
+            "--override", "process.roles=broker",
+            "--override", "listeners=PLAINTEXT://127.0.0.1:%d" % port,
+            "--override", "controller.listener.names=CONTROLLER",
+            "--override", "controller.quorum.voters=1@127.0.0.1:%d" % dead,
+            "--override", "log.dirs=%s" % data,
+            "--override", "initial.broker.registration.timeout.ms=1500"]
+    cid = subprocess.run([SAMSA_BIN, "random-uuid"], capture_output=True, text=True,
+                         timeout=bound(10)).stdout.strip()
+    f = subprocess.run([SAMSA_BIN, "format", "--cluster-id", cid] + args, capture_output=True, text=True,
+                       timeout=bound(20))
+    eq(f.returncode, 0, "format (stderr: %r)" % f.stderr[-300:])
+    t0 = time.monotonic()
+    p = subprocess.run([SAMSA_BIN] + args, cwd=WORK, stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=bound(20))
+    took = time.monotonic() - t0
+    out = p.stderr.decode("utf-8", "replace") + p.stdout.decode("utf-8", "replace")
+    eq(p.returncode, 1, "exit status (output: %r)" % out[-500:])
+    lines = [l for l in out.splitlines() if "initial.broker.registration.timeout.ms" in l]
+    eq(len(lines), 1, "one line names the key: %r" % lines)
+    check("not registered" in lines[0] and "1500 ms" in lines[0], "the line says why: %r" % lines[0])
+    check(1.4 <= took < bound(10), "exited after the timeout (%.2fs)" % took)
+
+
 if __name__ == "__main__":
     S.run()

@@ -160,5 +160,37 @@ def long_poll_wakes_on_produce():
         p.close()
 
 
+@S.case
+def cache_slots_bound():
+    """max.incremental.fetch.session.cache.slots=1: the second consumer's
+    full fetch is answered without a session (id 0), as Kafka answers
+    when no session may be evicted; closing the first frees the slot."""
+    global srv
+    main_srv = srv
+    srv = Server({"max.incremental.fetch.session.cache.slots": "1"})
+    a = b = None
+    try:
+        ck_create_topic(srv.bootstrap, TOPIC, partitions=2)
+        a, b = conn(), conn()
+        produce(a, 0, 1, b"x")
+        err, sid_a, parts = fetch_v7(a, 0, 0, [(0, 0)])
+        eq(err, 0, "first full fetch error")
+        check(sid_a > 0, "the first consumer gets a session (got %d)" % sid_a)
+        err, sid_b, parts = fetch_v7(b, 0, 0, [(0, 0), (1, 0)])
+        eq((err, sid_b), (0, 0), "cache full of a recent session: no session, data still answered")
+        eq(parts[0], (0, 1, [b"x-0"]), "partition 0 in the sessionless answer")
+        err, _, _ = fetch_v7(a, sid_a, -1, [])
+        eq(err, 0, "closing the first session")
+        err, sid_b, _ = fetch_v7(b, 0, 0, [(0, 0)])
+        eq(err, 0, "full fetch after the slot is free")
+        check(sid_b > 0, "the slot is free again (got %d)" % sid_b)
+    finally:
+        for c in (a, b):
+            if c:
+                c.close()
+        srv.stop()
+        srv = main_srv
+
+
 if __name__ == "__main__":
     S.run(setup)
