@@ -37,7 +37,9 @@
  * sasl.oauthbearer.expected.audience / expected.issuer / sub.claim.name /
  * clock.skew.seconds checks. Compiled against include/samsa only;
  * libcrypto verifies. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* getaddrinfo, strncasecmp */
+#endif
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
