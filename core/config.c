@@ -489,6 +489,10 @@ const struct config_def config_defs[] = {
      "Cipher suites accepted (empty: library defaults)."},
     {"ssl.endpoint.identification.algorithm", T(STRING), "https", PB, LO, NOCHECK,
      "Host name check on the certificates of the peers this node connects to (https, or empty: off)."},
+    {"ssl.allow.dn.changes", T(BOOLEAN), "false", PB, LO, NOCHECK,
+     "Whether a dynamically updated key store may carry a certificate with another subject."},
+    {"ssl.allow.san.changes", T(BOOLEAN), "false", PB, LO, NOCHECK,
+     "Whether a dynamically updated key store may carry a certificate with other subject alternative names."},
     {"ssl.principal.mapping.rules", T(STRING), "DEFAULT", RO, 0, NOCHECK,
      "Rules mapping a certificate's subject to a principal name."},
 
@@ -1606,9 +1610,13 @@ static const enum config_source layer_source[L_COUNT] = {
     CONFIG_SOURCE_DYNAMIC_BROKER,
 };
 
+/* A key outside the table. value: the static one (NULL when only
+ * dynamic); dyn: the per-broker dynamic one (listener-prefixed ssl.*
+ * keys, KIP-226), which wins. Both owned. */
 struct extra {
     char *key;
     char *value;
+    char *dyn;
 };
 
 struct config_store {
@@ -1732,6 +1740,10 @@ const char *config_get_any(const struct samsa_config *c, const char *key)
     return v;
 }
 
+static config_reconfig_fn reconfig_check;
+
+void config_set_reconfig_check(config_reconfig_fn fn) { reconfig_check = fn; }
+
 bool config_listener_protocol(const struct samsa_config *c, const char *name, enum security_protocol *out)
 {
     return proto_map_get(&c->store->map, name, out);
@@ -1745,7 +1757,7 @@ const char *config_plugin_value(const struct samsa_config *c, const char *plugin
         const char *e = c->store->extras[k].key;
         if (!strncmp(e, "plugin.", 7) && !strncmp(e + 7, plugin, pl) && e[7 + pl] == '.' &&
             !strcmp(e + 8 + pl, key))
-            return c->store->extras[k].value;
+            return c->store->extras[k].dyn ? c->store->extras[k].dyn : c->store->extras[k].value;
     }
     return NULL;
 }
@@ -1756,21 +1768,53 @@ void config_extra_get(const struct samsa_config *c, size_t i, const char **key,
                       const char **value)
 {
     *key = c->store->extras[i].key;
-    *value = c->store->extras[i].value;
+    *value = c->store->extras[i].dyn ? c->store->extras[i].dyn : c->store->extras[i].value;
+}
+
+/* Sets the static (dyn false) or dynamic value of an extra key; value
+ * NULL removes that layer, and the entry once neither is left. */
+static void extra_put_layer(struct config_store *s, const char *key, const char *value, bool dyn)
+{
+    for (size_t k = 0; k < s->n_extras; k++)
+        if (!strcmp(s->extras[k].key, key)) {
+            char **v = dyn ? &s->extras[k].dyn : &s->extras[k].value;
+            free(*v);
+            *v = value ? xstrdup(value) : NULL;
+            if (!s->extras[k].value && !s->extras[k].dyn) {
+                free(s->extras[k].key);
+                memmove(&s->extras[k], &s->extras[k + 1], (s->n_extras - k - 1) * sizeof *s->extras);
+                s->n_extras--;
+            }
+            return;
+        }
+    if (!value)
+        return;
+    s->extras = xrealloc(s->extras, (s->n_extras + 1) * sizeof *s->extras);
+    s->extras[s->n_extras].key = xstrdup(key);
+    s->extras[s->n_extras].value = dyn ? NULL : xstrdup(value);
+    s->extras[s->n_extras].dyn = dyn ? xstrdup(value) : NULL;
+    s->n_extras++;
 }
 
 static void extra_put(struct config_store *s, const char *key, const char *value)
 {
-    for (size_t k = 0; k < s->n_extras; k++)
-        if (!strcmp(s->extras[k].key, key)) {
-            free(s->extras[k].value);
-            s->extras[k].value = xstrdup(value);
-            return;
-        }
-    s->extras = xrealloc(s->extras, (s->n_extras + 1) * sizeof *s->extras);
-    s->extras[s->n_extras].key = xstrdup(key);
-    s->extras[s->n_extras].value = xstrdup(value);
-    s->n_extras++;
+    extra_put_layer(s, key, value, false);
+}
+
+/* The table key a listener-prefixed key stands for
+ * (listener.name.<l>.<key>) when that key may only be set per listener
+ * (CONFIG_F_LISTENER_ONLY); NULL otherwise. */
+static const struct config_def *listener_def(const char *key)
+{
+    static const char pre[] = "listener.name.";
+    if (strncmp(key, pre, sizeof pre - 1))
+        return NULL;
+    const char *name = key + sizeof pre - 1;
+    const char *dot = strchr(name, '.');
+    if (!dot || dot == name || !dot[1])
+        return NULL;
+    const struct config_def *d = config_def_find(dot + 1);
+    return d && (d->flags & CONFIG_F_LISTENER_ONLY) ? d : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2099,6 +2143,7 @@ void config_free(struct samsa_config *c)
     for (size_t k = 0; k < s->n_extras; k++) {
         free(s->extras[k].key);
         free(s->extras[k].value);
+        free(s->extras[k].dyn);
     }
     free(s->extras);
     free(s);
@@ -2111,8 +2156,13 @@ struct samsa_config *config_dup(const struct samsa_config *src)
     for (size_t i = 0; i < config_defs_count * L_COUNT; i++)
         if (src->store->vals[i])
             c->store->vals[i] = xstrdup(src->store->vals[i]);
-    for (size_t k = 0; k < src->store->n_extras; k++)
-        extra_put(c->store, src->store->extras[k].key, src->store->extras[k].value);
+    for (size_t k = 0; k < src->store->n_extras; k++) {
+        const struct extra *x = &src->store->extras[k];
+        if (x->value)
+            extra_put_layer(c->store, x->key, x->value, false);
+        if (x->dyn)
+            extra_put_layer(c->store, x->key, x->dyn, true);
+    }
     refresh(c);
     return c;
 }
@@ -2642,14 +2692,29 @@ bool config_describe(const struct samsa_config *c, size_t i, bool cluster_defaul
         size_t k = i - config_defs_count;
         if (k >= c->store->n_extras || cluster_default)
             return false;
-        e->name = c->store->extras[k].key;
+        const struct extra *x = &c->store->extras[k];
+        e->name = x->key;
         e->type = CONFIG_TYPE_UNKNOWN;
-        e->source = CONFIG_SOURCE_STATIC_BROKER;
         e->read_only = true;
         e->sensitive = true;
-        e->n_synonyms = 1;
-        e->synonyms[0].name = e->name;
-        e->synonyms[0].source = CONFIG_SOURCE_STATIC_BROKER;
+        if (x->dyn)
+            e->synonyms[e->n_synonyms++] = (struct config_synonym){x->key, NULL, CONFIG_SOURCE_DYNAMIC_BROKER};
+        if (x->value)
+            e->synonyms[e->n_synonyms++] = (struct config_synonym){x->key, NULL, CONFIG_SOURCE_STATIC_BROKER};
+        e->source = e->synonyms[0].source;
+        /* a listener's ssl.* key has its table key's type and may change
+         * at run time (KIP-226) */
+        const struct config_def *d = listener_def(x->key);
+        if (d) {
+            e->type = d->type;
+            e->read_only = d->mode == CONFIG_MODE_READ_ONLY;
+            e->sensitive = (d->flags & CONFIG_F_SENSITIVE) || d->type == CONFIG_TYPE_PASSWORD;
+            if (!e->sensitive) {
+                e->value = x->dyn ? x->dyn : x->value;
+                for (size_t j = 0; j < e->n_synonyms; j++)
+                    e->synonyms[j].value = e->synonyms[j].source == CONFIG_SOURCE_DYNAMIC_BROKER ? x->dyn : x->value;
+            }
+        }
         return true;
     }
     const struct config_def *d = &config_defs[i];
@@ -2716,6 +2781,27 @@ static void set_text(struct buf *b, const char *prefix, char *err, size_t n)
     fmt(err, n, "%s: Set(%s)", prefix, (const char *)b->data);
 }
 
+/* The definition a change's key is checked against: its own, or for a
+ * listener-prefixed key its table key's. NULL for an unknown key. */
+static const struct config_def *alter_def(const char *name, bool *prefixed)
+{
+    const struct config_def *d = config_def_find(name);
+    *prefixed = false;
+    if (d)
+        return d;
+    d = listener_def(name);
+    *prefixed = d != NULL;
+    return d;
+}
+
+static bool names_listener_key(const struct config_alter *ch, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (!strncmp(ch[k].name, "listener.name.", 14))
+            return true;
+    return false;
+}
+
 int config_alter_broker(struct samsa_config *c, bool cluster_default,
                         const struct config_alter *ch, size_t n, bool validate_only, char *err,
                         size_t errlen)
@@ -2723,24 +2809,25 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
     int layer = cluster_default ? L_DYN_DEFAULT : L_DYN_BROKER;
     struct buf bad = BUF_INIT;
     int rc = CONFIG_ERR_INVALID_REQUEST;
+    bool pfx;
 
     for (size_t k = 0; k < n; k++)
-        if (!config_def_find(ch[k].name)) {
+        if (!alter_def(ch[k].name, &pfx)) {
             fmt(err, errlen, "Unknown broker config name: %s", ch[k].name);
             return CONFIG_ERR_INVALID_REQUEST;
         }
     /* Kafka's order of checks: non-dynamic keys, security keys without a
      * listener prefix, value types, then per-broker keys at the cluster
-     * default. */
+     * default. A listener-prefixed key follows its table key's mode. */
     for (size_t k = 0; k < n; k++)
-        if (config_def_find(ch[k].name)->mode == CONFIG_MODE_READ_ONLY)
+        if (alter_def(ch[k].name, &pfx)->mode == CONFIG_MODE_READ_ONLY)
             set_list_add(&bad, ch[k].name);
     if (bad.len) {
         set_text(&bad, "Cannot update these configs dynamically", err, errlen);
         goto out;
     }
     for (size_t k = 0; k < n; k++)
-        if (config_def_find(ch[k].name)->flags & CONFIG_F_LISTENER_ONLY)
+        if ((alter_def(ch[k].name, &pfx)->flags & CONFIG_F_LISTENER_ONLY) && !pfx)
             set_list_add(&bad, ch[k].name);
     if (bad.len) {
         set_text(&bad, "These security configs can be dynamically updated only per-listener "
@@ -2748,27 +2835,28 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
         goto out;
     }
     for (size_t k = 0; k < n; k++) {
-        const struct config_def *d = config_def_find(ch[k].name);
+        const struct config_def *d = alter_def(ch[k].name, &pfx);
         if ((ch[k].op == CONFIG_OP_APPEND || ch[k].op == CONFIG_OP_SUBTRACT) &&
             d->type != CONFIG_TYPE_LIST) {
             fmt(err, errlen, "Config value %s is not allowed for config key: %s",
-                ch[k].op == CONFIG_OP_APPEND ? "append" : "subtract", d->name);
+                ch[k].op == CONFIG_OP_APPEND ? "append" : "subtract", ch[k].name);
             rc = CONFIG_ERR_INVALID_CONFIG;
             goto out;
         }
         if ((unsigned)ch[k].op > CONFIG_OP_SUBTRACT) {
             fmt(err, errlen, "Unknown config operation %d for config key: %s", (int)ch[k].op,
-                d->name);
+                ch[k].name);
             goto out;
         }
         if (ch[k].op != CONFIG_OP_DELETE && !ch[k].value) {
-            fmt(err, errlen, "Null value not supported for : %s", d->name);
+            fmt(err, errlen, "Null value not supported for : %s", ch[k].name);
             goto out;
         }
     }
     if (cluster_default) {
+        /* listener ssl.* keys are per-broker (Kafka's perBrokerConfigs) */
         for (size_t k = 0; k < n; k++)
-            if (config_def_find(ch[k].name)->mode == CONFIG_MODE_PER_BROKER)
+            if (alter_def(ch[k].name, &pfx)->mode == CONFIG_MODE_PER_BROKER || pfx)
                 set_list_add(&bad, ch[k].name);
         if (bad.len) {
             set_text(&bad, "Cannot update these configs at default cluster level, broker id must "
@@ -2780,12 +2868,15 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
     /* Apply to a copy so that a failure anywhere leaves c untouched. */
     struct samsa_config *t = config_dup(c);
     for (size_t k = 0; k < n; k++) {
-        size_t i = def_index(ch[k].name);
-        const struct config_def *d = &config_defs[i];
-        char **sl = slot(t, i, layer);
+        const struct config_def *d = alter_def(ch[k].name, &pfx);
+        size_t i = pfx ? NO_INDEX : def_index(ch[k].name);
         if (ch[k].op == CONFIG_OP_DELETE) {
-            free(*sl);
-            *sl = NULL;
+            if (pfx) {
+                extra_put_layer(t->store, ch[k].name, NULL, true);
+            } else {
+                free(*slot(t, i, layer));
+                *slot(t, i, layer) = NULL;
+            }
             continue;
         }
         char *val;
@@ -2794,28 +2885,41 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
         } else {
             /* Kafka appends to / subtracts from the effective value. */
             refresh(t);
-            val = config_list_apply(eff_i(t, i, NULL), ch[k].op, ch[k].value);
+            val = config_list_apply(pfx ? config_get_any(t, ch[k].name) : eff_i(t, i, NULL), ch[k].op,
+                                    ch[k].value);
         }
         char why[256] = "", *norm;
         if (config_def_check(d, val, &norm, why, sizeof why) < 0) {
-            fmt(err, errlen, "Invalid value %s for configuration %s: %s", val, d->name, why);
+            fmt(err, errlen, "Invalid value %s for configuration %s: %s", val, ch[k].name, why);
             free(val);
             config_free(t);
             goto out;
         }
         free(val);
-        free(*sl);
-        *sl = norm;
+        if (pfx) {
+            extra_put_layer(t->store, ch[k].name, norm, true);
+            free(norm);
+        } else {
+            free(*slot(t, i, layer));
+            *slot(t, i, layer) = norm;
+        }
     }
     refresh(t);
     if (config_validate(t, err, errlen) < 0) {
         config_free(t);
         goto out;
     }
+    /* a new key or trust store is loaded and checked before it is
+     * accepted (KIP-226: SslFactory.validateReconfiguration) */
+    if (reconfig_check && names_listener_key(ch, n) && reconfig_check(t, err, errlen) < 0) {
+        config_free(t);
+        rc = CONFIG_ERR_INVALID_CONFIG;
+        goto out;
+    }
     if (!validate_only) {
         for (size_t k = 0; k < n; k++)
             if (ch[k].op != CONFIG_OP_DELETE &&
-                (config_def_find(ch[k].name)->flags & CONFIG_F_NO_EFFECT))
+                (alter_def(ch[k].name, &pfx)->flags & CONFIG_F_NO_EFFECT))
                 warn_no_effect(ch[k].name);
         struct samsa_config tmp = *c;
         *c = *t;
@@ -2833,8 +2937,23 @@ int config_set_dynamic(struct samsa_config *c, bool cluster_default, const char 
 {
     size_t i = def_index(key);
     if (i == NO_INDEX) {
-        fmt(err, errlen, "unknown config '%s'", key);
-        return -1;
+        const struct config_def *d = listener_def(key);
+        if (!d || cluster_default) {
+            fmt(err, errlen, "unknown config '%s'", key);
+            return -1;
+        }
+        char *norm = NULL;
+        if (value) {
+            char why[256] = "";
+            if (config_def_check(d, value, &norm, why, sizeof why) < 0) {
+                fmt(err, errlen, "config '%s' value '%s': %s", key, value, why);
+                return -1;
+            }
+        }
+        extra_put_layer(c->store, key, norm, true);
+        free(norm);
+        refresh(c);
+        return 0;
     }
     if (config_defs[i].flags & CONFIG_F_SERVER_SET) {
         /* a stored value would hide the one the server computed */

@@ -387,6 +387,13 @@ struct config_alter {
     const char *value; /* ignored for DELETE */
 };
 
+/* A check of a whole changed config that a lower layer cannot make:
+ * net/tls.c loads the new key and trust stores of the listeners whose
+ * ssl.* keys changed (KIP-226). 0, or -1 with one line in err. */
+typedef int (*config_reconfig_fn)(const struct samsa_config *next, char *err, size_t errlen);
+/* Registers it (once, at startup, before any AlterConfigs). */
+void config_set_reconfig_check(config_reconfig_fn fn);
+
 /* Applies n changes to one broker resource, all or nothing:
  * cluster_default selects the dynamic cluster default layer (resource
  * name "") instead of this broker's per-broker layer. Kafka's rules:
@@ -396,8 +403,13 @@ struct config_alter {
  * a bad value is INVALID_REQUEST ("Invalid value V for configuration K:
  * why"); APPEND/SUBTRACT on a non-list key is INVALID_CONFIG. Unknown
  * keys are refused with INVALID_REQUEST (Kafka would store them; samsa
- * does not invent configs at run time). The result must also pass
- * config_validate. With validate_only nothing changes. Returns 0 or the
+ * does not invent configs at run time). A listener-prefixed key
+ * (listener.name.<l>.<key>) of a CONFIG_F_LISTENER_ONLY table key is
+ * checked as that key and kept in a per-broker dynamic layer of the
+ * stored extras (never at the cluster default, as Kafka's per-broker
+ * security configs). The result must also pass config_validate, and,
+ * when a listener key changed, the registered reconfig check
+ * (INVALID_CONFIG with its line). With validate_only nothing changes. Returns 0 or the
  * error code, with one line in err. */
 int config_alter_broker(struct samsa_config *cfg, bool cluster_default,
                         const struct config_alter *changes, size_t n, bool validate_only,

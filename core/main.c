@@ -278,6 +278,7 @@ int main(int argc, char **argv)
      * stops with the listener and key at fault */
     if (tls_setup(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
+    config_set_reconfig_check(tls_check_reconfig);
     /* and the security of this node's own connections to its peers */
     if (peer_security_setup(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");

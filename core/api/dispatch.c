@@ -143,8 +143,34 @@ static void end_response(struct request *req)
         conn_request_done(req->conn);
 }
 
+/* request_percentage as Kafka's sendResponseMaybeThrottle: the
+ * handler's time is recorded as its answer is written; over the quota
+ * the connection is muted and the time returned for the answer. */
+static int64_t request_throttle(struct request *req)
+{
+    if (!req->quota_t0_us)
+        return 0;
+    int64_t ns = req->quota_ns >= 0 ? req->quota_ns : (clock_mono_us() - req->quota_t0_us) * 1000;
+    req->quota_t0_us = 0;
+    int64_t t = quota_request_record(req, ns);
+    quota_throttle(req, t);
+    return t;
+}
+
 void req_respond(struct request *req, const void *resp)
 {
+    int64_t t = request_throttle(req);
+    const struct kapi *a = req->api;
+    if (t > 0 && a->resp_throttle_off >= 0 && req->api_version >= a->resp_throttle_min) {
+        /* the larger of this and a byte-rate throttle the handler set
+         * (Produce, Fetch), in a shallow copy: resp is the handler's */
+        void *copy = arena_alloc(&req->arena, a->resp_size);
+        memcpy(copy, resp, a->resp_size);
+        int32_t *f = (int32_t *)((char *)copy + a->resp_throttle_off);
+        if (t > *f)
+            *f = t > INT32_MAX ? INT32_MAX : (int32_t)t;
+        resp = copy;
+    }
     begin_response(req, kapi_response_header_version(req->api, req->api_version));
     req->api->resp_encode(&req->out, req->api_version, resp);
     end_response(req);
@@ -152,6 +178,9 @@ void req_respond(struct request *req, const void *resp)
 
 void req_respond_body(struct request *req, const struct kwriter *body)
 {
+    /* a forwarded answer carries the controller's throttle (api/forward.c
+     * mutes for it); Kafka records no request time for it here */
+    req->quota_t0_us = 0;
     begin_response(req, kapi_response_header_version(req->api, req->api_version));
     /* memory pieces as they are, file ranges spliced (own references) */
     size_t from = 0;
@@ -167,6 +196,7 @@ void req_respond_body(struct request *req, const struct kwriter *body)
 
 void req_respond_none(struct request *req)
 {
+    req->quota_t0_us = 0; /* acks=0: Kafka records no request time */
     req->done = true;
     req->no_response = true;
     if (req->parent)
@@ -269,9 +299,14 @@ void api_dispatch(struct request *req)
         h->handle(req);
         return;
     }
-    /* request_percentage: the handler's time on this worker (the
-     * connection is busy dispatching: req outlives the handler) */
+    /* request_percentage: the handler's time on this worker, recorded
+     * when the answer is written (request_throttle); one that answers
+     * later counts the time the handler ran (the connection is busy
+     * dispatching: req outlives the handler) */
     int64_t t0 = clock_mono_us();
+    req->quota_t0_us = t0 > 0 ? t0 : 1;
+    req->quota_ns = -1;
     h->handle(req);
-    quota_request_done(req, (clock_mono_us() - t0) * 1000);
+    if (req->quota_t0_us)
+        req->quota_ns = (clock_mono_us() - t0) * 1000;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/envelope.h"
+#include "api/quota_mgr.h"
 #include "api/request.h"
 #include "broker.h"
 #include "controller/controller.h"
@@ -104,6 +105,24 @@ struct fwd_wait {
     void *arg;
 };
 
+/* Kafka's sendForwardedResponse: the client's connection is muted for
+ * the throttle time the controller's answer carries (its
+ * controller_mutation_rate or request quota there), the answer itself
+ * passed on as it is. */
+static void mute_as_answered(struct request *req, const uint8_t *body, size_t len)
+{
+    const struct kapi *a = req->api;
+    if (a->resp_throttle_off < 0 || req->api_version < a->resp_throttle_min)
+        return;
+    void *m = arena_alloc(&req->arena, a->resp_size);
+    a->resp_init(m);
+    struct kreader r;
+    kr_init(&r, body, len, &req->arena);
+    if (a->resp_decode(&r, req->api_version, m) < 0 || r.err)
+        return;
+    quota_throttle(req, *(const int32_t *)((const char *)m + a->resp_throttle_off));
+}
+
 static bool fwd_try(struct parked *pk, bool expired)
 {
     struct fwd_wait *w = (struct fwd_wait *)pk;
@@ -125,6 +144,8 @@ static bool fwd_try(struct parked *pk, bool expired)
         len = err ? 0 : blen;
     }
     w->req->cancel = NULL;
+    if (!err && resp)
+        mute_as_answered(w->req, resp, len);
     if (w->answer) {
         w->answer(w->req, w->arg, (int16_t)(err || !resp ? (err ? err : KERR_UNKNOWN_SERVER_ERROR) : 0), resp,
                   resp ? len : 0);

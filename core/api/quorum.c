@@ -255,6 +255,10 @@ const struct api_handler api_controller_handlers[] = {
     {KAPI_ALTER_CONFIGS, 0, 2, api_handle_alter_configs},
     {KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, api_handle_incremental_alter_configs},
     {KAPI_API_VERSIONS, 0, 4, api_handle_api_versions},
+    /* a SASL_PLAINTEXT or SASL_SSL controller listener (Kafka's
+     * ControllerApis serves both) */
+    {KAPI_SASL_HANDSHAKE, 0, 1, api_handle_sasl_handshake},
+    {KAPI_SASL_AUTHENTICATE, 0, 2, api_handle_sasl_authenticate},
     {KAPI_VOTE, 0, 2, handle_vote},
     {KAPI_BEGIN_QUORUM_EPOCH, 0, 1, handle_begin},
     {KAPI_END_QUORUM_EPOCH, 0, 1, handle_end},

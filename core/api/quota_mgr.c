@@ -284,13 +284,13 @@ bool quota_request_timed(const struct request *req)
            !req->conn->controller_listener;
 }
 
-void quota_request_done(struct request *req, int64_t ns)
+int64_t quota_request_record(struct request *req, int64_t ns)
 {
     /* Kafka's nanosToPercentage: a thread busy for a whole second is 100;
      * and its ClientRequestQuotaManager's bound: at most one window */
     int64_t t = quota_record(req, QUOTA_REQUEST, (double)ns * 100.0 / 1e9);
     int64_t max = req->broker->quotas->window_ms;
-    quota_throttle(req, t < max ? t : max);
+    return t < max ? t : max;
 }
 
 void quota_throttle(struct request *req, int64_t ms)

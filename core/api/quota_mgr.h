@@ -55,13 +55,14 @@ void quota_unrecord(struct request *req, enum quota_kind kind, double bytes);
 void quota_throttle(struct request *req, int64_t ms);
 /* request_percentage: whether req's handler time is to be measured
  * (some quota is set: one atomic load), and the measure of a handler
- * that ran ns nanoseconds on its worker: recorded, and over its quota
- * the connection is muted for up to one quota window (Kafka's bound;
- * the answer does not carry the time, unlike
- * Kafka's: only Produce and Fetch answers report a throttle). Requests
- * on controller listeners are exempt, as Kafka's inter-broker ones. */
+ * that ran ns nanoseconds on its worker: recorded, and the throttle time
+ * returned, at most one quota window (Kafka's bound; 0 within the
+ * quota). api/dispatch.c records it when the answer is written and puts
+ * it into the answer's throttle_time_ms, as Kafka's
+ * sendResponseMaybeThrottle does. Requests on controller listeners are
+ * exempt, as Kafka's inter-broker ones. */
 bool quota_request_timed(const struct request *req);
-void quota_request_done(struct request *req, int64_t ns);
+int64_t quota_request_record(struct request *req, int64_t ns);
 /* connection_creation_rate (the net's conn_throttle hook, main thread):
  * counts a new connection from ip against its IP quota (its own, else
  * the default IP's) and returns how long to hold it before closing it

@@ -94,6 +94,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
     slog_debug("connection %llu from %s on worker %d", (unsigned long long)c->id, c->peer, w->id);
     if (tls_ctx) {
         c->ssl = tls_new(tls_ctx, fd);
+        SSL_CTX_free(tls_ctx); /* the accept's reference: c->ssl holds its own */
         c->tls_handshaking = true;
         c->tls_started = c->last_active;
         /* without an SSL object (out of memory) the first event closes

@@ -98,7 +98,7 @@ struct conn {
 /* Takes ownership of fd (non-blocking, accepted on this worker);
  * controller: it came in on a controller listener; listener (its name,
  * kept as a pointer) and protocol (enum security_protocol) say which;
- * tls_ctx (an SSL_CTX, borrowed) makes it a TLS connection that starts
+ * tls_ctx (an SSL_CTX reference, which the call consumes) makes it a TLS connection that starts
  * with the server side of the handshake. */
 struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *listener, int protocol,
                         void *tls_ctx);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -94,6 +95,11 @@ struct kclient {
     SSL *ssl;                    /* while connected over TLS */
     int64_t setup_deadline_ms;   /* connect and TLS handshake */
     struct sasl_client *sasl;    /* during KC_SASL */
+    /* KIP-368: when to log in again on this connection (0: the peer set
+     * no session lifetime), and whether the SASL exchange under way is
+     * such a re-authentication (requests wait in unsent meanwhile). */
+    int64_t reauth_at_ms;
+    bool reauthenticating;
     char last_err[256];          /* the last setup failure logged */
     struct buf in;
 
@@ -107,6 +113,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents);
 static void start_connect(struct kclient *c);
 static void flush_out(struct kclient *c);
 static void arm_timer(struct kclient *c);
+static void maybe_reauth(struct kclient *c);
 
 static void q_push(struct kc_queue *q, struct kc_req *r)
 {
@@ -308,6 +315,8 @@ static void disconnect(struct kclient *c, int err, bool fail_unsent)
     }
     sasl_client_free(c->sasl);
     c->sasl = NULL;
+    c->reauth_at_ms = 0;
+    c->reauthenticating = false;
     rs_abandon(c);
     if (c->state != KC_READY && c->state != KC_IDLE)
         c->connect_timeout_ms = c->connect_timeout_ms > c->connect_timeout_max_ms / 2 ? c->connect_timeout_max_ms
@@ -407,6 +416,10 @@ static void arm_timer(struct kclient *c)
         next = c->setup_deadline_ms;
     if (c->state == KC_IDLE && c->unsent.head && c->next_connect_ms < next)
         next = c->next_connect_ms;
+    /* an idle connection re-authenticates on time; a busy one when its
+     * in-flight requests are answered (maybe_reauth) */
+    if (c->state == KC_READY && c->reauth_at_ms && !c->inflight.head && c->reauth_at_ms < next)
+        next = c->reauth_at_ms;
     ev_timer_stop(c->loop, &c->timer);
     if (next == INT64_MAX)
         return;
@@ -427,8 +440,10 @@ int kclient_send(struct kclient *c, int16_t key, int16_t version, const void *bo
     q_push(&c->unsent, r);
     if (c->state == KC_IDLE && clock_mono_ms() >= c->next_connect_ms)
         start_connect(c);
-    else if (c->state == KC_READY)
+    else if (c->state == KC_READY) {
+        maybe_reauth(c);
         flush_out(c);
+    }
     arm_timer(c);
     return 0;
 }
@@ -447,8 +462,10 @@ int kclient_send_raw(struct kclient *c, int16_t key, int16_t version, const uint
     q_push(&c->unsent, r);
     if (c->state == KC_IDLE && clock_mono_ms() >= c->next_connect_ms)
         start_connect(c);
-    else if (c->state == KC_READY)
+    else if (c->state == KC_READY) {
+        maybe_reauth(c);
         flush_out(c);
+    }
     arm_timer(c);
     return 0;
 }
@@ -580,7 +597,23 @@ static void ready(struct kclient *c)
     c->last_err[0] = '\0';
 }
 
-/* Starts the SASL login after ApiVersions. -1 when it cannot. */
+/* KIP-368 as Java clients do it: log in again at a random point between
+ * 85 % and 95 % of the session lifetime the peer gave (0: none). */
+static void plan_reauth(struct kclient *c, int64_t lifetime_ms)
+{
+    if (lifetime_ms <= 0) {
+        c->reauth_at_ms = 0;
+        return;
+    }
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (uint32_t)clock_mono_ms() * 2654435761u;
+    double frac = 0.85 + 0.10 * ((double)r / 4294967296.0);
+    c->reauth_at_ms = clock_mono_ms() + (int64_t)((double)lifetime_ms * frac);
+}
+
+/* Starts the SASL login after ApiVersions, or a re-authentication of a
+ * ready connection with nothing in flight. -1 when it cannot. */
 static int sasl_start(struct kclient *c)
 {
     if (c->peer_max[KAPI_SASL_HANDSHAKE] < 1 || c->peer_max[KAPI_SASL_AUTHENTICATE] < 0) {
@@ -614,6 +647,7 @@ static int handle_sasl(struct kclient *c, const uint8_t *p, size_t len)
     char why[400];
     const uint8_t *in = NULL;
     size_t inlen = 0;
+    int64_t lifetime = 0;
     if (key == KAPI_SASL_HANDSHAKE) {
         sasl_handshake_response_t m;
         if (sasl_handshake_response_decode(&r, version, &m) != 0 || r.err) {
@@ -653,6 +687,7 @@ static int handle_sasl(struct kclient *c, const uint8_t *p, size_t len)
         }
         in = m.auth_bytes.p;
         inlen = m.auth_bytes.len > 0 ? (size_t)m.auth_bytes.len : 0;
+        lifetime = version >= 1 ? m.session_lifetime_ms : 0;
     }
     uint8_t *tok = NULL;
     size_t tl = 0;
@@ -669,8 +704,25 @@ static int handle_sasl(struct kclient *c, const uint8_t *p, size_t len)
     }
     sasl_client_free(c->sasl);
     c->sasl = NULL;
+    if (c->reauthenticating)
+        slog_debug("kclient %s (listener %s): re-authenticated (KIP-368), session lifetime %lld ms", c->peer,
+                   c->sec->listener ? c->sec->listener : "?", (long long)lifetime);
+    c->reauthenticating = false;
+    plan_reauth(c, lifetime);
     ready(c);
     return 0;
+}
+
+/* Starts a due re-authentication once nothing is in flight: the SASL
+ * exchange takes the connection's turn, queued requests follow it. */
+static void maybe_reauth(struct kclient *c)
+{
+    if (c->state != KC_READY || !c->reauth_at_ms || c->inflight.head || clock_mono_ms() < c->reauth_at_ms ||
+        (c->unsent.head && c->unsent.head->sent > 0))
+        return;
+    c->reauth_at_ms = 0;
+    c->reauthenticating = true;
+    sasl_start(c);
 }
 
 static void send_handshake(struct kclient *c)
@@ -989,6 +1041,8 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
     }
     if (c->fd >= 0 && (revents & EV_READ))
         read_in(c);
+    if (c->fd >= 0)
+        maybe_reauth(c);
     if (c->fd >= 0 && c->state != KC_CONNECTING)
         flush_out(c);
     if (!c->freeing)
@@ -1018,5 +1072,10 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
     }
     if (c->state == KC_IDLE && c->unsent.head && now >= c->next_connect_ms)
         start_connect(c);
+    if (c->fd >= 0) {
+        maybe_reauth(c);
+        if (c->state == KC_SASL)
+            flush_out(c);
+    }
     arm_timer(c);
 }

@@ -460,7 +460,8 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             w->inbox = xrealloc(w->inbox, (size_t)w->inbox_cap * sizeof w->inbox[0]);
         }
         struct inbox_entry *e = &w->inbox[w->inbox_len++];
-        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, "", tls_listener_ctx(l->name)};
+        *e = (struct inbox_entry){fd, l->controller, l->name, l->protocol, !l->controller, "",
+                                  tls_listener_ctx_ref(n->cfg ? atomic_load(n->cfg) : NULL, l->name)};
         snprintf(e->ip, sizeof e->ip, "%s", ip);
         pthread_mutex_unlock(&w->inbox_lock);
         ev_async_send(w->loop, &w->wake);
@@ -652,8 +653,10 @@ void net_free(struct net *n)
         if (w->loop)
             ev_loop_destroy(w->loop);
         pthread_mutex_destroy(&w->inbox_lock);
-        for (int j = 0; j < w->inbox_len; j++)
+        for (int j = 0; j < w->inbox_len; j++) {
             close(w->inbox[j].fd);
+            SSL_CTX_free(w->inbox[j].tls);
+        }
         free(w->inbox);
         frame_pool_clear(&w->frames);
     }

@@ -35,6 +35,11 @@ struct request {
     kstr_t client_id;         /* points into frame */
     void *body;               /* decoded request, in arena */
     int64_t received_us;      /* monotonic */
+    /* request_percentage (api/dispatch.c): when the handler started
+     * (0: not measured, or already recorded) and, once it returned
+     * without answering, how long it ran (-1 before). */
+    int64_t quota_t0_us;
+    int64_t quota_ns;
 
     bool done;                /* response (or none) decided */
     bool no_response;         /* acks=0 produce */

@@ -9,11 +9,13 @@
 #include <strings.h>
 
 #include <arpa/inet.h>
+#include <pthread.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "config.h"
 #include "net/tls_rules.h"
@@ -22,12 +24,24 @@
 
 #define TLS_MAX_LISTENERS 8
 
+/* The listeners' contexts. ctx and sig change only on the net thread
+ * (tls_listener_ctx_ref, when the config it reads changed their keys)
+ * and under ctx_lock; other threads read them under ctx_lock. The table
+ * holds one reference to each ctx; every SSL object and every accepted
+ * connection on its way to a worker holds its own, so a replaced context
+ * lives as long as a connection uses it. */
 static struct {
     char name[64];
+    int protocol;            /* enum security_protocol */
     SSL_CTX *ctx;
+    char *sig;               /* the key values ctx was built from (owned) */
+    const struct samsa_config *seen; /* the config sig was last compared with */
     struct tls_rules *rules; /* ssl.principal.mapping.rules */
 } ctxs[TLS_MAX_LISTENERS];
 static size_t n_ctxs;
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool listener_known(const char *name);
 
 void tls_errors(char *out, size_t outlen)
 {
@@ -66,6 +80,35 @@ static const char *lkey(const struct samsa_config *cfg, const char *listener, co
         snprintf(which, wlen, "%s", key);
     }
     return v && v[0] ? v : NULL;
+}
+
+/* The keys a listener's server context is built from (KIP-226's
+ * reconfigurable SSL keys), as their effective values joined into one
+ * malloc'ed string the caller frees: two configs with equal strings give
+ * the same context. */
+static char *ctx_signature(const struct samsa_config *cfg, const char *listener)
+{
+    static const char *const keys[] = {
+        "ssl.keystore.type",     "ssl.keystore.location",   "ssl.keystore.password",
+        "ssl.key.password",      "ssl.keystore.key",        "ssl.keystore.certificate.chain",
+        "ssl.truststore.type",   "ssl.truststore.location", "ssl.truststore.password",
+        "ssl.truststore.certificates", "ssl.client.auth",   "ssl.enabled.protocols",
+        "ssl.protocol",          "ssl.cipher.suites",
+    };
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char which[192];
+        const char *v = lkey(cfg, listener, keys[i], which, sizeof which);
+        buf_append(&b, which, strlen(which));
+        buf_put_u8(&b, '=');
+        if (v)
+            buf_append(&b, v, strlen(v));
+        buf_put_u8(&b, '\x01');
+    }
+    buf_put_u8(&b, 0);
+    char *out = xstrdup((const char *)b.data);
+    buf_free(&b);
+    return out;
 }
 
 struct pw {
@@ -489,7 +532,7 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         const struct config_endpoint *l = &cfg->listeners[i];
         if (l->protocol != SECURITY_SSL && l->protocol != SECURITY_SASL_SSL)
             continue;
-        if (tls_listener_ctx(l->name))
+        if (listener_known(l->name))
             continue;
         if (n_ctxs == TLS_MAX_LISTENERS)
             FAIL("listener %s: too many TLS listeners (at most %d)", l->name, TLS_MAX_LISTENERS);
@@ -504,7 +547,10 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
             FAIL("listener %s: %s: %s", l->name, wr, why);
         }
         snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
+        ctxs[n_ctxs].protocol = l->protocol;
         ctxs[n_ctxs].rules = r;
+        ctxs[n_ctxs].sig = ctx_signature(cfg, l->name);
+        ctxs[n_ctxs].seen = cfg;
         ctxs[n_ctxs++].ctx = ctx;
         slog_info("listener %s: TLS (%s)", l->name, security_protocol_name(l->protocol));
     }
@@ -550,12 +596,179 @@ SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host)
     return s;
 }
 
-SSL_CTX *tls_listener_ctx(const char *name)
+/* Rebuilds listener i's context when cfg changed the keys it was built
+ * from. A failure (a file changed again since the AlterConfigs check)
+ * keeps the previous context, with one line. Net thread. */
+static void maybe_reload(size_t i, const struct samsa_config *cfg)
+{
+    if (!cfg || cfg == ctxs[i].seen)
+        return;
+    ctxs[i].seen = cfg;
+    char *sig = ctx_signature(cfg, ctxs[i].name);
+    if (!strcmp(sig, ctxs[i].sig)) {
+        free(sig);
+        return;
+    }
+    SSL_CTX *ctx = NULL, *old = NULL;
+    char err[512];
+    if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0)
+        slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the previous "
+                   "one: %s", ctxs[i].name, err);
+    pthread_mutex_lock(&ctx_lock);
+    if (ctx) {
+        old = ctxs[i].ctx;
+        ctxs[i].ctx = ctx;
+    }
+    free(ctxs[i].sig);
+    ctxs[i].sig = sig;
+    pthread_mutex_unlock(&ctx_lock);
+    if (ctx) {
+        SSL_CTX_free(old); /* the table's reference; connections keep theirs */
+        slog_info("listener %s: TLS key and trust stores reloaded: new connections use them, established ones "
+                  "keep theirs", ctxs[i].name);
+    }
+}
+
+SSL_CTX *tls_listener_ctx_ref(const struct samsa_config *cfg, const char *name)
+{
+    for (size_t i = 0; i < n_ctxs; i++)
+        if (!strcmp(ctxs[i].name, name)) {
+            maybe_reload(i, cfg);
+            SSL_CTX_up_ref(ctxs[i].ctx);
+            return ctxs[i].ctx;
+        }
+    return NULL;
+}
+
+static bool listener_known(const char *name)
 {
     for (size_t i = 0; i < n_ctxs; i++)
         if (!strcmp(ctxs[i].name, name))
-            return ctxs[i].ctx;
-    return NULL;
+            return true;
+    return false;
+}
+
+/* The subject of cert in RFC 2253 form, malloc'ed. */
+static char *dn_text(X509 *cert)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    X509_NAME_print_ex(b, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
+    char *data;
+    long len = BIO_get_mem_data(b, &data);
+    char *out = xmalloc((size_t)len + 1);
+    memcpy(out, data, (size_t)len);
+    out[len] = '\0';
+    BIO_free(b);
+    return out;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The subject alternative names of cert as a sorted set ("DNS:a, IP
+ * Address:127.0.0.1"; Kafka compares them as a set), malloc'ed. */
+static char *san_text(X509 *cert)
+{
+    GENERAL_NAMES *gens = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    int n = gens ? sk_GENERAL_NAME_num(gens) : 0;
+    char **parts = xcalloc((size_t)n + 1, sizeof *parts);
+    for (int i = 0; i < n; i++) {
+        BIO *b = BIO_new(BIO_s_mem());
+        GENERAL_NAME_print(b, sk_GENERAL_NAME_value(gens, i));
+        char *data;
+        long len = BIO_get_mem_data(b, &data);
+        parts[i] = xmalloc((size_t)len + 1);
+        memcpy(parts[i], data, (size_t)len);
+        parts[i][len] = '\0';
+        BIO_free(b);
+    }
+    GENERAL_NAMES_free(gens);
+    qsort(parts, (size_t)n, sizeof *parts, cmp_str);
+    struct buf out = BUF_INIT;
+    buf_put_u8(&out, '[');
+    for (int i = 0; i < n; i++) {
+        if (i)
+            buf_append(&out, ", ", 2);
+        buf_append(&out, parts[i], strlen(parts[i]));
+        free(parts[i]);
+    }
+    free(parts);
+    buf_append(&out, "]", 2);
+    char *s = xstrdup((const char *)out.data);
+    buf_free(&out);
+    return s;
+}
+
+static bool key_true(const struct samsa_config *cfg, const char *l, const char *key)
+{
+    char which[192];
+    const char *v = lkey(cfg, l, key, which, sizeof which);
+    bool b = false;
+    return v && config_parse_bool(v, &b) == 0 && b;
+}
+
+/* Kafka's SslFactory check of a new key store: the certificate keeps its
+ * subject and its alternative names unless ssl.allow.dn.changes /
+ * ssl.allow.san.changes say otherwise. */
+static int check_same_identity(const struct samsa_config *next, const char *l, X509 *old, X509 *now, char *err,
+                               size_t errlen)
+{
+    int rc = 0;
+    char *od = dn_text(old), *nd = dn_text(now), *os = san_text(old), *ns = san_text(now);
+    if (!key_true(next, l, "ssl.allow.dn.changes") && strcmp(od, nd)) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: listener %s: Keystore "
+                 "DistinguishedName does not match: existing={DN=%s}, new={DN=%s}", l, od, nd);
+        rc = -1;
+    } else if (!key_true(next, l, "ssl.allow.san.changes") && strcmp(os, ns)) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: listener %s: Keystore "
+                 "SubjectAltName does not match: existing={SAN=%s}, new={SAN=%s}", l, os, ns);
+        rc = -1;
+    }
+    free(od);
+    free(nd);
+    free(os);
+    free(ns);
+    return rc;
+}
+
+int tls_check_reconfig(const struct samsa_config *next, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < next->n_listeners; i++) {
+        const struct config_endpoint *l = &next->listeners[i];
+        if (!listener_known(l->name))
+            continue;
+        char *sig = ctx_signature(next, l->name);
+        X509 *old = NULL;
+        bool same = false;
+        pthread_mutex_lock(&ctx_lock);
+        for (size_t k = 0; k < n_ctxs; k++)
+            if (!strcmp(ctxs[k].name, l->name)) {
+                same = !strcmp(ctxs[k].sig, sig);
+                old = SSL_CTX_get0_certificate(ctxs[k].ctx);
+                if (old)
+                    X509_up_ref(old);
+            }
+        pthread_mutex_unlock(&ctx_lock);
+        free(sig);
+        if (same) {
+            X509_free(old);
+            continue;
+        }
+        SSL_CTX *ctx;
+        char why[768];
+        int rc = build(next, l->name, l->protocol, false, &ctx, why, sizeof why);
+        if (rc < 0) {
+            snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
+        } else {
+            X509 *now = SSL_CTX_get0_certificate(ctx);
+            if (old && now)
+                rc = check_same_identity(next, l->name, old, now, err, errlen);
+            SSL_CTX_free(ctx);
+        }
+        X509_free(old);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 bool tls_any(void) { return n_ctxs > 0; }

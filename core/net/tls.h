@@ -2,8 +2,9 @@
  *
  * At startup tls_setup builds one server SSL_CTX per TLS listener from
  * Kafka's ssl.* keys, each read first under the listener's prefix
- * (listener.name.<l>.ssl.*) and then broker-wide. The contexts live for
- * the process. A connection accepted on such a listener gets an SSL
+ * (listener.name.<l>.ssl.*) and then broker-wide. A dynamic change of
+ * a listener's ssl.* keys (KIP-226) replaces its context for new
+ * connections. A connection accepted on such a listener gets an SSL
  * object (tls_new) and runs its handshake inside the worker's loop
  * (net/conn.c): every OpenSSL call is non-blocking, WANT_READ and
  * WANT_WRITE only change which watcher waits. */
@@ -20,9 +21,22 @@ struct samsa_config;
 /* Builds the contexts of every SSL and SASL_SSL listener of cfg. 0, or
  * -1 with one line in err naming the listener and the key at fault. */
 int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen);
-/* The context of the listener named name (upper-cased as configured);
- * NULL when it is not a TLS listener. */
-SSL_CTX *tls_listener_ctx(const char *name);
+/* The context of the listener named name (upper-cased as configured),
+ * with a reference the caller owns (SSL_CTX_free); NULL when it is not
+ * a TLS listener. When cfg (the config in effect) changed that
+ * listener's ssl.* keys since the context was built (KIP-226: dynamic
+ * listener.name.<l>.ssl.* keys), a new context is built from it first
+ * and replaces the old one for every later connection; established
+ * connections keep the context they started with. Net thread only. */
+SSL_CTX *tls_listener_ctx_ref(const struct samsa_config *cfg, const char *name);
+/* The check a dynamic change of listener ssl.* keys passes before it is
+ * accepted (registered with config_set_reconfig_check): for each TLS
+ * listener whose keys differ in next from its context's, the new context
+ * is built (files read, passwords tried, key matched to certificate) and
+ * its certificate must keep the current one's subject and alternative
+ * names unless ssl.allow.dn.changes / ssl.allow.san.changes. 0, or -1
+ * with one line in err. Any thread; reads files. */
+int tls_check_reconfig(const struct samsa_config *next, char *err, size_t errlen);
 /* A client context for the connections this node opens to its peers'
  * listener (the inter-broker or the controller listener), from that
  * listener's ssl.* keys: its trust store verifies the peer, its key

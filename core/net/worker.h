@@ -44,7 +44,7 @@ struct worker {
         int protocol;         /* enum security_protocol */
         bool counted;         /* counts against the client limits */
         char ip[64];          /* peer address (for the per-address count) */
-        void *tls;            /* the listener's SSL_CTX (net/tls.h) or NULL */
+        void *tls;            /* the listener's SSL_CTX (net/tls.h; a reference) or NULL */
     } *inbox;                 /* accepted fds waiting to be adopted */
     int inbox_len, inbox_cap;
 

@@ -30,12 +30,16 @@
  * With listener.name.<l>.oauthbearer.sasl.server.callback.handler.class=
  * org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler
  * (KIP-768) tokens must be signed (RS256/384/512, ES256/384/512) by a key
- * of the JWKS at sasl.oauthbearer.jwks.endpoint.url (a file: URL here;
- * re-read every sasl.oauthbearer.jwks.endpoint.refresh.ms and when a
- * token names a key it lacks), with exp and iat, and the
+ * of the JWKS at sasl.oauthbearer.jwks.endpoint.url (https:, or file:),
+ * which the module's own thread fetches at startup, every
+ * sasl.oauthbearer.jwks.endpoint.refresh.ms and early when a token names
+ * a key it lacks (logins never wait on it), with exp and iat, and the
  * sasl.oauthbearer.expected.audience / expected.issuer / sub.claim.name /
  * clock.skew.seconds checks. Compiled against include/samsa only;
  * libcrypto verifies. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* getaddrinfo, strncasecmp */
+#endif
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
@@ -45,7 +49,16 @@
 #include <string.h>
 #include <strings.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
 #include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -1024,16 +1037,37 @@ out:
 /* ------------------------------------------------------------------ */
 /* The mechanism                                                       */
 
+/* One JWKS source (a sasl.oauthbearer.jwks.endpoint.url): its keys as
+ * the background thread last fetched them. Fields under jwks_lock. */
+#define OB_MAX_SOURCES 8
+struct ob_source {
+    char url[512];
+    int64_t refresh_ms;
+    char cafile[512];     /* the JAAS option ssl.truststore.location (PEM); "": the system's */
+    bool verify_host;     /* ssl.endpoint.identification.algorithm https (the default) */
+    struct ob_jwks keys;
+    bool loaded;          /* keys were fetched once */
+    int64_t next_ns;      /* when the thread fetches next (monotonic) */
+    int64_t last_ns;      /* the last fetch's start; 0: never */
+    char last_err[1200];  /* the last failure logged */
+};
+
 struct ob_state {
     samsa_host_t *host;
     const samsa_host_api_t *api;
     samsa_metric_t *ok, *failed;
-    /* the JWKS of the secured validator, read from its file URL; every
-     * validation holds the lock (a verification takes microseconds) */
+    /* The JWKS sources of the secured validator. A background thread
+     * fetches them (a file, or HTTPS) at startup, every
+     * sasl.oauthbearer.jwks.endpoint.refresh.ms and early when a token
+     * names a key a source lacks; logins only read the keys under the
+     * lock (a verification takes microseconds), never a file or the
+     * network. */
     pthread_mutex_t jwks_lock;
-    char jwks_url[512];
-    int64_t jwks_read_ns; /* monotonic; 0: never */
-    struct ob_jwks jwks;
+    pthread_cond_t jwks_cv;
+    pthread_t thread;
+    bool thread_started, stopping;
+    struct ob_source src[OB_MAX_SOURCES];
+    int nsrc;
 };
 
 struct ob_session {
@@ -1044,7 +1078,7 @@ struct ob_session {
     int64_t expiry_ms;
 };
 
-static struct ob_state g_ob = {.jwks_lock = PTHREAD_MUTEX_INITIALIZER};
+static struct ob_state g_ob = {.jwks_lock = PTHREAD_MUTEX_INITIALIZER, .jwks_cv = PTHREAD_COND_INITIALIZER};
 
 static int ob_session_new(void *cap_state, const samsa_sasl_conn_t *conn, void **session)
 {
@@ -1087,48 +1121,374 @@ static const char *ob_setting(struct ob_state *st, const char *listener, const c
     return v ? v : st->api->server_config_get(st->host, key);
 }
 
-/* (Re)reads the JWKS of url when it changed, is older than refresh_ms,
- * or (force) a token named a key it lacks, at most once a second. Under
- * jwks_lock. 0, or -1 with why (the old keys stay). */
-static int ob_jwks_load(struct ob_state *st, const char *url, int64_t refresh_ms, bool force, char *why, size_t wl)
+#define OB_JWKS_MAX (1 << 20)
+
+/* Reads the file of a file: URL. 0 with *out (malloc'ed, the caller
+ * frees it), or -1 with why. Background thread. */
+static int ob_read_file(const char *url, uint8_t **out, size_t *outlen, char *why, size_t wl)
 {
-    int64_t now = st->api->monotonic_ns();
-    bool same = !strcmp(st->jwks_url, url) && st->jwks_read_ns;
-    int64_t age_ms = same ? (now - st->jwks_read_ns) / 1000000 : INT64_MAX;
-    if (same && age_ms < refresh_ms && (!force || age_ms < 1000))
-        return 0;
-    const char *path = NULL;
-    if (!strncmp(url, "file://", 7))
-        path = url + 7;
-    else if (!strncmp(url, "file:", 5))
-        path = url + 5;
-    if (!path || path[0] != '/') {
-        snprintf(why, wl, "sasl.oauthbearer.jwks.endpoint.url=%s: samsa reads a JWKS from a file: URL only", url);
+    const char *path = !strncmp(url, "file://", 7) ? url + 7 : url + 5;
+    if (path[0] != '/') {
+        snprintf(why, wl, "%s: a file: URL needs an absolute path", url);
         return -1;
     }
-    /* a small local file, read at most once per refresh */
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(why, wl, "cannot open the JWKS %s", path);
+        snprintf(why, wl, "cannot open the JWKS %.512s", path);
         return -1;
     }
-    static const size_t cap = 1 << 20;
-    uint8_t *buf = malloc(cap);
-    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    uint8_t *buf = malloc(OB_JWKS_MAX);
+    size_t n = buf ? fread(buf, 1, OB_JWKS_MAX, f) : 0;
     fclose(f);
-    struct ob_jwks ks;
-    int rc = buf && n < cap ? ob_jwks_parse(buf, n, &ks) : -1;
-    free(buf);
-    if (rc < 0) {
-        snprintf(why, wl, "%s is not a JWKS ({\"keys\":[...]}) of at most 1 MiB", path);
+    if (!buf || n >= OB_JWKS_MAX) {
+        free(buf);
+        snprintf(why, wl, "%.512s: more than 1 MiB", path);
         return -1;
     }
-    ob_jwks_free(&st->jwks);
-    st->jwks = ks;
-    snprintf(st->jwks_url, sizeof st->jwks_url, "%s", url);
-    st->jwks_read_ns = now;
-    st->api->log(st->host, SAMSA_LOG_INFO, "OAUTHBEARER: read %d usable key(s) from %s", ks.n, path);
+    *out = buf;
+    *outlen = n;
     return 0;
+}
+
+/* OpenSSL's reason for the last failure, or fallback. */
+static void ob_ssl_err(char *out, size_t n, const char *fallback)
+{
+    unsigned long e = ERR_get_error();
+    if (e)
+        ERR_error_string_n(e, out, n);
+    else
+        snprintf(out, n, "%s", fallback);
+    ERR_clear_error();
+}
+
+/* The body of an HTTP/1.1 answer in buf (status 200 only; Content-Length,
+ * chunked, or up to the close). 0 with *body and *blen pointing into buf
+ * (a chunked body is decoded in place), or -1 with why. */
+static int ob_http_body(uint8_t *buf, size_t len, uint8_t **body, size_t *blen, char *why, size_t wl)
+{
+    char *p = (char *)buf;
+    char *end = NULL;
+    for (size_t i = 0; i + 3 < len; i++)
+        if (!memcmp(p + i, "\r\n\r\n", 4)) {
+            end = p + i;
+            break;
+        }
+    int status = 0;
+    if (!end || sscanf(p, "HTTP/1.%*d %d", &status) != 1) {
+        snprintf(why, wl, "not an HTTP answer");
+        return -1;
+    }
+    if (status != 200) {
+        snprintf(why, wl, "HTTP status %d", status);
+        return -1;
+    }
+    *end = '\0';
+    bool chunked = false;
+    long clen = -1;
+    for (char *h = strstr(p, "\r\n"); h && h < end; h = strstr(h + 2, "\r\n")) {
+        char *line = h + 2;
+        if (!strncasecmp(line, "transfer-encoding:", 18) && strstr(line, "chunked"))
+            chunked = true;
+        else if (!strncasecmp(line, "content-length:", 15))
+            clen = atol(line + 15);
+    }
+    uint8_t *b = (uint8_t *)end + 4;
+    size_t have = len - (size_t)(b - buf);
+    if (!chunked) {
+        if (clen >= 0 && (size_t)clen > have) {
+            snprintf(why, wl, "HTTP answer cut short (%zu of %ld bytes)", have, clen);
+            return -1;
+        }
+        *body = b;
+        *blen = clen >= 0 ? (size_t)clen : have;
+        return 0;
+    }
+    size_t in = 0, out = 0;
+    for (;;) {
+        char *q;
+        unsigned long n = strtoul((char *)b + in, &q, 16);
+        char *crlf = strstr(q, "\r\n");
+        if (!crlf || (size_t)((uint8_t *)crlf + 2 - b) > have) {
+            snprintf(why, wl, "bad chunked HTTP body");
+            return -1;
+        }
+        in = (size_t)((uint8_t *)crlf + 2 - b);
+        if (n == 0)
+            break;
+        if (in + n > have) {
+            snprintf(why, wl, "bad chunked HTTP body");
+            return -1;
+        }
+        memmove(b + out, b + in, n);
+        out += n;
+        in += n + 2;
+    }
+    *body = b;
+    *blen = out;
+    return 0;
+}
+
+/* GET of an https: URL with OpenSSL on a blocking socket (each step
+ * bounded by 10 s), the peer verified against cafile (PEM; "": the
+ * system's CAs) and, with verify_host, named by its certificate. 0 with
+ * *out (the JWKS, malloc'ed: the caller frees it), or -1 with why.
+ * Background thread only. */
+static int ob_https_get(const char *url, const char *cafile, bool verify_host, uint8_t **out, size_t *outlen,
+                        char *why, size_t wl)
+{
+    const char *h = url + 8, *slash = strchr(h, '/');
+    size_t hl = slash ? (size_t)(slash - h) : strlen(h);
+    char host[256], port[16] = "443";
+    const char *path = slash ? slash : "/";
+    if (hl == 0 || hl >= sizeof host) {
+        snprintf(why, wl, "%s: no host", url);
+        return -1;
+    }
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    char *colon = host[0] == '[' ? strstr(host, "]:") : strrchr(host, ':');
+    if (colon) {
+        if (host[0] == '[')
+            colon++;
+        snprintf(port, sizeof port, "%s", colon + 1);
+        *colon = '\0';
+    }
+    if (host[0] == '[') {
+        size_t n = strlen(host);
+        memmove(host, host + 1, n);
+        if (n >= 2 && host[n - 2] == ']')
+            host[n - 2] = '\0';
+    }
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    int gai = getaddrinfo(host, port, &hints, &res);
+    if (gai != 0 || !res) {
+        snprintf(why, wl, "%s: cannot resolve %s: %s", url, host, gai_strerror(gai));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct timeval tv = {10, 0};
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* bounds connect() too */
+    }
+    int crc = fd >= 0 ? connect(fd, res->ai_addr, res->ai_addrlen) : -1;
+    freeaddrinfo(res);
+    if (crc < 0) {
+        snprintf(why, wl, "%s: cannot connect to %s port %s", url, host, port);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    int rc = -1;
+    char detail[256];
+    uint8_t *buf = NULL;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = NULL;
+    if (!ctx)
+        goto out;
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    /* servers that close without close_notify (Connection: close); a
+     * cut answer is caught by its Content-Length or chunk sizes */
+    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    if (cafile[0] ? SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1 : SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        ob_ssl_err(detail, sizeof detail, "no trust store");
+        snprintf(why, wl, "%.300s: cannot load the trust store %.300s: %.200s", url, cafile[0] ? cafile : "(system)",
+                 detail);
+        goto out;
+    }
+    ssl = SSL_new(ctx);
+    if (!ssl || SSL_set_fd(ssl, fd) != 1)
+        goto out;
+    unsigned char ipbuf[16];
+    bool is_ip = inet_pton(AF_INET, host, ipbuf) == 1 || inet_pton(AF_INET6, host, ipbuf) == 1;
+    if (!is_ip)
+        SSL_set_tlsext_host_name(ssl, host);
+    X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+    if (verify_host && (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, host) : X509_VERIFY_PARAM_set1_host(vp, host, 0)) != 1)
+        goto out;
+    if (SSL_connect(ssl) != 1) {
+        long vr = SSL_get_verify_result(ssl);
+        if (vr != X509_V_OK)
+            snprintf(detail, sizeof detail, "certificate verification failed: %s", X509_verify_cert_error_string(vr));
+        else
+            ob_ssl_err(detail, sizeof detail, "handshake failed");
+        snprintf(why, wl, "%s: TLS: %s", url, detail);
+        goto out;
+    }
+    char req[1024];
+    int rl = snprintf(req, sizeof req,
+                      "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nUser-Agent: samsa\r\n"
+                      "Connection: close\r\n\r\n", path, host);
+    if (rl <= 0 || rl >= (int)sizeof req || SSL_write(ssl, req, rl) != rl) {
+        snprintf(why, wl, "%s: cannot send the request", url);
+        goto out;
+    }
+    size_t cap = OB_JWKS_MAX + 65536, len = 0;
+    buf = malloc(cap + 1);
+    if (!buf)
+        goto out;
+    for (;;) {
+        if (len == cap) {
+            snprintf(why, wl, "%s: the answer is larger than 1 MiB", url);
+            goto out;
+        }
+        int n = SSL_read(ssl, buf + len, (int)(cap - len));
+        if (n > 0) {
+            len += (size_t)n;
+            continue;
+        }
+        int e = SSL_get_error(ssl, n);
+        if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && len > 0))
+            break; /* the server closed (Connection: close) */
+        ob_ssl_err(detail, sizeof detail, "read failed or timed out");
+        snprintf(why, wl, "%s: %s", url, detail);
+        goto out;
+    }
+    buf[len] = '\0';
+    uint8_t *body;
+    size_t blen;
+    char hwhy[128];
+    if (ob_http_body(buf, len, &body, &blen, hwhy, sizeof hwhy) < 0) {
+        snprintf(why, wl, "%s: %s", url, hwhy);
+        goto out;
+    }
+    memmove(buf, body, blen);
+    *out = buf;
+    *outlen = blen;
+    buf = NULL;
+    rc = 0;
+out:
+    if (rc < 0 && !why[0])
+        snprintf(why, wl, "%s: cannot set up TLS", url);
+    free(buf);
+    if (ssl) {
+        SSL_shutdown(ssl);
+        SSL_free(ssl);
+    }
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+    close(fd);
+    return rc;
+}
+
+/* Fetches source i (a copy of its settings taken under the lock) and
+ * installs the keys, or keeps the old ones with one warning per
+ * distinct failure. Background thread; takes the lock itself. */
+static void ob_fetch(struct ob_state *st, int i)
+{
+    pthread_mutex_lock(&st->jwks_lock);
+    struct ob_source c = st->src[i];
+    pthread_mutex_unlock(&st->jwks_lock);
+    char why[1200] = "";
+    uint8_t *doc = NULL;
+    size_t len = 0;
+    int rc;
+    if (!strncmp(c.url, "file:", 5)) {
+        rc = ob_read_file(c.url, &doc, &len, why, sizeof why);
+    } else if (!strncmp(c.url, "https://", 8)) {
+        rc = ob_https_get(c.url, c.cafile, c.verify_host, &doc, &len, why, sizeof why);
+    } else {
+        snprintf(why, sizeof why, "sasl.oauthbearer.jwks.endpoint.url=%s: use an https: or a file: URL", c.url);
+        rc = -1;
+    }
+    struct ob_jwks ks;
+    if (rc == 0 && ob_jwks_parse(doc, len, &ks) < 0) {
+        snprintf(why, sizeof why, "%s is not a JWKS ({\"keys\":[...]})", c.url);
+        rc = -1;
+    }
+    free(doc);
+    int64_t now = st->api->monotonic_ns();
+    pthread_mutex_lock(&st->jwks_lock);
+    struct ob_source *s = &st->src[i];
+    if (rc == 0) {
+        ob_jwks_free(&s->keys);
+        s->keys = ks;
+        s->loaded = true;
+        s->last_err[0] = '\0';
+        s->next_ns = now + s->refresh_ms * 1000000;
+    } else {
+        /* retried sooner than a refresh, as Kafka's backoff does */
+        int64_t retry_ms = s->refresh_ms < 5000 ? s->refresh_ms : 5000;
+        s->next_ns = now + (retry_ms > 0 ? retry_ms : 1000) * 1000000;
+    }
+    bool log_err = rc < 0 && strcmp(s->last_err, why) != 0;
+    if (log_err)
+        snprintf(s->last_err, sizeof s->last_err, "%s", why);
+    pthread_mutex_unlock(&st->jwks_lock);
+    if (rc == 0)
+        st->api->log(st->host, SAMSA_LOG_INFO, "OAUTHBEARER: read %d usable key(s) from %s", ks.n, c.url);
+    else if (log_err)
+        st->api->log(st->host, SAMSA_LOG_WARN, "OAUTHBEARER: cannot refresh the JWKS (the previous keys stay): %s",
+                     why);
+}
+
+/* The background thread: fetches each source when it is due. */
+static void *ob_thread(void *arg)
+{
+    struct ob_state *st = arg;
+    pthread_mutex_lock(&st->jwks_lock);
+    while (!st->stopping) {
+        int64_t now = st->api->monotonic_ns(), next = INT64_MAX;
+        int due = -1;
+        for (int i = 0; i < st->nsrc; i++) {
+            if (st->src[i].next_ns <= now && due < 0)
+                due = i;
+            if (st->src[i].next_ns < next)
+                next = st->src[i].next_ns;
+        }
+        if (due >= 0) {
+            st->src[due].last_ns = now;
+            st->src[due].next_ns = INT64_MAX; /* until fetched */
+            pthread_mutex_unlock(&st->jwks_lock);
+            ob_fetch(st, due);
+            pthread_mutex_lock(&st->jwks_lock);
+            continue;
+        }
+        /* CLOCK_REALTIME deadline for the condition variable: the wait
+         * is at most a minute, then the sources are looked at again */
+        int64_t wait_ns = next == INT64_MAX ? 60000000000LL : next - now;
+        if (wait_ns > 60000000000LL)
+            wait_ns = 60000000000LL;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t t = (int64_t)ts.tv_nsec + wait_ns;
+        ts.tv_sec += (time_t)(t / 1000000000LL);
+        ts.tv_nsec = (long)(t % 1000000000LL);
+        pthread_cond_timedwait(&st->jwks_cv, &st->jwks_lock, &ts);
+    }
+    pthread_mutex_unlock(&st->jwks_lock);
+    return NULL;
+}
+
+/* The source of url (added, and the thread started, when new; its
+ * first fetch is due at once). NULL when the table is full. Under
+ * jwks_lock. */
+static struct ob_source *ob_source_locked(struct ob_state *st, const char *url, int64_t refresh_ms, const char *jaas)
+{
+    for (int i = 0; i < st->nsrc; i++)
+        if (!strcmp(st->src[i].url, url))
+            return &st->src[i];
+    if (st->nsrc == OB_MAX_SOURCES || strlen(url) >= sizeof st->src[0].url)
+        return NULL;
+    struct ob_source *s = &st->src[st->nsrc];
+    memset(s, 0, sizeof *s);
+    snprintf(s->url, sizeof s->url, "%s", url);
+    s->refresh_ms = refresh_ms > 0 ? refresh_ms : 1000;
+    /* Kafka takes the HTTPS settings of the OAuth endpoints from the JAAS
+     * options (JaasOptionsUtils): ssl.truststore.location (PEM here) and
+     * ssl.endpoint.identification.algorithm */
+    char alg[32];
+    ob_jaas_option(jaas, "ssl.truststore.location", s->cafile, sizeof s->cafile);
+    ob_jaas_option(jaas, "ssl.endpoint.identification.algorithm", alg, sizeof alg);
+    s->verify_host = !jaas || !strstr(jaas, "ssl.endpoint.identification.algorithm") || alg[0];
+    s->next_ns = 0;
+    st->nsrc++;
+    if (!st->thread_started && pthread_create(&st->thread, NULL, ob_thread, st) == 0)
+        st->thread_started = true;
+    pthread_cond_signal(&st->jwks_cv);
+    return s;
 }
 
 /* The secured validator for listener: settings, keys, validation. */
@@ -1147,24 +1507,33 @@ static int ob_validate_listener_signed(struct ob_state *st, const char *listener
     o.clock_skew_s = (v = ob_setting(st, listener, "sasl.oauthbearer.clock.skew.seconds")) ? atol(v) : 30;
     int64_t refresh = (v = ob_setting(st, listener, "sasl.oauthbearer.jwks.endpoint.refresh.ms")) ? atoll(v) : 3600000;
     const char *url = ob_setting(st, listener, "sasl.oauthbearer.jwks.endpoint.url");
-    char why[300];
     if (!url || !url[0]) {
         memset(r, 0, sizeof *r);
         st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: OAUTHBEARER with signed tokens needs "
                      "sasl.oauthbearer.jwks.endpoint.url", listener);
         return ob_fail(r, NULL, "%s", "no JWKS configured");
     }
+    const char *jaas = ob_listener_config(st, listener, "sasl.jaas.config");
+    int rc;
     pthread_mutex_lock(&st->jwks_lock);
-    int rc = ob_jwks_load(st, url, refresh, false, why, sizeof why);
-    if (rc == 0) {
-        rc = ob_validate_signed(tok, len, &st->jwks, &o, st->api->wall_ms(), r);
-        /* a key the JWKS lacks: the issuer may have rotated its keys */
-        if (rc < 0 && strstr(r->reason, "no key of the JWKS") && ob_jwks_load(st, url, refresh, true, why, sizeof why) == 0)
-            rc = ob_validate_signed(tok, len, &st->jwks, &o, st->api->wall_ms(), r);
-    } else {
-        st->api->log(st->host, SAMSA_LOG_WARN, "listener %s: %s", listener, why);
+    struct ob_source *src = ob_source_locked(st, url, refresh, jaas);
+    if (!src) {
         memset(r, 0, sizeof *r);
-        ob_fail(r, NULL, "%s", why);
+        rc = ob_fail(r, NULL, "%s", "too many JWKS URLs (at most 8)");
+    } else if (!src->loaded) {
+        memset(r, 0, sizeof *r);
+        rc = ob_fail(r, NULL, "the JWKS of %s has not been retrieved yet", url);
+    } else {
+        rc = ob_validate_signed(tok, len, &src->keys, &o, st->api->wall_ms(), r);
+        /* a key the JWKS lacks: the issuer may have rotated its keys. As
+         * Kafka's RefreshingHttpsJwks, the refresh is brought forward
+         * (at most once a second) and this token stays refused. */
+        int64_t now = st->api->monotonic_ns();
+        if (rc < 0 && strstr(r->reason, "no key of the JWKS") && now - src->last_ns >= 1000000000LL &&
+            src->next_ns != INT64_MAX) {
+            src->next_ns = now;
+            pthread_cond_signal(&st->jwks_cv);
+        }
     }
     pthread_mutex_unlock(&st->jwks_lock);
     return rc;
@@ -1272,6 +1641,38 @@ static const samsa_sasl_mech_t ob_mech = {
     .session_free = ob_session_free,
 };
 
+/* The secured validator's JWKS of every listener in `listeners` start
+ * being fetched at startup (Kafka's brokers retrieve them when they
+ * configure the validator), not at the first login. */
+static void ob_discover(struct ob_state *st)
+{
+    if (!SAMSA_HOST_HAS(st->api, server_config_get))
+        return;
+    const char *ls = st->api->server_config_get(st->host, "listeners");
+    for (const char *p = ls; p && *p;) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        const char *sep = strstr(p, "://");
+        const char *comma = strchr(p, ',');
+        if (!sep || (comma && comma < sep))
+            break;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(sep - p < 127 ? sep - p : 127), p);
+        p = comma ? comma + 1 : p + strlen(p);
+        const char *handler = ob_listener_config(st, name, "sasl.server.callback.handler.class");
+        if (!handler || !strstr(handler, "OAuthBearerValidatorCallbackHandler") ||
+            strstr(handler, "OAuthBearerUnsecuredValidatorCallbackHandler"))
+            continue;
+        const char *url = ob_setting(st, name, "sasl.oauthbearer.jwks.endpoint.url");
+        const char *v = ob_setting(st, name, "sasl.oauthbearer.jwks.endpoint.refresh.ms");
+        if (!url || !url[0])
+            continue;
+        pthread_mutex_lock(&st->jwks_lock);
+        ob_source_locked(st, url, v ? atoll(v) : 3600000, ob_listener_config(st, name, "sasl.jaas.config"));
+        pthread_mutex_unlock(&st->jwks_lock);
+    }
+}
+
 static int ob_init(samsa_host_t *host, const samsa_host_api_t *api, void **state, char *errstr, size_t errlen)
 {
     (void)state;
@@ -1283,16 +1684,38 @@ static int ob_init(samsa_host_t *host, const samsa_host_api_t *api, void **state
                                    "Successful SASL/OAUTHBEARER authentications.");
     g_ob.failed = api->metric_register(host, "authentication_failures", SAMSA_METRIC_COUNTER,
                                        "Failed SASL/OAUTHBEARER authentications.");
-    return api->register_capability(host, &ob_mech.hdr, &g_ob);
+    int rc = api->register_capability(host, &ob_mech.hdr, &g_ob);
+    if (rc == SAMSA_OK)
+        ob_discover(&g_ob);
+    return rc;
+}
+
+static void ob_fini(void *state)
+{
+    (void)state;
+    struct ob_state *st = &g_ob;
+    pthread_mutex_lock(&st->jwks_lock);
+    st->stopping = true;
+    pthread_cond_signal(&st->jwks_cv);
+    bool started = st->thread_started;
+    pthread_mutex_unlock(&st->jwks_lock);
+    if (started)
+        pthread_join(st->thread, NULL);
+    for (int i = 0; i < st->nsrc; i++)
+        ob_jwks_free(&st->src[i].keys);
+    st->nsrc = 0;
+    st->thread_started = false;
+    st->stopping = false;
 }
 
 static const samsa_plugin_info_t ob_info = {
     SAMSA_PLUGIN_INFO_HEADER,
     .name = "sasl-oauthbearer",
     .version = SAMSA_MODULE_VERSION,
-    .description = "SASL/OAUTHBEARER (RFC 7628): Kafka's unsecured JWS validator, or signed JWTs against a JWKS file",
+    .description = "SASL/OAUTHBEARER (RFC 7628): Kafka's unsecured JWS validator, or signed JWTs against a JWKS (https: or file:)",
     .license = "Apache-2.0",
     .init = ob_init,
+    .fini = ob_fini,
 };
 
 #ifndef SAMSA_SASL_NO_ENTRY

@@ -1501,6 +1501,75 @@ static void test_meta_properties(void **state)
     assert_string_equal(err, want);
 }
 
+/* KIP-226: a listener's ssl.* keys change per broker in a dynamic layer
+ * above their static value, through the registered reconfig check. */
+static int reconfig_calls;
+static int refuse_missing(const struct samsa_config *next, char *err, size_t errlen)
+{
+    reconfig_calls++;
+    const char *v = config_get_any(next, "listener.name.ssl.ssl.keystore.location");
+    if (v && !strcmp(v, "/missing")) {
+        snprintf(err, errlen, "cannot be opened");
+        return -1;
+    }
+    return 0;
+}
+
+static void test_listener_keys_dynamic(void **state)
+{
+    (void)state;
+    char err[512];
+    struct samsa_config *c = config_new();
+    assert_int_equal(config_set(c, "listener.name.ssl.ssl.keystore.location", "/a.pem", err, sizeof err), 0);
+    config_set_reconfig_check(refuse_missing);
+    const char *key = "listener.name.ssl.ssl.keystore.location";
+    expect_alter(c, false, key, CONFIG_OP_SET, "/b.pem", 0, NULL);
+    assert_int_equal(reconfig_calls, 1);
+    assert_string_equal(config_get_any(c, key), "/b.pem");
+    struct config_entry e;
+    assert_true(config_describe_key(c, key, false, &e));
+    assert_int_equal(e.source, CONFIG_SOURCE_DYNAMIC_BROKER);
+    assert_false(e.read_only);
+    assert_string_equal(e.value, "/b.pem");
+    assert_int_equal(e.n_synonyms, 2);
+    assert_string_equal(e.synonyms[1].value, "/a.pem");
+    assert_int_equal(e.synonyms[1].source, CONFIG_SOURCE_STATIC_BROKER);
+    struct samsa_config *d = config_dup(c);
+    assert_string_equal(config_get_any(d, key), "/b.pem");
+    config_free(d);
+    /* the check refuses: nothing changes */
+    expect_alter(c, false, key, CONFIG_OP_SET, "/missing", CONFIG_ERR_INVALID_CONFIG, "cannot be opened");
+    assert_string_equal(config_get_any(c, key), "/b.pem");
+    /* per broker only; the table key itself only with the prefix; a
+     * listener key whose table key is read-only stays read-only */
+    expect_alter(c, true, key, CONFIG_OP_SET, "/b.pem", CONFIG_ERR_INVALID_REQUEST,
+                 "Cannot update these configs at default cluster level, broker id must be specified: "
+                 "Set(listener.name.ssl.ssl.keystore.location)");
+    expect_alter(c, false, "ssl.keystore.location", CONFIG_OP_SET, "/b.pem", CONFIG_ERR_INVALID_REQUEST,
+                 "These security configs can be dynamically updated only per-listener using the listener "
+                 "prefix: Set(ssl.keystore.location)");
+    expect_alter(c, false, "listener.name.ssl.sasl.oauthbearer.expected.issuer", CONFIG_OP_SET, "x",
+                 CONFIG_ERR_INVALID_REQUEST,
+                 "Cannot update these configs dynamically: Set(listener.name.ssl.sasl.oauthbearer.expected.issuer)");
+    expect_alter(c, false, "listener.name.ssl.ssl.allow.dn.changes", CONFIG_OP_SET, "maybe",
+                 CONFIG_ERR_INVALID_REQUEST, NULL);
+    /* a dynamic-only key, then deleting both falls back to the static */
+    expect_alter(c, false, "listener.name.ssl.ssl.allow.dn.changes", CONFIG_OP_SET, "TRUE", 0, NULL);
+    assert_string_equal(config_get_any(c, "listener.name.ssl.ssl.allow.dn.changes"), "true");
+    expect_alter(c, false, "listener.name.ssl.ssl.allow.dn.changes", CONFIG_OP_DELETE, NULL, 0, NULL);
+    assert_null(config_get_any(c, "listener.name.ssl.ssl.allow.dn.changes"));
+    expect_alter(c, false, key, CONFIG_OP_DELETE, NULL, 0, NULL);
+    assert_string_equal(config_get_any(c, key), "/a.pem");
+    /* the metadata log replays it */
+    assert_int_equal(config_set_dynamic(c, false, key, "/c.pem", err, sizeof err), 0);
+    assert_string_equal(config_get_any(c, key), "/c.pem");
+    assert_int_equal(config_set_dynamic(c, true, key, "/c.pem", err, sizeof err), -1);
+    assert_int_equal(config_set_dynamic(c, false, key, NULL, err, sizeof err), 0);
+    assert_string_equal(config_get_any(c, key), "/a.pem");
+    config_set_reconfig_check(NULL);
+    config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1525,6 +1594,7 @@ int main(void)
         cmocka_unit_test(test_topic_describe),
         cmocka_unit_test(test_meta_properties),
         cmocka_unit_test(test_server_set_key),
+        cmocka_unit_test(test_listener_keys_dynamic),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

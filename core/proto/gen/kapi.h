@@ -249,6 +249,10 @@ struct kapi {
     void (*resp_init)(void *m);
     int (*resp_decode)(struct kreader *r, int16_t v, void *m);
     void (*resp_encode)(struct kwriter *w, int16_t v, const void *m);
+    /* the response's top-level ThrottleTimeMs (int32): its offset in
+     * the response struct, -1 if none; and the first version with it */
+    long resp_throttle_off;
+    int16_t resp_throttle_min;
 };
 
 enum kapi_key {

@@ -148,6 +148,50 @@ def consumer_held_within_10_percent_over_30s():
 
 
 @S.case
+def forwarded_throttle_passed_on_and_muted():
+    """CreateTopics v4 (permissive) through broker 2, which forwards it to
+    the controller: the controller's controller_mutation_rate throttle is
+    in the answer and broker 2 mutes the client's connection for it
+    (Kafka's sendForwardedResponse), so the next request on that
+    connection waits."""
+    import kwire as K
+    quotas(CL.node(2), "alter", "--entity-type", "clients", "--entity-name", "mutator", "--add-config",
+           "controller_mutation_rate=2")
+    want = "Quota configs for client-id 'mutator' are controller_mutation_rate=2.0\n"
+    deadline = time.monotonic() + C.bound(10)
+    while want not in quotas(CL.node(2), "describe"):
+        check(time.monotonic() < deadline, "broker 2 does not describe the mutator quota")
+        time.sleep(0.1)
+    c = K.Conn(C.harness.port_of(CL.node(2).bootstrap), client_id="mutator", timeout=C.bound(20))
+    try:
+        # a bucket of 3 windows at 2/s holds 6: 8 partitions leave it 2
+        # short, 1 s at 2/s
+        r = c.request(K.CREATE_TOPICS, 4, K.create_topics_v4_body([("fwd-throttled", 8, 1, {})]))
+        throttle = r.i32()
+        res = r.array(lambda r: (r.string(), r.i16(), r.string()))
+        eq(res, [("fwd-throttled", 0, None)], "CreateTopics through broker 2")
+        check(800 <= throttle <= 1100, "forwarded throttle_time_ms %d", throttle)
+        t0 = time.monotonic()
+        K.api_versions(c, 0)
+        waited = time.monotonic() - t0
+    finally:
+        c.close()
+    log("forwarded throttle %d ms; the next request waited %.2fs", throttle, waited)
+    check(throttle / 1000.0 - 0.25 <= waited <= throttle / 1000.0 + 1.0,
+          "the next request waited %.2fs after a throttle of %d ms", waited, throttle)
+    # another client id is not held
+    c = K.Conn(C.harness.port_of(CL.node(2).bootstrap), client_id="other-admin", timeout=C.bound(20))
+    try:
+        t0 = time.monotonic()
+        K.api_versions(c, 0)
+        check(time.monotonic() - t0 < 0.5, "another client waited %.2fs", time.monotonic() - t0)
+    finally:
+        c.close()
+    quotas(CL.node(2), "alter", "--entity-type", "clients", "--entity-name", "mutator", "--delete-config",
+           "controller_mutation_rate")
+
+
+@S.case
 def delete_through_the_other_broker():
     quotas(CL.node(3), "alter", "--entity-type", "clients", "--entity-name", "greedy", "--delete-config",
            "producer_byte_rate")

@@ -16,7 +16,13 @@ expected audience; confluent-kafka (oauth_cb), kafkajs and kafka-python
 authenticate as the token's subject. A token signed by a key the JWKS
 lacks, an expired one, one for another audience and an unsecured one are
 refused; a key added to the JWKS file later is picked up when a token
-names it."""
+names it (that first token refused, the refresh brought forward).
+
+A second server fetches its JWKS over HTTPS from a loopback python
+http.server + ssl with a certificate of the test's own CA (JAAS option
+ssl.truststore.location), refreshed every second: a key the server drops
+stops validating, one it adds starts; a listener trusting another CA
+logs one certificate verification failure and refuses its logins."""
 # limit: 180
 import base64
 import json
@@ -283,14 +289,25 @@ def signed_tokens_refused_and_key_rotation():
             "mechanism": "oauthbearer", "token": tok}}}, stdin=h.to_json_records(records("bad")), check_rc=False)
         h.check(not res.get("ok"), "kafkajs with a token signed by %s produced", what)
         srv().wait_log(r"OAUTHBEARER token refused: .*" + reason, since)
-    # a new key in the JWKS: a token naming it makes the module read it
+    # a new key in the JWKS: as Kafka's RefreshingHttpsJwks, the first
+    # login naming it is refused and brings the background refresh
+    # forward (at most once a second); kafkajs's retry then gets in
     write_jwks(state["jwks"] + [state["r2"]])
-    time.sleep(1.1)  # re-reads on an unknown key at most once a second
+    time.sleep(1.1)
+    since = srv().log_size()
     want = records("rotated")
     start = next_offset()
     res = h.node("kafkajs-produce", signed_bootstrap(), {"topic": TOPIC, "kafkajs": {"sasl": {
         "mechanism": "oauthbearer", "token": signed("r2", sub="svc-new")}}}, stdin=h.to_json_records(want))
     h.check(res.get("ok"), "kafkajs with a token of the new key: %s", res)
+    text = srv().log_text(since)
+    refused = text.find("OAUTHBEARER token refused: Could not validate the access token: no key of the JWKS")
+    read = text.find("OAUTHBEARER: read 3 usable key(s) from file://")
+    ok = text.find("on SIGNED authenticated as User:svc-new (OAUTHBEARER)")
+    # (the refusal's line and the refresh's may come in either order: the
+    # thread may fetch before the worker logs)
+    h.check(0 <= refused < ok and 0 <= read < ok, "refused (%d) and the refresh (%d), then accepted (%d):\n%s",
+            refused, read, ok, text[-3000:])
     got = h.ck_consume(srv().bootstrap, TOPIC, 0, start, 3)
     h.compare_records(got, [dict(r, offset=start + i) for i, r in enumerate(want)], "records of the new key",
                       timestamps=False)
@@ -305,6 +322,141 @@ class Provider:
 
     def extensions(self):
         return {}
+
+
+# ------------------------------------------------------------ JWKS over HTTPS
+
+def start_https(certs):
+    """A loopback HTTPS server (python's http.server over ssl) serving
+    state["https_keys"] as /jwks.json; every GET is counted."""
+    import http.server
+    import ssl
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            state["https_hits"] += 1
+            if self.path != "/jwks.json":
+                self.send_error(404)
+                return
+            body = json.dumps({"keys": state["https_keys"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(certs, "web.pem"), os.path.join(certs, "web.key"))
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    state["https_hits"] = 0
+    return httpd
+
+
+def https_setup():
+    """Once: a CA and a certificate for 127.0.0.1, the HTTPS server, and a
+    samsa whose listener HTTPS validates against its JWKS (refreshed every
+    second) and whose listener BADCA trusts another CA."""
+    if "https" in state:
+        return state["https"]
+    certs = os.path.join(h.WORK, "oauth-web")
+    os.makedirs(certs, exist_ok=True)
+    for ca in ("webca", "otherca"):
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+                os.path.join(certs, ca + ".key"), "-out", os.path.join(certs, ca + ".pem"), "-days", "2", "-subj",
+                "/CN=" + ca)
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout",
+            os.path.join(certs, "web.key"), "-out", os.path.join(certs, "web.csr"), "-subj", "/CN=jwks")
+    with open(os.path.join(certs, "web.ext"), "w") as f:
+        f.write("basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", os.path.join(certs, "web.csr"), "-CA", os.path.join(certs, "webca.pem"),
+            "-CAkey", os.path.join(certs, "webca.key"), "-CAcreateserial", "-out", os.path.join(certs, "web.pem"),
+            "-days", "2", "-extfile", os.path.join(certs, "web.ext"))
+    state["https_keys"] = [state["jwks"][0]]  # r1
+    httpd = start_https(certs)
+    url = "https://127.0.0.1:%d/jwks.json" % httpd.server_address[1]
+    s = h.Server(name="oauth-https", start=False)
+    port, bad = h.free_ports(2)
+    handler = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+    module = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+    s.overrides.update({
+        "listeners": "PLAINTEXT://127.0.0.1:%d,HTTPS://127.0.0.1:%d,BADCA://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
+                     % (s.port, port, bad, s.cport),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,HTTPS:SASL_PLAINTEXT,BADCA:SASL_PLAINTEXT,"
+                                          "CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.https.oauthbearer.sasl.jaas.config":
+            '%s ssl.truststore.type="PEM" ssl.truststore.location="%s";' % (module, os.path.join(certs, "webca.pem")),
+        "listener.name.https.oauthbearer.sasl.server.callback.handler.class": handler,
+        "listener.name.https.sasl.oauthbearer.jwks.endpoint.url": url,
+        "listener.name.https.sasl.oauthbearer.jwks.endpoint.refresh.ms": "1000",
+        "listener.name.badca.oauthbearer.sasl.jaas.config":
+            '%s ssl.truststore.location="%s";' % (module, os.path.join(certs, "otherca.pem")),
+        "listener.name.badca.oauthbearer.sasl.server.callback.handler.class": handler,
+        "listener.name.badca.sasl.oauthbearer.jwks.endpoint.url": url.replace("127.0.0.1", "localhost"),
+        "sasl.oauthbearer.expected.audience": "samsa-test",
+        "sasl.oauthbearer.expected.issuer": "samsa-issuer",
+        "samsa.log.level": "debug",
+    })
+    s.start()
+    p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", s.bootstrap, "topics", "create", "--topic", TOPIC,
+               "--partitions", "1", "--replication-factor", "1"])
+    h.eq(p.returncode, 0, "topic creation")
+    state["https"] = (s, "127.0.0.1:%d" % port, "127.0.0.1:%d" % bad, url)
+    return state["https"]
+
+
+def js_produce(bs, tok, tag):
+    return h.node("kafkajs-produce", bs, {"topic": TOPIC, "kafkajs": {"sasl": {"mechanism": "oauthbearer",
+                                                                               "token": tok}}},
+                  stdin=h.to_json_records(records(tag)), check_rc=False)
+
+
+@suite.case
+def jwks_over_https():
+    """The JWKS is fetched at startup by the module's thread over HTTPS
+    (the JAAS option ssl.truststore.location names the CA), refreshed every
+    sasl.oauthbearer.jwks.endpoint.refresh.ms: a key the server drops
+    stops validating and one it adds starts, with no login waiting on it."""
+    s, bs, _, url = https_setup()
+    s.wait_log(r"OAUTHBEARER: read 1 usable key\(s\) from " + url.replace(".", r"\."), 0, limit=10)
+    since = s.log_size()
+    res = js_produce(bs, signed("r1", sub="svc-https"), "https-r1")
+    h.check(res.get("ok"), "kafkajs with a token of the served key: %s", res)
+    s.wait_log(r"on HTTPS authenticated as User:svc-https \(OAUTHBEARER\)", since)
+    # the issuer rotates: r2 in, r1 out; the next refresh (<= 1 s) sees it
+    hits = state["https_hits"]
+    state["https_keys"] = [state["r2"]]
+    deadline = time.monotonic() + h.bound(10)
+    while state["https_hits"] < hits + 2:
+        h.check(time.monotonic() < deadline, "no refresh within 10 s (%d fetches)", state["https_hits"] - hits)
+        time.sleep(0.1)
+    since = s.log_size()
+    res = js_produce(bs, signed("r2", sub="svc-rotated"), "https-r2")
+    h.check(res.get("ok"), "kafkajs with a token of the new key: %s", res)
+    s.wait_log(r"on HTTPS authenticated as User:svc-rotated \(OAUTHBEARER\)", since)
+    res = js_produce(bs, signed("r1", sub="svc-old"), "https-old")
+    h.check(not res.get("ok"), "a token of the dropped key was accepted")
+    s.wait_log(r"OAUTHBEARER token refused: .*no key of the JWKS matches it", since)
+
+
+@suite.case
+def jwks_over_https_untrusted():
+    """A JWKS server whose certificate the listener's trust store does
+    not accept: one warning, and logins there are refused."""
+    s, _, bad, url = https_setup()
+    s.wait_log(r"OAUTHBEARER: cannot refresh the JWKS \(the previous keys stay\): https://localhost:\d+/jwks\.json: "
+               r"TLS: certificate verification failed", 0, limit=10)
+    since = s.log_size()
+    res = js_produce(bad, signed("r1", sub="svc-bad"), "https-bad")
+    h.check(not res.get("ok"), "a login against an untrusted JWKS server was accepted")
+    s.wait_log(r"OAUTHBEARER token refused: the JWKS of https://localhost:\d+/jwks\.json has not been retrieved yet",
+               since)
 
 
 @suite.case

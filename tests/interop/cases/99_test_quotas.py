@@ -362,25 +362,32 @@ def request_percentage_mutes_a_busy_client():
     import kwire as K
 
     def timed(client_id, n):
-        """Seconds for n ApiVersions in a row on one connection."""
+        """Seconds for n ApiVersions v1 in a row on one connection, and
+        the throttle_time_ms of each answer."""
         c = K.Conn(srv().port, client_id=client_id)
         try:
             t0 = time.monotonic()
+            throttles = []
             for _ in range(n):
-                corr = c.send(K.API_VERSIONS, 0, K.api_versions_body(0))
-                c.recv(corr, 0, timeout=h.bound(5))
-            return time.monotonic() - t0
+                corr = c.send(K.API_VERSIONS, 1, K.api_versions_body(1))
+                throttles.append(K.parse_api_versions(c.recv(corr, 0, timeout=h.bound(5)), 1)["throttle_time_ms"])
+            return time.monotonic() - t0, throttles
         finally:
             c.close()
 
-    busy = timed("busy", 4)
-    calm = timed("calm", 4)
-    h.log("4 requests: busy %.2fs, calm %.2fs", busy, calm)
+    busy, busy_t = timed("busy", 4)
+    calm, calm_t = timed("calm", 4)
+    h.log("4 requests: busy %.2fs %s, calm %.2fs %s", busy, busy_t, calm, calm_t)
+    # Kafka's sendResponseMaybeThrottle: the time is in the answer too
+    h.eq(busy_t, [1000, 1000, 1000, 1000], "busy client's throttle_time_ms")
+    h.eq(calm_t, [0, 0, 0, 0], "another client's throttle_time_ms")
     h.check(2.5 <= busy <= 8, "busy client: 4 requests took %.2fs (want ~3 s: muted 1 s after each)", busy)
     h.check(calm < 1.0, "another client: 4 requests took %.2fs", calm)
     samsactl("alter", "--entity-type", "clients", "--entity-name", "busy", "--delete-config", "request_percentage")
-    again = timed("busy", 4)
+    again, again_t = timed("busy", 4)
     h.check(again < 1.0, "busy client without its quota: 4 requests took %.2fs", again)
+    h.eq(again_t, [0, 0, 0, 0], "busy client's throttle_time_ms without its quota")
+
 
 @suite.case(limit=40)
 def connection_creation_rate_per_ip():
