@@ -257,6 +257,9 @@ int main(int argc, char **argv)
      * plugin provides stops startup. */
     if (authz_setup(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
+    /* Every name in group.consumer.assignors needs its assignor. */
+    if (coord_check_assignors(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
     /* SSL and SASL_SSL listeners: their key stores load now, or startup
      * stops with the listener and key at fault */
     if (tls_setup(cfg, err, sizeof err) < 0)

@@ -75,14 +75,16 @@ def describe_key(bootstrap):
 def default_modules():
     """No plugins= : every module of the build, in the order --list-plugins
     loads them; the table matches --list-plugins column for column."""
-    need_modules(["codec-" + c for c in CODECS] + ["sasl-plain", "sasl-scram", "sasl-oauthbearer", "lua"])
+    need_modules(["codec-" + c for c in CODECS] + ["sasl-plain", "sasl-scram", "sasl-oauthbearer", "lua",
+                                                  "assignor-roundrobin"])
     out, _ = cluster_plugins(srv().bootstrap)
     v = state["version"]
     want = [HEADER] + [row(1, "codec-" + c, v, "1.2", "codec:%s(%d)" % (c, CODEC_ID[c])) for c in CODECS] + \
         [row(1, "sasl-plain", v, "1.2", "sasl:PLAIN"),
          row(1, "sasl-scram", v, "1.2", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"),
          row(1, "sasl-oauthbearer", v, "1.2", "sasl:OAUTHBEARER"),
-         row(1, "lua", v, "1.2", "authorizer:lua,partitioner:lua")]
+         row(1, "lua", v, "1.2", "authorizer:lua,partitioner:lua"),
+         row(1, "assignor-roundrobin", v, "1.2", "assignor:roundrobin")]
     h.eq(out.splitlines(), want, "samsactl cluster plugins output")
     listing = h.run([h.SAMSA_BIN, "--list-plugins"], limit=20).stdout.decode().splitlines()
     h.eq([l.split()[:4] for l in listing[1:]], [l.split()[1:] for l in want[1:]],
@@ -92,7 +94,8 @@ def default_modules():
                            ["sasl-plain:%s:1.2:sasl:PLAIN" % v,
                             "sasl-scram:%s:1.2:sasl:SCRAM-SHA-256+sasl:SCRAM-SHA-512" % v,
                             "sasl-oauthbearer:%s:1.2:sasl:OAUTHBEARER" % v,
-                            "lua:%s:1.2:authorizer:lua+partitioner:lua" % v]),
+                            "lua:%s:1.2:authorizer:lua+partitioner:lua" % v,
+                            "assignor-roundrobin:%s:1.2:assignor:roundrobin" % v]),
          "DescribeConfigs value of " + KEY)
     h.eq((int(e.source), e.is_read_only, e.is_default, e.is_sensitive), (5, True, True, False),
          "source (DEFAULT_CONFIG), read-only, default, sensitive")
