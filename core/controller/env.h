@@ -41,7 +41,11 @@ struct controller_env {
     /* Any thread: this broker is registered and unfenced (the broker
      * listeners may open). */
     void (*broker_ready)(void *arg);
-    void *hook_arg;              /* both hooks' */
+    /* Loop thread (or controller_open): a dynamic broker config change
+     * was published into *cfg (old: the config it replaced; both stay
+     * valid until controller_close). */
+    void (*config_published)(void *arg, const struct samsa_config *old, const struct samsa_config *now);
+    void *hook_arg;              /* the hooks' */
 };
 
 #endif

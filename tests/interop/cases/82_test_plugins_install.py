@@ -95,7 +95,7 @@ def template_builds_and_lists():
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=template", "--list-plugins"],
               limit=20)
     rows = [l.split() for l in p.stdout.decode().splitlines()[1:]]
-    h.eq([r[:4] for r in rows], [["template", "0.1.0", "1.2", "partitioner:template"]], "--list-plugins")
+    h.eq([r[:4] for r in rows], [["template", "0.1.0", "1.3", "partitioner:template"]], "--list-plugins")
     # its own config check stops startup with its own words
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=template",
                "--override", "plugin.template.enabled=maybe", "--list-plugins"], limit=20, check_rc=False)
@@ -135,7 +135,7 @@ def example_codec_in_installed_server():
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=example", "--list-plugins"],
               limit=20)
     rows = [l.split() for l in p.stdout.decode().splitlines()[1:]]
-    h.eq([r[:4] for r in rows], [["example", "1.0.0", "1.2", "codec:snappy(2)"]], "--list-plugins")
+    h.eq([r[:4] for r in rows], [["example", "1.0.0", "1.3", "codec:snappy(2)"]], "--list-plugins")
     srv = InstalledServer({"plugin.dir": d, "plugins": "example", "plugin.example.greeting": "built out of tree"},
                           name="installed")
     try:
