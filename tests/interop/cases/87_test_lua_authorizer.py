@@ -9,7 +9,8 @@ IncrementalAlterConfigs of plugin.lua.authorizer.script on the broker
 resource (@platformatic/kafka's Admin.incrementalAlterConfigs): a script
 that does not compile is refused with INVALID_CONFIG and its error as the
 message, the old one staying in force and the key unchanged; a good one
-is in force on an open connection once the answer is back; a script that
+is in force on an open connection once the answer is back, and again
+after a restart (the stored value over the file's); a script that
 loops or errors denies that request and other clients are served
 normally."""
 # limit: 240
@@ -227,6 +228,14 @@ def reload_through_incremental_alter_configs():
     h.eq(produce_codes("alice", "bob.orders", 1), [None], "the new script")
     h.eq(s.produce("alice.orders"), None, "the open connection is served")
     h.eq(produce_codes("alice", "mallory.loop", 1), [TOPIC_AUTHORIZATION_FAILED], "the rest of the policy")
+    # the stored value wins over the file's at the next start
+    del s
+    since = srv().log_size()
+    srv().restart()
+    srv().wait_log("config plugin.lua.authorizer.script=%s applied" % good, since, limit=10)
+    h.eq(script_key(), good, "the key after a restart")
+    h.eq(produce_codes("alice", "bob.orders", 1), [None], "the stored script after a restart")
+    since = srv().log_size()
     # back to the test's own script for the cases that follow (SIGHUP
     # reloads the path in force)
     h.eq(set_script_key(state["script"]), {"ok": True}, "back to the first script")
