@@ -22,7 +22,8 @@
 //   plat-incremental-alter-configs {resources: [{type: 'BROKER'|'TOPIC', name, configs: [{name, op: 'SET'|'DELETE'|
 //                        'APPEND'|'SUBTRACT', value}]}], validateOnly, platformatic}
 //                        Admin.incrementalAlterConfigs; a refusal prints its
-//                        error types and the broker's error messages.
+//                        error types, the broker's error messages and the
+//                        nested errors (causes).
 import { b64, unb64, bound, kafkajs, loadPlatformatic, readStdinJson, withTimeout, errorTypes, describeError, kafkajsClient, platformaticOptions, jsonReplacer } from './lib.mjs'
 
 const [op, bootstrap, argsJson] = process.argv.slice(2)
@@ -279,7 +280,7 @@ async function platIncrementalAlterConfigs () {
     })
     out({ ok: true })
   } catch (e) {
-    out({ ok: false, error: describeError(e), types: errorTypes(e), messages: errorMessages(e) })
+    out({ ok: false, error: describeError(e), types: errorTypes(e), messages: errorMessages(e), causes: (e.errors || []).map(describeError) })
   } finally {
     await admin.close()
   }
