@@ -108,7 +108,10 @@ static void request_free(struct request *r)
         request_free(r->inner);
     kw_free(&r->out);
     arena_free(&r->arena);
-    free(r->frame);
+    if (r->worker)
+        frame_pool_put(&r->worker->frames, r->frame, r->frame_cap);
+    else
+        free(r->frame);
     free(r);
 }
 
@@ -161,7 +164,7 @@ static void conn_destroy(struct conn *c)
         SSL_free(c->ssl);
     c->ssl = NULL;
     close(c->fd);
-    free(c->frame);
+    frame_pool_put(&c->w->frames, c->frame, c->frame_cap);
     buf_free(&c->in);
     c->w->handlers->conn_free(c);
     free(c);
@@ -217,7 +220,8 @@ void conn_release(struct conn *c)
 
 static void update_reading(struct conn *c)
 {
-    bool want = !c->closing && c->inflight < c->w->queued_max_requests && !ev_is_active(&c->mute_timer);
+    bool want = !c->closing && (c->tls_write_wants_read || (c->inflight < c->w->queued_max_requests &&
+                                                            !ev_is_active(&c->mute_timer)));
     if (want && !c->reading) {
         ev_io_start(c->w->loop, &c->rio);
         c->reading = true;
@@ -237,12 +241,13 @@ static void update_reading(struct conn *c)
 static ssize_t tls_send(struct conn *c, const void *p, size_t n)
 {
     ERR_clear_error();
+    c->tls_write_wants_read = false;
     int rc = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
     if (rc > 0)
         return rc;
     switch (SSL_get_error(c->ssl, rc)) {
-    case SSL_ERROR_WANT_WRITE:
-    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_READ: c->tls_write_wants_read = true; errno = EAGAIN; return -1;
     case SSL_ERROR_SYSCALL:
         c->tls_failed = true;
         if (!errno)
@@ -419,7 +424,14 @@ static void flush_done(struct conn *c)
             if (rc < 0)
                 return;
             if (rc == 0) {
-                ev_io_start(c->w->loop, &c->wio);
+                if (c->tls_write_wants_read) {
+                    /* on_read's flush retries the write once the
+                     * peer's records arrive */
+                    ev_io_stop(c->w->loop, &c->wio);
+                    update_reading(c);
+                } else {
+                    ev_io_start(c->w->loop, &c->wio);
+                }
                 return;
             }
         }
@@ -499,7 +511,7 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents)
         conn_destroy(c);
 }
 
-static void submit_frame(struct conn *c, uint8_t *frame, size_t len)
+static void submit_frame(struct conn *c, uint8_t *frame, size_t len, size_t cap)
 {
     struct request *r = xcalloc(1, sizeof *r);
     r->conn = c;
@@ -507,6 +519,7 @@ static void submit_frame(struct conn *c, uint8_t *frame, size_t len)
     r->broker = c->w->broker;
     r->frame = frame;
     r->frame_len = len;
+    r->frame_cap = cap;
     r->received_us = clock_mono_us();
     arena_init(&r->arena);
     kw_init(&r->out);
@@ -537,7 +550,7 @@ static int process_input(struct conn *c)
             uint8_t *f = c->frame;
             size_t flen = c->frame_len;
             c->frame = NULL;
-            submit_frame(c, f, flen);
+            submit_frame(c, f, flen, c->frame_cap);
             continue;
         }
         if (c->in.len - pos < 4)
@@ -556,7 +569,7 @@ static int process_input(struct conn *c)
             return -1;
         }
         pos += 4;
-        c->frame = xmalloc((size_t)size);
+        c->frame = frame_pool_get(&c->w->frames, (size_t)size, &c->frame_cap);
         c->frame_len = (size_t)size;
         c->frame_got = 0;
     }
@@ -594,7 +607,7 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
                     uint8_t *f = c->frame;
                     size_t flen = c->frame_len;
                     c->frame = NULL;
-                    submit_frame(c, f, flen);
+                    submit_frame(c, f, flen, c->frame_cap);
                 }
                 continue;
             }

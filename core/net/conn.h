@@ -28,6 +28,7 @@ struct conn {
     struct buf in;                /* bytes read but not yet framed */
     uint8_t *frame;               /* frame being filled (owned) */
     size_t frame_len, frame_got;
+    size_t frame_cap;             /* net/framepool.h: 0 when malloc'ed */
 
     struct request *head, *tail;  /* requests in arrival order */
     int inflight;
@@ -71,10 +72,13 @@ struct conn {
     /* TLS (SSL and SASL_SSL listeners, net/tls.h): the session, owned;
      * the handshake runs until done (bounded by TLS_HANDSHAKE_S from
      * tls_started, the loop's clock); a read that OpenSSL could only
-     * continue once the socket is writable waits on wio. */
+     * continue once the socket is writable waits on wio, and a write
+     * that could only continue once it is readable (a renegotiation)
+     * waits on rio instead of spinning on an always-writable wio. */
     struct ssl_st *ssl;
     bool tls_handshaking;
     bool tls_read_wants_write;
+    bool tls_write_wants_read;
     bool tls_failed;              /* a fatal TLS error: no close_notify */
     double tls_started;
 

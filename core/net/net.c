@@ -648,6 +648,7 @@ void net_free(struct net *n)
         for (int j = 0; j < w->inbox_len; j++)
             close(w->inbox[j].fd);
         free(w->inbox);
+        frame_pool_clear(&w->frames);
     }
     free(n->workers);
     while (n->held)

@@ -25,6 +25,7 @@ struct request {
 
     uint8_t *frame;           /* owned: the request bytes (after the size) */
     size_t frame_len;
+    size_t frame_cap;         /* from the worker's frame pool; 0: malloc'ed */
     struct arena arena;       /* owned: the decoded body and handler scratch */
 
     const struct kapi *api;

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/framepool.h"
+
 struct net;
 struct conn;
 struct broker;
@@ -48,6 +50,7 @@ struct worker {
 
     struct conn *conns;       /* doubly linked list of live connections */
     int nconns;
+    struct frame_pool frames; /* big request frames kept for reuse */
 };
 
 #endif

@@ -19,7 +19,7 @@ kstr_t kstr_arena(struct arena *a, const char *s)
 
 /* ---- varints ---- */
 
-size_t varint_decode_u32(const uint8_t *p, size_t n, uint32_t *out)
+size_t varint_decode_u32_slow(const uint8_t *p, size_t n, uint32_t *out)
 {
     uint32_t v = 0;
     for (size_t i = 0; i < 5 && i < n; i++) {
@@ -34,7 +34,7 @@ size_t varint_decode_u32(const uint8_t *p, size_t n, uint32_t *out)
     return 0;
 }
 
-size_t varint_decode_u64(const uint8_t *p, size_t n, uint64_t *out)
+size_t varint_decode_u64_slow(const uint8_t *p, size_t n, uint64_t *out)
 {
     uint64_t v = 0;
     for (size_t i = 0; i < 10 && i < n; i++) {

@@ -157,8 +157,37 @@ void kw_splice_file(struct kwriter *w, struct sfile *f, int64_t off, int64_t len
 
 /* Varint helpers on raw memory, shared with the record-batch code.
  * Return bytes consumed, or 0 when the input is truncated or too long. */
-size_t varint_decode_u32(const uint8_t *p, size_t n, uint32_t *out);
-size_t varint_decode_u64(const uint8_t *p, size_t n, uint64_t *out);
+size_t varint_decode_u32_slow(const uint8_t *p, size_t n, uint32_t *out);
+size_t varint_decode_u64_slow(const uint8_t *p, size_t n, uint64_t *out);
+
+/* Inline for the one- and two-byte varints that most record fields are
+ * (a produce request decodes several per record); longer ones take the
+ * call. */
+static inline size_t varint_decode_u32(const uint8_t *p, size_t n, uint32_t *out)
+{
+    if (n >= 1 && !(p[0] & 0x80)) {
+        *out = p[0];
+        return 1;
+    }
+    if (n >= 2 && !(p[1] & 0x80)) {
+        *out = (uint32_t)(p[0] & 0x7f) | (uint32_t)p[1] << 7;
+        return 2;
+    }
+    return varint_decode_u32_slow(p, n, out);
+}
+
+static inline size_t varint_decode_u64(const uint8_t *p, size_t n, uint64_t *out)
+{
+    if (n >= 1 && !(p[0] & 0x80)) {
+        *out = p[0];
+        return 1;
+    }
+    if (n >= 2 && !(p[1] & 0x80)) {
+        *out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        return 2;
+    }
+    return varint_decode_u64_slow(p, n, out);
+}
 size_t varint_encode_u32(uint8_t *p, uint32_t v); /* p needs 5 bytes */
 size_t varint_encode_u64(uint8_t *p, uint64_t v); /* p needs 10 bytes */
 static inline uint32_t zigzag32(int32_t v) { return ((uint32_t)v << 1) ^ (uint32_t)(v >> 31); }

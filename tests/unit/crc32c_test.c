@@ -101,12 +101,39 @@ static void test_random_agree(void **state)
     free(buf);
 }
 
+/* Lengths around the hardware path's three-stream blocks (3 x 8192 and
+ * 3 x 256 bytes) and their remainders. */
+static void test_long_buffers_agree(void **state)
+{
+    (void)state;
+    enum { MAX = 2 * 3 * 8192 + 4 * 3 * 256 + 64 };
+    uint8_t *buf = malloc(MAX + 16);
+    assert_non_null(buf);
+    for (size_t i = 0; i < MAX + 16; i++)
+        buf[i] = (uint8_t)rnd();
+    size_t lens[] = {3 * 256 - 1, 3 * 256, 3 * 256 + 7, 3 * 8192 - 8, 3 * 8192, 3 * 8192 + 3 * 256 + 5,
+                     2 * 3 * 8192 + 3 * 3 * 256 + 63, MAX};
+    bool hw = crc32c_hw_available();
+    for (int iter = 0; iter < 60; iter++) {
+        size_t len = iter < (int)(sizeof lens / sizeof lens[0]) ? lens[iter] : rnd() % MAX;
+        const uint8_t *p = buf + rnd() % 16;
+        uint32_t seed = (iter & 1) ? (uint32_t)rnd() : 0;
+        uint32_t ref = crc_bitwise(seed, p, len);
+        assert_int_equal(crc32c_sw(seed, p, len), ref);
+        assert_int_equal(crc32c(seed, p, len), ref);
+        if (hw)
+            assert_int_equal(crc32c_hw(seed, p, len), ref);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vectors),
         cmocka_unit_test(test_chaining),
         cmocka_unit_test(test_random_agree),
+        cmocka_unit_test(test_long_buffers_agree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,3 +15,9 @@ check_PROGRAMS += tests/unit/tls_rules_test
 TESTS += tests/unit/tls_rules_test
 tests_unit_tls_rules_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_tls_rules_test_LDADD = $(UNIT_LIBS)
+
+# Request frame buffers a worker keeps for reuse (net/framepool.c).
+check_PROGRAMS += tests/unit/framepool_test
+TESTS += tests/unit/framepool_test
+tests_unit_framepool_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_framepool_test_LDADD = $(UNIT_LIBS)

@@ -1181,9 +1181,43 @@ static void test_bit_flips(void **state)
     }
 }
 
+/* The varint decoders' inline one- and two-byte paths and their call for
+ * longer ones agree with the encoder at every length boundary, and refuse
+ * truncated and overlong input. */
+static void test_varint_boundaries(void **state)
+{
+    (void)state;
+    const uint64_t vals[] = {0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 0x1fffff, 0x200000, 0xfffffff, 0x10000000,
+                             0xffffffffu, 0x100000000ull, UINT64_MAX};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        uint8_t b[10];
+        size_t n = varint_encode_u64(b, vals[i]);
+        uint64_t v64 = 0;
+        assert_int_equal(varint_decode_u64(b, n, &v64), n);
+        assert_true(v64 == vals[i]);
+        assert_int_equal(varint_decode_u64(b, n - 1, &v64), 0); /* truncated */
+        uint32_t v32 = 0;
+        if (vals[i] <= 0xffffffffu) {
+            assert_int_equal(varint_decode_u32(b, n, &v32), n);
+            assert_int_equal(v32, (uint32_t)vals[i]);
+            assert_int_equal(varint_decode_u32(b, n - 1, &v32), 0);
+        } else {
+            assert_int_equal(varint_decode_u32(b, n, &v32), 0); /* over 32 bits */
+        }
+    }
+    uint32_t v;
+    const uint8_t two[] = {0x81, 0x01};
+    assert_int_equal(varint_decode_u32(two, 2, &v), 2);
+    assert_int_equal(v, 0x81);
+    assert_int_equal(varint_decode_u32(two, 0, &v), 0);
+    const uint8_t six[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
+    assert_int_equal(varint_decode_u32(six, 6, &v), 0); /* more than five bytes */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_varint_boundaries),
         cmocka_unit_test(test_golden_parse),
         cmocka_unit_test(test_golden_build),
         cmocka_unit_test(test_golden_validate),

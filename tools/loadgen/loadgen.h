@@ -30,6 +30,8 @@ struct lg_opts {
     bool idempotence;
     long txn_size;          /* > 0: transactional, commit every this many records */
     long rate;              /* e2e: records per second */
+    bool rate_given;        /* produce: paced at rate instead of flat out */
+    long keys;              /* produce: > 0: key "k<i mod keys>" on each record */
     int stall_s;            /* no progress for this long is a failure */
     bool json;
     int verbose;

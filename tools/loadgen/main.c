@@ -109,11 +109,15 @@ static void usage(FILE *f)
           "      --idempotence        enable.idempotence=true\n"
           "      --txn-size N         produce, e2e: transactional producer committing\n"
           "                           every N records\n"
-          "      --rate R             e2e: records per second (10000); e2e produces\n"
+          "      --rate R             produce: send at R records per second instead\n"
+          "                           of as fast as possible (latency at a set load);\n"
+          "                           e2e: records per second (10000); e2e produces\n"
           "                           idempotently (acks=all) and reads with a\n"
           "                           read_committed and a read_uncommitted consumer\n"
           "                           at once, timing produce call -> consumed\n"
           "                           (from offset 0: give it a new topic)\n"
+          "      --keys N             produce: key each record \"k<i mod N>\" (for\n"
+          "                           compacted topics)\n"
           "  -X KEY=VALUE             any librdkafka property (repeatable)\n"
           "      --stall-timeout S    fail when nothing progresses for S seconds (30)\n"
           "      --json               also print one JSON line per phase\n"
@@ -152,7 +156,7 @@ int main(int argc, char **argv)
     };
     enum {
         O_PAYLOAD = 256, O_REPL, O_LINGER, O_BSIZE, O_BNUM, O_INFL, O_COMP,
-        O_IDEMP, O_STALL, O_JSON, O_TXN, O_RATE
+        O_IDEMP, O_STALL, O_JSON, O_TXN, O_RATE, O_KEYS
     };
     static const struct option lopts[] = {
         {"brokers", required_argument, NULL, 'b'},
@@ -171,6 +175,7 @@ int main(int argc, char **argv)
         {"idempotence", no_argument, NULL, O_IDEMP},
         {"txn-size", required_argument, NULL, O_TXN},
         {"rate", required_argument, NULL, O_RATE},
+        {"keys", required_argument, NULL, O_KEYS},
         {"stall-timeout", required_argument, NULL, O_STALL},
         {"json", no_argument, NULL, O_JSON},
         {"verbose", no_argument, NULL, 'v'},
@@ -227,7 +232,11 @@ int main(int argc, char **argv)
         case O_COMP: o.compression = optarg; break;
         case O_IDEMP: o.idempotence = true; break;
         case O_TXN: o.txn_size = parse_long("--txn-size", optarg, 1); break;
-        case O_RATE: o.rate = parse_long("--rate", optarg, 1); break;
+        case O_RATE:
+            o.rate = parse_long("--rate", optarg, 1);
+            o.rate_given = true;
+            break;
+        case O_KEYS: o.keys = parse_long("--keys", optarg, 1); break;
         case O_STALL: o.stall_s = (int)parse_long("--stall-timeout", optarg, 1); break;
         case O_JSON: o.json = true; break;
         case 'v': o.verbose++; break;

@@ -1,5 +1,6 @@
-/* produce phase: send N records as fast as librdkafka will take them and
- * time each from the produce call to its delivery report. */
+/* produce phase: send N records as fast as librdkafka will take them (or
+ * paced at --rate) and time each from the produce call to its delivery
+ * report. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,10 +235,21 @@ int lg_produce(const struct lg_opts *o)
         }
         /* a multiplicative hash spreads consecutive records over the pool */
         const char *val = pool + (o->random_payload ? ((i * 2654435761u) % POOL_SLACK) : 0);
+        char key[32];
+        int klen = o->keys > 0 ? snprintf(key, sizeof key, "k%" PRIu64, i % (uint64_t)o->keys) : 0;
+        void *kp = klen > 0 ? key : NULL;
+        if (o->rate_given) {
+            /* paced: record i leaves at t0 + i/rate; delivery reports are
+             * served while waiting */
+            uint64_t due = t0 + i * 1000000u / (uint64_t)o->rate;
+            for (uint64_t now = lg_now_us(); now < due; now = lg_now_us())
+                rd_kafka_poll(rk, (int)((due - now) / 1000 > 0 ? (due - now) / 1000 : 0));
+        }
         for (;;) {
             uint64_t now = lg_now_us();
             rd_kafka_resp_err_t e = rd_kafka_producev(
                 rk, RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_VALUE((void *)val, o->size),
+                RD_KAFKA_V_KEY(kp, (size_t)klen),
                 RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_OPAQUE((void *)(uintptr_t)now), RD_KAFKA_V_END);
             if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
                 break;
