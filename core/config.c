@@ -518,6 +518,14 @@ const struct config_def config_defs[] = {
      "Lowest level of server log lines: debug, info, warn or error."},
     {"plugin.dir", T(STRING), NULL, RO, 0, NOCHECK,
      "Directory searched for plugin .so files (unset: the installed plugin directory)."},
+    /* The scripts of the lua module (modules/lua): listed here, unlike
+     * other plugin.<name>.<key> keys, because they change at run time
+     * (IncrementalAlterConfigs; the plugin's reconfigure, ABI 1.3). */
+    {"plugin.lua.authorizer.script", T(STRING), NULL, CW, 0, NOCHECK,
+     "Lua script of the authorizer \"lua\" (authorizer.class.name); a change is checked by the "
+     "module, and refused with its error, before it is stored."},
+    {"plugin.lua.partitioner.script", T(STRING), NULL, CW, 0, NOCHECK,
+     "Lua script of the partitioner \"lua\"; changes as plugin.lua.authorizer.script does."},
     {"plugins", T(LIST), "", RO, 0, FN(check_plugin_names),
      "Plugins to load, by name; plugin.<name>.<key> keys configure them."},
     {"samsa.plugins.loaded", T(LIST), "", RO, CONFIG_F_SERVER_SET, NOCHECK,
@@ -1752,6 +1760,10 @@ bool config_listener_protocol(const struct samsa_config *c, const char *name, en
 const char *config_plugin_value(const struct samsa_config *c, const char *plugin,
                                 const char *key)
 {
+    char full[256];
+    if (snprintf(full, sizeof full, "plugin.%s.%s", plugin, key) < (int)sizeof full &&
+        def_index(full) != NO_INDEX)
+        return config_get(c, full);
     size_t pl = strlen(plugin);
     for (size_t k = 0; k < c->store->n_extras; k++) {
         const char *e = c->store->extras[k].key;

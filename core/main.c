@@ -195,6 +195,27 @@ static void open_broker_listeners(void *arg)
         net_broker_ready(b->net);
 }
 
+/* A plugin's key changed at run time (plugin.lua.authorizer.script,
+ * through AlterConfigs): the plugin applies the new value, checking it
+ * first; when that fails the old value stays in force in the plugin. */
+static void follow_config(void *arg, const struct samsa_config *old, const struct samsa_config *now)
+{
+    struct broker *b = arg;
+    for (size_t i = 0; i < config_defs_count; i++) {
+        const char *k = config_defs[i].name;
+        if (strncmp(k, "plugin.", 7) != 0)
+            continue;
+        const char *was = config_get(old, k), *v = config_get(now, k);
+        if (was == v || (was && v && strcmp(was, v) == 0))
+            continue;
+        char err[512];
+        if (plugin_registry_reconfigure(b->plugins, k, v, false, err, sizeof err) != 0)
+            slog_warn("config %s=%s not applied: %s (the old value stays in force)", k, v ? v : "(unset)", err);
+        else
+            slog_info("config %s=%s applied", k, v ? v : "(unset)");
+    }
+}
+
 /* The hosted partitions and the client quotas follow every published
  * image. */
 static int follow_image(void *arg, const struct mimage *img, char *err, size_t errlen)
@@ -273,6 +294,9 @@ int main(int argc, char **argv)
     /* The authorizer chain (authorizer.class.name): an authorizer no
      * plugin provides stops startup. */
     if (authz_setup(cfg, plugins, err, sizeof err) < 0)
+        die("%s%s", err, "");
+    /* Every name in group.consumer.assignors needs its assignor. */
+    if (coord_check_assignors(cfg, plugins, err, sizeof err) < 0)
         die("%s%s", err, "");
     /* SSL and SASL_SSL listeners: their key stores load now, or startup
      * stops with the listener and key at fault */
@@ -370,6 +394,7 @@ int main(int argc, char **argv)
         .image_published = follow_image,
         .broker_ready = open_broker_listeners,
         .broker_registration_failed = stop_unregistered,
+        .config_published = follow_config,
         .hook_arg = &b,
     };
     b.controller = controller_open(&ctlenv, metadir, err, sizeof err);

@@ -37,6 +37,7 @@
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
+#include "plugin/registry.h"
 #include "proto/gen/alter_configs_request.h"
 #include "proto/gen/alter_configs_response.h"
 #include "proto/gen/describe_configs_request.h"
@@ -683,6 +684,21 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
     if (rc != 0) {
         answer_c(req, r, (int16_t)rc, msg);
         return false;
+    }
+    /* A plugin's key (plugin.lua.authorizer.script): the plugin checks
+     * the new value completely (the lua module compiles and runs the
+     * script in a scratch sandbox) before anything is stored, and its
+     * error is the answer, as Kafka's Reconfigurable.validateReconfiguration
+     * makes it. A deletion falls back to the value the broker started
+     * with, checked then. */
+    for (int32_t i = 0; i < r->n; i++) {
+        if (op_of(r, i) != CONFIG_OP_SET || r->keys[i].len < 8 || memcmp(r->keys[i].p, "plugin.", 7) != 0)
+            continue;
+        char *key = kstr_dup(a, r->keys[i]), *val = kstr_dup(a, r->values[i]);
+        if (plugin_registry_reconfigure(req->broker->plugins, key, val, true, msg, sizeof msg) != 0) {
+            answer_c(req, r, KERR_INVALID_CONFIG, msg);
+            return false;
+        }
     }
     return true;
 }

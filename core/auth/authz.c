@@ -39,6 +39,7 @@ static struct {
     bool acl;
     char *super_users;
     bool allow_if_none;
+    struct plugin_registry *reg;        /* the plugins' reload generation */
     struct mimage *(*image)(void *arg); /* NULL: no ACLs */
     uint64_t (*acl_gen)(void *arg);     /* NULL: from the image */
     void *image_arg;
@@ -82,6 +83,7 @@ static bool is_builtin(const char *name)
 int authz_setup(const struct samsa_config *cfg, struct plugin_registry *reg, char *err, size_t errlen)
 {
     authz_reset();
+    A.reg = reg;
     const char *names = config_get(cfg, "authorizer.class.name");
     const char *su = config_get(cfg, "super.users");
     A.super_users = su ? xstrdup(su) : NULL;
@@ -141,23 +143,37 @@ int authz_setup(const struct samsa_config *cfg, struct plugin_registry *reg, cha
 }
 
 /* ------------------------------------------------------------------ */
-/* The ACL link's decision cache                                       */
+/* The decision cache of a connection                                  */
 
+/* One decision of one link of the chain. The ACL link's (link -1) hold
+ * under an ACL generation; a plugin's (link i) also depend on the API
+ * of the request (scripts see r.api) and hold under both the ACL
+ * generation and the plugins' reload generation, so that a reloaded or
+ * reconfigured script, or an ACL change, is in force at the next
+ * request. A plugin marks a decision that must not be kept (a time
+ * window) through samsa_authz_ctx_t.uncacheable. */
 struct cache_slot {
-    uint64_t gen;               /* 0: empty */
+    uint64_t gen;               /* 0: empty; the ACL generation (+1 for a plugin's) */
+    uint64_t pgen;              /* plugin_registry_generation; 0 for the ACL link's */
     uint64_t hash;
     int8_t op, type;
+    int8_t link;                /* -1: the ACL link */
+    int16_t api;                /* the request's API key; -1 for the ACL link's */
     bool any;
-    bool allowed;
+    bool allowed;               /* the ACL link's answer */
+    uint8_t result;             /* a plugin's: SAMSA_AUTHZ_ALLOW, DENY or DEFER */
     char *name;                 /* owned; NULL for any */
 };
 
 /* A connection's principal and host do not change (KIP-368 keeps the
  * principal), but the cache says whose decisions it holds and starts
- * over for anyone else rather than rely on it. */
+ * over for anyone else rather than rely on it; so for a client id,
+ * which a plugin sees (r.client_id) and a client may change between
+ * requests. */
 struct cache {
     char *principal;            /* owned */
     char *host;                 /* owned */
+    char *client_id;            /* owned */
     struct cache_slot s[CACHE_SLOTS];
     uint8_t last_used[CACHE_SLOTS / 2]; /* per pair: the way used last */
 };
@@ -171,7 +187,8 @@ static void cache_clear(struct cache *k)
     }
     free(k->principal);
     free(k->host);
-    k->principal = k->host = NULL;
+    free(k->client_id);
+    k->principal = k->host = k->client_id = NULL;
 }
 
 void authz_conn_free(struct conn *c)
@@ -192,8 +209,17 @@ static uint64_t key_hash(int op, int type, const char *name, size_t len)
     return name ? h : h ^ 0x9e3779b97f4a7c15ull;
 }
 
-static struct cache_slot *cache_lookup(struct conn *c, const struct authz_subject *sub, uint64_t gen, uint64_t h,
-                                       int op, int type, const char *name, size_t len, bool *hit)
+/* What a decision is cached under. */
+struct ckey {
+    int link, api;
+    uint64_t gen, pgen, hash;
+    int op, type;
+    const char *name; /* NULL: any */
+    size_t len;
+};
+
+static struct cache_slot *cache_lookup(struct conn *c, const struct authz_subject *sub, const struct ckey *q,
+                                       bool *hit)
 {
     *hit = false;
     if (!c)
@@ -201,41 +227,50 @@ static struct cache_slot *cache_lookup(struct conn *c, const struct authz_subjec
     struct cache *k = c->authz_cache;
     if (!k)
         k = c->authz_cache = xcalloc(1, sizeof *k);
-    if (!k->principal || strcmp(k->principal, sub->principal) || strcmp(k->host, sub->host)) {
+    const char *cid = sub->client_id ? sub->client_id : "";
+    if (!k->principal || strcmp(k->principal, sub->principal) || strcmp(k->host, sub->host) ||
+        strcmp(k->client_id, cid)) {
         cache_clear(k);
         k->principal = xstrdup(sub->principal);
         k->host = xstrdup(sub->host);
+        k->client_id = xstrdup(cid);
     }
-    struct cache_slot *pair = &k->s[(h % CACHE_SLOTS) & ~(uint64_t)1];
+    struct cache_slot *pair = &k->s[(q->hash % CACHE_SLOTS) & ~(uint64_t)1];
     for (int w = 0; w < 2; w++) {
         struct cache_slot *s = &pair[w];
-        if (s->gen == gen && s->hash == h && s->op == op && s->type == type && s->any == (name == NULL) &&
-            (!name || (s->name && strlen(s->name) == len && memcmp(s->name, name, len) == 0))) {
+        if (s->gen == q->gen && s->pgen == q->pgen && s->hash == q->hash && s->op == q->op && s->type == q->type &&
+            s->link == q->link && s->api == q->api && s->any == (q->name == NULL) &&
+            (!q->name || (s->name && strlen(s->name) == q->len && memcmp(s->name, q->name, q->len) == 0))) {
             *hit = true;
             k->last_used[(s - k->s) / 2] = (uint8_t)w;
             return s;
         }
     }
-    /* replace a slot of an older generation first, else the one not
-     * used last */
-    int w = pair[0].gen != gen ? 0 : pair[1].gen != gen ? 1 : !k->last_used[(pair - k->s) / 2];
+    /* replace a slot of older generations first, else the one not used
+     * last */
+    bool old0 = pair[0].gen != q->gen || pair[0].pgen != q->pgen;
+    bool old1 = pair[1].gen != q->gen || pair[1].pgen != q->pgen;
+    int w = old0 ? 0 : old1 ? 1 : !k->last_used[(pair - k->s) / 2];
     k->last_used[(pair - k->s) / 2] = (uint8_t)w;
     return &pair[w];
 }
 
-static void cache_store(struct cache_slot *s, uint64_t gen, uint64_t h, int op, int type, const char *name,
-                        size_t len, bool allowed)
+static void cache_store(struct cache_slot *s, const struct ckey *q, bool allowed, uint8_t result)
 {
     if (!s)
         return;
     free(s->name);
-    s->name = name ? xstrndup(name, len) : NULL;
-    s->gen = gen;
-    s->hash = h;
-    s->op = (int8_t)op;
-    s->type = (int8_t)type;
-    s->any = name == NULL;
+    s->name = q->name ? xstrndup(q->name, q->len) : NULL;
+    s->gen = q->gen;
+    s->pgen = q->pgen;
+    s->hash = q->hash;
+    s->op = (int8_t)q->op;
+    s->type = (int8_t)q->type;
+    s->link = (int8_t)q->link;
+    s->api = (int16_t)q->api;
+    s->any = q->name == NULL;
     s->allowed = allowed;
+    s->result = result;
 }
 
 /* ------------------------------------------------------------------ */
@@ -278,9 +313,10 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
     }
     /* generation 0 is "no ACLs yet": a slot's gen 0 means empty, so
      * such decisions are not cached (they cost nothing to make) */
-    uint64_t h = key_hash(op, type, name, len);
+    struct ckey q = {.link = -1, .api = -1, .gen = gen, .hash = key_hash(op, type, name, len), .op = op,
+                     .type = type, .name = name, .len = len};
     bool hit = false;
-    struct cache_slot *slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
+    struct cache_slot *slot = gen ? cache_lookup(cachec, sub, &q, &hit) : NULL;
     if (hit && (slot->allowed || !log_denied || !name)) {
         mimage_release(img);
         why->rule = slot->allowed ? "Allow (cached)" : "Deny (cached)";
@@ -292,9 +328,9 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
          * its own generation */
         uint64_t g2 = img && img->acls ? img->acls->gen : 0;
         if (g2 != gen) {
-            gen = g2;
+            gen = q.gen = g2;
             hit = false;
-            slot = gen ? cache_lookup(cachec, sub, gen, h, op, type, name, len, &hit) : NULL;
+            slot = gen ? cache_lookup(cachec, sub, &q, &hit) : NULL;
         }
     }
     const struct mi_acls *acls = img ? img->acls : NULL;
@@ -302,7 +338,7 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
     if (!name) {
         ok = acl_authorize_any(acls, sub->principal, sub->host, op, type, A.allow_if_none);
         why->rule = ok ? "Allow by resource type" : "Deny by resource type";
-        cache_store(slot, gen, h, op, type, name, len, ok);
+        cache_store(slot, &q, ok, 0);
     } else {
         /* a denial to be logged is decided again for its rule */
         enum acl_rule rule;
@@ -318,15 +354,40 @@ static int acl_link(const struct authz_subject *sub, int op, int type, const cha
         else
             why->rule = a ? "MatchingAcl" : ok ? "DefaultAllow" : "DefaultDeny";
         if (!hit)
-            cache_store(slot, gen, h, op, type, name, len, ok);
+            cache_store(slot, &q, ok, 0);
     }
     mimage_release(img);
     return ok ? SAMSA_AUTHZ_ALLOW : SAMSA_AUTHZ_DENY;
 }
 
-static int plugin_link(const struct plugin_cap *cap, const struct authz_subject *sub, int op, int type,
-                       const char *name, size_t len, bool log_denied, struct why *why)
+/* The ACL generation now, for the plugins' cache keys (an ACL change
+ * drops their decisions too). */
+static uint64_t acl_gen_now(void)
 {
+    if (A.acl_gen)
+        return A.acl_gen(A.image_arg);
+    struct mimage *img = A.image ? A.image(A.image_arg) : NULL;
+    uint64_t gen = img && img->acls ? img->acls->gen : 0;
+    mimage_release(img);
+    return gen;
+}
+
+static int plugin_link(const struct plugin_cap *cap, int link, const struct authz_subject *sub, int op, int type,
+                       const char *name, size_t len, struct conn *cachec, bool log_denied, struct why *why)
+{
+    struct ckey q = {.link = link, .api = sub->api_key, .gen = acl_gen_now() + 1,
+                     .pgen = plugin_registry_generation(A.reg), .op = op, .type = type, .name = name, .len = len};
+    q.hash = key_hash(op, type, name, len) ^ ((uint64_t)(link + 1) * 0x9e3779b97f4a7c15ull) ^
+             ((uint64_t)(uint16_t)sub->api_key << 48);
+    bool hit = false;
+    struct cache_slot *slot = cachec ? cache_lookup(cachec, sub, &q, &hit) : NULL;
+    if (hit) {
+        if (slot->result == SAMSA_AUTHZ_DENY && log_denied)
+            why_text(why, "authorizer %s (cached)", cap->name);
+        else
+            why->rule = "authorizer (cached)";
+        return slot->result;
+    }
     char buf[512];
     char *copy = NULL;
     const char *rname = NULL;
@@ -341,9 +402,10 @@ static int plugin_link(const struct plugin_cap *cap, const struct authz_subject 
     }
     samsa_authz_action_t act = {.operation = op, .resource_type = type, .resource_name = rname,
                                 .log_if_allowed = true, .log_if_denied = log_denied};
+    uint8_t uncacheable = 0;
     samsa_authz_ctx_t ctx = {.struct_size = sizeof ctx, .principal = sub->principal, .client_host = sub->host,
                              .listener = sub->listener ? sub->listener : "", .client_id = sub->client_id,
-                             .api_key = sub->api_key, .api_version = sub->api_version};
+                             .api_key = sub->api_key, .api_version = sub->api_version, .uncacheable = &uncacheable};
     uint8_t r = SAMSA_AUTHZ_DENY;
     int rc = cap->vt.authorizer.authorize(cap->state, &ctx, &act, 1, &r);
     free(copy);
@@ -355,6 +417,8 @@ static int plugin_link(const struct plugin_cap *cap, const struct authz_subject 
         why_text(why, "authorizer %s answered %d", cap->name, (int)r);
         return SAMSA_AUTHZ_DENY;
     }
+    if (!uncacheable)
+        cache_store(slot, &q, false, r);
     if (r == SAMSA_AUTHZ_DENY && log_denied)
         why_text(why, "authorizer %s", cap->name);
     else
@@ -415,7 +479,7 @@ bool authz_decide(const struct authz_subject *s, enum acl_op op, enum acl_resour
     int r = SAMSA_AUTHZ_DEFER;
     for (int i = 0; i < A.n && r == SAMSA_AUTHZ_DEFER; i++) {
         const char *before = why.rule;
-        r = A.links[i].cap ? plugin_link(A.links[i].cap, s, (int)op, (int)type, name, len, log_denied, &why)
+        r = A.links[i].cap ? plugin_link(A.links[i].cap, i, s, (int)op, (int)type, name, len, cache, log_denied, &why)
                            : acl_link(s, (int)op, (int)type, name, len, cache, log_denied, &why);
         if (r == SAMSA_AUTHZ_DEFER)
             why.rule = before;

@@ -151,6 +151,8 @@ static void publish_cfg(struct controller *c, struct samsa_config *cfg)
     /* samsa.log.level is a cluster-wide dynamic key: it takes effect now. */
     if (cfg->log_level != old->log_level)
         slog_set_level((enum slog_level)cfg->log_level);
+    if (c->env.config_published)
+        c->env.config_published(c->env.hook_arg, old, cfg);
 }
 
 

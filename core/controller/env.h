@@ -45,7 +45,11 @@ struct controller_env {
      * initial.broker.registration.timeout.ms (logged); the node shuts
      * down and exits non-zero, as Kafka's broker does. */
     void (*broker_registration_failed)(void *arg);
-    void *hook_arg;              /* both hooks' */
+    /* Loop thread (or controller_open): a dynamic broker config change
+     * was published into *cfg (old: the config it replaced; both stay
+     * valid until controller_close). */
+    void (*config_published)(void *arg, const struct samsa_config *old, const struct samsa_config *now);
+    void *hook_arg;              /* the hooks' */
 };
 
 #endif

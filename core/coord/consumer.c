@@ -515,20 +515,34 @@ static int builder_assign(void *ctx, size_t member_index, const samsa_uuid_t *to
     return SAMSA_OK;
 }
 
-/* The assignor the members prefer (the first one named by a member, in
- * join order, that exists), else the default. */
+/* The assignor the members prefer: as Kafka's
+ * ConsumerGroup.computePreferredServerAssignor, the ServerAssignor most
+ * members name (a tie goes to the one named first in join order, where
+ * Kafka's answer depends on a HashMap's order), else the default. */
 static const samsa_assignor_t *pick_assignor(struct ccg_env *e, const struct ccgroup *cc, void **state)
 {
     if (!e->assignor)
         return NULL;
+    const char *best = NULL;
+    int32_t best_n = 0;
     for (int32_t i = 0; i < cc->nmembers; i++) {
-        if (!cc->members[i]->assignor)
+        const char *name = cc->members[i]->assignor;
+        if (!name)
             continue;
-        const samsa_assignor_t *a = e->assignor(e->ctx, cc->members[i]->assignor, state);
-        if (a)
-            return a;
+        bool seen = false;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = cc->members[j]->assignor && strcmp(cc->members[j]->assignor, name) == 0;
+        if (seen)
+            continue;
+        int32_t n = 0;
+        for (int32_t j = i; j < cc->nmembers; j++)
+            n += cc->members[j]->assignor && strcmp(cc->members[j]->assignor, name) == 0;
+        if (n > best_n && e->assignor(e->ctx, name, state)) {
+            best = name;
+            best_n = n;
+        }
     }
-    return e->assignor(e->ctx, NULL, state);
+    return e->assignor(e->ctx, best, state);
 }
 
 /* Kafka's TargetAssignmentBuilder: a new target for every member at

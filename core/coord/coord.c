@@ -375,23 +375,20 @@ struct ccg_ctx {
     struct batch *bt; /* where records go: own, or the caller's */
 };
 
-/* An assignor of group.consumer.assignors: a plugin's of that name
- * first, else the built-in one. */
-static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **state)
+const samsa_assignor_t *coord_assignor_find(char *const *names, int32_t n, const struct plugin_registry *plugins,
+                                             const char *name, void **state)
 {
-    struct ccg_ctx *x = ctx;
-    const struct coord *c = x->s->c;
     *state = NULL;
-    if (c->s.nassignors == 0)
+    if (n == 0)
         return NULL;
     if (!name)
-        name = c->s.assignors[0];
+        name = names[0];
     bool listed = false;
-    for (int32_t i = 0; i < c->s.nassignors && !listed; i++)
-        listed = strcmp(c->s.assignors[i], name) == 0;
+    for (int32_t i = 0; i < n && !listed; i++)
+        listed = strcmp(names[i], name) == 0;
     if (!listed)
         return NULL;
-    const struct plugin_cap *cap = c->env.plugins ? plugin_find(c->env.plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
+    const struct plugin_cap *cap = plugins ? plugin_find(plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
     if (cap) {
         *state = cap->state;
         return &cap->vt.assignor;
@@ -401,6 +398,13 @@ static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **
     if (strcmp(name, "range") == 0)
         return &ccg_range_assignor;
     return NULL;
+}
+
+static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **state)
+{
+    struct ccg_ctx *x = ctx;
+    const struct coord *c = x->s->c;
+    return coord_assignor_find(c->s.assignors, c->s.nassignors, c->env.plugins, name, state);
 }
 
 static bool env_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
@@ -1238,6 +1242,34 @@ static void *coord_main(void *arg)
     return NULL;
 }
 
+/* Kafka refuses to start when group.consumer.assignors names a class it
+ * cannot load; so does samsa for a name that is neither built in nor a
+ * loaded plugin's assignor. */
+int coord_check_assignors(const struct samsa_config *cfg, const struct plugin_registry *plugins, char *err,
+                          size_t errlen)
+{
+    const char *as = config_get(cfg, "group.consumer.assignors");
+    char *list = xstrdup(as ? as : COORD_DEFAULT_ASSIGNORS), *save = NULL;
+    int rc = 0, n = 0;
+    for (char *t = strtok_r(list, ", ", &save); t && rc == 0; t = strtok_r(NULL, ", ", &save)) {
+        n++;
+        bool builtin = strcmp(t, "uniform") == 0 || strcmp(t, "range") == 0;
+        if (!builtin && !(plugins && plugin_find(plugins, SAMSA_CAP_ASSIGNOR, t))) {
+            snprintf(err, errlen,
+                     "config 'group.consumer.assignors': no assignor '%s' (built in: uniform, range; "
+                     "others come from a loaded plugin, see samsa --list-plugins)",
+                     t);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && n == 0) {
+        snprintf(err, errlen, "config 'group.consumer.assignors': names no assignor");
+        rc = -1;
+    }
+    free(list);
+    return rc;
+}
+
 struct coord *coord_create(const struct coord_env *env)
 {
     struct coord *c = xcalloc(1, sizeof *c);
@@ -1257,17 +1289,10 @@ struct coord *coord_create(const struct coord_env *env)
     c->s.cg_heartbeat_interval_ms = (int32_t)cfg_long(cfg, "group.consumer.heartbeat.interval.ms", 5000);
     c->s.cg_max_size = (int32_t)cfg_long(cfg, "group.consumer.max.size", INT32_MAX);
     const char *as = config_get(cfg, "group.consumer.assignors");
-    if (!as)
-        as = "uniform,range";
-    char *list = xstrdup(as), *save = NULL;
+    char *list = xstrdup(as ? as : COORD_DEFAULT_ASSIGNORS), *save = NULL;
     for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
         c->s.assignors = xrealloc(c->s.assignors, (size_t)(c->s.nassignors + 1) * sizeof *c->s.assignors);
         c->s.assignors[c->s.nassignors++] = xstrdup(t);
-        bool builtin = strcmp(t, "uniform") == 0 || strcmp(t, "range") == 0;
-        if (!builtin && !(env->plugins && plugin_find(env->plugins, SAMSA_CAP_ASSIGNOR, t)))
-            slog_warn("group.consumer.assignors: no assignor '%s' (built in: uniform, range; or a plugin's); "
-                      "consumer groups naming it get UNSUPPORTED_ASSIGNOR",
-                      t);
     }
     free(list);
     cshard_table_init(&c->shards, COORD_OFFSETS_TOPIC, shard_make, c);

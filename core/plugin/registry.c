@@ -587,6 +587,17 @@ static void copy_config(struct samsa_host *p, const struct samsa_config *cfg)
         p->conf[p->nconf].value = xstrdup(v ? v : "");
         p->nconf++;
     }
+    /* the plugin keys of the config table (those that may change at run
+     * time): their value at startup */
+    for (size_t i = 0; i < config_defs_count; i++) {
+        const char *k = config_defs[i].name, *v;
+        if (strncmp(k, prefix, (size_t)plen) != 0 || !k[plen] || !(v = config_get(cfg, k)))
+            continue;
+        p->conf = xrealloc(p->conf, (p->nconf + 1) * sizeof *p->conf);
+        p->conf[p->nconf].key = xstrdup(k + plen);
+        p->conf[p->nconf].value = xstrdup(v);
+        p->nconf++;
+    }
 }
 
 static struct samsa_host *find_plugin(const struct plugin_registry *reg, const char *name)
@@ -876,9 +887,48 @@ const char *plugin_default_dir(void)
 const char *plugin_build_modules(void) { return SAMSA_BUILD_MODULES; }
 const char *plugin_build_static_modules(void) { return SAMSA_BUILD_STATIC_MODULES; }
 
+/* Reloads and reconfigurations, one at a time (the descriptor's
+ * @locality for both). */
+static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int plugin_registry_reconfigure(struct plugin_registry *reg, const char *key, const char *value,
+                                bool validate_only, char *err, size_t errlen)
+{
+    err[0] = '\0';
+    if (!reg || strncmp(key, "plugin.", 7) != 0)
+        return 0;
+    const char *name = key + 7, *dot = strchr(name, '.');
+    if (!dot || !dot[1])
+        return 0;
+    struct samsa_host *p = NULL;
+    for (size_t i = 0; i < reg->n && !p; i++)
+        if (strlen(reg->plugins[i]->name) == (size_t)(dot - name) &&
+            strncmp(reg->plugins[i]->name, name, (size_t)(dot - name)) == 0)
+            p = reg->plugins[i];
+    if (!p)
+        return 0; /* stored for a plugin this node does not load */
+    if (!p->info.reconfigure) {
+        snprintf(err, errlen, "plugin %s cannot change %s at run time", p->name, key);
+        return -1;
+    }
+    char why[512] = "";
+    pthread_mutex_lock(&reload_mu);
+    int rc = p->info.reconfigure(p->state, dot + 1, value, validate_only, why, sizeof why);
+    if (rc == SAMSA_OK && !validate_only)
+        atomic_fetch_add(&reg->generation, 1);
+    pthread_mutex_unlock(&reload_mu);
+    why[sizeof why - 1] = '\0';
+    if (rc == SAMSA_OK)
+        return 0;
+    if (rc == SAMSA_EUNSUPPORTED && !why[0])
+        snprintf(err, errlen, "plugin %s cannot change %s at run time", p->name, key);
+    else
+        snprintf(err, errlen, "%s", why[0] ? why : "refused, no reason given");
+    return -1;
+}
+
 int plugin_registry_reload(struct plugin_registry *reg)
 {
-    static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
     int failed = 0;
     if (!reg)
         return 0;

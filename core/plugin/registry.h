@@ -109,6 +109,15 @@ const char *plugin_build_static_modules(void);
  * Returns the number of plugins that failed. Call from one thread at a
  * time; workers keep calling capabilities meanwhile. */
 int plugin_registry_reload(struct plugin_registry *reg);
+/* A plugin.<name>.<rest> key changed at run time (value: its new
+ * effective value, NULL unset): hands it to plugin <name>'s reconfigure
+ * (ABI 1.3), checking only with validate_only. 0 when done, or when no
+ * plugin of that name is loaded here; -1 with one line in err when the
+ * plugin refuses (or cannot change keys at run time). A successful
+ * change counts as a reload (plugin_registry_generation). Serialised
+ * with plugin_registry_reload. */
+int plugin_registry_reconfigure(struct plugin_registry *reg, const char *key, const char *value,
+                                bool validate_only, char *err, size_t errlen);
 /* Counts the reloads that changed something (a plugin answered
  * SAMSA_OK); a cache of plugin decisions (the authorizer chain's) keys
  * on it so that a reloaded policy is in force at once. Any thread. */

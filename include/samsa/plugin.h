@@ -83,9 +83,11 @@ extern "C" {
  *        samsa_scram_credential_t); the host calls the sasl kind.
  *   1.2  descriptor: reload; authz.h: samsa_authz_ctx_t gains
  *        security_protocol and uncacheable; partitioner.h: partition_record
- *        (the record's value too). */
+ *        (the record's value too).
+ *   1.3  descriptor: reconfigure (a plugin.<name>.<key> changed at run
+ *        time through IncrementalAlterConfigs / AlterConfigs). */
 #define SAMSA_ABI_MAJOR 1
-#define SAMSA_ABI_MINOR 2
+#define SAMSA_ABI_MINOR 3
 
 /* "SMSA" read as a big-endian word: also spots a byte-order mix-up. */
 #define SAMSA_PLUGIN_MAGIC 0x534d5341u
@@ -347,7 +349,27 @@ typedef struct samsa_plugin_info {
      * capability callbacks keep running concurrently */
     int (*reload)(void *state, char *errstr, size_t errlen);
 
-    /* ---- ABI 1.3+: append here, never above ---- */
+    /* ---- ABI 1.3 ---- */
+
+    /* A key of the plugin (key without "plugin.<name>.", e.g.
+     * "authorizer.script") changed at run time through AlterConfigs or
+     * IncrementalAlterConfigs on a BROKER resource; value is the key's
+     * new effective value (NULL: unset). The host calls it twice: with
+     * validate_only true on the broker that received the request, before
+     * the change is stored (an error refuses the request with
+     * INVALID_CONFIG and errstr as its message); then with validate_only
+     * false on every broker once the change is in the cluster metadata
+     * (and at startup for a stored change), where the plugin applies it,
+     * checking it completely first and keeping the old setting in force
+     * when it fails (the host logs errstr). Returns SAMSA_OK,
+     * SAMSA_EUNSUPPORTED for a key that cannot change at run time, or
+     * another error with one line in errstr. Only keys the server's
+     * config table lists as dynamic reach it. May be NULL.
+     * @locality any one thread at a time (serialised with reload) */
+    int (*reconfigure)(void *state, const char *key, const char *value, bool validate_only, char *errstr,
+                       size_t errlen);
+
+    /* ---- ABI 1.4+: append here, never above ---- */
 } samsa_plugin_info_t;
 
 /* Fills the frozen fields; use it first in the descriptor's initializer:

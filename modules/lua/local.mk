@@ -18,6 +18,7 @@ modules_liblua_static_a_CPPFLAGS = $(MODULE_STATIC_CPPFLAGS)
 modules_liblua_static_a_CFLAGS = $(MODULE_CFLAGS) $(LUA_CFLAGS)
 # The example scripts, installed for operators to copy ($(pkgdatadir)/lua).
 luaauthzdir = $(pkgdatadir)/lua/authz
-dist_luaauthz_DATA = lua/authz/tenant.lua lua/authz/readonly.lua lua/authz/maintenance.lua lua/authz/listeners.lua
+dist_luaauthz_DATA = lua/authz/tenant.lua lua/authz/readonly.lua lua/authz/maintenance.lua lua/authz/listeners.lua \
+	lua/authz/README.md
 luapartitionersdir = $(pkgdatadir)/lua/partitioners
 dist_luapartitioners_DATA = lua/partitioners/prefix.lua lua/partitioners/murmur2.lua lua/partitioners/tenant.lua

@@ -6,8 +6,9 @@
  * plugin.lua.authorizer.script) and the partitioner "lua" (partition.c,
  * plugin.lua.partitioner.script). Limits: plugin.lua.memory.limit.bytes
  * per state (default 32 MiB), plugin.lua.instruction.limit per call
- * (default 1000000). reload (SIGHUP) re-reads both scripts; a script
- * that fails its check leaves the old one in force.
+ * (default 1000000). reload (SIGHUP) re-reads both scripts, and
+ * reconfigure loads a new path set through IncrementalAlterConfigs; a
+ * script that fails its check leaves the old one in force.
  * Compiled against include/samsa only, linked with liblua5.4. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -268,6 +269,31 @@ static int lua_reload(void *state, char *errstr, size_t errlen)
     return SAMSA_EINVAL;
 }
 
+/* plugin.lua.authorizer.script / partitioner.script changed through
+ * AlterConfigs (ABI 1.3): the new script is checked as at a reload
+ * (SIGHUP), and only then replaces the old one on every thread. */
+static int lua_reconfigure(void *state, const char *key, const char *value, bool validate_only, char *errstr,
+                           size_t errlen)
+{
+    struct lua_module *m = state;
+    struct script *s = strcmp(key, "authorizer.script") == 0    ? &m->authz
+                       : strcmp(key, "partitioner.script") == 0 ? &m->part
+                                                                : NULL;
+    if (!s)
+        return SAMSA_EUNSUPPORTED;
+    if (!value || !*value) {
+        snprintf(errstr, errlen, "plugin.lua.%s: a script cannot be removed at run time (restart without it)",
+                 key);
+        return SAMSA_EINVAL;
+    }
+    char err[512] = "";
+    int rc = validate_only ? script_check(s, value, err, sizeof err) : script_load(s, value, err, sizeof err);
+    if (rc == 0)
+        return SAMSA_OK;
+    snprintf(errstr, errlen, "plugin.lua.%s: %s", key, err);
+    return SAMSA_EINVAL;
+}
+
 static const samsa_plugin_info_t lua_info = {
     SAMSA_PLUGIN_INFO_HEADER,
     .name = "lua",
@@ -278,6 +304,7 @@ static const samsa_plugin_info_t lua_info = {
     .fini = lua_fini,
     .worker_fini = lua_worker_fini,
     .reload = lua_reload,
+    .reconfigure = lua_reconfigure,
 };
 
 SAMSA_PLUGIN_DECLARE(lua, lua_info)

@@ -74,19 +74,36 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
+/* Reads path and runs it in a scratch sandbox, the same every thread
+ * will build. Returns the source (the caller frees) or NULL with err. */
+static char *read_checked(struct script *s, const char *path, size_t *len, char *err, size_t errlen)
+{
+    char *src = read_file(path, len, err, errlen);
+    if (!src)
+        return NULL;
+    struct sbx *probe = sbx_new(s->env, path, src, *len, s->entry, err, errlen);
+    if (!probe) {
+        free(src);
+        return NULL;
+    }
+    sbx_free(probe);
+    return src;
+}
+
+int script_check(struct script *s, const char *path, char *err, size_t errlen)
+{
+    size_t len;
+    char *src = read_checked(s, path, &len, err, errlen);
+    free(src);
+    return src ? 0 : -1;
+}
+
 int script_load(struct script *s, const char *path, char *err, size_t errlen)
 {
     size_t len;
-    char *src = read_file(path, &len, err, errlen);
+    char *src = read_checked(s, path, &len, err, errlen);
     if (!src)
         return -1;
-    /* The check: the same sandbox every thread will build, run once. */
-    struct sbx *probe = sbx_new(s->env, path, src, len, s->entry, err, errlen);
-    if (!probe) {
-        free(src);
-        return -1;
-    }
-    sbx_free(probe);
     char *p = strdup(path);
     if (!p) {
         free(src);

@@ -51,6 +51,8 @@ void script_destroy(struct script *s);
 /* Reads path, checks it in a scratch sandbox and publishes it. Returns
  * 0, or -1 with one line in err (the old script stays in force). */
 int script_load(struct script *s, const char *path, char *err, size_t errlen);
+/* The check of script_load alone: nothing is published. */
+int script_check(struct script *s, const char *path, char *err, size_t errlen);
 /* script_load of the current path again (SIGHUP). 0 when there is none. */
 int script_reload(struct script *s, char *err, size_t errlen);
 

@@ -16,9 +16,18 @@
  *
  * It also shows the host API: a config key (plugin.example.greeting,
  * logged at init), a metric, and api->log.
+ *
+ * And a second capability of another kind: a server-side consumer-group
+ * assignor (KIP-848), "example-reverse", which deals every subscribed
+ * partition in turn to the members in reverse member-id order (the last
+ * id first). A server offers it once group.consumer.assignors names it
+ * (e.g. "uniform,range,example-reverse"), and a consumer chooses it with
+ * group.remote.assignor=example-reverse.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include <samsa/assignor.h>
 #include <samsa/codec.h>
 #include <samsa/plugin.h>
 
@@ -193,6 +202,72 @@ static const samsa_codec_t example_codec = {
     .decompress = ex_decompress,
 };
 
+/* ---- the assignor ---- */
+
+static const char *member_id(const samsa_group_spec_t *g, size_t i)
+{
+    return g->members[i].member_id ? g->members[i].member_id : "";
+}
+
+static int ex_assign(void *cap_state, const samsa_group_spec_t *g, const samsa_topic_describer_t *topics,
+                     const samsa_assignment_builder_t *out, char *errstr, size_t errlen)
+{
+    (void)cap_state;
+    if (g->n_members == 0)
+        return SAMSA_OK;
+    size_t *order = malloc(g->n_members * sizeof *order); /* freed below */
+    if (!order) {
+        strncpy(errstr, "out of memory", errlen);
+        return SAMSA_ENOMEM;
+    }
+    /* member indexes by member id, largest first */
+    for (size_t i = 0; i < g->n_members; i++) {
+        size_t j = i;
+        for (; j > 0 && strcmp(member_id(g, order[j - 1]), member_id(g, i)) < 0; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    size_t next = 0;
+    int rc = SAMSA_OK;
+    /* every topic some member subscribes to, in the order members list
+     * them, once (a topic seen under an earlier member is skipped) */
+    for (size_t m = 0; m < g->n_members && rc == SAMSA_OK; m++) {
+        for (size_t t = 0; t < g->members[m].n_subscribed && rc == SAMSA_OK; t++) {
+            const samsa_uuid_t *tid = &g->members[m].subscribed_topic_ids[t];
+            int seen = 0;
+            for (size_t pm = 0; pm <= m && !seen; pm++)
+                for (size_t pt = 0; pt < g->members[pm].n_subscribed && !seen; pt++)
+                    seen = (pm < m || pt < t) && memcmp(g->members[pm].subscribed_topic_ids[pt].b, tid->b, 16) == 0;
+            if (seen)
+                continue;
+            int32_t np = topics->num_partitions(topics->ctx, tid);
+            for (int32_t p = 0; p < np && rc == SAMSA_OK; p++) {
+                for (size_t step = 0; step < g->n_members; step++) {
+                    size_t pos = (next + step) % g->n_members;
+                    const samsa_group_member_t *mm = &g->members[order[pos]];
+                    int subscribed = 0;
+                    for (size_t k = 0; k < mm->n_subscribed && !subscribed; k++)
+                        subscribed = memcmp(mm->subscribed_topic_ids[k].b, tid->b, 16) == 0;
+                    if (!subscribed)
+                        continue;
+                    rc = out->assign(out->ctx, order[pos], tid, p);
+                    next = pos + 1;
+                    break;
+                }
+            }
+        }
+    }
+    free(order);
+    if (rc != SAMSA_OK)
+        strncpy(errstr, "the coordinator refused an assignment", errlen);
+    return rc;
+}
+
+static const samsa_assignor_t example_assignor = {
+    .hdr = {.struct_size = sizeof(samsa_assignor_t), .kind = SAMSA_CAP_ASSIGNOR, .name = "example-reverse"},
+    .assign = ex_assign,
+};
+
 static int ex_init(samsa_host_t *host, const samsa_host_api_t *api, void **state, char *errstr, size_t errlen)
 {
     (void)state;
@@ -207,14 +282,15 @@ static int ex_init(samsa_host_t *host, const samsa_host_api_t *api, void **state
     api->log(host, SAMSA_LOG_INFO, "example codec ready: %s", greeting ? greeting : "hello");
     g_batches = api->metric_register(host, "batches_decompressed", SAMSA_METRIC_COUNTER,
                                      "snappy batches decompressed by the example");
-    return api->register_capability(host, &example_codec.hdr, NULL);
+    int rc = api->register_capability(host, &example_codec.hdr, NULL);
+    return rc == SAMSA_OK ? api->register_capability(host, &example_assignor.hdr, NULL) : rc;
 }
 
 static const samsa_plugin_info_t example_info = {
     SAMSA_PLUGIN_INFO_HEADER,
     .name = "example",
     .version = "1.0.0",
-    .description = "example out-of-tree plugin: a dependency-free snappy codec",
+    .description = "example out-of-tree plugin: a dependency-free snappy codec and a reverse assignor",
     .license = "Apache-2.0",
     .init = ex_init,
 };

@@ -335,6 +335,7 @@ def offset_delete(conn, group, topics):
 
 
 CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
 
 
 def consumer_heartbeat(conn, group, member_id, epoch, topics=None, owned=None, version=0, rebalance_ms=10000,
@@ -363,6 +364,42 @@ def consumer_heartbeat(conn, group, member_id, epoch, topics=None, owned=None, v
     else:
         out["assignment"] = None
     return out
+
+
+def consumer_group_describe(conn, group):
+    """ConsumerGroupDescribe v0 (KIP-848, flexible) of one group: its
+    error, state, epochs, assignor and members, each member's assignment
+    and target as {topic name: [partitions]}."""
+    w = W().carray([group], lambda w, g: w.cstring(g)).boolean(False).tags()
+    r = conn.request(CONSUMER_GROUP_DESCRIBE, 0, w.bytes(), flexible=True)
+    r.i32()
+
+    def assignment(r):
+        def tp(r):
+            x = (r.uuid(), r.cstring(), sorted(r.carray(lambda r: r.i32()) or []))
+            r.tags()
+            return x
+        tps = r.carray(tp) or []
+        r.tags()
+        return {name: parts for _, name, parts in tps}
+
+    def member(r):
+        m = {"member_id": r.cstring(), "instance_id": r.cstring(), "rack_id": r.cstring(), "epoch": r.i32(),
+             "client_id": r.cstring(), "client_host": r.cstring(),
+             "topics": r.carray(lambda r: r.cstring()), "regex": r.cstring()}
+        m["assignment"] = assignment(r)
+        m["target"] = assignment(r)
+        r.tags()
+        return m
+
+    def grp(r):
+        g = {"error_code": r.i16(), "error_message": r.cstring(), "group_id": r.cstring(), "state": r.cstring(),
+             "epoch": r.i32(), "assignment_epoch": r.i32(), "assignor": r.cstring(),
+             "members": r.carray(member) or []}
+        g["authorized_operations"] = r.i32()
+        r.tags()
+        return g
+    return r.carray(grp)[0]
 
 
 def offset_commit_v9_body(group, member_id, epoch, topic, parts):

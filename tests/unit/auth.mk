@@ -17,7 +17,8 @@ tests_unit_plugin_fixtures_fixture_authz_la_LDFLAGS = $(FIXTURE_LDFLAGS)
 check_PROGRAMS += tests/unit/authz_test
 TESTS += tests/unit/authz_test
 tests_unit_authz_test_SOURCES = tests/unit/authz_test.c
-tests_unit_authz_test_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_DIR='"$(abs_builddir)/tests/unit/plugin-fixtures/.libs"'
+tests_unit_authz_test_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURE_DIR='"$(abs_builddir)/tests/unit/plugin-fixtures/.libs"' \
+	-DMODULE_DIR='"$(abs_builddir)/modules/.libs"'
 tests_unit_authz_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_authz_test_LDADD = $(UNIT_LIBS)
 # ACLs in the metadata log (controller/acls.c) against a real controller:

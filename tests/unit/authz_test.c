@@ -6,7 +6,8 @@
  * of the chain denying, resource_name NULL for "any resource of the
  * type"; super.users and allow.everyone.if.no.acl.found; an unknown name
  * refused with one line. Without an image source the ACL link sees no
- * ACLs; the decision cache test gives it images whose ACLs change. */
+ * ACLs; the decision cache test gives it images whose ACLs change; the
+ * lua module's decisions go through the same cache (counted calls). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -200,6 +202,92 @@ static void test_cache_follows_acl_generations(void **st)
     teardown_chain();
 }
 
+/* The decisions of a plugin authorizer go through the connection's
+ * cache: the lua module with a script that counts its calls (a
+ * resource "calls-N" asks, uncacheably, whether this is call N), so the
+ * test sees exactly how often the script ran. Kept: a decision for the
+ * same action, API and client; not kept: r.cacheable = false, no
+ * connection. Dropped: a reload (the plugins' generation), an ACL
+ * change. */
+static const char *const COUNTING =
+    "calls = 0\n"
+    "function authorize(r)\n"
+    "  calls = calls + 1\n"
+    "  local want = r.resource_name and tonumber(r.resource_name:match('^calls%-(%d+)$'))\n"
+    "  if want then r.cacheable = false; return calls == want end\n"
+    "  if r.resource_name == 'window' then r.cacheable = false end\n"
+    "  return r.resource_name ~= 'denied'\n"
+    "end\n";
+
+static bool decide_api(struct conn *c, int16_t api, const char *name)
+{
+    struct authz_subject s = {"User:alice", "127.0.0.1", "SASL_PLAINTEXT", "test", api, 9};
+    return authz_decide(&s, ACL_OP_READ, ACL_RES_TOPIC, name, strlen(name), false, c);
+}
+
+static bool calls_were(struct conn *c, int n)
+{
+    char name[32];
+    snprintf(name, sizeof name, "calls-%d", n);
+    return decide_api(c, 0, name);
+}
+
+static void test_plugin_decisions_cached(void **st)
+{
+    (void)st;
+    if (access(MODULE_DIR "/lua.so", F_OK) != 0)
+        skip();
+    char path[] = "/tmp/authz-test-XXXXXX.lua", err[512];
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, COUNTING, strlen(COUNTING)), (ssize_t)strlen(COUNTING));
+    close(fd);
+    cfg = config_new();
+    assert_int_equal(config_set(cfg, "plugin.dir", MODULE_DIR, err, sizeof err), 0);
+    assert_int_equal(config_set(cfg, "authorizer.class.name", "lua", err, sizeof err), 0);
+    assert_int_equal(config_set(cfg, "plugin.lua.authorizer.script", path, err, sizeof err), 0);
+    reg = plugin_registry_new(cfg);
+    if (authz_setup(cfg, reg, err, sizeof err) != 0)
+        fail_msg("authz_setup: %s", err);
+    struct conn *c = xcalloc(1, sizeof *c);
+    for (int i = 0; i < 5; i++) {
+        assert_true(decide_api(c, 0, "t"));
+        assert_false(decide_api(c, 0, "denied"));
+    }
+    assert_true(calls_were(c, 3)); /* t, denied, this one */
+    /* uncacheable decisions: asked every time */
+    for (int i = 0; i < 5; i++)
+        assert_true(decide_api(c, 0, "window"));
+    assert_true(calls_were(c, 9));
+    /* no connection, no cache */
+    for (int i = 0; i < 3; i++)
+        assert_true(decide_api(NULL, 0, "t"));
+    assert_true(calls_were(c, 13));
+    /* another API (scripts see r.api): asked once */
+    assert_true(decide_api(c, 3, "t"));
+    assert_true(decide_api(c, 3, "t"));
+    assert_true(calls_were(c, 15));
+    /* a reload (a new state: calls starts over) drops what was cached */
+    assert_int_equal(plugin_registry_reload(reg), 0);
+    assert_true(decide_api(c, 0, "t"));
+    assert_true(decide_api(c, 0, "t"));
+    assert_true(calls_were(c, 2));
+    /* so does an ACL change */
+    static const char *const one[] = {"User:bob", "READ", "x"};
+    struct mimage *a = image_with(one, 3);
+    current = a;
+    authz_set_image_source(current_image, NULL);
+    assert_true(decide_api(c, 0, "t"));
+    assert_true(decide_api(c, 0, "t"));
+    assert_true(calls_were(c, 4));
+    current = NULL;
+    authz_conn_free(c);
+    free(c);
+    mimage_release(a);
+    teardown_chain();
+    unlink(path);
+}
+
 static void test_unknown_refused(void **st)
 {
     (void)st;
@@ -226,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_plugin_alone_end_denies),
         cmocka_unit_test(test_unknown_refused),
         cmocka_unit_test(test_cache_follows_acl_generations),
+        cmocka_unit_test(test_plugin_decisions_cached),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,3 +29,11 @@ TESTS += tests/unit/coord_logscan_test
 tests_unit_coord_logscan_test_SOURCES = tests/unit/coord_logscan_test.c
 tests_unit_coord_logscan_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_coord_logscan_test_LDADD = $(UNIT_LIBS)
+# the assignor capability kind: the example module assignor-roundrobin
+# loaded, chosen by name (group.consumer.assignors, ServerAssignor)
+check_PROGRAMS += tests/unit/assignor_test
+TESTS += tests/unit/assignor_test
+tests_unit_assignor_test_SOURCES = tests/unit/assignor_test.c
+tests_unit_assignor_test_CPPFLAGS = $(AM_CPPFLAGS) -DMODULE_DIR='"$(abs_builddir)/modules/.libs"'
+tests_unit_assignor_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_assignor_test_LDADD = $(UNIT_LIBS)

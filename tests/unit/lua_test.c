@@ -6,7 +6,8 @@
  * (a broken script leaves the old one, every thread switches), threads,
  * the example policies of lua/authz and partitioners of lua/partitioners
  * (the Java-compatible murmur2 against Kafka's test vectors), and once
- * through the real registry (plugin_registry_reload). */
+ * through the real registry (plugin_registry_reload, and
+ * plugin_registry_reconfigure: a script path changed at run time). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -844,6 +845,56 @@ static void test_registry_reload(void **st)
     config_free(cfg);
 }
 
+/* plugin.lua.authorizer.script changed at run time (ABI 1.3): checked
+ * without effect, refused with the script's error, applied. */
+static void test_registry_reconfigure(void **st)
+{
+    (void)st;
+    const char *first = write_script("rc1.lua", "function authorize(r) return r.resource_name == 'a' end\n");
+    struct samsa_config *cfg = config_new();
+    char err[512];
+    assert_int_equal(config_set(cfg, "plugin.lua.authorizer.script", first, err, sizeof err), 0);
+    struct plugin_registry *reg = plugin_registry_new(cfg);
+    if (access(MODULE_DIR "/lua.so", F_OK) != 0)
+        skip();
+    if (plugin_load_file(reg, MODULE_DIR "/lua.so", "lua", err, sizeof err) != 0)
+        fail_msg("%s", err);
+    const struct plugin_cap *c = plugin_find(reg, SAMSA_CAP_AUTHORIZER, "lua");
+    assert_non_null(c);
+    samsa_authz_ctx_t ctx = {.struct_size = sizeof ctx, .principal = "User:x", .listener = "PLAINTEXT"};
+    samsa_authz_action_t a[1] = {{3, 2, "b", 0, 0}};
+    uint8_t res[1];
+    const char *second = write_script("rc2.lua", "function authorize(r) return r.resource_name == 'b' end\n");
+    const char *broken = write_script("rc3.lua", "function authorize(r) return\n");
+    /* a check changes nothing */
+    assert_int_equal(plugin_registry_reconfigure(reg, "plugin.lua.authorizer.script", second, true, err, sizeof err),
+                     0);
+    assert_int_equal(c->vt.authorizer.authorize(c->state, &ctx, a, 1, res), SAMSA_OK);
+    assert_int_equal(res[0], SAMSA_AUTHZ_DENY);
+    /* a broken script: refused with its error, in either mode */
+    for (int validate = 1; validate >= 0; validate--) {
+        assert_int_equal(
+            plugin_registry_reconfigure(reg, "plugin.lua.authorizer.script", broken, validate, err, sizeof err), -1);
+        assert_non_null(strstr(err, "plugin.lua.authorizer.script: "));
+        assert_non_null(strstr(err, "rc3.lua:2: 'end' expected"));
+    }
+    assert_int_equal(plugin_registry_generation(reg), 0);
+    /* applied */
+    assert_int_equal(plugin_registry_reconfigure(reg, "plugin.lua.authorizer.script", second, false, err, sizeof err),
+                     0);
+    assert_int_equal(plugin_registry_generation(reg), 1);
+    assert_int_equal(c->vt.authorizer.authorize(c->state, &ctx, a, 1, res), SAMSA_OK);
+    assert_int_equal(res[0], SAMSA_AUTHZ_ALLOW);
+    /* other keys, removal, plugins not loaded */
+    assert_int_equal(plugin_registry_reconfigure(reg, "plugin.lua.instruction.limit", "5", true, err, sizeof err), -1);
+    assert_string_equal(err, "plugin lua cannot change plugin.lua.instruction.limit at run time");
+    assert_int_equal(plugin_registry_reconfigure(reg, "plugin.lua.authorizer.script", NULL, true, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot be removed at run time"));
+    assert_int_equal(plugin_registry_reconfigure(reg, "plugin.other.x", "1", true, err, sizeof err), 0);
+    plugin_registry_free(reg);
+    config_free(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -861,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_partitioner_examples),
         cmocka_unit_test(test_partitioner_errors),
         cmocka_unit_test(test_registry_reload),
+        cmocka_unit_test(test_registry_reconfigure),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -35,7 +35,7 @@
 #error MODULE_DIR must name the built modules
 #endif
 
-#define ABI "samsa ABI 1.2)"
+#define ABI "samsa ABI 1.3)"
 
 static char errbuf[4096];
 
@@ -93,7 +93,7 @@ static void test_refuse_next_major(void **st)
 static void test_refuse_newer_minor(void **st)
 {
     (void)st;
-    expect_refused("newer_minor", NULL, "built for a newer ABI minor version", "1.3");
+    expect_refused("newer_minor", NULL, "built for a newer ABI minor version", "1.4");
 }
 
 static void test_refuse_truncated(void **st)
@@ -102,7 +102,7 @@ static void test_refuse_truncated(void **st)
     char reason[128];
     snprintf(reason, sizeof reason, "descriptor truncated (16 bytes, ABI 1.0 needs %zu)",
              (size_t)SAMSA_PLUGIN_INFO_SIZE_1_0);
-    expect_refused("truncated", NULL, reason, "1.2");
+    expect_refused("truncated", NULL, reason, "1.3");
 }
 
 static void test_refuse_bad_sig(void **st)
@@ -111,13 +111,13 @@ static void test_refuse_bad_sig(void **st)
     char reason[128];
     snprintf(reason, sizeof reason, "not binary compatible (build signature 0x%06x, samsa 0x%06x)",
              (unsigned)(SAMSA_BUILD_SIG ^ 0x0c), (unsigned)SAMSA_BUILD_SIG);
-    expect_refused("bad_sig", NULL, reason, "1.2");
+    expect_refused("bad_sig", NULL, reason, "1.3");
 }
 
 static void test_refuse_init_fail(void **st)
 {
     (void)st;
-    expect_refused("init_fail", NULL, "init failed: plugin.init-fail.token is not set", "1.2");
+    expect_refused("init_fail", NULL, "init failed: plugin.init-fail.token is not set", "1.3");
 }
 
 static void test_refuse_name_mismatch(void **st)
@@ -142,7 +142,7 @@ static void test_refuse_duplicate(void **st)
     assert_string_equal(errbuf, refusal("dup_cap",
                                         "duplicate codec \"fixture-xor\" (id 6): already provided by abi-1-0 as "
                                         "\"fixture-xor\" (id 6)",
-                                        "1.2"));
+                                        "1.3"));
     assert_int_equal(plugin_count(reg), 1);
     plugin_registry_free(reg);
 }
@@ -356,12 +356,12 @@ static void test_static_and_vtable_checks(void **st)
     st_which = 1;
     assert_int_equal(plugin_load_static(reg, st_entry, "static-test", errbuf, sizeof errbuf), -1);
     assert_string_equal(errbuf, "plugin static:static-test refused: codec \"bad-levels\" lacks level_min <= "
-                                "level_default <= level_max (plugin ABI 1.2, samsa ABI 1.2)");
+                                "level_default <= level_max (plugin ABI 1.3, samsa ABI 1.3)");
     st_which = 2;
     assert_int_equal(plugin_load_static(reg, st_entry, "static-test", errbuf, sizeof errbuf), -1);
     char want[512];
     snprintf(want, sizeof want, "plugin static:static-test refused: codec \"short\" vtable truncated (8 bytes, ABI 1.0 "
-                                "needs %zu) (plugin ABI 1.2, samsa ABI 1.2)", (size_t)SAMSA_CODEC_SIZE_1_0);
+                                "needs %zu) (plugin ABI 1.3, samsa ABI 1.3)", (size_t)SAMSA_CODEC_SIZE_1_0);
     assert_string_equal(errbuf, want);
     st_which = 0;
     assert_int_equal(plugin_load_static(reg, st_entry, "static-test", errbuf, sizeof errbuf), 0);

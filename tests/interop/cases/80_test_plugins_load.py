@@ -24,7 +24,7 @@ import kwire  # noqa: E402
 BUILD = os.path.dirname(os.path.abspath(h.SAMSA_BIN))
 FIXTURES = os.path.join(BUILD, "tests", "unit", "plugin-fixtures", ".libs")
 MODULES = os.path.join(BUILD, "modules", ".libs")
-ABI = "samsa ABI 1.2)"
+ABI = "samsa ABI 1.3)"
 
 suite = h.Suite("80_test_plugins_load", case_limit=60)
 
@@ -93,8 +93,8 @@ for _args in [
     ("no_entry", "no-entry", "no entry symbol samsa_plugin_entry", "unknown"),
     ("bad_magic", "bad-magic", "bad magic 0xdeadbeef (expected 0x534d5341)", "unknown"),
     ("next_major", "next-major", "built for another ABI major version", "2.0"),
-    ("newer_minor", "newer-minor", "built for a newer ABI minor version", "1.3"),
-    ("init_fail", "init-fail", "init failed: plugin.init-fail.token is not set", "1.2"),
+    ("newer_minor", "newer-minor", "built for a newer ABI minor version", "1.4"),
+    ("init_fail", "init-fail", "init failed: plugin.init-fail.token is not set", "1.3"),
 ]:
     suite.case(refusal_case(*_args))
 
@@ -108,7 +108,7 @@ def refuse_truncated_descriptor():
     refused = [l for l in out if "refused" in l]
     h.eq(len(refused), 1, "refusal lines")
     h.check(refused[0].startswith("samsa: plugin %s/truncated.so refused: descriptor truncated (16 bytes, ABI 1.0 "
-                                  "needs " % d) and refused[0].endswith("(plugin ABI 1.2, %s" % ABI),
+                                  "needs " % d) and refused[0].endswith("(plugin ABI 1.3, %s" % ABI),
             "refusal line: %s", refused[0])
 
 
@@ -119,12 +119,12 @@ def refuse_not_binary_compatible():
     refused = [l for l in out if "refused" in l]
     h.eq(len(refused), 1, "refusal lines")
     h.check(" refused: not binary compatible (build signature 0x" in refused[0] and
-            refused[0].endswith("(plugin ABI 1.2, %s" % ABI), "refusal line: %s", refused[0])
+            refused[0].endswith("(plugin ABI 1.3, %s" % ABI), "refusal line: %s", refused[0])
 
 
 suite.case(refusal_case("dup_cap", "dup-cap",
                         "duplicate codec \"fixture-xor\" (id 6): already provided by abi-1-0 as \"fixture-xor\" (id 6)",
-                        "1.2", also={"abi-1-0": "abi_1_0"}))
+                        "1.3", also={"abi-1-0": "abi_1_0"}))
 
 
 @suite.case
@@ -147,7 +147,7 @@ def list_plugins():
                       ("sasl-scram", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"), ("sasl-oauthbearer", "sasl:OAUTHBEARER")):
         module(name)
         h.check(name in got, "%s missing from --list-plugins:\n%s", name, p.stdout.decode())
-        h.eq(got[name][2:4], ["1.2", cap], "%s ABI and capabilities" % name)
+        h.eq(got[name][2:4], ["1.3", cap], "%s ABI and capabilities" % name)
     # plugins= names exactly what loads
     p = h.run([h.SAMSA_BIN, "--override", "plugins=codec-zstd", "--list-plugins"], limit=20)
     h.eq([l.split()[0] for l in p.stdout.decode().splitlines()[1:]], ["codec-zstd"], "listed with plugins=codec-zstd")

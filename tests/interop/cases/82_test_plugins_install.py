@@ -8,6 +8,10 @@ The example is a dependency-free snappy codec (plugins/example/example.c):
 loaded instead of codec-snappy, it decompresses the snappy batches kcat
 sends and compresses (literals only, xerial framing) the batches of a
 topic with compression.type=snappy, which every client must then read.
+It also offers a consumer-group assignor, "example-reverse": listed in
+group.consumer.assignors, it computes the targets of a KIP-848 group
+whose members name it (raw ConsumerGroupHeartbeat, ServerAssignor), as
+ConsumerGroupDescribe shows (assignor and each member's target).
 """
 # limit: 300
 import json
@@ -17,9 +21,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness as h  # noqa: E402
+import kgroups as kg  # noqa: E402
 import kwire  # noqa: E402
 
 BUILD = os.path.dirname(os.path.abspath(h.SAMSA_BIN))
@@ -95,7 +101,7 @@ def template_builds_and_lists():
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=template", "--list-plugins"],
               limit=20)
     rows = [l.split() for l in p.stdout.decode().splitlines()[1:]]
-    h.eq([r[:4] for r in rows], [["template", "0.1.0", "1.2", "partitioner:template"]], "--list-plugins")
+    h.eq([r[:4] for r in rows], [["template", "0.1.0", "1.3", "partitioner:template"]], "--list-plugins")
     # its own config check stops startup with its own words
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=template",
                "--override", "plugin.template.enabled=maybe", "--list-plugins"], limit=20, check_rc=False)
@@ -135,8 +141,10 @@ def example_codec_in_installed_server():
     p = h.run([state["samsa"], "--override", "plugin.dir=" + d, "--override", "plugins=example", "--list-plugins"],
               limit=20)
     rows = [l.split() for l in p.stdout.decode().splitlines()[1:]]
-    h.eq([r[:4] for r in rows], [["example", "1.0.0", "1.2", "codec:snappy(2)"]], "--list-plugins")
-    srv = InstalledServer({"plugin.dir": d, "plugins": "example", "plugin.example.greeting": "built out of tree"},
+    h.eq([r[:4] for r in rows], [["example", "1.0.0", "1.3", "codec:snappy(2),assignor:example-reverse"]],
+         "--list-plugins")
+    srv = InstalledServer({"plugin.dir": d, "plugins": "example", "plugin.example.greeting": "built out of tree",
+                           "group.consumer.assignors": "uniform,range,example-reverse"},
                           name="installed")
     try:
         srv.wait_log(r"plugin example: example codec ready: built out of tree", 0)
@@ -163,8 +171,37 @@ def example_codec_in_installed_server():
             h.compare_records(h.from_json_records(res["records"]), exp, "kafkajs-snappy read", timestamps=False)
         else:
             h.log("kafkajs read skipped: %s", res.get("error"))
+        example_assignor(srv)
     finally:
         srv.stop()
+
+
+def example_assignor(srv):
+    """Two members naming example-reverse over a 3-partition topic: the
+    larger member id gets partitions 0 and 2, the other 1."""
+    h.ck_create_topic(srv.bootstrap, "as", 3, 1)
+    kg.coordinator_port(srv.port, "ex-as", limit=h.bound(10))
+    ids = []
+    for _ in range(2):
+        for _ in range(200):  # while the coordinator loads its partition
+            c = kwire.Conn(srv.port)
+            try:
+                r = kg.consumer_heartbeat(c, "ex-as", "", 0, topics=["as"], owned=[], assignor="example-reverse")
+            finally:
+                c.close()
+            if r["error_code"] != kg.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            time.sleep(0.05)
+        h.eq(r["error_code"], 0, "join: %s" % r)
+        ids.append(r["member_id"])
+    c = kwire.Conn(srv.port)
+    try:
+        d = kg.consumer_group_describe(c, "ex-as")
+    finally:
+        c.close()
+    hi, lo = max(ids), min(ids)
+    h.eq((d["assignor"], {m["member_id"]: m["target"] for m in d["members"]}),
+         ("example-reverse", {hi: {"as": [0, 2]}, lo: {"as": [1]}}), "the example assignor's targets")
 
 
 if __name__ == "__main__":

@@ -75,24 +75,27 @@ def describe_key(bootstrap):
 def default_modules():
     """No plugins= : every module of the build, in the order --list-plugins
     loads them; the table matches --list-plugins column for column."""
-    need_modules(["codec-" + c for c in CODECS] + ["sasl-plain", "sasl-scram", "sasl-oauthbearer", "lua"])
+    need_modules(["codec-" + c for c in CODECS] + ["sasl-plain", "sasl-scram", "sasl-oauthbearer", "lua",
+                                                  "assignor-roundrobin"])
     out, _ = cluster_plugins(srv().bootstrap)
     v = state["version"]
-    want = [HEADER] + [row(1, "codec-" + c, v, "1.2", "codec:%s(%d)" % (c, CODEC_ID[c])) for c in CODECS] + \
-        [row(1, "sasl-plain", v, "1.2", "sasl:PLAIN"),
-         row(1, "sasl-scram", v, "1.2", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"),
-         row(1, "sasl-oauthbearer", v, "1.2", "sasl:OAUTHBEARER"),
-         row(1, "lua", v, "1.2", "authorizer:lua,partitioner:lua")]
+    want = [HEADER] + [row(1, "codec-" + c, v, "1.3", "codec:%s(%d)" % (c, CODEC_ID[c])) for c in CODECS] + \
+        [row(1, "sasl-plain", v, "1.3", "sasl:PLAIN"),
+         row(1, "sasl-scram", v, "1.3", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"),
+         row(1, "sasl-oauthbearer", v, "1.3", "sasl:OAUTHBEARER"),
+         row(1, "lua", v, "1.3", "authorizer:lua,partitioner:lua"),
+         row(1, "assignor-roundrobin", v, "1.3", "assignor:roundrobin")]
     h.eq(out.splitlines(), want, "samsactl cluster plugins output")
     listing = h.run([h.SAMSA_BIN, "--list-plugins"], limit=20).stdout.decode().splitlines()
     h.eq([l.split()[:4] for l in listing[1:]], [l.split()[1:] for l in want[1:]],
          "--list-plugins NAME VERSION ABI CAPABILITIES")
     e = describe_key(srv().bootstrap)
-    h.eq(e.value, ",".join(["codec-%s:%s:1.2:codec:%s(%d)" % (c, v, c, CODEC_ID[c]) for c in CODECS] +
-                           ["sasl-plain:%s:1.2:sasl:PLAIN" % v,
-                            "sasl-scram:%s:1.2:sasl:SCRAM-SHA-256+sasl:SCRAM-SHA-512" % v,
-                            "sasl-oauthbearer:%s:1.2:sasl:OAUTHBEARER" % v,
-                            "lua:%s:1.2:authorizer:lua+partitioner:lua" % v]),
+    h.eq(e.value, ",".join(["codec-%s:%s:1.3:codec:%s(%d)" % (c, v, c, CODEC_ID[c]) for c in CODECS] +
+                           ["sasl-plain:%s:1.3:sasl:PLAIN" % v,
+                            "sasl-scram:%s:1.3:sasl:SCRAM-SHA-256+sasl:SCRAM-SHA-512" % v,
+                            "sasl-oauthbearer:%s:1.3:sasl:OAUTHBEARER" % v,
+                            "lua:%s:1.3:authorizer:lua+partitioner:lua" % v,
+                            "assignor-roundrobin:%s:1.3:assignor:roundrobin" % v]),
          "DescribeConfigs value of " + KEY)
     h.eq((int(e.source), e.is_read_only, e.is_default, e.is_sensitive), (5, True, True, False),
          "source (DEFAULT_CONFIG), read-only, default, sensitive")
@@ -104,9 +107,9 @@ def only_codec_zstd():
     s = h.Server({"plugins": "codec-zstd"}, name="zstd-only")
     try:
         out, _ = cluster_plugins(s.bootstrap)
-        h.eq(out.splitlines(), [HEADER, row(1, "codec-zstd", state["version"], "1.2", "codec:zstd(4)")],
+        h.eq(out.splitlines(), [HEADER, row(1, "codec-zstd", state["version"], "1.3", "codec:zstd(4)")],
              "samsactl cluster plugins output")
-        h.eq(describe_key(s.bootstrap).value, "codec-zstd:%s:1.2:codec:zstd(4)" % state["version"],
+        h.eq(describe_key(s.bootstrap).value, "codec-zstd:%s:1.3:codec:zstd(4)" % state["version"],
              "DescribeConfigs value")
     finally:
         s.stop()

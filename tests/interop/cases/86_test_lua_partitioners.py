@@ -6,11 +6,18 @@ lua/partitioners, and samsactl produce --partitioner FILE.lua does the
 same. Every record must land in the partition the script names: checked
 on the delivery reports and by consuming each partition.
 
-kcat loads the plugin and accepts the property, but its producer creates
-each topic with a topic configuration of its own (kcat.c: conf.rkt_conf),
-which librdkafka does not merge with the default topic configuration the
-plugin installs the partitioner on; so kcat is checked only for loading
-the plugin and for reading what the others wrote.
+kcat loads the plugin and accepts the property, but does not use the
+partitioner, and no librdkafka plugin can make it: kcat 1.7 gives each
+-X property to its own topic configuration first (rd_kafka_topic_conf_set
+on conf.rkt_conf, made by rd_kafka_topic_conf_new, never from the default
+topic configuration), then to the global one, where the plugin's
+on_conf_set claims it; its producer then creates the topic with that
+configuration of its own (rd_kafka_topic_new(rk, topic, conf.rkt_conf)),
+which librdkafka uses as given, without the default topic configuration
+the plugin installs the partitioner on. Topic configurations have no
+interceptors, and the one hook before the partitioner, on_send, gets a
+message rdkafka.h declares immutable. So kcat is checked only for loading
+the plugin, refusing a missing script, and reading what the others wrote.
 """
 # limit: 240
 import os

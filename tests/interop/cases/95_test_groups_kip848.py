@@ -50,7 +50,6 @@ suite = h.Suite("95_test_groups_kip848", case_limit=90)
 srv = None
 JS = os.path.join(h.HERE, "js", "groups_kip848.mjs")
 
-CONSUMER_GROUP_DESCRIBE = 69
 INVALID_REQUEST = 42
 FENCED_MEMBER_EPOCH = 110
 UNSUPPORTED_ASSIGNOR = 112
@@ -95,40 +94,11 @@ def heartbeat(group, member_id, epoch, topics=None, owned=None, version=0, rebal
 
 def describe(group):
     """Raw ConsumerGroupDescribe v0 of one group."""
-    w = W().carray([group], lambda w, g: w.cstring(g)).boolean(False).tags()
     c = kwire.Conn(srv.port)
     try:
-        r = c.request(CONSUMER_GROUP_DESCRIBE, 0, w.bytes(), flexible=True)
+        return kg.consumer_group_describe(c, group)
     finally:
         c.close()
-    r.i32()
-
-    def assignment(r):
-        def tp(r):
-            x = (r.uuid(), r.cstring(), sorted(r.carray(lambda r: r.i32()) or []))
-            r.tags()
-            return x
-        tps = r.carray(tp) or []
-        r.tags()
-        return {name: parts for _, name, parts in tps}
-
-    def member(r):
-        m = {"member_id": r.cstring(), "instance_id": r.cstring(), "rack_id": r.cstring(), "epoch": r.i32(),
-             "client_id": r.cstring(), "client_host": r.cstring(),
-             "topics": r.carray(lambda r: r.cstring()), "regex": r.cstring()}
-        m["assignment"] = assignment(r)
-        m["target"] = assignment(r)
-        r.tags()
-        return m
-
-    def grp(r):
-        g = {"error_code": r.i16(), "error_message": r.cstring(), "group_id": r.cstring(), "state": r.cstring(),
-             "epoch": r.i32(), "assignment_epoch": r.i32(), "assignor": r.cstring(),
-             "members": r.carray(member) or []}
-        g["authorized_operations"] = r.i32()
-        r.tags()
-        return g
-    return r.carray(grp)[0]
 
 
 def offset_commit_v9(group, member_id, epoch, topic, parts):

@@ -19,6 +19,11 @@
 //   plat-fetch          {topic, partition, offset, count, maxBytes, platformatic}
 //                        Consumer.fetch: a plain Fetch, no group.
 //   plat-offsets        {topic, timestamp?}
+//   plat-incremental-alter-configs {resources: [{type: 'BROKER'|'TOPIC', name, configs: [{name, op: 'SET'|'DELETE'|
+//                        'APPEND'|'SUBTRACT', value}]}], validateOnly, platformatic}
+//                        Admin.incrementalAlterConfigs; a refusal prints its
+//                        error types, the broker's error messages and the
+//                        nested errors (causes).
 import { b64, unb64, bound, kafkajs, loadPlatformatic, readStdinJson, withTimeout, errorTypes, describeError, kafkajsClient, platformaticOptions, jsonReplacer } from './lib.mjs'
 
 const [op, bootstrap, argsJson] = process.argv.slice(2)
@@ -247,6 +252,40 @@ async function platOffsets () {
   }
 }
 
+// Every error message of the broker's found in a platformatic error.
+function errorMessages (e) {
+  const out = []
+  const seen = new Set()
+  const visit = x => {
+    if (!x || typeof x !== 'object' || seen.has(x)) return
+    seen.add(x)
+    for (const k of ['serverErrorMessage', 'errorMessage']) if (typeof x[k] === 'string') out.push(x[k])
+    for (const k of new Set([...Object.keys(x), 'errors', 'cause', 'response'])) visit(x[k])
+  }
+  visit(e)
+  return [...new Set(out)]
+}
+
+async function platIncrementalAlterConfigs () {
+  const { Admin, ConfigResourceTypes, IncrementalAlterConfigOperationTypes: OP } = platformatic
+  const admin = new Admin(platformaticOptions(bootstrap, args.platformatic || {}))
+  try {
+    await admin.incrementalAlterConfigs({
+      validateOnly: !!args.validateOnly,
+      resources: args.resources.map(r => ({
+        resourceType: ConfigResourceTypes[r.type],
+        resourceName: r.name,
+        configs: r.configs.map(c => ({ name: c.name, configOperation: OP[c.op], value: c.value }))
+      }))
+    })
+    out({ ok: true })
+  } catch (e) {
+    out({ ok: false, error: describeError(e), types: errorTypes(e), messages: errorMessages(e), causes: (e.errors || []).map(describeError) })
+  } finally {
+    await admin.close()
+  }
+}
+
 const ops = {
   'kafkajs-produce': kafkajsProduce,
   'kafkajs-fetch': kafkajsFetch,
@@ -254,7 +293,8 @@ const ops = {
   'kafkajs-txn-offsets': kafkajsTxnOffsets,
   'plat-produce': platProduce,
   'plat-fetch': platFetch,
-  'plat-offsets': platOffsets
+  'plat-offsets': platOffsets,
+  'plat-incremental-alter-configs': platIncrementalAlterConfigs
 }
 
 const fn = ops[op]

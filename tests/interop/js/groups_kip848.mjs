@@ -3,7 +3,7 @@
 //   node groups_kip848.mjs OP BOOTSTRAP 'JSON args'
 //
 // Ops:
-//   member   {topic, group, clientId, limitMs}
+//   member   {topic, group, clientId, limitMs, assignor}
 //            a long-lived member, driven through stdin/stdout JSON lines.
 //            It consumes in 'committed' mode (fallback earliest), commits
 //            every record right after reading it (message.commit(): an
@@ -13,6 +13,8 @@
 //            (the latter whenever its assignment changes). A line 'close'
 //            on stdin (or EOF) closes the stream and leaves the group
 //            (heartbeat with epoch -1), then prints {event: 'closed', ok}.
+//            assignor, when given, is the client's groupRemoteAssignor
+//            (ConsumerGroupHeartbeat's ServerAssignor).
 //            Errors print {event: 'error', error}.
 import { createInterface } from 'node:readline'
 import { b64, bound, loadPlatformatic, withTimeout, describeError, platformaticOptions, jsonReplacer } from './lib.mjs'
@@ -42,7 +44,8 @@ async function member () {
     autocreateTopics: false,
     sessionTimeout: 10000,
     rebalanceTimeout: 10000,
-    heartbeatInterval: 500
+    heartbeatInterval: 500,
+    ...(args.assignor ? { groupRemoteAssignor: args.assignor } : {})
   }))
   consumer.on('error', e => out({ event: 'error', error: describeError(e) }))
   let closing = false
