@@ -144,9 +144,10 @@ static void end_response(struct request *req)
 }
 
 /* request_percentage as Kafka's sendResponseMaybeThrottle: the
- * handler's time is recorded as its answer is written; over the quota
- * the connection is muted and the time returned for the answer. */
-static int64_t request_throttle(struct request *req)
+ * handler's time is recorded as its answer is written (or earlier, when
+ * the handler asks: Fetch); over the quota the connection is muted and
+ * the time returned for the answer. */
+int64_t req_request_throttle(struct request *req)
 {
     if (!req->quota_t0_us)
         return 0;
@@ -159,7 +160,7 @@ static int64_t request_throttle(struct request *req)
 
 void req_respond(struct request *req, const void *resp)
 {
-    int64_t t = request_throttle(req);
+    int64_t t = req_request_throttle(req);
     const struct kapi *a = req->api;
     if (t > 0 && a->resp_throttle_off >= 0 && req->api_version >= a->resp_throttle_min) {
         /* the larger of this and a byte-rate throttle the handler set
@@ -300,7 +301,7 @@ void api_dispatch(struct request *req)
         return;
     }
     /* request_percentage: the handler's time on this worker, recorded
-     * when the answer is written (request_throttle); one that answers
+     * when the answer is written (req_request_throttle); one that answers
      * later counts the time the handler ran (the connection is busy
      * dispatching: req outlives the handler) */
     int64_t t0 = clock_mono_us();

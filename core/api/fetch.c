@@ -198,12 +198,17 @@ static void respond(struct fetch_op *op)
         for (int32_t i = 0; i < op->nparts; i++)
             bytes += op->parts[i].len;
         int64_t throttle = bytes > 0 ? quota_record(req, QUOTA_FETCH, (double)bytes) : 0;
-        if (throttle > 0) {
-            quota_unrecord(req, QUOTA_FETCH, (double)bytes);
+        /* and its request_percentage (Kafka: the larger of both; over
+         * either, no records and the fetched bytes taken back) */
+        int64_t rq = req_request_throttle(req);
+        if (throttle > 0 || rq > 0) {
+            if (bytes > 0)
+                quota_unrecord(req, QUOTA_FETCH, (double)bytes);
+            quota_throttle(req, throttle);
+            throttle = rq > throttle ? rq : throttle;
             resp.throttle_time_ms = throttle > INT32_MAX ? INT32_MAX : (int32_t)throttle;
             resp.responses.a = NULL;
             resp.responses.n = 0;
-            quota_throttle(req, throttle);
             req_respond(req, &resp);
             release_parts(op);
             return;

@@ -21,6 +21,12 @@ void req_respond(struct request *req, const void *resp);
 void req_respond_body(struct request *req, const struct kwriter *body);
 /* Marks the request done with nothing to send (acks=0). */
 void req_respond_none(struct request *req);
+/* request_percentage: records req's handler time now (once; the answer
+ * then records nothing more), mutes the connection when it is over its
+ * quota and returns that throttle time (0: within it, or not measured).
+ * req_respond calls it itself; Fetch calls it before building its answer
+ * (a throttled fetch is answered without records, as Kafka's). */
+int64_t req_request_throttle(struct request *req);
 /* Closes the connection after one log line naming the peer and why. */
 void req_close(struct request *req, const char *why);
 /* Peer address "ip:port" of the request's connection. */

@@ -375,6 +375,12 @@ def request_percentage_mutes_a_busy_client():
         finally:
             c.close()
 
+    # the broker applies the quota once its image has it: wait for that
+    # on a connection of its own (muted after each answer)
+    deadline = time.monotonic() + h.bound(10)
+    while timed("busy", 1)[1] != [1000]:
+        h.check(time.monotonic() < deadline, "the busy client's quota never applied")
+        time.sleep(0.1)
     busy, busy_t = timed("busy", 4)
     calm, calm_t = timed("calm", 4)
     h.log("4 requests: busy %.2fs %s, calm %.2fs %s", busy, busy_t, calm, calm_t)
@@ -383,7 +389,35 @@ def request_percentage_mutes_a_busy_client():
     h.eq(calm_t, [0, 0, 0, 0], "another client's throttle_time_ms")
     h.check(2.5 <= busy <= 8, "busy client: 4 requests took %.2fs (want ~3 s: muted 1 s after each)", busy)
     h.check(calm < 1.0, "another client: 4 requests took %.2fs", calm)
+
+    def fetch(client_id):
+        """Fetch v4 of q-greedy from offset 0: (throttle_time_ms, the
+        topics answered with their records' sizes)."""
+        c = K.Conn(srv().port, client_id=client_id)
+        try:
+            w = K.W().i32(-1).i32(100).i32(1).i32(64 * KIB).i8(0)
+            w.array(["q-greedy"], lambda w, t: w.string(t).array([0], lambda w, p: w.i32(p).i64(0).i32(64 * KIB)))
+            r = c.request(K.FETCH, 4, w.bytes(), timeout=h.bound(5))
+            throttle = r.i32()
+
+            def part(r):
+                pid, err, _hw, _lso = r.i32(), r.i16(), r.i64(), r.i64()
+                r.array(lambda r: (r.i64(), r.i64()))
+                recs = r.bytes_()
+                return pid, err, len(recs or b"") > 0
+
+            return throttle, r.array(lambda r: (r.string(), r.array(part)))
+        finally:
+            c.close()
+
+    # Kafka: a fetch over its request quota is answered without records
+    h.eq(fetch("busy"), (1000, []), "busy client's fetch (throttle, topics)")
+    h.eq(fetch("calm"), (0, [("q-greedy", [(0, 0, True)])]), "another client's fetch")
     samsactl("alter", "--entity-type", "clients", "--entity-name", "busy", "--delete-config", "request_percentage")
+    deadline = time.monotonic() + h.bound(10)
+    while timed("busy", 1)[1] != [0]:
+        h.check(time.monotonic() < deadline, "the busy client's quota never went away")
+        time.sleep(0.1)
     again, again_t = timed("busy", 4)
     h.check(again < 1.0, "busy client without its quota: 4 requests took %.2fs", again)
     h.eq(again_t, [0, 0, 0, 0], "busy client's throttle_time_ms without its quota")
