@@ -778,7 +778,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     memset(st, 0, sizeof *st);
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
-    pthread_mutex_lock(&l->maint_lock);
+    slock_lock(&l->maint_lock);
     struct plog_config c;
     plog_get_config(l, &c);
     struct plog_clean_state cs;
@@ -807,7 +807,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
             sfile_unref(files[i]);
         free(files);
         free(sizes);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return rc;
     }
     /* Nothing dirty, but tombstones whose delete horizon passed: a pass
@@ -819,7 +819,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
         free(files);
         free(sizes);
         fdc_trim();
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return 0;
     }
 
@@ -851,7 +851,7 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
                       "log.cleaner.dedupe.buffer.size",
                       l->dir, map_budget);
         hmap_free(&map.h);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return rc;
     }
 
@@ -978,6 +978,6 @@ int plog_clean(struct plog *l, int64_t now_ms, size_t map_budget, const atomic_b
     hmap_free(&map.h);
     plog_producers_last_offsets_free(&last_batches);
     txn_track_free(&fc.txn);
-    pthread_mutex_unlock(&l->maint_lock);
+    slock_unlock(&l->maint_lock);
     return rc;
 }

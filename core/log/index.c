@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,9 @@ static uint8_t *map_locked(struct idx_file *x)
     size_t b = budget_locked();
     if (nmapped >= b)
         evict_locked(nmapped - b + 1);
-    int fd = fdc_open(x->path, O_RDWR, 0);
+    char path[PATH_MAX];
+    idxf_path(x, path, sizeof path);
+    int fd = fdc_open(path, O_RDWR, 0);
     if (fd < 0)
         return NULL;
     idxf_mmap_fn h = atomic_load(&mmap_hook);
@@ -173,7 +176,7 @@ static uint8_t *map_locked(struct idx_file *x)
         if (t == 0 && warn_due())
             slog_warn("index files: mmap of %s: %s with %zu mapped; unmapped %zu and retrying (this line at most "
                       "once a second)",
-                      x->path, strerror(e), nmapped, shed);
+                      path, strerror(e), nmapped, shed);
     }
     close(fd); /* the mapping keeps the file */
     if (m == MAP_FAILED) {
@@ -194,7 +197,7 @@ static uint8_t *map_locked(struct idx_file *x)
  * file keeps its mapping until unpin. Any thread. */
 static uint8_t *pin(struct idx_file *x)
 {
-    if (x->map_len == 0 || !x->path)
+    if (x->map_len == 0 || !x->log_path)
         return NULL;
     int32_t u = atomic_load_explicit(&x->users, memory_order_relaxed);
     for (;;) {
@@ -240,27 +243,43 @@ static void drop_map(struct idx_file *x)
  * sheds cached fds on EMFILE. */
 static int open_fd(const struct idx_file *x, int extra_flags)
 {
-    return fdc_open(x->path, O_RDWR | extra_flags, 0644);
+    char path[PATH_MAX];
+    idxf_path(x, path, sizeof path);
+    return fdc_open(path, O_RDWR | extra_flags, 0644);
 }
 
-int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate)
+void idxf_path(const struct idx_file *x, char *buf, size_t n)
+{
+    const char *lp = *x->log_path;
+    const char *slash = strrchr(lp, '/');
+    const char *base = slash ? slash + 1 : lp;
+    /* "<digits>.log<suffix>": the first dot of the name starts ".log". */
+    const char *dot = strchr(base, '.');
+    if (!dot) {
+        snprintf(buf, n, "%s%s", lp, x->ext);
+        return;
+    }
+    const char *rest = strncmp(dot, ".log", 4) == 0 ? dot + 4 : dot;
+    snprintf(buf, n, "%.*s%s%s", (int)(dot - lp), lp, x->ext, rest);
+}
+
+int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate)
 {
     memset(x, 0, sizeof *x);
     x->entry_size = (uint32_t)entry_size;
-    x->path = xstrdup(path);
+    x->log_path = log_path;
+    x->ext = ext;
     int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
     if (fd < 0) {
         int e = errno;
-        free(x->path);
-        x->path = NULL;
+        x->log_path = NULL;
         return e;
     }
     struct stat st;
     int e = fstat(fd, &st) != 0 ? errno : 0;
     close(fd); /* mapped when first used */
     if (e) {
-        free(x->path);
-        x->path = NULL;
+        x->log_path = NULL;
         return e;
     }
     x->map_len = (size_t)st.st_size;
@@ -271,8 +290,7 @@ int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool trun
 void idxf_close(struct idx_file *x)
 {
     drop_map(x);
-    free(x->path);
-    x->path = NULL;
+    x->log_path = NULL;
     x->map_len = 0;
     x->n = 0;
     x->dirty = false;
@@ -341,7 +359,7 @@ int idxf_reserve(struct idx_file *x, size_t entries)
 
 int idxf_sync(struct idx_file *x)
 {
-    if (!x->dirty || !x->path)
+    if (!x->dirty || !x->log_path)
         return 0; /* durable already */
     int fd = open_fd(x, 0);
     if (fd < 0)
@@ -361,13 +379,10 @@ int idxf_sync(struct idx_file *x)
 
 int idxf_open_fd(const struct idx_file *x) { return open_fd(x, 0); }
 
-int idxf_rename(struct idx_file *x, char *new_path)
+int idxf_rename(struct idx_file *x, const char *from, const char *to)
 {
-    if (rename(x->path, new_path) != 0)
-        return errno;
-    free(x->path);
-    x->path = new_path;
-    return 0;
+    (void)x;
+    return rename(from, to) != 0 ? errno : 0;
 }
 
 /* ---- offset index ---- */
