@@ -35,6 +35,7 @@
 #include "replica/env.h"
 #include "replica/fetcher.h"
 #include "replica/partition.h"
+#include "log/index.h"
 #include "util/fdcache.h"
 #include "util/slog.h"
 
@@ -271,6 +272,8 @@ int main(int argc, char **argv)
     /* Descriptors are a budget (util/fdcache.h): take all the hard limit
      * allows; segment files share half of it through the fd cache. */
     fdc_raise_nofile_limit();
+    /* Index mappings are a budget too (log/index.h). */
+    slog_info("index files: up to %zu mapped at once (half of vm.max_map_count)", idxf_map_budget());
 
     /* Plugins before anything else is touched: a configured plugin that
      * cannot be loaded stops startup with its one refusal line. */

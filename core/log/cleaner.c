@@ -817,7 +817,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     memset(st, 0, sizeof *st);
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
-    pthread_mutex_lock(&l->maint_lock);
+    slock_lock(&l->maint_lock);
     struct plog_config c;
     plog_get_config(l, &c);
     struct plog_clean_state cs;
@@ -846,7 +846,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
             sfile_unref(files[i]);
         free(files);
         free(sizes);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return rc;
     }
     /* Nothing dirty, but tombstones whose delete horizon passed: a pass
@@ -858,7 +858,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         free(files);
         free(sizes);
         fdc_trim();
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return 0;
     }
 
@@ -890,7 +890,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
                       "log.cleaner.dedupe.buffer.size",
                       l->dir, map_budget);
         hmap_free(&map.h);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return rc;
     }
 
@@ -1016,6 +1016,6 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     hmap_free(&map.h);
     plog_producers_last_offsets_free(&last_batches);
     txn_track_free(&fc.txn);
-    pthread_mutex_unlock(&l->maint_lock);
+    slock_unlock(&l->maint_lock);
     return rc;
 }

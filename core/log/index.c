@@ -2,15 +2,239 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/buf.h"
 #include "util/fdcache.h"
+#include "util/slog.h"
+
+/* ---- the mapping budget ---- */
+
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Mapped files, most recently (re)considered at the head; sentinel. */
+static struct idx_file mlist = {.prev = &mlist, .next = &mlist};
+static size_t nmapped, budget;
+static uint64_t nmaps, nunmaps, nenomem;
+static _Atomic(idxf_mmap_fn) mmap_hook;
+
+static size_t derived_budget(void)
+{
+    FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+    unsigned long long m = 0;
+    if (!f || fscanf(f, "%llu", &m) != 1 || m == 0)
+        m = 65530; /* Linux's default */
+    if (f)
+        fclose(f);
+    size_t b = (size_t)(m * IDXF_MAP_SHARE_PERCENT / 100);
+    return b < IDXF_MAP_MIN_BUDGET ? IDXF_MAP_MIN_BUDGET : b;
+}
+
+/* Under map_lock. */
+static size_t budget_locked(void)
+{
+    if (!budget)
+        budget = derived_budget();
+    return budget;
+}
+
+void idxf_set_map_budget(size_t b)
+{
+    pthread_mutex_lock(&map_lock);
+    budget = b ? b : derived_budget();
+    pthread_mutex_unlock(&map_lock);
+}
+
+size_t idxf_map_budget(void)
+{
+    pthread_mutex_lock(&map_lock);
+    size_t b = budget_locked();
+    pthread_mutex_unlock(&map_lock);
+    return b;
+}
+
+void idxf_set_mmap_hook(idxf_mmap_fn fn) { atomic_store(&mmap_hook, fn); }
+
+static void list_unlink(struct idx_file *x)
+{
+    x->prev->next = x->next;
+    x->next->prev = x->prev;
+    x->prev = x->next = NULL;
+}
+
+static void list_push_head(struct idx_file *x)
+{
+    x->next = mlist.next;
+    x->prev = &mlist;
+    mlist.next->prev = x;
+    mlist.next = x;
+}
+
+/* Unmaps x, which nobody pins (users is -1 or the owner excludes pins).
+ * Under map_lock. */
+static void unmap_locked(struct idx_file *x)
+{
+    uint8_t *m = atomic_load_explicit(&x->map, memory_order_relaxed);
+    if (!m)
+        return;
+    munmap(m, x->map_len);
+    atomic_store_explicit(&x->map, NULL, memory_order_release);
+    list_unlink(x);
+    nmapped--;
+}
+
+/* Unmaps up to n unpinned files from the tail, giving a recently used one
+ * a second chance (its bit cleared, moved to the head). Under map_lock. */
+static size_t evict_locked(size_t n)
+{
+    size_t done = 0, steps = 2 * nmapped + 1;
+    struct idx_file *x = mlist.prev;
+    while (x != &mlist && done < n && steps-- > 0) {
+        struct idx_file *prev = x->prev;
+        if (atomic_exchange_explicit(&x->used, false, memory_order_relaxed)) {
+            list_unlink(x);
+            list_push_head(x);
+        } else {
+            int32_t zero = 0;
+            /* -1 keeps pins out while it goes; a pin that comes now waits
+             * for map_lock and then maps it again. */
+            if (atomic_compare_exchange_strong_explicit(&x->users, &zero, -1, memory_order_acq_rel,
+                                                        memory_order_relaxed)) {
+                unmap_locked(x);
+                atomic_store_explicit(&x->users, 0, memory_order_release);
+                nunmaps++;
+                done++;
+            }
+        }
+        x = prev;
+    }
+    return done;
+}
+
+size_t idxf_shed_maps(size_t n)
+{
+    pthread_mutex_lock(&map_lock);
+    size_t k = evict_locked(n);
+    pthread_mutex_unlock(&map_lock);
+    return k;
+}
+
+void idxf_get_map_stats(struct idxf_map_stats *out)
+{
+    pthread_mutex_lock(&map_lock);
+    out->mapped = nmapped;
+    out->maps = nmaps;
+    out->unmaps = nunmaps;
+    out->enomem = nenomem;
+    pthread_mutex_unlock(&map_lock);
+}
+
+/* Rate limit of the ENOMEM line: a storm is one line a second. */
+static bool warn_due(void)
+{
+    static _Atomic int64_t last_s;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t prev = atomic_load(&last_s);
+    return ts.tv_sec != prev && atomic_compare_exchange_strong(&last_s, &prev, (int64_t)ts.tv_sec);
+}
+
+/* Maps x whole (x pinned by the caller, map_len > 0), within the budget,
+ * shedding on ENOMEM. The mapping or NULL (errno set). Under map_lock. */
+static uint8_t *map_locked(struct idx_file *x)
+{
+    size_t b = budget_locked();
+    if (nmapped >= b)
+        evict_locked(nmapped - b + 1);
+    char path[PATH_MAX];
+    idxf_path(x, path, sizeof path);
+    int fd = fdc_open(path, O_RDWR, 0);
+    if (fd < 0)
+        return NULL;
+    idxf_mmap_fn h = atomic_load(&mmap_hook);
+    void *m = MAP_FAILED;
+    int e = 0;
+    for (int t = 0; t < IDXF_MAP_TRIES; t++) {
+        m = h ? h(NULL, x->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+              : mmap(NULL, x->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m != MAP_FAILED)
+            break;
+        e = errno;
+        if (e != ENOMEM)
+            break;
+        /* Out of map areas (vm.max_map_count) or address space: a
+         * resource of the process, not a disk failure. */
+        nenomem++;
+        size_t shed = evict_locked(nmapped / 4 > 32 ? nmapped / 4 : 32);
+        if (t == 0 && warn_due())
+            slog_warn("index files: mmap of %s: %s with %zu mapped; unmapped %zu and retrying (this line at most "
+                      "once a second)",
+                      path, strerror(e), nmapped, shed);
+    }
+    close(fd); /* the mapping keeps the file */
+    if (m == MAP_FAILED) {
+        if (e == ENOMEM)
+            fdc_note_resource_failure();
+        errno = e;
+        return NULL;
+    }
+    nmaps++;
+    nmapped++;
+    atomic_store_explicit(&x->map, (uint8_t *)m, memory_order_release);
+    list_push_head(x);
+    return m;
+}
+
+/* Pins x and returns its mapping, mapping it when needed; NULL when the
+ * file is empty or cannot be mapped (then x is not pinned). A pinned
+ * file keeps its mapping until unpin. Any thread. */
+static uint8_t *pin(struct idx_file *x)
+{
+    if (x->map_len == 0 || !x->log_path)
+        return NULL;
+    int32_t u = atomic_load_explicit(&x->users, memory_order_relaxed);
+    for (;;) {
+        if (u < 0) {
+            /* Being unmapped under map_lock: wait for it to finish. */
+            pthread_mutex_lock(&map_lock);
+            pthread_mutex_unlock(&map_lock);
+            u = atomic_load_explicit(&x->users, memory_order_relaxed);
+            continue;
+        }
+        if (atomic_compare_exchange_weak_explicit(&x->users, &u, u + 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+            break;
+    }
+    atomic_store_explicit(&x->used, true, memory_order_relaxed);
+    uint8_t *m = atomic_load_explicit(&x->map, memory_order_acquire);
+    if (m)
+        return m;
+    pthread_mutex_lock(&map_lock);
+    m = atomic_load_explicit(&x->map, memory_order_relaxed);
+    if (!m)
+        m = map_locked(x);
+    pthread_mutex_unlock(&map_lock);
+    if (!m)
+        atomic_fetch_sub_explicit(&x->users, 1, memory_order_release);
+    return m;
+}
+
+static void unpin(struct idx_file *x) { atomic_fetch_sub_explicit(&x->users, 1, memory_order_release); }
+
+/* Drops x's mapping (the owner excludes pins: resize, close). */
+static void drop_map(struct idx_file *x)
+{
+    pthread_mutex_lock(&map_lock);
+    unmap_locked(x);
+    pthread_mutex_unlock(&map_lock);
+}
 
 /* ---- the file ---- */
 
@@ -19,68 +243,55 @@
  * sheds cached fds on EMFILE. */
 static int open_fd(const struct idx_file *x, int extra_flags)
 {
-    return fdc_open(x->path, O_RDWR | extra_flags, 0644);
+    char path[PATH_MAX];
+    idxf_path(x, path, sizeof path);
+    return fdc_open(path, O_RDWR | extra_flags, 0644);
 }
 
-static int map_file(struct idx_file *x, int fd, size_t len)
+void idxf_path(const struct idx_file *x, char *buf, size_t n)
 {
-    /* A new length may have dropped blocks (a trim) or added holes. */
-    x->backed = 0;
-    if (len == 0) {
-        x->map = NULL;
-        x->map_len = 0;
-        return 0;
+    const char *lp = *x->log_path;
+    const char *slash = strrchr(lp, '/');
+    const char *base = slash ? slash + 1 : lp;
+    /* "<digits>.log<suffix>": the first dot of the name starts ".log". */
+    const char *dot = strchr(base, '.');
+    if (!dot) {
+        snprintf(buf, n, "%s%s", lp, x->ext);
+        return;
     }
-    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-        /* ENOMEM: out of mappings (vm.max_map_count) or address space, a
-         * resource of the process like EMFILE, not a disk failure. */
-        if (errno == ENOMEM)
-            fdc_note_resource_failure();
-        return errno;
-    }
-    x->map = m;
-    x->map_len = len;
-    return 0;
+    const char *rest = strncmp(dot, ".log", 4) == 0 ? dot + 4 : dot;
+    snprintf(buf, n, "%.*s%s%s", (int)(dot - lp), lp, x->ext, rest);
 }
 
-static void unmap_file(struct idx_file *x)
-{
-    if (x->map)
-        munmap(x->map, x->map_len);
-    x->map = NULL;
-    x->map_len = 0;
-}
-
-int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate)
+int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate)
 {
     memset(x, 0, sizeof *x);
-    x->entry_size = entry_size;
-    x->path = xstrdup(path);
+    x->entry_size = (uint32_t)entry_size;
+    x->log_path = log_path;
+    x->ext = ext;
     int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
     if (fd < 0) {
         int e = errno;
-        free(x->path);
-        x->path = NULL;
+        x->log_path = NULL;
         return e;
     }
     struct stat st;
-    int e = fstat(fd, &st) != 0 ? errno : map_file(x, fd, (size_t)st.st_size);
-    close(fd); /* the mapping keeps the file */
+    int e = fstat(fd, &st) != 0 ? errno : 0;
+    close(fd); /* mapped when first used */
     if (e) {
-        free(x->path);
-        x->path = NULL;
+        x->log_path = NULL;
         return e;
     }
+    x->map_len = (size_t)st.st_size;
     x->dirty = truncate;
     return 0;
 }
 
 void idxf_close(struct idx_file *x)
 {
-    unmap_file(x);
-    free(x->path);
-    x->path = NULL;
+    drop_map(x);
+    x->log_path = NULL;
+    x->map_len = 0;
     x->n = 0;
     x->dirty = false;
 }
@@ -96,22 +307,21 @@ int idxf_resize(struct idx_file *x, size_t bytes)
     if (fd < 0)
         return errno;
     /* Unmap before shrinking: touching a mapped page past the end of the
-     * file would be SIGBUS. */
-    unmap_file(x);
+     * file would be SIGBUS. The next use maps the new length. */
+    drop_map(x);
     int e = 0;
     while (ftruncate(fd, (off_t)bytes) != 0) {
         if (errno == EINTR)
             continue;
         e = errno;
-        struct stat st;
-        /* Put the old mapping back so x stays usable. */
-        if (fstat(fd, &st) == 0)
-            map_file(x, fd, (size_t)st.st_size - (size_t)st.st_size % x->entry_size);
         break;
     }
-    if (e == 0)
-        e = map_file(x, fd, bytes);
     close(fd);
+    if (e == 0) {
+        /* A new length may have dropped blocks (a trim) or added holes. */
+        x->map_len = bytes;
+        x->backed = 0;
+    }
     x->dirty = true;
     return e;
 }
@@ -149,7 +359,7 @@ int idxf_reserve(struct idx_file *x, size_t entries)
 
 int idxf_sync(struct idx_file *x)
 {
-    if (!x->dirty || !x->path)
+    if (!x->dirty || !x->log_path)
         return 0; /* durable already */
     int fd = open_fd(x, 0);
     if (fd < 0)
@@ -169,13 +379,10 @@ int idxf_sync(struct idx_file *x)
 
 int idxf_open_fd(const struct idx_file *x) { return open_fd(x, 0); }
 
-int idxf_rename(struct idx_file *x, char *new_path)
+int idxf_rename(struct idx_file *x, const char *from, const char *to)
 {
-    if (rename(x->path, new_path) != 0)
-        return errno;
-    free(x->path);
-    x->path = new_path;
-    return 0;
+    (void)x;
+    return rename(from, to) != 0 ? errno : 0;
 }
 
 /* ---- offset index ---- */
@@ -183,19 +390,38 @@ int idxf_rename(struct idx_file *x, char *new_path)
 static inline int32_t rd32(const uint8_t *p) { return (int32_t)be32_read(p); }
 static inline int64_t rd64(const uint8_t *p) { return (int64_t)be64_read(p); }
 
+/* Pins are taken through a const index too: a lookup changes nothing
+ * the owner sees. */
+#define PIN(xf) pin((struct idx_file *)(xf))
+#define UNPIN(xf) unpin((struct idx_file *)(xf))
+
+static struct offset_position oidx_at(const struct offset_index *x, const uint8_t *m, size_t i)
+{
+    const uint8_t *p = m + i * OIDX_ENTRY_SIZE;
+    return (struct offset_position){x->base_offset + rd32(p), rd32(p + 4)};
+}
+
 struct offset_position oidx_entry(const struct offset_index *x, size_t i)
 {
-    const uint8_t *p = x->f.map + i * OIDX_ENTRY_SIZE;
-    return (struct offset_position){x->base_offset + rd32(p), rd32(p + 4)};
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return (struct offset_position){x->base_offset, 0}; /* where any scan may start */
+    struct offset_position r = oidx_at(x, m, i);
+    UNPIN(&x->f);
+    return r;
 }
 
 bool oidx_append(struct offset_index *x, int64_t offset, int64_t position)
 {
     if (idxf_reserve(&x->f, 1) != 0)
         return false;
-    uint8_t *p = x->f.map + x->f.n * OIDX_ENTRY_SIZE;
+    uint8_t *m = pin(&x->f);
+    if (!m)
+        return false; /* left out, as a sparse index allows */
+    uint8_t *p = m + x->f.n * OIDX_ENTRY_SIZE;
     be32_write(p, (uint32_t)(int32_t)(offset - x->base_offset));
     be32_write(p + 4, (uint32_t)(int32_t)position);
+    unpin(&x->f);
     x->f.n++;
     x->f.dirty = true;
     return true;
@@ -204,63 +430,101 @@ bool oidx_append(struct offset_index *x, int64_t offset, int64_t position)
 struct offset_position oidx_lookup(const struct offset_index *x, int64_t target)
 {
     struct offset_position r = {x->base_offset, 0};
-    if (target < x->base_offset)
+    if (target < x->base_offset || x->f.n == 0)
         return r;
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return r; /* unmappable now: the scan starts at the segment's start */
     int64_t rel = target - x->base_offset;
     /* The last entry with rel_offset <= rel. */
     size_t lo = 0, hi = x->f.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (rd32(x->f.map + mid * OIDX_ENTRY_SIZE) <= rel)
+        if (rd32(m + mid * OIDX_ENTRY_SIZE) <= rel)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo > 0 ? oidx_entry(x, lo - 1) : r;
+    if (lo > 0)
+        r = oidx_at(x, m, lo - 1);
+    UNPIN(&x->f);
+    return r;
 }
 
 struct offset_position oidx_lookup_position(const struct offset_index *x, int64_t pos)
 {
     struct offset_position r = {x->base_offset, 0};
+    if (x->f.n == 0)
+        return r;
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return r;
     size_t lo = 0, hi = x->f.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (rd32(x->f.map + mid * OIDX_ENTRY_SIZE + 4) <= pos)
+        if (rd32(m + mid * OIDX_ENTRY_SIZE + 4) <= pos)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo > 0 ? oidx_entry(x, lo - 1) : r;
+    if (lo > 0)
+        r = oidx_at(x, m, lo - 1);
+    UNPIN(&x->f);
+    return r;
 }
 
 void oidx_truncate_to(struct offset_index *x, int64_t offset)
 {
-    while (x->f.n > 0 && oidx_entry(x, x->f.n - 1).offset >= offset)
+    if (x->f.n == 0)
+        return;
+    const uint8_t *m = pin(&x->f);
+    if (!m) {
+        x->f.n = 0; /* cannot tell which survive: none (the index is sparse) */
+        return;
+    }
+    while (x->f.n > 0 && oidx_at(x, m, x->f.n - 1).offset >= offset)
         x->f.n--;
+    unpin(&x->f);
 }
 
 size_t oidx_valid_prefix(const struct offset_index *x, size_t n, int64_t log_size)
 {
     size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
+    if (cap == 0)
+        return 0;
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return 0; /* unreadable now: the caller rebuilds */
     int64_t prev_rel = -1, prev_pos = -1;
     size_t i = 0;
     for (; i < cap; i++) {
-        const uint8_t *p = x->f.map + i * OIDX_ENTRY_SIZE;
+        const uint8_t *p = m + i * OIDX_ENTRY_SIZE;
         int64_t rel = rd32(p), pos = rd32(p + 4);
         if (rel <= prev_rel || pos <= prev_pos || pos >= log_size)
             break;
         prev_rel = rel;
         prev_pos = pos;
     }
+    UNPIN(&x->f);
     return i;
 }
 
 /* ---- time index ---- */
 
+static struct timestamp_offset tidx_at(const struct time_index *x, const uint8_t *m, size_t i)
+{
+    const uint8_t *p = m + i * TIDX_ENTRY_SIZE;
+    return (struct timestamp_offset){rd64(p), x->base_offset + rd32(p + 8)};
+}
+
 struct timestamp_offset tidx_entry(const struct time_index *x, size_t i)
 {
-    const uint8_t *p = x->f.map + i * TIDX_ENTRY_SIZE;
-    return (struct timestamp_offset){rd64(p), x->base_offset + rd32(p + 8)};
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return (struct timestamp_offset){-1, x->base_offset};
+    struct timestamp_offset r = tidx_at(x, m, i);
+    UNPIN(&x->f);
+    return r;
 }
 
 struct timestamp_offset tidx_last(const struct time_index *x)
@@ -272,48 +536,74 @@ struct timestamp_offset tidx_last(const struct time_index *x)
 
 void tidx_maybe_append(struct time_index *x, int64_t timestamp, int64_t offset)
 {
-    if (x->f.n > 0 && timestamp <= tidx_entry(x, x->f.n - 1).timestamp)
-        return;
     if (idxf_full(&x->f) || idxf_reserve(&x->f, 1) != 0)
         return;
-    uint8_t *p = x->f.map + x->f.n * TIDX_ENTRY_SIZE;
-    be64_write(p, (uint64_t)timestamp);
-    be32_write(p + 8, (uint32_t)(int32_t)(offset - x->base_offset));
-    x->f.n++;
-    x->f.dirty = true;
+    uint8_t *m = pin(&x->f);
+    if (!m)
+        return; /* left out, as a sparse index allows */
+    if (x->f.n == 0 || timestamp > tidx_at(x, m, x->f.n - 1).timestamp) {
+        uint8_t *p = m + x->f.n * TIDX_ENTRY_SIZE;
+        be64_write(p, (uint64_t)timestamp);
+        be32_write(p + 8, (uint32_t)(int32_t)(offset - x->base_offset));
+        x->f.n++;
+        x->f.dirty = true;
+    }
+    unpin(&x->f);
 }
 
 struct timestamp_offset tidx_lookup(const struct time_index *x, int64_t target)
 {
     struct timestamp_offset r = {-1, x->base_offset};
+    if (x->f.n == 0)
+        return r;
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return r; /* unmappable now: the scan starts at the segment's start */
     size_t lo = 0, hi = x->f.n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (rd64(x->f.map + mid * TIDX_ENTRY_SIZE) <= target)
+        if (rd64(m + mid * TIDX_ENTRY_SIZE) <= target)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo > 0 ? tidx_entry(x, lo - 1) : r;
+    if (lo > 0)
+        r = tidx_at(x, m, lo - 1);
+    UNPIN(&x->f);
+    return r;
 }
 
 void tidx_truncate_to(struct time_index *x, int64_t offset)
 {
-    while (x->f.n > 0 && tidx_entry(x, x->f.n - 1).offset >= offset)
+    if (x->f.n == 0)
+        return;
+    const uint8_t *m = pin(&x->f);
+    if (!m) {
+        x->f.n = 0;
+        return;
+    }
+    while (x->f.n > 0 && tidx_at(x, m, x->f.n - 1).offset >= offset)
         x->f.n--;
+    unpin(&x->f);
 }
 
 size_t tidx_valid_prefix(const struct time_index *x, size_t n, int64_t next_offset)
 {
     size_t cap = n < idxf_capacity(&x->f) ? n : idxf_capacity(&x->f);
+    if (cap == 0)
+        return 0;
+    const uint8_t *m = PIN(&x->f);
+    if (!m)
+        return 0;
     int64_t prev_ts = INT64_MIN, prev_off = INT64_MIN;
     size_t i = 0;
     for (; i < cap; i++) {
-        struct timestamp_offset e = tidx_entry(x, i);
+        struct timestamp_offset e = tidx_at(x, m, i);
         if (e.timestamp <= prev_ts || e.offset < prev_off || e.offset < x->base_offset || e.offset >= next_offset)
             break;
         prev_ts = e.timestamp;
         prev_off = e.offset;
     }
+    UNPIN(&x->f);
     return i;
 }

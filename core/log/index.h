@@ -6,26 +6,43 @@
  * big-endian (Java's ByteBuffer order), offsets relative to the segment's
  * base offset, so `kafka-dump-log` and samsa read each other's files.
  *
- * Each file is mmap'ed (MAP_SHARED) and its fd closed at once (a node
- * with many segments would run out of descriptors otherwise; Kafka too
- * keeps only the mapping): an append is a store into the page
+ * Each file is mmap'ed (MAP_SHARED) on demand and its fd closed at once
+ * (a node with many segments would run out of descriptors otherwise;
+ * Kafka too keeps only the mapping): an append is a store into the page
  * cache, a lookup a binary search over the mapping. The active segment's
  * files are preallocated to segment.index.bytes (a sparse file; the
  * number of entries in use lives in memory, as in Kafka) and trimmed to
  * exactly their entries when the segment is rolled or closed, so a closed
  * file's length tells its entry count. Durability is the owner's:
  * idxf_sync fsyncs the file, which writes back pages dirtied through the
- * mapping too.
+ * mapping too (an unmapped file's dirty pages stay in the page cache).
  *
- * Not thread-safe: the owning log's locks protect the in-memory state;
- * the mapping is replaced only by idxf_resize, under the owner's
- * exclusive lock. */
+ * Mappings are a budget, like fds (util/fdcache.h): every mapping is one
+ * of the process's vm.max_map_count areas (65530 by default), and 100 000
+ * partitions have at least 200 000 index files. So a file is mapped when
+ * first used, and the process keeps at most idxf_map_budget() of them
+ * mapped (IDXF_MAP_SHARE_PERCENT of vm.max_map_count; the rest is for
+ * malloc, thread stacks, libraries), unmapping the least recently used
+ * unpinned ones beyond it (second chance: a use sets a bit, the sweep
+ * clears it once before it unmaps). ENOMEM from mmap is the same
+ * resource condition as EMFILE: unmap a share and retry; when it still
+ * fails an append leaves the entry out (a sparse index allows it) and a
+ * lookup answers "scan from the segment's start", never a storage error.
+ * Every access to the mapping is inside index.c, pinned for its
+ * duration (a pinned file is never unmapped), so the budget is safe to
+ * enforce from any thread.
+ *
+ * Not thread-safe otherwise: the owning log's locks protect the
+ * in-memory state (n, the length); the length changes only by
+ * idxf_resize, under the owner's exclusive lock. */
 #ifndef SAMSA_LOG_INDEX_H
 #define SAMSA_LOG_INDEX_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 
 #define OIDX_ENTRY_SIZE 8
@@ -35,27 +52,65 @@
 
 /* One mapped index file. */
 struct idx_file {
-    char *path;          /* owned */
+    /* The name is the owner's log file name with ext in place of ".log"
+     * (idxf_path): borrowed, so that a segment's three names cost one
+     * string (at 100 000 idle partitions two more were 16 MB). The owner
+     * keeps *log_path valid while x is open. NULL when closed. */
+    char *const *log_path;
+    const char *ext;     /* static: INDEX_SUFFIX or TIMEINDEX_SUFFIX */
     /* No fd is kept: the mapping holds the file, and the calls that need
      * an fd (resize, reserve, sync) open it for the call, through
      * fdc_open (EMFILE sheds the fd cache first). */
     bool dirty;          /* changed since the last idxf_sync (or created) */
-    uint8_t *map;        /* NULL when map_len == 0 */
-    size_t map_len;      /* bytes mapped, == file length */
-    size_t entry_size;
+    atomic_bool used;    /* pinned since the budget's sweep last looked */
+    _Atomic int32_t users; /* pins; -1 while the budget unmaps it */
+    uint32_t entry_size;
+    _Atomic(uint8_t *) map; /* NULL when not mapped now (empty or unmapped by the budget) */
+    size_t map_len;      /* file length (what a mapping covers) */
     size_t n;            /* entries in use */
     size_t backed;       /* bytes [0, backed) have disk blocks behind them
-                          * (idxf_reserve); 0 after every (re)map */
+                          * (idxf_reserve); 0 after every resize */
+    struct idx_file *prev, *next; /* the budget's list while mapped; under its lock */
 };
 
-/* Opens (creating when missing, emptying when truncate) path and maps
- * it whole; n is 0, the caller validates what is there. 0 or an errno
- * value. On failure x is left closed (idxf_close is a no-op). */
-int idxf_open(struct idx_file *x, const char *path, size_t entry_size, bool truncate);
+/* Share of vm.max_map_count index mappings may use. */
+#define IDXF_MAP_SHARE_PERCENT 50
+#define IDXF_MAP_MIN_BUDGET 8
+#define IDXF_MAP_TRIES 4
+
+/* Sets the mapping budget: 0 derives it from vm.max_map_count. Without a
+ * call the first mapping derives it. May be called again (tests); a
+ * lower budget is enforced at the next mapping. */
+void idxf_set_map_budget(size_t budget);
+size_t idxf_map_budget(void);
+/* Unmaps up to n unpinned files, least recently used first; how many. */
+size_t idxf_shed_maps(size_t n);
+
+struct idxf_map_stats {
+    size_t mapped;        /* files mapped now */
+    uint64_t maps;        /* mmaps done */
+    uint64_t unmaps;      /* unmapped by the budget or a shed */
+    uint64_t enomem;      /* ENOMEM seen by mmap (retried or not) */
+};
+void idxf_get_map_stats(struct idxf_map_stats *out);
+
+/* Tests: replaces mmap(2) for index files (NULL restores it), to inject
+ * ENOMEM. */
+typedef void *(*idxf_mmap_fn)(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+void idxf_set_mmap_hook(idxf_mmap_fn fn);
+
+/* Opens (creating when missing, emptying when truncate) path and notes
+ * its length (the mapping comes with the first use); n is 0, the caller
+ * validates what is there. 0 or an errno value. On failure x is left
+ * closed (idxf_close is a no-op). */
+int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate);
+/* x's file name, into buf (size n). */
+void idxf_path(const struct idx_file *x, char *buf, size_t n);
 /* Unmaps. Idempotent. */
 void idxf_close(struct idx_file *x);
 /* Sets the file length to bytes rounded down to the entry size (never
- * below n entries) and remaps. 0 or an errno value (x unchanged then). */
+ * below n entries); the next use maps the new length. 0 or an errno
+ * value (x unchanged then). */
 int idxf_resize(struct idx_file *x, size_t bytes);
 /* Trims the file to its n entries (on roll and close). */
 static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x->entry_size); }
@@ -76,8 +131,10 @@ int idxf_sync(struct idx_file *x);
 /* An fd of the file for the caller to fsync and close (the flusher
  * opens them under its lock and syncs outside), or -1 with errno. */
 int idxf_open_fd(const struct idx_file *x);
-/* Renames the file to new_path (which x then owns). 0 or an errno value. */
-int idxf_rename(struct idx_file *x, char *new_path);
+/* Renames the file from to to, the names it has before and after the
+ * owner's log file is renamed (the owner renames that one too, which
+ * makes idxf_path follow). 0 or an errno value. */
+int idxf_rename(struct idx_file *x, const char *from, const char *to);
 
 struct offset_position {
     int64_t offset;

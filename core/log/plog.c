@@ -59,7 +59,8 @@ static char *path_in(const char *dir, const char *name)
 static void push_segment(struct plog *l, struct segment *s)
 {
     if (l->nsegs == l->segcap) {
-        l->segcap = l->segcap ? l->segcap * 2 : 8;
+        /* An idle partition has one segment: start at one. */
+        l->segcap = l->segcap ? l->segcap * 2 : 1;
         l->segs = xrealloc(l->segs, l->segcap * sizeof *l->segs);
     }
     l->segs[l->nsegs++] = s;
@@ -136,14 +137,7 @@ static void plog_free(struct plog *l)
     free(l->epochs);
     plog_producers_free(l);
     plog_txn_free(l);
-    pthread_mutex_destroy(&l->maint_lock);
-    pthread_mutex_destroy(&l->append_lock);
-    pthread_mutex_destroy(&l->flush_lock);
     pthread_rwlock_destroy(&l->seg_lock);
-    pthread_mutex_destroy(&l->cfg_lock);
-    pthread_mutex_destroy(&l->trash_lock);
-    pthread_mutex_destroy(&l->epoch_lock);
-    pthread_mutex_destroy(&l->epoch_file_lock);
     free(l->dir);
     free(l);
 }
@@ -237,8 +231,8 @@ static void epoch_changed_locked(struct plog *l)
 static int epoch_persist(struct plog *l)
 {
     int e = 0;
-    pthread_mutex_lock(&l->epoch_file_lock);
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_file_lock);
+    slock_lock(&l->epoch_lock);
     uint64_t gen = l->epoch_gen;
     size_t n = l->nepochs;
     struct epoch_entry *copy = NULL;
@@ -247,7 +241,7 @@ static int epoch_persist(struct plog *l)
         if (n)
             memcpy(copy, l->epochs, n * sizeof *copy);
     }
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
     if (copy) {
         char *p = path_in(l->dir, CKPT_LEADER_EPOCH_FILE);
         e = ckpt_write_epochs(p, copy, n);
@@ -258,7 +252,7 @@ static int epoch_persist(struct plog *l)
         free(p);
         free(copy);
     }
-    pthread_mutex_unlock(&l->epoch_file_lock);
+    slock_unlock(&l->epoch_file_lock);
     return e;
 }
 
@@ -297,17 +291,17 @@ static void epoch_visit(void *ctx, const struct rb_header *h)
 
 void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset)
 {
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_lock);
     *epoch = l->nepochs ? l->epochs[l->nepochs - 1].epoch : -1;
     *start_offset = l->nepochs ? l->epochs[l->nepochs - 1].start_offset : -1;
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
 }
 
 void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
 {
     *end_epoch = -1;
     *end_offset = -1;
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_lock);
     for (size_t i = l->nepochs; i-- > 0;) {
         if (l->epochs[i].epoch <= epoch) {
             *end_epoch = l->epochs[i].epoch;
@@ -315,7 +309,7 @@ void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch
             break;
         }
     }
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
 }
 
 /* ---- open ---- */
@@ -549,9 +543,9 @@ static int load_segments(struct plog *l, const int64_t *bases, size_t n, bool cl
         bool last = i + 1 == n;
         enum segment_load_mode mode = i >= recover_from ? SEGMENT_LOAD_RECOVER : SEGMENT_LOAD_TRUST;
         struct segment_load_result r;
-        pthread_mutex_lock(&l->epoch_lock);
+        slock_lock(&l->epoch_lock);
         rc = segment_load(s, mode, last ? INT64_MAX : bases[i + 1], last, &r, &v);
-        pthread_mutex_unlock(&l->epoch_lock);
+        slock_unlock(&l->epoch_lock);
         if (rc) {
             segment_free(s);
             break;
@@ -627,14 +621,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     if (oo.codecs)
         l->codecs = *oo.codecs;
     l->dir_offline = oo.dir_offline;
-    pthread_mutex_init(&l->maint_lock, NULL);
-    pthread_mutex_init(&l->append_lock, NULL);
-    pthread_mutex_init(&l->flush_lock, NULL);
     pthread_rwlock_init(&l->seg_lock, NULL);
-    pthread_mutex_init(&l->cfg_lock, NULL);
-    pthread_mutex_init(&l->trash_lock, NULL);
-    pthread_mutex_init(&l->epoch_lock, NULL);
-    pthread_mutex_init(&l->epoch_file_lock, NULL);
     struct dir_listing ls = {0};
     plog_txn_init(l);
     if (plog_producers_init(l) != 0) {
@@ -727,12 +714,12 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     if (rc)
         goto fail;
 
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_lock);
     bool ch = epoch_truncate_end_locked(l, end);
     ch |= epoch_truncate_start_locked(l, start);
     if (ch || epochs_changed)
         epoch_changed_locked(l);
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
     epoch_persist(l);
 
     int64_t took_ms = (clock_mono_us() - t0) / 1000;
@@ -765,23 +752,23 @@ int plog_set_config(struct plog *l, const struct plog_config *cfg)
     int rc = check_config(l->dir, &c);
     if (rc)
         return rc;
-    pthread_mutex_lock(&l->append_lock);
-    pthread_mutex_lock(&l->cfg_lock);
+    slock_lock(&l->append_lock);
+    slock_lock(&l->cfg_lock);
     l->cfg = c;
-    pthread_mutex_unlock(&l->cfg_lock);
+    slock_unlock(&l->cfg_lock);
     /* The active segment indexes at the new interval from now on. */
     pthread_rwlock_wrlock(&l->seg_lock);
     l->segs[l->nsegs - 1]->index_interval_bytes = c.index_interval_bytes;
     pthread_rwlock_unlock(&l->seg_lock);
-    pthread_mutex_unlock(&l->append_lock);
+    slock_unlock(&l->append_lock);
     return 0;
 }
 
 void plog_get_config(struct plog *l, struct plog_config *out)
 {
-    pthread_mutex_lock(&l->cfg_lock);
+    slock_lock(&l->cfg_lock);
     *out = l->cfg;
-    pthread_mutex_unlock(&l->cfg_lock);
+    slock_unlock(&l->cfg_lock);
 }
 
 /* ---- append ---- */
@@ -957,7 +944,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
 
     int rc = 0;
-    pthread_mutex_lock(&l->append_lock);
+    slock_lock(&l->append_lock);
     if (plog_has_failed(l)) {
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
@@ -1061,7 +1048,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
      * append_lock, see roll()), before the recovery point passes the
      * epoch's first offset. A crash before that recovers the batches from
      * the recovery point on and rebuilds the epoch from them. */
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_lock);
     bool epochs_changed = false;
     if (follower) {
         /* The leader's epochs, from the batches (Kafka's follower
@@ -1077,7 +1064,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
     if (epochs_changed)
         epoch_changed_locked(l);
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
 
     int64_t next = base;
     for (size_t pos = 0; !follower && pos < len;) {
@@ -1157,7 +1144,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         res->log_start_offset = atomic_load(&l->start_offset);
     }
 out:
-    pthread_mutex_unlock(&l->append_lock);
+    slock_unlock(&l->append_lock);
     sfile_unref(pin);
     return rc;
 }
@@ -1543,12 +1530,12 @@ int plog_flush(struct plog *l)
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     uint64_t res0 = fdc_resource_failures();
-    pthread_mutex_lock(&l->flush_lock);
+    slock_lock(&l->flush_lock);
     int64_t target = atomic_load_explicit(&l->end_offset, memory_order_acquire);
     int64_t rp = atomic_load(&l->recovery_point);
     bool rolled = atomic_exchange(&l->roll_flush_pending, false);
     if (target <= rp && !rolled) {
-        pthread_mutex_unlock(&l->flush_lock);
+        slock_unlock(&l->flush_lock);
         return 0;
     }
     /* The segments from the one holding the recovery point to the one
@@ -1581,7 +1568,9 @@ int plog_flush(struct plog *l)
             int fd = idxf_open_fd(ix[j]);
             if (fd < 0) {
                 fe = errno;
-                slog_error("log: cannot open %s: %s", ix[j]->path, strerror(fe));
+                char ip[PATH_MAX];
+                idxf_path(ix[j], ip, sizeof ip);
+                slog_error("log: cannot open %s: %s", ip, strerror(fe));
                 break;
             }
             files[k++] = sfile_wrap(fd);
@@ -1595,7 +1584,7 @@ int plog_flush(struct plog *l)
         free(files);
         if (rolled)
             atomic_store(&l->roll_flush_pending, true);
-        pthread_mutex_unlock(&l->flush_lock);
+        slock_unlock(&l->flush_lock);
         if (fdc_is_resource(fe))
             return KERR_KAFKA_STORAGE_ERROR; /* retriable: the log stays online */
         plog_mark_failed(l);
@@ -1651,7 +1640,7 @@ int plog_flush(struct plog *l)
             segment_mark_indexes_synced(l->segs[i]);
         pthread_rwlock_unlock(&l->seg_lock);
     }
-    pthread_mutex_unlock(&l->flush_lock);
+    slock_unlock(&l->flush_lock);
     return rc;
 }
 
@@ -1665,9 +1654,9 @@ bool plog_flush_due(struct plog *l, int64_t now_ms, int64_t *next_due_ms)
     int64_t unflushed = plog_log_end_offset(l) - atomic_load(&l->recovery_point);
     if (unflushed <= 0)
         return false;
-    pthread_mutex_lock(&l->cfg_lock);
+    slock_lock(&l->cfg_lock);
     int64_t fm = l->cfg.flush_messages, fms = l->cfg.flush_ms;
-    pthread_mutex_unlock(&l->cfg_lock);
+    slock_unlock(&l->cfg_lock);
     if (unflushed >= fm)
         return true;
     if (fms == INT64_MAX)
@@ -1690,21 +1679,21 @@ void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms)
         segment_free(s);
         return;
     }
-    pthread_mutex_lock(&l->cfg_lock);
+    slock_lock(&l->cfg_lock);
     int64_t delay = l->cfg.file_delete_delay_ms;
-    pthread_mutex_unlock(&l->cfg_lock);
-    pthread_mutex_lock(&l->trash_lock);
+    slock_unlock(&l->cfg_lock);
+    slock_lock(&l->trash_lock);
     if (l->ntrash == l->trashcap) {
         l->trashcap = l->trashcap ? l->trashcap * 2 : 8;
         l->trash = xrealloc(l->trash, l->trashcap * sizeof *l->trash);
     }
     l->trash[l->ntrash++] = (struct plog_trash){s, delay > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay};
-    pthread_mutex_unlock(&l->trash_lock);
+    slock_unlock(&l->trash_lock);
 }
 
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
 {
-    pthread_mutex_lock(&l->trash_lock);
+    slock_lock(&l->trash_lock);
     struct segment **due = xmalloc((l->ntrash ? l->ntrash : 1) * sizeof *due);
     size_t nd = 0, k = 0;
     for (size_t i = 0; i < l->ntrash; i++) {
@@ -1714,7 +1703,7 @@ int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
             l->trash[k++] = l->trash[i];
     }
     l->ntrash = k;
-    pthread_mutex_unlock(&l->trash_lock);
+    slock_unlock(&l->trash_lock);
     for (size_t i = 0; i < nd; i++) {
         int e = segment_unlink(due[i]);
         if (e)
@@ -1790,7 +1779,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         *deleted = 0;
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
-    if (pthread_mutex_trylock(&l->maint_lock) != 0)
+    if (!slock_trylock(&l->maint_lock))
         return 0; /* the cleaner or a truncation has it: next time */
     struct plog_config c;
     plog_get_config(l, &c);
@@ -1801,18 +1790,18 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     bool all = k == l->nsegs;
     pthread_rwlock_unlock(&l->seg_lock);
     if (k == 0) {
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->maint_lock);
         return 0;
     }
     if (all) {
         /* Everything expired, the active segment too: roll it so that it
          * is a closed segment when it goes (Kafka rolls the same way). */
-        pthread_mutex_lock(&l->append_lock);
+        slock_lock(&l->append_lock);
         struct segment *seg = l->segs[l->nsegs - 1];
         int rc = seg->size > 0 ? roll(l, plog_log_end_offset(l), &seg) : 0;
-        pthread_mutex_unlock(&l->append_lock);
+        slock_unlock(&l->append_lock);
         if (rc) {
-            pthread_mutex_unlock(&l->maint_lock);
+            slock_unlock(&l->maint_lock);
             return rc;
         }
         /* Appends may have come in meanwhile: decide again (the new
@@ -1821,7 +1810,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         k = deletable(l, &c, now_ms, plog_high_watermark(l), &why);
         pthread_rwlock_unlock(&l->seg_lock);
         if (k == 0) {
-            pthread_mutex_unlock(&l->maint_lock);
+            slock_unlock(&l->maint_lock);
             return 0;
         }
     }
@@ -1840,12 +1829,12 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     plog_producers_segments_deleted(l, bases, k);
     plog_txn_segments_deleted(l, bases, k);
     free(bases);
-    pthread_mutex_lock(&l->epoch_lock);
+    slock_lock(&l->epoch_lock);
     if (epoch_truncate_start_locked(l, atomic_load(&l->start_offset)))
         epoch_changed_locked(l);
-    pthread_mutex_unlock(&l->epoch_lock);
+    slock_unlock(&l->epoch_lock);
     epoch_persist(l);
-    pthread_mutex_unlock(&l->maint_lock);
+    slock_unlock(&l->maint_lock);
     slog_info("log: %s: deleted %zu segment(s) (offsets %" PRId64 "..%" PRId64 ") for %s; log start offset %" PRId64,
               l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
     if (deleted)
@@ -1872,10 +1861,10 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
         /* On a network worker (DeleteRecords): the checkpoint is the
          * next flush's to write; a crash before it only leaves entries
          * below the log start, which the next open trims. */
-        pthread_mutex_lock(&l->epoch_lock);
+        slock_lock(&l->epoch_lock);
         if (epoch_truncate_start_locked(l, now))
             epoch_changed_locked(l);
-        pthread_mutex_unlock(&l->epoch_lock);
+        slock_unlock(&l->epoch_lock);
         slog_info("log: %s: log start offset moved from %" PRId64 " to %" PRId64 " (DeleteRecords)", l->dir, old,
                   now);
         if (l->hooks.start_offset_moved)
@@ -1911,10 +1900,10 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         return KERR_KAFKA_STORAGE_ERROR;
     uint64_t res0 = fdc_resource_failures();
     atomic_store(&l->abort_clean, true);
-    pthread_mutex_lock(&l->maint_lock);
+    slock_lock(&l->maint_lock);
     atomic_store(&l->abort_clean, false);
-    pthread_mutex_lock(&l->append_lock);
-    pthread_mutex_lock(&l->flush_lock);
+    slock_lock(&l->append_lock);
+    slock_lock(&l->flush_lock);
     struct segment_opts o = plog_segment_opts(l);
     struct segment *s;
     /* The new segment may have the base of an old one: that one is
@@ -1934,10 +1923,10 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         int64_t hw = atomic_load(&l->high_watermark);
         if (hw >= 0)
             atomic_store(&l->high_watermark, offset);
-        pthread_mutex_lock(&l->epoch_lock);
+        slock_lock(&l->epoch_lock);
         l->nepochs = 0;
         epoch_changed_locked(l);
-        pthread_mutex_unlock(&l->epoch_lock);
+        slock_unlock(&l->epoch_lock);
         epoch_persist(l);
         /* Kafka's truncateFullyAndStartAt: no producer survives. */
         if (plog_producers_truncated(l, -1) != 0)
@@ -1953,9 +1942,9 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
     } else {
         plog_mark_failed(l);
     }
-    pthread_mutex_unlock(&l->flush_lock);
-    pthread_mutex_unlock(&l->append_lock);
-    pthread_mutex_unlock(&l->maint_lock);
+    slock_unlock(&l->flush_lock);
+    slock_unlock(&l->append_lock);
+    slock_unlock(&l->maint_lock);
     return rc;
 }
 
@@ -1968,15 +1957,15 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     if (offset < plog_log_start_offset(l))
         return plog_truncate_fully(l, offset);
     atomic_store(&l->abort_clean, true);
-    pthread_mutex_lock(&l->maint_lock);
+    slock_lock(&l->maint_lock);
     atomic_store(&l->abort_clean, false);
-    pthread_mutex_lock(&l->append_lock);
-    pthread_mutex_lock(&l->flush_lock);
+    slock_lock(&l->append_lock);
+    slock_lock(&l->flush_lock);
     int rc = 0;
     if (l->segs[0]->base_offset >= offset) {
-        pthread_mutex_unlock(&l->flush_lock);
-        pthread_mutex_unlock(&l->append_lock);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->flush_lock);
+        slock_unlock(&l->append_lock);
+        slock_unlock(&l->maint_lock);
         return plog_truncate_fully(l, offset);
     }
     int64_t now = clock_wall_ms();
@@ -1989,9 +1978,9 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     struct sfile *pin = segment_file(l->segs[keep - 1], &pin_err);
     pthread_rwlock_unlock(&l->seg_lock);
     if (!pin) {
-        pthread_mutex_unlock(&l->flush_lock);
-        pthread_mutex_unlock(&l->append_lock);
-        pthread_mutex_unlock(&l->maint_lock);
+        slock_unlock(&l->flush_lock);
+        slock_unlock(&l->append_lock);
+        slock_unlock(&l->maint_lock);
         return KERR_KAFKA_STORAGE_ERROR;
     }
     /* Segments from the first with base >= offset go whole. */
@@ -2024,19 +2013,19 @@ int plog_truncate_to(struct plog *l, int64_t offset)
             atomic_store(&l->high_watermark, end);
         if (atomic_load(&l->cleaner_offset) > end)
             atomic_store(&l->cleaner_offset, end);
-        pthread_mutex_lock(&l->epoch_lock);
+        slock_lock(&l->epoch_lock);
         if (epoch_truncate_end_locked(l, end))
             epoch_changed_locked(l);
-        pthread_mutex_unlock(&l->epoch_lock);
+        slock_unlock(&l->epoch_lock);
         epoch_persist(l);
         /* Kafka's truncateAndReload: the producers as of the new end. */
         if (plog_producers_truncated(l, end) != 0)
             plog_mark_failed(l);
         slog_info("log: %s: truncated to offset %" PRId64, l->dir, end);
     }
-    pthread_mutex_unlock(&l->flush_lock);
-    pthread_mutex_unlock(&l->append_lock);
-    pthread_mutex_unlock(&l->maint_lock);
+    slock_unlock(&l->flush_lock);
+    slock_unlock(&l->append_lock);
+    slock_unlock(&l->maint_lock);
     return rc;
 }
 

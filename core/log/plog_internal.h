@@ -11,6 +11,7 @@
 #include "log/plog.h"
 #include "log/segment.h"
 #include "util/buf.h"
+#include "util/slock.h"
 
 /* A segment renamed .deleted, its files to be removed at due_ms. */
 struct plog_trash {
@@ -42,28 +43,28 @@ struct plog {
      *   exclusively only to publish a finished write or change the list;
      *   readers hold it shared for an index lookup and drop it before any
      *   file I/O. */
-    pthread_mutex_t maint_lock;
-    pthread_mutex_t append_lock;
-    pthread_mutex_t flush_lock;
+    struct slock maint_lock;
+    struct slock append_lock;
+    struct slock flush_lock;
     pthread_rwlock_t seg_lock;
-    pthread_mutex_t cfg_lock;
+    struct slock cfg_lock;
     struct plog_config cfg;
     struct segment **segs; /* ascending base offsets; the last one is active */
     size_t nsegs, segcap;
 
     /* Segments renamed .deleted, waiting for file.delete.delay.ms. */
-    pthread_mutex_t trash_lock;
+    struct slock trash_lock;
     struct plog_trash *trash;
     size_t ntrash, trashcap;
 
     /* Leader-epoch cache, persisted in leader-epoch-checkpoint. */
-    pthread_mutex_t epoch_lock;
+    struct slock epoch_lock;
     struct epoch_entry *epochs;
     size_t nepochs, epochcap;
     uint64_t epoch_gen;              /* changes of the cache (epoch_lock) */
     /* Serialises writes of the checkpoint file; epoch_saved_gen is the
      * cache generation it holds (under epoch_file_lock). */
-    pthread_mutex_t epoch_file_lock;
+    struct slock epoch_file_lock;
     uint64_t epoch_saved_gen;
 
     /* Published after the data they cover is in the file (release), so a
@@ -95,7 +96,7 @@ struct plog {
     struct pstate *ps;
     /* The snapshot a roll took, for the next plog_flush to write (no file
      * I/O under append_lock); offset -1: none. Under snap_lock (a leaf). */
-    pthread_mutex_t snap_lock;
+    struct slock snap_lock;
     struct buf snap_pending;
     int64_t snap_pending_offset;
 
@@ -109,7 +110,7 @@ struct plog {
      * and the .txnindex files written since the last flush. */
     _Atomic int64_t first_unstable;
     atomic_size_t nunrepl_pub;
-    pthread_mutex_t txn_lock;
+    struct slock txn_lock;
     struct plog_aborted_entry *aborted;
     size_t naborted, abortedcap;
     int64_t aborted_max_span; /* largest last - first offset among them */

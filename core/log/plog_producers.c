@@ -42,7 +42,6 @@
 int plog_producers_init(struct plog *l)
 {
     l->ps = pstate_new();
-    pthread_mutex_init(&l->snap_lock, NULL);
     buf_init(&l->snap_pending);
     l->snap_pending_offset = -1;
     return l->ps ? 0 : KERR_KAFKA_STORAGE_ERROR;
@@ -53,7 +52,6 @@ void plog_producers_free(struct plog *l)
     pstate_free(l->ps);
     l->ps = NULL;
     buf_free(&l->snap_pending);
-    pthread_mutex_destroy(&l->snap_lock);
 }
 
 static int cmp_i64_desc(const void *a, const void *b)
@@ -104,12 +102,12 @@ static bool remove_snapshot(struct plog *l, int64_t offset)
  * pending one. */
 static void remove_snapshots_above(struct plog *l, int64_t offset)
 {
-    pthread_mutex_lock(&l->snap_lock);
+    slock_lock(&l->snap_lock);
     if (l->snap_pending_offset > offset) {
         buf_reset(&l->snap_pending);
         l->snap_pending_offset = -1;
     }
-    pthread_mutex_unlock(&l->snap_lock);
+    slock_unlock(&l->snap_lock);
     int64_t *offs;
     ssize_t n = list_snapshots(l->dir, &offs);
     bool removed = false;
@@ -239,22 +237,22 @@ void plog_producers_take_snapshot(struct plog *l, int64_t offset)
         buf_free(&b);
         return; /* out of memory: the next open replays more */
     }
-    pthread_mutex_lock(&l->snap_lock);
+    slock_lock(&l->snap_lock);
     struct buf old = l->snap_pending;
     l->snap_pending = b;
     l->snap_pending_offset = offset;
-    pthread_mutex_unlock(&l->snap_lock);
+    slock_unlock(&l->snap_lock);
     buf_free(&old);
 }
 
 int plog_producers_flush(struct plog *l)
 {
-    pthread_mutex_lock(&l->snap_lock);
+    slock_lock(&l->snap_lock);
     struct buf b = l->snap_pending;
     int64_t offset = l->snap_pending_offset;
     buf_init(&l->snap_pending);
     l->snap_pending_offset = -1;
-    pthread_mutex_unlock(&l->snap_lock);
+    slock_unlock(&l->snap_lock);
     if (offset < 0) {
         buf_free(&b);
         return 0;
@@ -307,17 +305,17 @@ int plog_producers_truncated(struct plog *l, int64_t end)
 
 size_t plog_expire_producers(struct plog *l, int64_t now_ms, int64_t expiration_ms)
 {
-    pthread_mutex_lock(&l->append_lock);
+    slock_lock(&l->append_lock);
     size_t n = pstate_expire(l->ps, now_ms, expiration_ms);
-    pthread_mutex_unlock(&l->append_lock);
+    slock_unlock(&l->append_lock);
     return n;
 }
 
 void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct ps_entry *e), void *ctx)
 {
-    pthread_mutex_lock(&l->append_lock);
+    slock_lock(&l->append_lock);
     pstate_foreach(l->ps, fn, ctx);
-    pthread_mutex_unlock(&l->append_lock);
+    slock_unlock(&l->append_lock);
 }
 
 struct last_offsets {

@@ -53,7 +53,6 @@ void plog_txn_init(struct plog *l)
 {
     atomic_init(&l->first_unstable, -1);
     atomic_init(&l->nunrepl_pub, 0);
-    pthread_mutex_init(&l->txn_lock, NULL);
     l->aborted = NULL;
     l->naborted = l->abortedcap = 0;
     l->aborted_max_span = 0;
@@ -72,7 +71,6 @@ void plog_txn_free(struct plog *l)
     free(l->unrepl);
     free(l->txn_dirty);
     free(l->verify);
-    pthread_mutex_destroy(&l->txn_lock);
 }
 
 /* ---- KIP-890 verification guards ---- */
@@ -93,11 +91,11 @@ static struct plog_verify_entry *verify_find(struct plog *l, int64_t pid)
 
 int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64_t *guard)
 {
-    pthread_mutex_lock(&l->append_lock);
+    slock_lock(&l->append_lock);
     const struct ps_entry *pe = pstate_find(l->ps, producer_id);
     if (pe && pe->current_txn_first_offset >= 0) {
         *guard = 0;
-        pthread_mutex_unlock(&l->append_lock);
+        slock_unlock(&l->append_lock);
         return 0;
     }
     int64_t now = clock_mono_ms();
@@ -114,7 +112,7 @@ int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64
             size_t cap = l->verifycap ? l->verifycap * 2 : 4;
             struct plog_verify_entry *nv = realloc(l->verify, cap * sizeof *nv);
             if (!nv) {
-                pthread_mutex_unlock(&l->append_lock);
+                slock_unlock(&l->append_lock);
                 return KERR_KAFKA_STORAGE_ERROR;
             }
             l->verify = nv;
@@ -130,7 +128,7 @@ int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64
         v->epoch = epoch;
     }
     *guard = v->guard;
-    pthread_mutex_unlock(&l->append_lock);
+    slock_unlock(&l->append_lock);
     return 0;
 }
 
@@ -248,7 +246,7 @@ int plog_txn_reset(struct plog *l, int64_t from)
 {
     int rc = 0;
     bool changed = false;
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     if (!l->txn_files_loaded) {
         for (size_t i = 0; i < l->nsegs && rc == 0; i++) {
             bool rewrite = false;
@@ -284,7 +282,7 @@ int plog_txn_reset(struct plog *l, int64_t from)
     }
     l->nunrepl = 0;
     atomic_store(&l->nunrepl_pub, 0);
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     atomic_store(&l->first_unstable, -1);
     return rc;
 }
@@ -308,7 +306,7 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
      * first offset (this one is already closed in the state), else the
      * offset after the marker. */
     int64_t next_open = pstate_first_unstable_offset(l->ps, t->producer_id);
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     if (l->nunrepl == l->unreplcap) {
         l->unreplcap = l->unreplcap ? l->unreplcap * 2 : 8;
         l->unrepl = xrealloc(l->unrepl, l->unreplcap * sizeof *l->unrepl);
@@ -339,20 +337,20 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
         free(p);
         mark_dirty(l, seg_base);
     }
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     plog_txn_publish_first_unstable(l);
     return rc;
 }
 
 int plog_txn_flush(struct plog *l)
 {
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     size_t n = l->ntxn_dirty;
     int64_t *v = n ? xmalloc(n * sizeof *v) : NULL;
     if (n)
         memcpy(v, l->txn_dirty, n * sizeof *v);
     l->ntxn_dirty = 0;
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         char *p = segment_file_path(l->dir, v[i], SEGMENT_TXNINDEX_SUFFIX);
@@ -375,7 +373,7 @@ int plog_txn_flush(struct plog *l)
 
 void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
 {
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     size_t k = 0;
     for (size_t i = 0; i < l->naborted; i++) {
         bool gone = false;
@@ -385,7 +383,7 @@ void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
             l->aborted[k++] = l->aborted[i];
     }
     l->naborted = k;
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
 }
 
 /* Whether the entry of a marker at offset is in drop (ascending). */
@@ -412,13 +410,13 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
      * suffix) before the swap renames it. */
     struct buf b;
     buf_init(&b);
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t sb = l->aborted[i].seg_base;
         if (sb >= from && sb < to && !in_drop(drop, ndrop, l->aborted[i].a.last_offset))
             txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
     }
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     int e = 0;
     if (b.len) {
         size_t n = strlen(SEGMENT_TXNINDEX_SUFFIX) + strlen(suffix) + 1;
@@ -438,7 +436,7 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
 void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_t to, const int64_t *drop,
                               size_t ndrop)
 {
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     size_t k = 0;
     for (size_t i = 0; i < l->naborted; i++) {
         int64_t b = l->aborted[i].seg_base;
@@ -450,20 +448,20 @@ void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_
         l->aborted[k++] = l->aborted[i];
     }
     l->naborted = k;
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
 }
 
 size_t plog_txn_aborted_before(struct plog *l, int64_t upper, struct plog_aborted_txn **out)
 {
     *out = NULL;
     size_t n = 0;
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     if (l->naborted > 0)
         *out = xmalloc(l->naborted * sizeof **out);
     for (size_t i = 0; i < l->naborted; i++)
         if (l->aborted[i].a.first_offset < upper)
             (*out)[n++] = l->aborted[i].a;
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     return n;
 }
 
@@ -471,7 +469,7 @@ int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
 {
     int64_t fuo = atomic_load_explicit(&l->first_unstable, memory_order_acquire);
     if (atomic_load(&l->nunrepl_pub) > 0) {
-        pthread_mutex_lock(&l->txn_lock);
+        slock_lock(&l->txn_lock);
         /* Kafka's onHighWatermarkUpdated: a transaction whose marker is
          * below the high watermark is replicated. */
         size_t k = 0;
@@ -484,7 +482,7 @@ int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
         }
         l->nunrepl = k;
         atomic_store(&l->nunrepl_pub, k);
-        pthread_mutex_unlock(&l->txn_lock);
+        slock_unlock(&l->txn_lock);
     }
     return fuo >= 0 && fuo < hw ? fuo : hw;
 }
@@ -492,7 +490,7 @@ int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
 bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset)
 {
     bool found = false;
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     size_t lo = 0, hi = l->naborted;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -508,7 +506,7 @@ bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset)
             break;
         found = a->producer_id == producer_id && a->first_offset <= offset;
     }
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     return found;
 }
 
@@ -516,7 +514,7 @@ size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plo
 {
     *out = NULL;
     size_t n = 0, cap = 0;
-    pthread_mutex_lock(&l->txn_lock);
+    slock_lock(&l->txn_lock);
     /* Entries are in marker order: the first whose marker is at or after
      * from starts the search; it ends after the first whose marker is at
      * or after upper (Kafka's collectAbortedTxns stops there too). */
@@ -540,7 +538,7 @@ size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plo
         if (a->last_offset >= upper)
             break;
     }
-    pthread_mutex_unlock(&l->txn_lock);
+    slock_unlock(&l->txn_lock);
     return n;
 }
 

@@ -65,6 +65,16 @@ bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offs
 
 static int cut_fd(struct segment *s, int fd);
 
+/* Almost every segment has the suffix "": it costs no allocation (a
+ * malloc chunk is 32 bytes, per segment of every idle partition). */
+static char empty_suffix[1];
+static char *suffix_dup(const char *x) { return *x ? xstrdup(x) : empty_suffix; }
+static void suffix_free(char *x)
+{
+    if (x != empty_suffix)
+        free(x);
+}
+
 static void reset_state(struct segment *s)
 {
     s->size = 0;
@@ -86,7 +96,7 @@ void segment_free(struct segment *s)
     idxf_close(&s->tidx.f);
     free(s->log_path);
     free(s->dir);
-    free(s->suffix);
+    suffix_free(s->suffix);
     free(s);
 }
 
@@ -99,7 +109,7 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     struct segment *s = xcalloc(1, sizeof *s);
     s->base_offset = base;
     s->dir = xstrdup(dir);
-    s->suffix = xstrdup(suffix);
+    s->suffix = suffix_dup(suffix);
     s->log_path = file_path(dir, base, SEGMENT_LOG_SUFFIX, suffix);
     s->index_interval_bytes = o->index_interval_bytes;
     s->max_index_bytes = o->max_index_bytes > 0 ? o->max_index_bytes : SEGMENT_DEFAULT_INDEX_BYTES;
@@ -131,7 +141,7 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     size_t sizes[] = {OIDX_ENTRY_SIZE, TIDX_ENTRY_SIZE};
     for (int i = 0; i < 2; i++) {
         char *p = file_path(dir, base, exts[i + 1], suffix);
-        int e = idxf_open(fs[i], p, sizes[i], create);
+        int e = idxf_open(fs[i], &s->log_path, exts[i + 1], sizes[i], create);
         if (e == 0 && create)
             e = idxf_resize(fs[i], (size_t)s->max_index_bytes);
         if (e) {
@@ -623,13 +633,15 @@ int segment_rename(struct segment *s, const char *new_suffix)
     free(from);
     struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
     for (int i = 0; i < 2 && rc == 0; i++) {
+        char *f = file_path(s->dir, s->base_offset, exts[i + 1], s->suffix);
         char *p = file_path(s->dir, s->base_offset, exts[i + 1], new_suffix);
-        int e = idxf_rename(fs[i], p);
+        int e = idxf_rename(fs[i], f, p);
         if (e) {
-            slog_error("log: cannot rename %s to %s: %s", fs[i]->path, p, strerror(e));
-            free(p);
+            slog_error("log: cannot rename %s to %s: %s", f, p, strerror(e));
             rc = KERR_KAFKA_STORAGE_ERROR;
         }
+        free(f);
+        free(p);
     }
     if (rc == 0) {
         /* The .txnindex exists only where an ABORT marker went. */
@@ -643,8 +655,8 @@ int segment_rename(struct segment *s, const char *new_suffix)
         free(tt);
     }
     if (rc == 0) {
-        free(s->suffix);
-        s->suffix = xstrdup(new_suffix);
+        suffix_free(s->suffix);
+        s->suffix = suffix_dup(new_suffix);
     }
     return rc;
 }
@@ -653,7 +665,12 @@ int segment_unlink(struct segment *s)
 {
     int e = 0;
     char *txn = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
-    const char *paths[] = {s->log_path, s->oidx.f.path, s->tidx.f.path, txn};
+    char ip[PATH_MAX] = "", tp[PATH_MAX] = "";
+    if (s->oidx.f.log_path)
+        idxf_path(&s->oidx.f, ip, sizeof ip);
+    if (s->tidx.f.log_path)
+        idxf_path(&s->tidx.f, tp, sizeof tp);
+    const char *paths[] = {s->log_path, *ip ? ip : NULL, *tp ? tp : NULL, txn};
     for (int i = 0; i < 4; i++)
         if (paths[i] && unlink(paths[i]) != 0 && errno != ENOENT && !e)
             e = errno;

@@ -582,6 +582,18 @@ static int process_input(struct conn *c)
     return c->closing ? -1 : 0;
 }
 
+/* An emptied input buffer goes back to the worker (one spare) or is
+ * freed: idle connections hold no read buffer. */
+static void give_back_input(struct conn *c)
+{
+    if (c->w->spare_in.cap == 0 && c->in.cap >= READ_CHUNK) {
+        c->w->spare_in = c->in;
+        buf_init(&c->in);
+    } else {
+        buf_free(&c->in);
+    }
+}
+
 static void on_read(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
@@ -613,6 +625,10 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
                 continue;
             }
         } else {
+            if (c->in.cap == 0 && c->w->spare_in.cap) {
+                c->in = c->w->spare_in; /* the worker's, see struct worker */
+                buf_init(&c->w->spare_in);
+            }
             uint8_t *p = buf_reserve(&c->in, READ_CHUNK);
             n = conn_recv(c, p, READ_CHUNK);
             if (n > 0) {
@@ -644,6 +660,8 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
     }
     if (!c->closing)
         flush_done(c);
+    if (!c->closing && c->in.len == 0 && c->in.cap)
+        give_back_input(c);
     if (!c->closing && c->ssl && c->reading && SSL_pending(c->ssl) > 0)
         ev_feed_event(c->w->loop, &c->rio, EV_READ);
     c->busy--;

@@ -653,6 +653,7 @@ void net_free(struct net *n)
         if (w->loop)
             ev_loop_destroy(w->loop);
         pthread_mutex_destroy(&w->inbox_lock);
+        buf_free(&w->spare_in);
         for (int j = 0; j < w->inbox_len; j++) {
             close(w->inbox[j].fd);
             SSL_CTX_free(w->inbox[j].tls);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "net/framepool.h"
+#include "util/buf.h"
 
 struct net;
 struct conn;
@@ -48,6 +49,12 @@ struct worker {
     } *inbox;                 /* accepted fds waiting to be adopted */
     int inbox_len, inbox_cap;
 
+    /* One READ_CHUNK read buffer kept for the next read (net/conn.c): a
+     * connection hands its input buffer back here when a read leaves it
+     * empty, so an idle connection holds none (10 000 idle clients would
+     * otherwise keep 64 KiB each, a touched page or more of it resident)
+     * and a busy one reuses it without a malloc. Worker thread only. */
+    struct buf spare_in;
     struct conn *conns;       /* doubly linked list of live connections */
     int nconns;
     struct frame_pool frames; /* big request frames kept for reuse */

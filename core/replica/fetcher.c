@@ -370,11 +370,11 @@ static struct kclient *controller_client(struct lane *f, int32_t id)
 
 static void alter_settle(struct partition *p, int64_t retry_in_ms)
 {
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     p->alter_inflight = false;
     p->npending = 0;
     p->alter_retry_ms = clock_mono_ms() + retry_in_ms;
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
 }
 
 static void alter_done(void *arg, int err, int16_t version, void *resp, struct arena *ar)
@@ -397,12 +397,12 @@ static void alter_done(void *arg, int err, int16_t version, void *resp, struct a
     } else if (pd) {
         /* The new state comes with the image (partition_set_state);
          * when the controller had nothing to change, it is settled. */
-        pthread_mutex_lock(&p->repl_lock);
+        slock_lock(&p->repl_lock);
         if (pd->partition_epoch <= p->partition_epoch) {
             p->alter_inflight = false;
             p->npending = 0;
         }
-        pthread_mutex_unlock(&p->repl_lock);
+        slock_unlock(&p->repl_lock);
     } else {
         alter_settle(p, ALTER_RETRY_MS);
     }
@@ -429,9 +429,9 @@ static bool same_set(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 static void isr_check(struct lane *f, struct partition *p, const struct mimage *img, int64_t now)
 {
     int32_t me = f->env.node_id;
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     bool alone = p->nfollowers == 0 && p->nisr <= 1;
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     if (alone)
         return; /* a single replica: nothing to decide */
     int64_t leo = plog_log_end_offset(p->log);
@@ -442,13 +442,13 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     if (last_epoch != epoch)
         epoch_start = leo; /* nothing appended in this epoch yet */
 
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     if (p->alter_inflight && now - p->alter_sent_ms > ALTER_STALE_MS) {
         p->alter_inflight = false;
         p->npending = 0;
     }
     if (p->alter_inflight || now < p->alter_retry_ms || p->nisr == 0) {
-        pthread_mutex_unlock(&p->repl_lock);
+        slock_unlock(&p->repl_lock);
         return;
     }
     int64_t hw = atomic_load(&p->high_watermark);
@@ -485,7 +485,7 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
         slog_info("partition %s-%d: asking the controller to change the ISR from %d to %d member(s)%s", p->topic,
                   (int)p->index, (int)p->nisr, (int)nwant, nout ? " (followers out of sync)" : "");
     }
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     free(out);
     if (!change) {
         free(want);

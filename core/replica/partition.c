@@ -63,7 +63,7 @@ static int64_t hw_target_locked(struct partition *p, struct plog *l)
  * registry has stored p->log). Returns whether the HW moved. */
 static bool raise_hw(struct partition *p, struct plog *l)
 {
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     int64_t target = hw_target_locked(p, l);
     int64_t hw = atomic_load(&p->high_watermark);
     bool moved = false;
@@ -71,7 +71,7 @@ static bool raise_hw(struct partition *p, struct plog *l)
         ;
     moved = hw < target;
     plog_set_high_watermark(l, atomic_load(&p->high_watermark));
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     return moved;
 }
 
@@ -139,9 +139,9 @@ enum ack_state partition_ack_wait_all(struct partition *p, int64_t last_offset, 
         return ack_failed(err, KERR_NOT_LEADER_OR_FOLLOWER);
     if (atomic_load(&p->high_watermark) <= last_offset)
         return ACK_WAIT;
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     int32_t isr = p->nisr > p->npending ? p->nisr : p->npending; /* Kafka's maximal ISR */
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     if (isr > 0 && isr < atomic_load(&p->min_isr))
         return ack_failed(err, KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND);
     return ACK_READY;
@@ -179,7 +179,7 @@ static void copy_ids(int32_t **dst, int32_t *n, const int32_t *src, int32_t m)
 void partition_set_state(struct partition *p, const struct mi_partition *mp, int32_t node)
 {
     int64_t now = clock_mono_ms();
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     bool was_leader = atomic_load(&p->is_leader) && atomic_load(&p->leader_id) == node;
     bool leads = mp->leader == node;
     bool new_leadership = leads && (!was_leader || atomic_load(&p->leader_epoch) != mp->leader_epoch ||
@@ -229,7 +229,7 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
     atomic_store(&p->leader_epoch, mp->leader_epoch);
     atomic_store(&p->leader_id, mp->leader);
     atomic_store(&p->is_leader, leads);
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     if (new_leadership && mp->nreplicas > 1)
         slog_info("partition %s-%d: leader in epoch %d (ISR of %d)", p->topic, (int)p->index, (int)mp->leader_epoch,
                   (int)mp->nisr);
@@ -242,13 +242,13 @@ void partition_follower_fetched(struct partition *p, int32_t replica, int64_t fe
 {
     int64_t now = clock_mono_ms();
     int64_t leo = plog_log_end_offset(p->log);
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     for (int32_t i = 0; i < p->nfollowers; i++)
         if (p->followers[i].id == replica) {
             repl_follower_fetched(&p->followers[i], fetch_offset, leo, now);
             break;
         }
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     if (raise_hw(p, p->log))
         wake(p);
 }
@@ -264,10 +264,10 @@ int partition_append_follower(struct partition *p, const uint8_t *batches, size_
 
 void partition_follower_hw(struct partition *p, int64_t leader_hw)
 {
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     if (leader_hw > p->leader_hw)
         p->leader_hw = leader_hw;
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     raise_hw(p, p->log);
 }
 
@@ -275,13 +275,13 @@ int partition_truncate(struct partition *p, int64_t offset)
 {
     int err = plog_truncate_to(p->log, offset);
     int64_t leo = plog_log_end_offset(p->log);
-    pthread_mutex_lock(&p->repl_lock);
+    slock_lock(&p->repl_lock);
     if (p->leader_hw > leo)
         p->leader_hw = leo;
     if (atomic_load(&p->high_watermark) > leo)
         atomic_store(&p->high_watermark, leo);
     plog_set_high_watermark(p->log, atomic_load(&p->high_watermark));
-    pthread_mutex_unlock(&p->repl_lock);
+    slock_unlock(&p->repl_lock);
     return err;
 }
 
@@ -291,7 +291,6 @@ void partition_repl_free(struct partition *p)
     free(p->isr);
     free(p->followers);
     free(p->pending_isr);
-    pthread_mutex_destroy(&p->repl_lock);
 }
 
 uint64_t partition_park_key(const struct partition *p)

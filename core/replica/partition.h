@@ -12,6 +12,7 @@
 
 #include "proto/kcodec.h"
 #include "replica/repl.h"
+#include "util/slock.h"
 
 struct plog;
 struct mimage;
@@ -43,7 +44,7 @@ struct partition {
     atomic_bool is_leader;
     atomic_int leader_id;         /* -1: none */
     atomic_int min_isr;           /* min.insync.replicas of the topic */
-    pthread_mutex_t repl_lock;    /* guards the fields below */
+    struct slock repl_lock;       /* guards the fields below */
     int32_t partition_epoch;
     int32_t *replicas, nreplicas;
     int32_t *isr, nisr;

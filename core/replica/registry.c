@@ -494,7 +494,6 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     atomic_init(&p->ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
     p->logmgr = r->logs;
     p->wake = r->env.wake;
-    pthread_mutex_init(&p->repl_lock, NULL);
     atomic_init(&p->is_leader, false);
     atomic_init(&p->leader_id, -1);
     atomic_init(&p->min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);

@@ -3,7 +3,9 @@
  * and retried, a failure left over counted per thread; segments and
  * logs with far more files than the capacity keep their data and
  * indexes across eviction, close and reopen; EMFILE injected into every
- * open never takes a log or a log dir offline. */
+ * open never takes a log or a log dir offline. The same for index
+ * mappings (log/index.h): at most the budget mapped, ENOMEM from mmap
+ * shed and retried and never a storage error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,11 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "log/fsutil.h"
+#include "log/index.h"
 #include "log/logmgr.h"
 #include "log/plog.h"
 #include "log/segment.h"
@@ -50,6 +54,8 @@ static int teardown(void **state)
     fdc_set_open_hook(NULL);
     fdc_shed(SIZE_MAX);
     fdc_init(0);
+    idxf_set_mmap_hook(NULL);
+    idxf_set_map_budget(0);
     fs_remove_tree(root);
     return 0;
 }
@@ -507,6 +513,151 @@ static void test_emfile_never_offline(void **state)
     plog_close(a, true);
 }
 
+/* Index mappings of our files in /proc/self/maps. */
+static int count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    assert_non_null(f);
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, root) && (strstr(line, ".index") || strstr(line, ".timeindex")))
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Many logs of many segments within a budget of 4 mappings: every
+ * append, read and timestamp lookup answers exactly, at most 4 index
+ * files are mapped at any time, and a reopen keeps the indexes. */
+static void test_maps_within_budget(void **state)
+{
+    (void)state;
+    idxf_set_map_budget(4);
+    struct plog_config c = small_segments();
+    enum { NLOGS = 6, BATCHES = 40 };
+    struct plog *l[NLOGS];
+    char dirs[NLOGS][128];
+    struct idxf_map_stats st0, st;
+    idxf_get_map_stats(&st0);
+    for (int k = 0; k < NLOGS; k++) {
+        snprintf(dirs[k], sizeof dirs[k], "%s/m-%d", root, k);
+        assert_int_equal(plog_open(dirs[k], NULL, &c, &l[k]), 0);
+    }
+    for (int i = 0; i < BATCHES; i++)
+        for (int k = 0; k < NLOGS; k++) {
+            assert_int_equal(append_batch(l[k], i * 4, 4, 1000 + i * 4), 0);
+            assert_true(count_maps() <= 4);
+        }
+    for (int k = 0; k < NLOGS; k++) {
+        assert_true(plog_segment_count(l[k]) > 5);
+        assert_int_equal(read_all(l[k]), BATCHES * 4);
+        for (int64_t want = 0; want < BATCHES * 4; want += 13) {
+            int64_t off, ts;
+            assert_int_equal(plog_offset_for_timestamp(l[k], 1000 + want, &off, &ts), 0);
+            assert_int_equal(off, want);
+            assert_int_equal(ts, 1000 + want);
+        }
+        assert_true(count_maps() <= 4);
+        assert_int_equal(plog_flush(l[k]), 0);
+    }
+    idxf_get_map_stats(&st);
+    assert_true(st.mapped <= 4);
+    assert_true(st.unmaps - st0.unmaps > 0);
+    for (int k = 0; k < NLOGS; k++)
+        plog_close(l[k], k % 2 == 0);
+    assert_int_equal(count_maps(), 0);
+    for (int k = 0; k < NLOGS; k++) {
+        assert_int_equal(plog_open(dirs[k], NULL, &c, &l[k]), 0);
+        assert_int_equal(plog_log_end_offset(l[k]), BATCHES * 4);
+        int64_t off, ts;
+        assert_int_equal(plog_offset_for_timestamp(l[k], 1000 + 77, &off, &ts), 0);
+        assert_int_equal(off, 77);
+        assert_int_equal(read_all(l[k]), BATCHES * 4);
+        assert_true(count_maps() <= 4);
+    }
+    for (int k = 0; k < NLOGS; k++)
+        plog_close(l[k], true);
+    assert_int_equal(count_maps(), 0);
+}
+
+static int enomem_left; /* -1: always */
+static int enomem_calls;
+
+static void *enomem_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    enomem_calls++;
+    if (enomem_left != 0) {
+        if (enomem_left > 0)
+            enomem_left--;
+        errno = ENOMEM;
+        return MAP_FAILED;
+    }
+    return mmap(addr, len, prot, flags, fd, off);
+}
+
+/* ENOMEM from mmap: one failure is shed and retried (the entry lands);
+ * with every mmap failing, appends, reads and timestamp lookups still
+ * answer exactly (entries left out, scans from the segment's start),
+ * nothing goes offline, and the log reopens with everything. */
+static void test_enomem_never_offline(void **state)
+{
+    (void)state;
+    idxf_set_map_budget(64);
+    struct plog_config c = small_segments();
+    char d[128];
+    snprintf(d, sizeof d, "%s/e-0", root);
+    struct plog *l;
+    assert_int_equal(plog_open(d, NULL, &c, &l), 0);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(append_batch(l, i * 4, 4, 1000 + i * 4), 0);
+    struct idxf_map_stats st0, st;
+    idxf_get_map_stats(&st0);
+    assert_true(st0.mapped > 0);
+    /* One ENOMEM: shed, retried, mapped. */
+    idxf_shed_maps(SIZE_MAX);
+    idxf_set_mmap_hook(enomem_mmap);
+    enomem_left = 1;
+    enomem_calls = 0;
+    uint64_t fails = fdc_resource_failures();
+    assert_int_equal(append_batch(l, 40, 4, 1040), 0);
+    assert_true(enomem_calls >= 2);
+    assert_int_equal(fdc_resource_failures(), fails);
+    idxf_get_map_stats(&st);
+    assert_true(st.enomem >= st0.enomem + 1);
+
+    /* Every mmap fails. */
+    idxf_shed_maps(SIZE_MAX);
+    enomem_left = -1;
+    for (int i = 11; i < 40; i++)
+        assert_int_equal(append_batch(l, i * 4, 4, 1000 + i * 4), 0);
+    assert_true(fdc_resource_failures() > fails);
+    assert_false(plog_offline(l));
+    assert_int_equal(plog_log_end_offset(l), 160);
+    assert_int_equal(read_all(l), 160);
+    for (int64_t want = 0; want < 160; want += 7) {
+        int64_t off, ts;
+        assert_int_equal(plog_offset_for_timestamp(l, 1000 + want, &off, &ts), 0);
+        assert_int_equal(off, want);
+    }
+    assert_int_equal(plog_flush(l), 0);
+    assert_int_equal(count_maps(), 0);
+    plog_close(l, true);
+
+    /* Mappings back: the reopened log has every record and appends on. */
+    enomem_left = 0;
+    idxf_set_mmap_hook(NULL);
+    assert_int_equal(plog_open(d, NULL, &c, &l), 0);
+    assert_int_equal(plog_log_end_offset(l), 160);
+    assert_int_equal(read_all(l), 160);
+    int64_t off, ts;
+    assert_int_equal(plog_offset_for_timestamp(l, 1000 + 99, &off, &ts), 0);
+    assert_int_equal(off, 99);
+    assert_int_equal(append_batch(l, 160, 4, 2000), 0);
+    assert_int_equal(read_all(l), 164);
+    plog_close(l, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -517,6 +668,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_segment_reopen_keeps_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logs_beyond_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_emfile_never_offline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_maps_within_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enomem_never_offline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

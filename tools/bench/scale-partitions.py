@@ -36,12 +36,18 @@ def free_port():
     return p
 
 
-def rss_kib(pid):
+def rss_kib(pid, field="VmRSS"):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     return -1
+
+
+def rss_parts(pid):
+    """VmRSS split as the kernel counts it: anonymous (heap, stacks),
+    file-backed (binary, libraries, index mappings) and shared memory."""
+    return {k: rss_kib(pid, k) for k in ("RssAnon", "RssFile", "RssShmem")}
 
 
 class Node:
@@ -120,6 +126,7 @@ def main():
         node.start()
         time.sleep(1)
         rss0 = rss_kib(node.proc.pid)
+        parts0 = rss_parts(node.proc.pid)
         ntopics = a.partitions // a.per_topic
         topics = ["scale-%05d" % i for i in range(ntopics)]
         c = kwire.Conn(node.port, timeout=120)
@@ -134,6 +141,7 @@ def main():
         create_s = time.monotonic() - t0
         time.sleep(1)
         rss1 = rss_kib(node.proc.pid)
+        parts1 = rss_parts(node.proc.pid)
         fds = len(os.listdir("/proc/%d/fd" % node.proc.pid))
         stop_s, rc = node.stop()
         t0 = time.monotonic()
@@ -142,6 +150,7 @@ def main():
         restart_s = time.monotonic() - t0
         time.sleep(1)
         rss2 = rss_kib(node.proc.pid)
+        parts2 = rss_parts(node.proc.pid)
         stop2_s, rc2 = node.stop()
         n = ntopics * a.per_topic
         print("partitions %d (%d topics x %d), RLIMIT_NOFILE %s" % (n, ntopics, a.per_topic, a.nofile or "inherited"))
@@ -149,6 +158,9 @@ def main():
         print("RSS empty node          %d KiB" % rss0)
         print("RSS after create        %d KiB  -> %.2f KiB per idle partition" % (rss1, (rss1 - rss0) / n))
         print("RSS after restart       %d KiB  -> %.2f KiB per idle partition" % (rss2, (rss2 - rss0) / n))
+        for name, p in (("after create", parts1), ("after restart", parts2)):
+            print("  %-13s         " % name + ", ".join("%s %+.2f KiB" % (k[3:], (p[k] - parts0[k]) / n)
+                                                     for k in sorted(p)) + " per idle partition")
         print("open fds after create   %d" % fds)
         print("clean shutdown          %.1f s (exit %d), then %.1f s (exit %d)" % (stop_s, rc, stop2_s, rc2))
         print("restart to all serving  %.1f s" % restart_s)
