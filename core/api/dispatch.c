@@ -149,10 +149,10 @@ static void end_response(struct request *req)
  * the time returned for the answer. */
 int64_t req_request_throttle(struct request *req)
 {
-    if (!req->quota_t0_us)
+    if (!req->quota_t0_ns)
         return 0;
-    int64_t ns = req->quota_ns >= 0 ? req->quota_ns : (clock_mono_us() - req->quota_t0_us) * 1000;
-    req->quota_t0_us = 0;
+    int64_t ns = req->quota_ns >= 0 ? req->quota_ns : clock_mono_ns() - req->quota_t0_ns;
+    req->quota_t0_ns = 0;
     int64_t t = quota_request_record(req, ns);
     quota_throttle(req, t);
     return t;
@@ -181,7 +181,7 @@ void req_respond_body(struct request *req, const struct kwriter *body)
 {
     /* a forwarded answer carries the controller's throttle (api/forward.c
      * mutes for it); Kafka records no request time for it here */
-    req->quota_t0_us = 0;
+    req->quota_t0_ns = 0;
     begin_response(req, kapi_response_header_version(req->api, req->api_version));
     /* memory pieces as they are, file ranges spliced (own references) */
     size_t from = 0;
@@ -197,7 +197,7 @@ void req_respond_body(struct request *req, const struct kwriter *body)
 
 void req_respond_none(struct request *req)
 {
-    req->quota_t0_us = 0; /* acks=0: Kafka records no request time */
+    req->quota_t0_ns = 0; /* acks=0: Kafka records no request time */
     req->done = true;
     req->no_response = true;
     if (req->parent)
@@ -304,10 +304,10 @@ void api_dispatch(struct request *req)
      * when the answer is written (req_request_throttle); one that answers
      * later counts the time the handler ran (the connection is busy
      * dispatching: req outlives the handler) */
-    int64_t t0 = clock_mono_us();
-    req->quota_t0_us = t0 > 0 ? t0 : 1;
+    int64_t t0 = clock_mono_ns();
+    req->quota_t0_ns = t0 > 0 ? t0 : 1;
     req->quota_ns = -1;
     h->handle(req);
-    if (req->quota_t0_us)
-        req->quota_ns = (clock_mono_us() - t0) * 1000;
+    if (req->quota_t0_ns)
+        req->quota_ns = clock_mono_ns() - t0;
 }

@@ -38,7 +38,7 @@ struct request {
     /* request_percentage (api/dispatch.c): when the handler started
      * (0: not measured, or already recorded) and, once it returned
      * without answering, how long it ran (-1 before). */
-    int64_t quota_t0_us;
+    int64_t quota_t0_ns;
     int64_t quota_ns;
 
     bool done;                /* response (or none) decided */

@@ -2,6 +2,13 @@
 
 #include <time.h>
 
+int64_t clock_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 int64_t clock_mono_us(void)
 {
     struct timespec ts;

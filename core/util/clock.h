@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <time.h>
 
+/* Monotonic clock in nanoseconds (a handler's time: microseconds can round a short one to 0). */
+int64_t clock_mono_ns(void);
 int64_t clock_mono_us(void);
 int64_t clock_mono_ms(void);
 int64_t clock_wall_ms(void);
