@@ -516,6 +516,10 @@ const struct config_def config_defs[] = {
     /* samsa's own */
     {"samsa.log.level", T(STRING), "info", CW, 0, ONEOF(log_level_choices),
      "Lowest level of server log lines: debug, info, warn or error."},
+    {"samsa.loop.stall.warn.ms", T(LONG), "50", RO, 0, ATLEAST(0),
+     "A network worker's, replica fetcher's or quorum loop's pass that runs its callbacks for longer "
+     "than this is logged (WARN, at most one line per loop every 10 s, with the count and the longest); "
+     "0: off."},
     {"plugin.dir", T(STRING), NULL, RO, 0, NOCHECK,
      "Directory searched for plugin .so files (unset: the installed plugin directory)."},
     /* The scripts of the lua module (modules/lua): listed here, unlike
@@ -2100,6 +2104,7 @@ static void refresh(struct samsa_config *c)
                               ipwhy, sizeof ipwhy);
 
     const char *lvl = config_get(c, "samsa.log.level");
+    c->loop_stall_warn_ms = get_l(c, "samsa.loop.stall.warn.ms");
     c->log_level = !strcmp(lvl, "debug")  ? SLOG_DEBUG
                    : !strcmp(lvl, "warn")  ? SLOG_WARN
                    : !strcmp(lvl, "error") ? SLOG_ERROR

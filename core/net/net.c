@@ -16,6 +16,7 @@
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
+#include "util/loopwatch.h"
 #include "util/thread.h"
 #include "util/buf.h"
 #include "net/tls.h"
@@ -243,7 +244,12 @@ static void *worker_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    char name[24];
+    snprintf(name, sizeof name, "net-%d", w->id);
+    loopwatch_start(&lw, w->loop, name);
     ev_run(w->loop, 0);
+    loopwatch_stop(&lw, w->loop);
     return NULL;
 }
 

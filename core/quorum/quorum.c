@@ -17,6 +17,7 @@
 #include "quorum/qstate.h"
 #include "quorum/rlog.h"
 #include "raft/raft_msg.h"
+#include "util/loopwatch.h"
 #include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -647,7 +648,10 @@ static void *loop_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    loopwatch_start(&lw, q->loop, "quorum");
     ev_run(q->loop, 0);
+    loopwatch_stop(&lw, q->loop);
     return NULL;
 }
 

@@ -33,6 +33,7 @@
 #include "replica/env.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
+#include "util/loopwatch.h"
 #include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -626,7 +627,12 @@ static void *fetcher_main(void *arg)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    char name[24];
+    snprintf(name, sizeof name, "fetch-%d", f->index);
+    loopwatch_start(&lw, f->loop, name);
     ev_run(f->loop, 0);
+    loopwatch_stop(&lw, f->loop);
     return NULL;
 }
 

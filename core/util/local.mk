@@ -10,4 +10,5 @@ core_libsamsacore_a_SOURCES += \
 	core/util/uuid.c core/util/uuid.h \
 	core/util/rate.c core/util/rate.h \
 	core/util/throttle.c core/util/throttle.h \
-	core/util/thread.c core/util/thread.h
+	core/util/thread.c core/util/thread.h \
+	core/util/loopwatch.c core/util/loopwatch.h
