@@ -880,6 +880,13 @@ int16_t ccg_validate(const struct ccg_hb_req *rq, struct ccg_env *e, const char 
             *message = "ServerAssignor is not supported by this broker.";
             return KERR_UNSUPPORTED_ASSIGNOR;
         }
+    } else if (rq->epoch == CCG_JOIN_EPOCH) {
+        /* no default assignor: a build or plugins= without any */
+        void *st;
+        if (!e->assignor || !e->assignor(e->ctx, NULL, &st)) {
+            *message = "No server-side assignor is loaded on this broker.";
+            return KERR_UNSUPPORTED_ASSIGNOR;
+        }
     }
     return 0;
 }

@@ -207,10 +207,6 @@ int16_t ccg_validate_fetch(const struct ccgroup *cc, kstr_t member_id, int32_t e
 /* Writes tombstones of every record of the group (deletion). */
 void ccg_emit_tombstones(struct ccg_env *e, const struct cgroup *g);
 
-/* ---- assignors (assignors.c): built in, behind the plugin ABI ---- */
-extern const samsa_assignor_t ccg_uniform_assignor;
-extern const samsa_assignor_t ccg_range_assignor;
-
 /* ---- loading ---- */
 struct ccg_member *ccg_member_get_or_add(struct ccgroup *cc, kstr_t member_id);
 void ccg_member_remove(struct ccgroup *cc, kstr_t member_id);

@@ -1,6 +1,6 @@
-/* KIP-848 consumer groups (coord/consumer.c, coord/assignors.c) driven
+/* KIP-848 consumer groups (coord/consumer.c) driven
  * directly with a fake clock, fake topic metadata and a record sink:
- * the built-in assignors' exact assignments, the reconciliation of
+ * the assignor modules' (uniform, range) exact assignments, the reconciliation of
  * Kafka's CurrentAssignmentBuilder (a partition reaches its new owner
  * only after the old one revoked it; member epochs, UNREVOKED and
  * UNRELEASED states), fencing, leaving, session and revocation
@@ -21,6 +21,8 @@
 #include "coord/records.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+
+#include "assignor_modules.h"
 
 /* ------------------------------------------------------------------ */
 /* fixture                                                             */
@@ -57,11 +59,7 @@ static const samsa_assignor_t *fake_assignor(void *ctx, const char *name, void *
 {
     (void)ctx;
     *state = NULL;
-    if (!name || strcmp(name, "uniform") == 0)
-        return &ccg_uniform_assignor;
-    if (strcmp(name, "range") == 0)
-        return &ccg_range_assignor;
-    return NULL;
+    return module_assignor(name ? name : "uniform");
 }
 
 static bool fake_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
@@ -345,29 +343,29 @@ static void test_uniform_assignor(void **state)
     (void)state;
     struct collect c;
     const char *ids3[] = {"m0", "m1", "m2"}, *b3[] = {"b", "b", "b"};
-    run_assignor(&ccg_uniform_assignor, 3, ids3, b3, NULL, &c);
+    run_assignor(module_assignor("uniform"), 3, ids3, b3, NULL, &c);
     assert_string_equal(c.out[0], "b0,b3");
     assert_string_equal(c.out[1], "b1,b4");
     assert_string_equal(c.out[2], "b2,b5");
     /* sticky: the first member keeps the lower half of what it had */
     const char *ids2[] = {"m0", "m1"}, *b2[] = {"b", "b"}, *cur2[] = {"0,1,2,3,4,5", ""};
-    run_assignor(&ccg_uniform_assignor, 2, ids2, b2, cur2, &c);
+    run_assignor(module_assignor("uniform"), 2, ids2, b2, cur2, &c);
     assert_string_equal(c.out[0], "b0,b1,b2");
     assert_string_equal(c.out[1], "b3,b4,b5");
     /* a third member takes one from each */
     const char *cur3[] = {"0,1,2", "3,4,5", ""};
-    run_assignor(&ccg_uniform_assignor, 3, ids3, b3, cur3, &c);
+    run_assignor(module_assignor("uniform"), 3, ids3, b3, cur3, &c);
     assert_string_equal(c.out[0], "b0,b1");
     assert_string_equal(c.out[1], "b3,b4");
     assert_string_equal(c.out[2], "b2,b5");
     /* the second leaves: its partitions go to the least loaded, first first */
     const char *ids_ac[] = {"m0", "m2"}, *cur_ac[] = {"0,1", "2,5"};
-    run_assignor(&ccg_uniform_assignor, 2, ids_ac, b2, cur_ac, &c);
+    run_assignor(module_assignor("uniform"), 2, ids_ac, b2, cur_ac, &c);
     assert_string_equal(c.out[0], "b0,b1,b3");
     assert_string_equal(c.out[1], "b2,b4,b5");
     /* heterogeneous: only m0 can take T6, so m1 gets all of T3 */
     const char *het[] = {"ab", "a"};
-    run_assignor(&ccg_uniform_assignor, 2, ids2, het, NULL, &c);
+    run_assignor(module_assignor("uniform"), 2, ids2, het, NULL, &c);
     assert_string_equal(c.out[0], "b0,b1,b2,b3,b4,b5");
     assert_string_equal(c.out[1], "a0,a1,a2");
 }
@@ -378,12 +376,12 @@ static void test_range_assignor(void **state)
     struct collect c;
     /* sorted by member id, whatever the group's order */
     const char *ids[] = {"b", "a", "c"}, *subs[] = {"b", "b", "b"};
-    run_assignor(&ccg_range_assignor, 3, ids, subs, NULL, &c);
+    run_assignor(module_assignor("range"), 3, ids, subs, NULL, &c);
     assert_string_equal(c.out[1], "b0,b1");
     assert_string_equal(c.out[0], "b2,b3");
     assert_string_equal(c.out[2], "b4,b5");
     const char *ids4[] = {"a", "b", "c", "d"}, *subs4[] = {"ab", "ab", "b", "b"};
-    run_assignor(&ccg_range_assignor, 4, ids4, subs4, NULL, &c);
+    run_assignor(module_assignor("range"), 4, ids4, subs4, NULL, &c);
     assert_string_equal(c.out[0], "a0,a1,b0,b1");
     assert_string_equal(c.out[1], "a2,b2,b3");
     assert_string_equal(c.out[2], "b4");

@@ -1,21 +1,19 @@
-/* The built-in server-side assignors of KIP-848, written against the
- * plugin ABI's assignor capability (include/samsa/assignor.h) only, so
- * they could move into a module unchanged:
+/* SPDX-License-Identifier: Apache-2.0
  *
- *  - uniform: every partition of the subscribed topics to one of its
- *    subscribers, member counts within one of each other where the
- *    subscriptions allow, sticky (a member keeps what it had as long as
- *    it keeps the balance). Ties go to the member first in the group.
- *  - range: per topic, its subscribers sorted by member id, each given
- *    a contiguous range of partitions; the first (n % m) one more
- *    (Kafka's RangeAssignor without its co-partitioning stickiness).
+ * assignor-uniform: Kafka's KIP-848 server-side assignor "uniform"
+ * (the default of group.consumer.assignors), written against
+ * include/samsa/assignor.h only.
  *
- * Both are deterministic for the same group spec. */
+ * Every partition of the subscribed topics goes to one of its
+ * subscribers, member counts within one of each other where the
+ * subscriptions allow, sticky (a member keeps what it had as long as it
+ * keeps the balance). Deterministic for the same group spec.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord/consumer.h"
+#include "samsa/assignor.h"
 
 /* one partition to place */
 struct slot {
@@ -151,61 +149,24 @@ static int uniform_assign(void *cap_state, const samsa_group_spec_t *g, const sa
     return rc;
 }
 
-/* Member indexes by member id (insertion sort: groups are small, and
- * qsort has no context argument in C11). */
-static void sort_by_member_id(const samsa_group_spec_t *g, size_t *idx, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        size_t v = idx[i], j = i;
-        while (j > 0 && strcmp(g->members[idx[j - 1]].member_id, g->members[v].member_id) > 0) {
-            idx[j] = idx[j - 1];
-            j--;
-        }
-        idx[j] = v;
-    }
-}
-
-static int range_assign(void *cap_state, const samsa_group_spec_t *g, const samsa_topic_describer_t *topics,
-                        const samsa_assignment_builder_t *out, char *errstr, size_t errlen)
-{
-    (void)cap_state;
-    size_t nt;
-    samsa_uuid_t *tv = all_topics(g, &nt);
-    size_t *idx = calloc(g->n_members + 1, sizeof *idx);
-    if (!tv || !idx) {
-        free(tv), free(idx);
-        snprintf(errstr, errlen, "out of memory");
-        return SAMSA_ENOMEM;
-    }
-    int rc = SAMSA_OK;
-    for (size_t t = 0; t < nt && rc == SAMSA_OK; t++) {
-        size_t n = 0;
-        for (size_t i = 0; i < g->n_members; i++)
-            if (subscribes(&g->members[i], &tv[t]))
-                idx[n++] = i;
-        int32_t np = topics->num_partitions(topics->ctx, &tv[t]);
-        if (n == 0 || np <= 0)
-            continue;
-        sort_by_member_id(g, idx, n);
-        int32_t per = np / (int32_t)n, extra = np % (int32_t)n, p = 0;
-        for (size_t k = 0; k < n && rc == SAMSA_OK; k++) {
-            int32_t take = per + ((int32_t)k < extra ? 1 : 0);
-            for (int32_t j = 0; j < take && rc == SAMSA_OK; j++)
-                rc = out->assign(out->ctx, idx[k], &tv[t], p++);
-        }
-    }
-    if (rc != SAMSA_OK)
-        snprintf(errstr, errlen, "the group refused an assignment");
-    free(tv), free(idx);
-    return rc;
-}
-
-const samsa_assignor_t ccg_uniform_assignor = {
+static const samsa_assignor_t uniform_assignor = {
     .hdr = {.struct_size = sizeof(samsa_assignor_t), .kind = SAMSA_CAP_ASSIGNOR, .name = "uniform"},
     .assign = uniform_assign,
 };
 
-const samsa_assignor_t ccg_range_assignor = {
-    .hdr = {.struct_size = sizeof(samsa_assignor_t), .kind = SAMSA_CAP_ASSIGNOR, .name = "range"},
-    .assign = range_assign,
+static int uniform_init(samsa_host_t *host, const samsa_host_api_t *api, void **state, char *errstr, size_t errlen)
+{
+    (void)state, (void)errstr, (void)errlen;
+    return api->register_capability(host, &uniform_assignor.hdr, NULL);
+}
+
+static const samsa_plugin_info_t uniform_info = {
+    SAMSA_PLUGIN_INFO_HEADER,
+    .name = "assignor-uniform",
+    .version = SAMSA_MODULE_VERSION,
+    .description = "Kafka's server-side assignor \"uniform\" (KIP-848): balanced, sticky, rack-aware",
+    .license = "Apache-2.0",
+    .init = uniform_init,
 };
+
+SAMSA_PLUGIN_DECLARE(assignor_uniform, uniform_info)
