@@ -481,6 +481,7 @@ static void bump_epoch(struct ccg_env *e, struct cgroup *g, const char *why)
 
 struct describer_ctx {
     const struct ccgroup *cc;
+    struct ccg_env *e;
 };
 
 static int32_t desc_num_partitions(void *ctx, const samsa_uuid_t *topic_id)
@@ -490,10 +491,15 @@ static int32_t desc_num_partitions(void *ctx, const samsa_uuid_t *topic_id)
     return t ? t->nparts : -1;
 }
 
+/* What Kafka's SubscribedTopicDescriber.racksForPartition answers: the
+ * racks of the partition's replicas, from the metadata image. */
 static size_t desc_racks(void *ctx, const samsa_uuid_t *topic_id, int32_t partition, const char **racks, size_t cap)
 {
-    (void)ctx, (void)topic_id, (void)partition, (void)racks, (void)cap;
-    return 0;
+    const struct describer_ctx *d = ctx;
+    const struct ccg_topic *t = meta_by_id(d->cc, (const kuuid_t *)topic_id);
+    if (!t || partition < 0 || partition >= t->nparts || !d->e->racks)
+        return 0;
+    return d->e->racks(d->e->ctx, (const kuuid_t *)topic_id, partition, racks, cap);
 }
 
 struct builder_ctx {
@@ -608,7 +614,7 @@ static void compute_target(struct ccg_env *e, struct cgroup *g)
             .members = gm,
             .n_members = n,
         };
-        struct describer_ctx dctx = {cc};
+        struct describer_ctx dctx = {cc, e};
         samsa_topic_describer_t desc = {sizeof desc, &dctx, desc_num_partitions, desc_racks};
         struct builder_ctx bctx = {cc, out, n, {0}};
         samsa_assignment_builder_t bld = {sizeof bld, &bctx, builder_assign};

@@ -131,6 +131,11 @@ struct ccg_env {
     bool (*topic)(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts);
     /* Calls fn with the name of every topic (regex subscriptions). */
     void (*each_topic)(void *ctx, void (*fn)(void *arg, const char *name), void *arg);
+    /* The distinct racks (broker.rack) of the brokers holding a replica
+     * of the partition: up to cap names into racks (borrowed until the
+     * metadata image changes), returns how many there are. May be NULL
+     * (no rack information). */
+    size_t (*racks)(void *ctx, const kuuid_t *topic, int32_t partition, const char **racks, size_t cap);
     /* Changes whenever the set of topics may have changed (the metadata
      * offset); a regex is resolved again only then. -1: always. */
     int64_t topics_version;

@@ -413,6 +413,34 @@ static bool env_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
     return true;
 }
 
+static size_t env_racks(void *ctx, const kuuid_t *topic, int32_t partition, const char **racks, size_t cap)
+{
+    struct ccg_ctx *x = ctx;
+    const struct mi_topic *t = x->img ? mimage_topic_by_id(x->img, topic) : NULL;
+    if (!t || partition < 0 || partition >= t->npartitions)
+        return 0;
+    const struct mi_partition *p = &t->partitions[partition];
+    size_t n = 0;
+    const char *seen[64];
+    size_t nseen = 0;
+    for (int32_t i = 0; i < p->nreplicas; i++) {
+        const struct mi_broker *b = mimage_broker(x->img, p->replicas[i]);
+        if (!b || !b->rack || !b->rack[0])
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nseen && !dup; k++)
+            dup = strcmp(seen[k], b->rack) == 0;
+        if (dup)
+            continue;
+        if (nseen < sizeof seen / sizeof seen[0])
+            seen[nseen++] = b->rack;
+        if (n < cap)
+            racks[n] = b->rack;
+        n++;
+    }
+    return n;
+}
+
 static void env_each_topic(void *ctx, void (*fn)(void *arg, const char *name), void *arg)
 {
     struct ccg_ctx *x = ctx;
@@ -450,6 +478,7 @@ static void ccg_env_init_into(struct coord_shard *s, struct ccg_env *e, struct c
     e->assignor = env_assignor;
     e->topic = env_topic;
     e->each_topic = env_each_topic;
+    e->racks = env_racks;
     e->topics_version = x->img ? x->img->offset : -1;
     e->ctx = x;
     e->emit = env_emit;

@@ -62,7 +62,9 @@ typedef struct samsa_topic_describer {
     void *ctx;
     /* Number of partitions, or -1 for a topic that is not subscribed. */
     int32_t (*num_partitions)(void *ctx, const samsa_uuid_t *topic_id);
-    /* Racks of the partition's replicas: fills up to cap names and
+    /* Racks of the partition's replicas (the distinct broker.rack of
+     * the brokers holding one, from the cluster metadata; brokers
+     * without broker.rack are left out): fills up to cap names and
      * returns how many there are. Names are valid during assign. */
     size_t (*racks_for_partition)(void *ctx, const samsa_uuid_t *topic_id, int32_t partition,
                                   const char **racks, size_t cap);

@@ -3,9 +3,17 @@
  * assignor-range: Kafka's KIP-848 server-side assignor "range", written
  * against include/samsa/assignor.h only.
  *
- * Per topic, its subscribers sorted by member id, each given a
- * contiguous range of partitions; the first (n % m) one more.
- * Deterministic for the same group spec.
+ * The same assignments as Kafka's RangeAssignor of the KIP-848 group
+ * coordinator (Kafka 4.0, KAFKA-16944): per topic, its subscribers in
+ * order (static members first, by group.instance.id; then the others by
+ * member id; both compared as Java Strings), each given a contiguous
+ * range of partitions, P / S each and the first P % S one more. No
+ * stickiness and no racks: Kafka's range assignor has neither; topics
+ * subscribed by the same members with the same partition count are
+ * therefore co-partitioned (partition i of each to the same member).
+ * A subscribed topic the describer does not know (-1 partitions) fails
+ * the assignment, as Kafka's PartitionAssignorException does.
+ * Memory: what assign allocates it frees before returning.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,13 +55,28 @@ static samsa_uuid_t *all_topics(const samsa_group_spec_t *g, size_t *n)
     return v;
 }
 
-/* Member indexes by member id (insertion sort: groups are small, and
- * qsort has no context argument in C11). */
-static void sort_by_member_id(const samsa_group_spec_t *g, size_t *idx, size_t n)
+/* Kafka's member order: a member with an instance id before one
+ * without; two static members by instance id, two others by member id.
+ * strcmp orders UTF-8 as String.compareTo orders UTF-16 except for
+ * characters beyond the BMP, which ids do not use. */
+static int member_cmp(const samsa_group_member_t *a, const samsa_group_member_t *b)
+{
+    if (a->instance_id && b->instance_id)
+        return strcmp(a->instance_id, b->instance_id);
+    if (a->instance_id)
+        return -1;
+    if (b->instance_id)
+        return 1;
+    return strcmp(a->member_id ? a->member_id : "", b->member_id ? b->member_id : "");
+}
+
+/* Member indexes in Kafka's order (insertion sort: groups are small,
+ * and qsort has no context argument in C11). */
+static void sort_members(const samsa_group_spec_t *g, size_t *idx, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
         size_t v = idx[i], j = i;
-        while (j > 0 && strcmp(g->members[idx[j - 1]].member_id, g->members[v].member_id) > 0) {
+        while (j > 0 && member_cmp(&g->members[idx[j - 1]], &g->members[v]) > 0) {
             idx[j] = idx[j - 1];
             j--;
         }
@@ -65,6 +88,8 @@ static int range_assign(void *cap_state, const samsa_group_spec_t *g, const sams
                         const samsa_assignment_builder_t *out, char *errstr, size_t errlen)
 {
     (void)cap_state;
+    if (errlen > 0)
+        errstr[0] = 0;
     size_t nt;
     samsa_uuid_t *tv = all_topics(g, &nt);
     size_t *idx = calloc(g->n_members + 1, sizeof *idx);
@@ -80,9 +105,14 @@ static int range_assign(void *cap_state, const samsa_group_spec_t *g, const sams
             if (subscribes(&g->members[i], &tv[t]))
                 idx[n++] = i;
         int32_t np = topics->num_partitions(topics->ctx, &tv[t]);
-        if (n == 0 || np <= 0)
+        if (np < 0) {
+            snprintf(errstr, errlen, "a member is subscribed to a topic that is not in the topic metadata");
+            rc = SAMSA_EINVAL;
+            break;
+        }
+        if (n == 0 || np == 0)
             continue;
-        sort_by_member_id(g, idx, n);
+        sort_members(g, idx, n);
         int32_t per = np / (int32_t)n, extra = np % (int32_t)n, p = 0;
         for (size_t k = 0; k < n && rc == SAMSA_OK; k++) {
             int32_t take = per + ((int32_t)k < extra ? 1 : 0);
@@ -90,8 +120,8 @@ static int range_assign(void *cap_state, const samsa_group_spec_t *g, const sams
                 rc = out->assign(out->ctx, idx[k], &tv[t], p++);
         }
     }
-    if (rc != SAMSA_OK)
-        snprintf(errstr, errlen, "the group refused an assignment");
+    if (rc != SAMSA_OK && !errstr[0])
+        snprintf(errstr, errlen, "the coordinator refused an assignment (%d)", rc);
     free(tv), free(idx);
     return rc;
 }

@@ -35,6 +35,14 @@ TESTS += tests/unit/coord_logscan_test
 tests_unit_coord_logscan_test_SOURCES = tests/unit/coord_logscan_test.c
 tests_unit_coord_logscan_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_coord_logscan_test_LDADD = $(UNIT_LIBS)
+# the assignor modules against the scenarios of Kafka's assignor tests
+check_PROGRAMS += tests/unit/kafka_assignors_test
+TESTS += tests/unit/kafka_assignors_test
+tests_unit_kafka_assignors_test_SOURCES = tests/unit/kafka_assignors_test.c tests/unit/assignor_modules.h \
+	$(ASSIGNOR_MODULE_SOURCES)
+tests_unit_kafka_assignors_test_CPPFLAGS = $(AM_CPPFLAGS) $(ASSIGNOR_MODULE_TEST_CPPFLAGS)
+tests_unit_kafka_assignors_test_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_kafka_assignors_test_LDADD = $(UNIT_LIBS)
 # the assignor capability kind: the example module assignor-roundrobin
 # loaded, chosen by name (group.consumer.assignors, ServerAssignor)
 check_PROGRAMS += tests/unit/assignor_test
