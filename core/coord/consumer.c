@@ -521,6 +521,57 @@ static int builder_assign(void *ctx, size_t member_index, const samsa_uuid_t *to
     return SAMSA_OK;
 }
 
+/* Kafka's coordinator hands its assignors each member's assignment as
+ * a java.util.HashMap of topic id to a HashSet of partitions, and its
+ * uniform assignor keeps and revokes partitions in their iteration
+ * order; so the host lists `current` in that order: ascending hash
+ * bucket (String/Uuid/Integer hashCode, spread as HashMap does), ties
+ * in the previous order. The table sizes are HashMap's after n puts
+ * (topics) and a HashSet's copied from n partitions. */
+static uint32_t java_spread(uint32_t h) { return h ^ (h >> 16); }
+
+static uint32_t java_uuid_hash(const samsa_uuid_t *u)
+{
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) {
+        hi = hi << 8 | u->b[i];
+        lo = lo << 8 | u->b[8 + i];
+    }
+    uint64_t h = hi ^ lo;
+    return (uint32_t)(h >> 32) ^ (uint32_t)h;
+}
+
+static void java_order_current(samsa_topic_partitions_t *cur, size_t nt)
+{
+    size_t cap = 16;
+    while ((double)nt > (double)cap * 0.75)
+        cap *= 2;
+    for (size_t i = 1; i < nt; i++) {
+        samsa_topic_partitions_t x = cur[i];
+        uint32_t b = java_spread(java_uuid_hash(&x.topic_id)) & (uint32_t)(cap - 1);
+        size_t j = i;
+        for (; j > 0 && (java_spread(java_uuid_hash(&cur[j - 1].topic_id)) & (uint32_t)(cap - 1)) > b; j--)
+            cur[j] = cur[j - 1];
+        cur[j] = x;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        size_t n = cur[t].n_partitions, want = (size_t)((float)n / 0.75f) + 1, pcap = 1;
+        if (want < 16)
+            want = 16;
+        while (pcap < want)
+            pcap *= 2;
+        int32_t *p = (int32_t *)cur[t].partitions;
+        for (size_t i = 1; i < n; i++) {
+            int32_t x = p[i];
+            uint32_t b = java_spread((uint32_t)x) & (uint32_t)(pcap - 1);
+            size_t j = i;
+            for (; j > 0 && (java_spread((uint32_t)p[j - 1]) & (uint32_t)(pcap - 1)) > b; j--)
+                p[j] = p[j - 1];
+            p[j] = x;
+        }
+    }
+}
+
 /* The assignor the members prefer: as Kafka's
  * ConsumerGroup.computePreferredServerAssignor, the ServerAssignor most
  * members name (a tie goes to the one named first in join order, where
@@ -595,6 +646,7 @@ static void compute_target(struct ccg_env *e, struct cgroup *g)
                 nt++;
                 k = j;
             }
+            java_order_current(cur[i], nt);
             gm[i] = (samsa_group_member_t){
                 .member_id = m->id,
                 .instance_id = m->instance_id,

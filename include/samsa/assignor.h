@@ -39,7 +39,11 @@ typedef struct samsa_group_member {
     const char *rack_id;      /* or NULL */
     const samsa_uuid_t *subscribed_topic_ids;
     size_t n_subscribed;
-    /* What the member owns now (stickiness input). */
+    /* What the member owns now (stickiness input): its current target
+     * assignment, topics and each topic's partitions listed in the
+     * order Kafka's group coordinator iterates a member's assignment (a
+     * java.util.HashMap of topic ids to HashSets of partitions), which
+     * the tie-breaks of Kafka's assignors follow. */
     const samsa_topic_partitions_t *current;
     size_t n_current;
 } samsa_group_member_t;
