@@ -35,6 +35,10 @@
  * table size, so they are reproduced here (java_order): ascending
  * bucket, then the host's order within a bucket (Java's insertion
  * order). Single-letter member ids ("A", "B", ...) come out sorted.
+ * The table is sized from the member count, as after n puts; Kafka's
+ * may be one size larger in the epoch a member leaves (its map saw the
+ * leaver put before removing it), which only matters when the count
+ * crosses 12, 24, 48, ...
  *
  * Racks: Kafka's UniformAssignor has ignored racks since 3.8 (the rack
  * aware variant went with KAFKA-16864), so this one does too; the

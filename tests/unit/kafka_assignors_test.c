@@ -347,6 +347,26 @@ static void test_uniform_member_order(void **st)
     expect("uniform", HOM, np, m3, N(m3), want3);
 }
 
+/* 20 members: Kafka's HashMap of member ids has grown to 32 buckets;
+ * the five members first in its order get the extra partitions, in
+ * order (expected values from String.hashCode by hand: member19,
+ * member17, member18, member8, member11, member9, ...). */
+static void test_uniform_member_order_grown_map(void **st)
+{
+    (void)st;
+    static struct mspec m[20];
+    static char ids[20][16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(ids[i], sizeof ids[i], "member%d", i + 1);
+        m[i] = (struct mspec){ids[i], NULL, "3", NULL};
+    }
+    const int32_t np[5] = {0, 0, 0, 25, 0};
+    const char *want[20] = {"3:24", "3:20",  "3:22", "3:16", "3:18", "3:12", "3:14",
+                            "3:6,7", "3:10", "3:15", "3:8,9", "3:11", "3:21", "3:23",
+                            "3:17", "3:19", "3:2,3", "3:4,5", "3:0,1", "3:13"};
+    expect("uniform", HOM, np, m, 20, want);
+}
+
 /* Every partition exactly once, to a subscriber; counts within one
  * (homogeneous). Kafka's testValidityAndBalanceForLargeSampleSet in
  * miniature: 49 members over T1..T4 of 16 partitions each. */
@@ -506,6 +526,7 @@ int main(void)
         cmocka_unit_test(test_uniform_homogeneous),
         cmocka_unit_test(test_uniform_heterogeneous),
         cmocka_unit_test(test_uniform_member_order),
+        cmocka_unit_test(test_uniform_member_order_grown_map),
         cmocka_unit_test(test_uniform_validity_and_balance),
         cmocka_unit_test(test_range),
     };
