@@ -22,6 +22,7 @@
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/sfile.h"
@@ -1214,6 +1215,7 @@ static void run_expiration(struct coord *c)
 static void *coord_main(void *arg)
 {
     struct coord *c = arg;
+    thread_set_name("samsa-groups");
     int64_t next_expire = clock_mono_ms() + c->s.retention_check_ms;
     int64_t next_image = 0;
     for (;;) {

@@ -16,6 +16,7 @@
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "net/tls.h"
 #include "util/clock.h"
@@ -238,6 +239,7 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    thread_set_name("samsa-net-%d", w->id);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

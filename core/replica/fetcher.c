@@ -33,6 +33,7 @@
 #include "replica/env.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -621,6 +622,7 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 static void *fetcher_main(void *arg)
 {
     struct lane *f = arg;
+    thread_set_name("samsa-fetch-%d", f->index);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
