@@ -363,7 +363,9 @@ const struct config_def config_defs[] = {
     {"group.consumer.max.size", T(INT), IMAX, RO, 0, ATLEAST(1),
      "Most members of a consumer-protocol group."},
     {"group.consumer.assignors", T(LIST), "uniform,range", RO, 0, NOCHECK,
-     "Server-side assignors; the first is the default."},
+     "Server-side assignors (KIP-848), each offered by a loaded plugin (uniform and range: the "
+     "modules assignor-uniform and assignor-range); the first is the default. Unset: those of "
+     "uniform,range this build loads."},
     {"offsets.topic.replication.factor", T(SHORT), "3", RO, 0, ATLEAST(1),
      "Replication factor of __consumer_offsets. A node that is alone (one voter, itself, "
      "and no other broker registered) creates it with at most 1; a cluster waits until "
