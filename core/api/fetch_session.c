@@ -16,7 +16,7 @@ static void shard_init(struct fs_shard *sh)
     pthread_mutex_init(&sh->lock, NULL);
     sh->nslots = FS_MIN_SLOTS;
     sh->slots = xcalloc((size_t)sh->nslots, sizeof *sh->slots);
-    sh->lru.lru_next = sh->lru.lru_prev = &sh->lru;
+    lru_init(&sh->lru);
 }
 
 void fetch_session_cache_init(struct fetch_session_cache *c, int32_t max_sessions)
@@ -78,20 +78,6 @@ struct fetch_session *fetch_session_find(struct fetch_session_cache *c, int32_t 
     return sh->slots[slot_of(sh, id)];
 }
 
-static void lru_unlink(struct fetch_session *s)
-{
-    s->lru_prev->lru_next = s->lru_next;
-    s->lru_next->lru_prev = s->lru_prev;
-}
-
-static void lru_push_front(struct fs_shard *sh, struct fetch_session *s)
-{
-    s->lru_next = sh->lru.lru_next;
-    s->lru_prev = &sh->lru;
-    sh->lru.lru_next->lru_prev = s;
-    sh->lru.lru_next = s;
-}
-
 void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s)
 {
     struct fs_shard *sh = shard_of(c, s->id);
@@ -103,7 +89,7 @@ void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s
         sh->slots[j] = NULL;
         sh->slots[slot_of(sh, m->id)] = m;
     }
-    lru_unlink(s);
+    lru_unlink(&s->lru);
     sh->count--;
     atomic_fetch_sub(&c->count, 1);
     session_free(s);
@@ -112,8 +98,7 @@ void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s
 void fetch_session_touch(struct fetch_session_cache *c, struct fetch_session *s, int64_t now_ms)
 {
     s->last_used_ms = now_ms;
-    lru_unlink(s);
-    lru_push_front(shard_of(c, s->id), s);
+    lru_move_head(&shard_of(c, s->id)->lru, &s->lru);
 }
 
 /* Kafka's EvictableKey order: (privileged, size, id). */
@@ -133,8 +118,10 @@ static bool try_evict(struct fetch_session_cache *c, bool privileged, int32_t np
     struct fetch_session *oldest = NULL;
     for (int32_t k = 0; k < c->nshards; k++) {
         struct fs_shard *sh = &c->shards[k];
-        struct fetch_session *s = sh->lru.lru_prev;
-        if (s != &sh->lru && (!oldest || s->last_used_ms < oldest->last_used_ms))
+        if (lru_empty(&sh->lru))
+            continue;
+        struct fetch_session *s = lru_entry(sh->lru.prev, struct fetch_session, lru);
+        if (!oldest || s->last_used_ms < oldest->last_used_ms)
             oldest = s;
     }
     if (!oldest)
@@ -146,7 +133,8 @@ static bool try_evict(struct fetch_session_cache *c, bool privileged, int32_t np
     struct fetch_session *victim = NULL;
     for (int32_t k = 0; k < c->nshards; k++) {
         struct fs_shard *sh = &c->shards[k];
-        for (struct fetch_session *s = sh->lru.lru_next; s != &sh->lru; s = s->lru_next) {
+        for (struct lru_node *n = sh->lru.next; n != &sh->lru; n = n->next) {
+            struct fetch_session *s = lru_entry(n, struct fetch_session, lru);
             bool old = now_ms - s->created_ms > FETCH_SESSION_EVICTION_MS;
             if (!(old || (privileged && !s->privileged)))
                 continue;
@@ -228,7 +216,7 @@ struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses
     if ((sh->count + 1) * 2 > sh->nslots)
         shard_grow(sh);
     sh->slots[slot_of(sh, s->id)] = s;
-    lru_push_front(sh, s);
+    lru_push_head(&sh->lru, &s->lru);
     sh->count++;
     return s;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "proto/kcodec.h"
+#include "util/lru.h"
 
 #define FETCH_SESSION_INITIAL_EPOCH 0
 #define FETCH_SESSION_FINAL_EPOCH (-1)
@@ -38,7 +39,7 @@ struct fetch_session {
     struct fs_partition *parts;
     int32_t nparts, cap;
     int64_t last_used_ms;
-    struct fetch_session *lru_prev, *lru_next;
+    struct lru_node lru;    /* in its shard's list */
 };
 
 /* One shard: the sessions whose id falls in it (id & (nshards - 1)). */
@@ -46,7 +47,7 @@ struct fs_shard {
     pthread_mutex_t lock;   /* guards the table, the LRU and its sessions */
     struct fetch_session **slots; /* open addressing by id, grows */
     int32_t nslots, count;
-    struct fetch_session lru; /* sentinel: most recent at lru.lru_next */
+    struct lru_node lru;    /* most recent at lru.next */
 };
 
 /* Sharded by session id, so workers fetching in different sessions take
