@@ -196,8 +196,8 @@ static void make_room_locked(struct fdc_shard *sh, size_t more)
         evict_locked(sh, sh->nopen + more - sh->cap);
 }
 
-/* How much to shed on EMFILE: a good part of the cache, so that a burst
- * of opens does not hit the limit again at once. */
+/* How much of a shard to shed on EMFILE: a good part of it, so that a
+ * burst of opens does not hit the limit again at once. */
 static size_t shed_amount(size_t nopen) { return nopen / 4 > 32 ? nopen / 4 : 32; }
 
 void fdc_trim(void)
@@ -246,13 +246,22 @@ static int open_attempt(void *arg)
     return o->fd >= 0 ? 0 : errno;
 }
 
+/* On EMFILE: a good part of every shard (shed_amount of each one's open
+ * files), own first, the others when their lock is free (as shed_all). */
 static size_t open_shed(void *arg)
 {
     struct open_try *o = arg;
-    size_t open = 0;
-    for (int i = 0; i < FDC_MAX_SHARDS; i++)
-        open += shards[i].nopen; /* a hint: read without the others' locks */
-    return shed_all(o->own, shed_amount(open));
+    size_t k = o->own ? evict_locked(o->own, shed_amount(o->own->nopen)) : 0;
+    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
+        struct fdc_shard *sh = &shards[i];
+        if (sh == o->own)
+            continue;
+        if (o->own ? pthread_mutex_trylock(&sh->lock) != 0 : pthread_mutex_lock(&sh->lock) != 0)
+            continue;
+        k += evict_locked(sh, shed_amount(sh->nopen));
+        pthread_mutex_unlock(&sh->lock);
+    }
+    return k;
 }
 
 /* open with the shed-and-retry rule (util/shed.h). own: the shard the
