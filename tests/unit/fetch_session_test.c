@@ -3,6 +3,7 @@
  * new session (session id 0 for the client) unless KIP-227 lets it
  * evict one: the least recently used one when stale, a consumer's for
  * a follower, a session older than the eviction time for a larger one. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -174,6 +175,68 @@ static void test_bound_and_lru_span_shards(void **state)
     fetch_session_cache_destroy(&c);
 }
 
+/* Two threads creating, using and closing sessions in a cache of 8:
+ * the bound holds at every step and the shards' counts add up to it. */
+struct churn {
+    struct fetch_session_cache *c;
+    int seed;
+    int over; /* times the cache was seen above its bound */
+};
+
+static void *churn_main(void *arg)
+{
+    struct churn *ch = arg;
+    unsigned r = (unsigned)ch->seed;
+    int32_t mine[4] = {0};
+    for (int i = 0; i < 20000; i++) {
+        r = r * 1103515245u + 12345u;
+        int slot = (int)((r >> 16) & 3);
+        if (mine[slot] > 0) {
+            int32_t id = mine[slot];
+            fetch_session_lock(ch->c, id);
+            struct fetch_session *s = fetch_session_find(ch->c, id);
+            if (s && (r & 0x100))
+                fetch_session_remove(ch->c, s);
+            else if (s)
+                fetch_session_touch(ch->c, s, i);
+            fetch_session_unlock(ch->c, id);
+            if (!s || (r & 0x100))
+                mine[slot] = 0;
+        } else {
+            /* stale from the start: a full cache always evicts for it */
+            struct fetch_session *s = fetch_session_new(ch->c, false, false, 1, EV + 1 + i);
+            if (s) {
+                fetch_session_part(s, KSTR_LIT("t"), NULL, slot, true);
+                mine[slot] = s->id;
+                fetch_session_unlock(ch->c, s->id);
+            }
+        }
+        if (atomic_load(&ch->c->count) > ch->c->max)
+            ch->over++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_churn(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    fetch_session_cache_init(&c, 8);
+    struct churn a = {&c, 1, 0}, b = {&c, 2, 0};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, churn_main, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, churn_main, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(a.over + b.over, 0);
+    int32_t sum = 0;
+    for (int k = 0; k < c.nshards; k++)
+        sum += c.shards[k].count;
+    assert_int_equal(sum, c.count);
+    assert_true(c.count <= 8);
+    fetch_session_cache_destroy(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_follower_evicts_consumer),
         cmocka_unit_test(test_larger_evicts_old_smaller),
         cmocka_unit_test(test_bound_and_lru_span_shards),
+        cmocka_unit_test(test_concurrent_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
