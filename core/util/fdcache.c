@@ -212,24 +212,27 @@ void fdc_trim(void)
 
 /* Sheds from every shard, held one at a time; own (locked by the caller,
  * or NULL) first, the others only when their lock is free (a caller
- * holding its shard must not wait for another: two would deadlock). */
-static size_t shed_all(struct fdc_shard *own, size_t n)
+ * holding its shard must not wait for another: two would deadlock).
+ * Up to n files in all, or with share a good part of each shard
+ * (shed_amount of its open files, sized under its lock). */
+static size_t shed_all(struct fdc_shard *own, size_t n, bool share)
 {
     pthread_once(&shards_once, shards_init_once);
-    size_t k = own ? evict_locked(own, n) : 0;
-    for (int i = 0; i < FDC_MAX_SHARDS && k < n; i++) {
-        struct fdc_shard *sh = &shards[i];
-        if (sh == own)
+    size_t k = 0;
+    for (int i = -1; i < FDC_MAX_SHARDS && (share || k < n); i++) {
+        struct fdc_shard *sh = i < 0 ? own : &shards[i];
+        if (!sh || (i >= 0 && sh == own))
             continue;
-        if (own ? pthread_mutex_trylock(&sh->lock) != 0 : pthread_mutex_lock(&sh->lock) != 0)
+        if (sh != own && (own ? pthread_mutex_trylock(&sh->lock) : pthread_mutex_lock(&sh->lock)) != 0)
             continue;
-        k += evict_locked(sh, n - k);
-        pthread_mutex_unlock(&sh->lock);
+        k += evict_locked(sh, share ? shed_amount(sh->nopen) : n - k);
+        if (sh != own)
+            pthread_mutex_unlock(&sh->lock);
     }
     return k;
 }
 
-size_t fdc_shed(size_t n) { return shed_all(NULL, n); }
+size_t fdc_shed(size_t n) { return shed_all(NULL, n, false); }
 
 struct open_try {
     const char *path;
@@ -246,22 +249,11 @@ static int open_attempt(void *arg)
     return o->fd >= 0 ? 0 : errno;
 }
 
-/* On EMFILE: a good part of every shard (shed_amount of each one's open
- * files), own first, the others when their lock is free (as shed_all). */
+/* On EMFILE: a good part of every shard. */
 static size_t open_shed(void *arg)
 {
     struct open_try *o = arg;
-    size_t k = o->own ? evict_locked(o->own, shed_amount(o->own->nopen)) : 0;
-    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
-        struct fdc_shard *sh = &shards[i];
-        if (sh == o->own)
-            continue;
-        if (o->own ? pthread_mutex_trylock(&sh->lock) != 0 : pthread_mutex_lock(&sh->lock) != 0)
-            continue;
-        k += evict_locked(sh, shed_amount(sh->nopen));
-        pthread_mutex_unlock(&sh->lock);
-    }
-    return k;
+    return shed_all(o->own, 0, true);
 }
 
 /* open with the shed-and-retry rule (util/shed.h). own: the shard the
