@@ -285,12 +285,12 @@ static void respond(struct fetch_op *op)
     /* Remember what the client now knows, for the next incremental. */
     if (op->session_id > 0) {
         struct fetch_session_cache *c = req->broker->fetch_sessions;
-        pthread_mutex_lock(&c->lock);
+        fetch_session_lock(c, op->session_id);
         struct fetch_session *s = fetch_session_find(c, op->session_id);
         if (s) {
             for (int32_t i = 0; i < op->nparts; i++) {
                 struct fetch_part *fp = &op->parts[i];
-                struct fs_partition *sp = fetch_session_part(s, fp->topic, &fp->topic_id, fp->partition, false);
+                struct fs_partition *sp = fetch_session_part_at(s, i, fp->topic, &fp->topic_id, fp->partition);
                 if (!sp)
                     continue;
                 sp->last_hw = fp->last_hw;
@@ -299,7 +299,7 @@ static void respond(struct fetch_op *op)
                 sp->answered = fp->answered;
             }
         }
-        pthread_mutex_unlock(&c->lock);
+        fetch_session_unlock(c, op->session_id);
     }
     /* req_respond encodes now: the response takes its own file refs. */
     req_respond(req, &resp);
@@ -471,11 +471,12 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
                                        &ft->partitions.a[i]);
         }
         op->nparts = k;
-        pthread_mutex_lock(&c->lock);
         if (sid > 0) {
+            fetch_session_lock(c, sid);
             struct fetch_session *old = fetch_session_find(c, sid);
             if (old)
                 fetch_session_remove(c, old);
+            fetch_session_unlock(c, sid);
         }
         if (sepoch == FETCH_SESSION_INITIAL_EPOCH && req->api_version >= 7) {
             struct fetch_session *s = fetch_session_new(c, by_id, op->replica_id >= 0, op->nparts, now);
@@ -488,25 +489,25 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
                     sp->max_bytes = fp->max_bytes;
                     sp->current_leader_epoch = fp->current_leader_epoch;
                 }
+                fetch_session_unlock(c, s->id);
             }
         }
-        pthread_mutex_unlock(&c->lock);
         return 0;
     }
 
     /* incremental */
-    pthread_mutex_lock(&c->lock);
+    fetch_session_lock(c, sid);
     struct fetch_session *s = fetch_session_find(c, sid);
     if (!s) {
-        pthread_mutex_unlock(&c->lock);
+        fetch_session_unlock(c, sid);
         return KERR_FETCH_SESSION_ID_NOT_FOUND;
     }
     if (s->epoch != sepoch) {
-        pthread_mutex_unlock(&c->lock);
+        fetch_session_unlock(c, sid);
         return KERR_INVALID_FETCH_SESSION_EPOCH;
     }
     if (s->uses_topic_ids != by_id) {
-        pthread_mutex_unlock(&c->lock);
+        fetch_session_unlock(c, sid);
         return KERR_FETCH_SESSION_TOPIC_ID_ERROR;
     }
     for (int32_t t = 0; t < q->topics.n; t++) {
@@ -546,7 +547,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         fp->last_log_start = sp->last_log_start;
         fp->answered = sp->answered;
     }
-    pthread_mutex_unlock(&c->lock);
+    fetch_session_unlock(c, sid);
     return 0;
 }
 

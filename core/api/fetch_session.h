@@ -7,10 +7,12 @@
 #define SAMSA_API_FETCH_SESSION_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "proto/kcodec.h"
+#include "util/lru.h"
 
 #define FETCH_SESSION_INITIAL_EPOCH 0
 #define FETCH_SESSION_FINAL_EPOCH (-1)
@@ -37,21 +39,36 @@ struct fetch_session {
     struct fs_partition *parts;
     int32_t nparts, cap;
     int64_t last_used_ms;
-    struct fetch_session *lru_prev, *lru_next;
+    struct lru_node lru;    /* in its shard's list */
 };
 
+/* One shard: the sessions whose id falls in it (id & (nshards - 1)). */
+struct fs_shard {
+    pthread_mutex_t lock;   /* guards the table, the LRU and its sessions */
+    struct fetch_session **slots; /* open addressing by id, grows */
+    int32_t nslots, count;
+    struct lru_node lru;    /* most recent at lru.next */
+};
+
+/* Sharded by session id, so workers fetching in different sessions take
+ * different locks; the bound (max) is the whole cache's, as Kafka's
+ * config says, and a full cache evicts over all shards (every shard
+ * locked, in order: the one place that takes more than one). */
 struct fetch_session_cache {
-    pthread_mutex_t lock;   /* guards everything below and every session */
-    struct fetch_session **slots; /* open addressing by id */
-    int32_t nslots;
-    int32_t count, max;
-    int32_t next_id;
-    struct fetch_session lru; /* sentinel: most recent at lru.lru_next */
+    struct fs_shard *shards;
+    int32_t nshards;        /* a power of 2 */
+    int32_t max;
+    _Atomic int32_t count;  /* sessions held and places reserved, <= max */
+    _Atomic uint32_t next_id;
 };
 
 void fetch_session_cache_init(struct fetch_session_cache *c, int32_t max_sessions);
 void fetch_session_cache_destroy(struct fetch_session_cache *c);
-/* Caller holds c->lock for all of the below. */
+/* Locks the shard of session id (any id: a missing one's shard). A
+ * session, its partitions and the calls below on it are guarded by its
+ * shard's lock; hold at most one at a time. */
+void fetch_session_lock(struct fetch_session_cache *c, int32_t id);
+void fetch_session_unlock(struct fetch_session_cache *c, int32_t id);
 /* A session unused this long is stale; one created this long ago may
  * be evicted by a larger one (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS). */
 #define FETCH_SESSION_EVICTION_MS 120000
@@ -62,15 +79,25 @@ void fetch_session_cache_destroy(struct fetch_session_cache *c);
  * valuable evictable one (ordered by privileged, then size) goes if it
  * is worth no more than the new one, where a follower may evict any
  * consumer's session and anyone may evict a session created more than
- * FETCH_SESSION_EVICTION_MS ago. The cache owns the session. */
+ * FETCH_SESSION_EVICTION_MS ago. Called holding no shard lock; returns
+ * the session with its shard locked (fetch_session_unlock(c, s->id)).
+ * The cache owns the session. */
 struct fetch_session *fetch_session_new(struct fetch_session_cache *c, bool uses_topic_ids, bool privileged,
                                         int32_t nparts, int64_t now_ms);
+/* The calls below: the caller holds the session's (or id's) shard lock. */
 struct fetch_session *fetch_session_find(struct fetch_session_cache *c, int32_t id);
+/* Frees s; its shard stays locked. */
 void fetch_session_remove(struct fetch_session_cache *c, struct fetch_session *s);
 void fetch_session_touch(struct fetch_session_cache *c, struct fetch_session *s, int64_t now_ms);
 /* Finds (by name or id, per the session) or adds a partition. */
 struct fs_partition *fetch_session_part(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
                                         int32_t partition, bool add);
+/* As fetch_session_part without adding, trying the i-th partition
+ * first: a response lists the session's partitions in its order, and a
+ * search each would cost a 10 000-partition session 10^8 compares per
+ * poll. */
+struct fs_partition *fetch_session_part_at(struct fetch_session *s, int32_t i, kstr_t topic,
+                                           const kuuid_t *topic_id, int32_t partition);
 void fetch_session_forget(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
                           int32_t partition);
 static inline int32_t fetch_session_next_epoch(int32_t e)

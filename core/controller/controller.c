@@ -83,11 +83,16 @@ void recs_add(struct recs *r, int16_t type, int16_t version, const void *rec)
     r->a[r->n++] = (struct mrec){type, version, rec};
 }
 
+/* Generations of published images, process-wide (see img_gen). */
+static _Atomic uint64_t img_seq;
+
 static void publish(struct controller *c, struct mimage *img)
 {
+    uint64_t gen = atomic_fetch_add_explicit(&img_seq, 1, memory_order_relaxed) + 1;
     pthread_mutex_lock(&c->img_lock);
     struct mimage *old = c->cur;
     c->cur = img;
+    atomic_store_explicit(&c->img_gen, gen, memory_order_release);
     atomic_store_explicit(&c->acl_gen, img && img->acls ? img->acls->gen : 0, memory_order_release);
     pthread_mutex_unlock(&c->img_lock);
     mimage_release(old);
@@ -1923,12 +1928,57 @@ int controller_check_topic_name(kstr_t name, char *msg, size_t msglen)
 
 uint64_t controller_acl_gen(struct controller *c) { return atomic_load_explicit(&c->acl_gen, memory_order_acquire); }
 
+/* Every thread keeps a reference to the last image it took and the
+ * generation it was published at: while the generation has not moved,
+ * a reader takes its reference from there with one atomic load and the
+ * image's refcount, and no lock (every request takes the image; under a
+ * process-wide mutex the workers would meet there). A cached image is
+ * kept alive until its thread takes another one or exits (the key's
+ * destructor), or the thread closes its controller: at most one image
+ * per thread beyond the current one. */
+struct img_cache {
+    uint64_t gen;
+    struct controller *c;
+    struct mimage *img; /* one reference, owned by the cache */
+    bool keyed;         /* img_key is set on this thread */
+};
+static _Thread_local struct img_cache tl_img;
+static pthread_key_t img_key;
+static pthread_once_t img_key_once = PTHREAD_ONCE_INIT;
+
+static void img_cache_drop(void *arg)
+{
+    struct img_cache *ic = arg;
+    struct mimage *old = ic->img;
+    ic->img = NULL;
+    ic->c = NULL;
+    ic->gen = 0;
+    mimage_release(old);
+}
+
+static void img_key_init(void) { pthread_key_create(&img_key, img_cache_drop); }
+
 struct mimage *controller_image(struct controller *c)
 {
+    struct img_cache *ic = &tl_img;
+    uint64_t gen = atomic_load_explicit(&c->img_gen, memory_order_acquire);
+    if (ic->img && ic->gen == gen)
+        return mimage_ref(ic->img);
     pthread_mutex_lock(&c->img_lock);
-    struct mimage *m = mimage_ref(c->cur);
+    struct mimage *m = c->cur ? mimage_ref(c->cur) : NULL;
+    gen = atomic_load_explicit(&c->img_gen, memory_order_relaxed);
     pthread_mutex_unlock(&c->img_lock);
-    return m;
+    if (!ic->keyed) {
+        pthread_once(&img_key_once, img_key_init);
+        pthread_setspecific(img_key, ic);
+        ic->keyed = true;
+    }
+    struct mimage *old = ic->img;
+    ic->img = m;
+    ic->gen = gen;
+    ic->c = c;
+    mimage_release(old);
+    return m ? mimage_ref(m) : NULL;
 }
 
 bool controller_is_active(struct controller *c) { return atomic_load(&c->active); }
@@ -2140,6 +2190,8 @@ void controller_close(struct controller *c, bool clean)
     free(c->cfgs);
     mimage_release(c->spec);
     mimage_release(c->cur);
+    if (tl_img.c == c) /* other threads drop theirs at their next image or exit */
+        img_cache_drop(&tl_img);
     buf_free(&c->rbuf);
     free(c->sessions);
     free(c->dir);

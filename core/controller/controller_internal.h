@@ -101,8 +101,14 @@ struct controller {
     struct quorum *q;
     char *dir;
 
-    pthread_mutex_t img_lock; /* held only to swap cur or take a reference */
-    struct mimage *cur;       /* the committed image, published; loop writes */
+    /* The committed image, published by the loop. img_gen names it: a
+     * process-wide sequence, so no two images (of any controller) share
+     * one. Readers compare img_gen with the generation their thread's
+     * cached reference was taken at and take img_lock only when it moved
+     * (controller_image); publish() writes both under img_lock. */
+    pthread_mutex_t img_lock;
+    struct mimage *cur;
+    _Atomic uint64_t img_gen;
     _Atomic uint64_t acl_gen; /* cur's ACL set generation (0: none) */
 
     /* Broker configs this controller published into env.cfg (dynamic

@@ -14,15 +14,18 @@
 
 #include "util/buf.h"
 #include "util/fdcache.h"
+#include "util/lru.h"
+#include "util/shed.h"
 #include "util/slog.h"
 
 /* ---- the mapping budget ---- */
 
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Mapped files, most recently (re)considered at the head; sentinel. */
-static struct idx_file mlist = {.prev = &mlist, .next = &mlist};
+static struct lru_node mlist = {.prev = &mlist, .next = &mlist};
 static size_t nmapped, budget;
 static uint64_t nmaps, nunmaps, nenomem;
+static _Atomic int64_t warned;
 static _Atomic(idxf_mmap_fn) mmap_hook;
 
 static size_t derived_budget(void)
@@ -62,21 +65,6 @@ size_t idxf_map_budget(void)
 
 void idxf_set_mmap_hook(idxf_mmap_fn fn) { atomic_store(&mmap_hook, fn); }
 
-static void list_unlink(struct idx_file *x)
-{
-    x->prev->next = x->next;
-    x->next->prev = x->prev;
-    x->prev = x->next = NULL;
-}
-
-static void list_push_head(struct idx_file *x)
-{
-    x->next = mlist.next;
-    x->prev = &mlist;
-    mlist.next->prev = x;
-    mlist.next = x;
-}
-
 /* Unmaps x, which nobody pins (users is -1 or the owner excludes pins).
  * Under map_lock. */
 static void unmap_locked(struct idx_file *x)
@@ -86,7 +74,7 @@ static void unmap_locked(struct idx_file *x)
         return;
     munmap(m, x->map_len);
     atomic_store_explicit(&x->map, NULL, memory_order_release);
-    list_unlink(x);
+    lru_unlink(&x->node);
     nmapped--;
 }
 
@@ -95,12 +83,12 @@ static void unmap_locked(struct idx_file *x)
 static size_t evict_locked(size_t n)
 {
     size_t done = 0, steps = 2 * nmapped + 1;
-    struct idx_file *x = mlist.prev;
-    while (x != &mlist && done < n && steps-- > 0) {
-        struct idx_file *prev = x->prev;
+    struct lru_node *node = mlist.prev;
+    while (node != &mlist && done < n && steps-- > 0) {
+        struct lru_node *prev = node->prev;
+        struct idx_file *x = lru_entry(node, struct idx_file, node);
         if (atomic_exchange_explicit(&x->used, false, memory_order_relaxed)) {
-            list_unlink(x);
-            list_push_head(x);
+            lru_move_head(&mlist, node);
         } else {
             int32_t zero = 0;
             /* -1 keeps pins out while it goes; a pin that comes now waits
@@ -113,7 +101,7 @@ static size_t evict_locked(size_t n)
                 done++;
             }
         }
-        x = prev;
+        node = prev;
     }
     return done;
 }
@@ -136,14 +124,30 @@ void idxf_get_map_stats(struct idxf_map_stats *out)
     pthread_mutex_unlock(&map_lock);
 }
 
-/* Rate limit of the ENOMEM line: a storm is one line a second. */
-static bool warn_due(void)
+struct map_try {
+    size_t len;
+    int fd;
+    void *m;
+};
+
+static int map_attempt(void *arg)
 {
-    static _Atomic int64_t last_s;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t prev = atomic_load(&last_s);
-    return ts.tv_sec != prev && atomic_compare_exchange_strong(&last_s, &prev, (int64_t)ts.tv_sec);
+    struct map_try *t = arg;
+    idxf_mmap_fn h = atomic_load(&mmap_hook);
+    t->m = h ? h(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0)
+             : mmap(NULL, t->len, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
+    return t->m != MAP_FAILED ? 0 : errno;
+}
+
+/* Out of map areas (vm.max_map_count) or address space: a resource of
+ * the process, not a disk failure. */
+static bool map_is_resource(int err) { return err == ENOMEM; }
+
+/* Under map_lock (map_locked's caller holds it). */
+static size_t map_shed(void *arg)
+{
+    (void)arg;
+    return evict_locked(nmapped / 4 > 32 ? nmapped / 4 : 32);
 }
 
 /* Maps x whole (x pinned by the caller, map_len > 0), within the budget,
@@ -158,37 +162,32 @@ static uint8_t *map_locked(struct idx_file *x)
     int fd = fdc_open(path, O_RDWR, 0);
     if (fd < 0)
         return NULL;
-    idxf_mmap_fn h = atomic_load(&mmap_hook);
-    void *m = MAP_FAILED;
-    int e = 0;
-    for (int t = 0; t < IDXF_MAP_TRIES; t++) {
-        m = h ? h(NULL, x->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-              : mmap(NULL, x->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m != MAP_FAILED)
-            break;
-        e = errno;
-        if (e != ENOMEM)
-            break;
-        /* Out of map areas (vm.max_map_count) or address space: a
-         * resource of the process, not a disk failure. */
-        nenomem++;
-        size_t shed = evict_locked(nmapped / 4 > 32 ? nmapped / 4 : 32);
-        if (t == 0 && warn_due())
-            slog_warn("index files: mmap of %s: %s with %zu mapped; unmapped %zu and retrying (this line at most "
-                      "once a second)",
-                      path, strerror(e), nmapped, shed);
-    }
+    struct map_try t = {x->map_len, fd, MAP_FAILED};
+    struct shed_op op = {
+        .attempt = map_attempt,
+        .is_resource = map_is_resource,
+        .shed = map_shed,
+        .arg = &t,
+        .tries = IDXF_MAP_TRIES,
+        .who = "index files",
+        .doing = "mapping",
+        .path = path,
+        .warned = &warned,
+        .resource_errors = &nenomem,
+    };
+    int e = shed_retry(&op);
     close(fd); /* the mapping keeps the file */
-    if (m == MAP_FAILED) {
+    if (e) {
         if (e == ENOMEM)
             fdc_note_resource_failure();
         errno = e;
         return NULL;
     }
+    uint8_t *m = t.m;
     nmaps++;
     nmapped++;
     atomic_store_explicit(&x->map, (uint8_t *)m, memory_order_release);
-    list_push_head(x);
+    lru_push_head(&mlist, &x->node);
     return m;
 }
 

@@ -42,6 +42,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/lru.h"
 #include <sys/types.h>
 
 
@@ -70,7 +72,7 @@ struct idx_file {
     size_t n;            /* entries in use */
     size_t backed;       /* bytes [0, backed) have disk blocks behind them
                           * (idxf_reserve); 0 after every resize */
-    struct idx_file *prev, *next; /* the budget's list while mapped; under its lock */
+    struct lru_node node; /* in the budget's list while mapped; under its lock */
 };
 
 /* Share of vm.max_map_count index mappings may use. */

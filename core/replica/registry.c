@@ -13,8 +13,12 @@
  * log dir is offline, stays in the map offline: KAFKA_STORAGE_ERROR
  * (preg_unavailable_error), and the rest of the node carries on.
  *
- * Locking: map_lock (a rwlock) guards the map only and is held for a
- * lookup or an insert, never during file I/O. sync_lock serialises
+ * Locking: the map is sharded (PREG_SHARDS, by key) so that a Produce or
+ * Fetch looking up its partitions takes one of several read locks: each
+ * shard's rwlock guards its map only and is held for a lookup or an
+ * insert, never during file I/O, and never two at once. preg_sync (the
+ * only writer, under sync_lock) scans for removed partitions under the
+ * read locks and write-locks a shard only to delete from it. sync_lock serialises
  * preg_sync (opening and removing logs). del_lock guards the set of
  * removed partitions whose log is still referenced, so a topic deleted and
  * created again waits for the old directory to be renamed away. */
@@ -64,11 +68,15 @@ struct preg_part {
     atomic_bool offline; /* the log could not be opened: storage error */
 };
 
+#define PREG_SHARDS 16
+
 struct partition_registry {
     struct replica_env env;    /* a copy of preg_create's */
     struct logmgr *logs;       /* env.logs, else own_logs */
-    pthread_rwlock_t map_lock;
-    struct hmap map;           /* 20-byte key -> struct preg_part* */
+    struct preg_shard {
+        pthread_rwlock_t lock;
+        struct hmap map;       /* 20-byte key -> struct preg_part* */
+    } shards[PREG_SHARDS];
     pthread_mutex_t sync_lock;
     bool scanned;
     struct hmap found;         /* "<topic>-<n>" -> (log dir index + 1), from the scan */
@@ -84,6 +92,14 @@ struct partition_registry {
     struct logmgr *own_logs;
     bool async_open;
 };
+
+static struct preg_shard *shard_of(struct partition_registry *r, const uint8_t key[20])
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 20; i++)
+        h = (h ^ key[i]) * 16777619u;
+    return &r->shards[h % PREG_SHARDS];
+}
 
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
 {
@@ -108,11 +124,13 @@ struct partition_registry *preg_create(const struct replica_env *env)
 {
     struct partition_registry *r = xcalloc(1, sizeof *r);
     r->env = *env;
-    pthread_rwlock_init(&r->map_lock, NULL);
+    for (int i = 0; i < PREG_SHARDS; i++) {
+        pthread_rwlock_init(&r->shards[i].lock, NULL);
+        hmap_init(&r->shards[i].map);
+    }
     pthread_mutex_init(&r->sync_lock, NULL);
     pthread_mutex_init(&r->del_lock, NULL);
     pthread_cond_init(&r->del_cond, NULL);
-    hmap_init(&r->map);
     hmap_init(&r->found);
     hmap_init(&r->deleting);
     const struct samsa_config *cfg = env->cfg ? atomic_load(env->cfg) : NULL;
@@ -175,34 +193,43 @@ struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id
 {
     uint8_t key[20];
     make_key(key, topic_id, index);
-    pthread_rwlock_rdlock(&r->map_lock);
-    struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
+    struct preg_shard *sh = shard_of(r, key);
+    pthread_rwlock_rdlock(&sh->lock);
+    struct preg_part *pp = hmap_get(&sh->map, key, sizeof key);
     if (pp && !atomic_load(&pp->p.deleted) && atomic_load_explicit(&pp->ready, memory_order_acquire) &&
         !atomic_load(&pp->offline))
         atomic_fetch_add(&pp->p.refs, 1);
     else
         pp = NULL;
-    pthread_rwlock_unlock(&r->map_lock);
+    pthread_rwlock_unlock(&sh->lock);
     return pp ? &pp->p : NULL;
 }
 
 size_t preg_list(struct partition_registry *r, struct partition ***out)
 {
-    pthread_rwlock_rdlock(&r->map_lock);
-    size_t n = hmap_count(&r->map), k = 0;
-    struct partition **a = n ? xcalloc(n, sizeof *a) : NULL;
-    const void *key;
-    size_t kl;
-    void *v;
-    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);) {
-        struct preg_part *pp = v;
-        if (atomic_load(&pp->p.deleted) || !atomic_load_explicit(&pp->ready, memory_order_acquire) ||
-            atomic_load(&pp->offline) || !pp->p.log)
-            continue;
-        atomic_fetch_add(&pp->p.refs, 1);
-        a[k++] = &pp->p;
+    size_t n = 0, k = 0;
+    struct partition **a = NULL;
+    for (int i = 0; i < PREG_SHARDS; i++) {
+        struct preg_shard *sh = &r->shards[i];
+        pthread_rwlock_rdlock(&sh->lock);
+        size_t m = hmap_count(&sh->map);
+        if (k + m > n) {
+            n = k + m + (n - k > 64 ? n - k : 64);
+            a = xrealloc(a, n * sizeof *a);
+        }
+        const void *key;
+        size_t kl;
+        void *v;
+        for (size_t it = 0; hmap_next(&sh->map, &it, &key, &kl, &v);) {
+            struct preg_part *pp = v;
+            if (atomic_load(&pp->p.deleted) || !atomic_load_explicit(&pp->ready, memory_order_acquire) ||
+                atomic_load(&pp->offline) || !pp->p.log)
+                continue;
+            atomic_fetch_add(&pp->p.refs, 1);
+            a[k++] = &pp->p;
+        }
+        pthread_rwlock_unlock(&sh->lock);
     }
-    pthread_rwlock_unlock(&r->map_lock);
     if (k == 0) {
         free(a);
         a = NULL;
@@ -215,11 +242,12 @@ int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topi
 {
     uint8_t key[20];
     make_key(key, topic_id, index);
-    pthread_rwlock_rdlock(&r->map_lock);
-    struct preg_part *pp = hmap_get(&r->map, key, sizeof key);
+    struct preg_shard *sh = shard_of(r, key);
+    pthread_rwlock_rdlock(&sh->lock);
+    struct preg_part *pp = hmap_get(&sh->map, key, sizeof key);
     bool offline = pp && (atomic_load(&pp->offline) ||
                           (!atomic_load(&pp->ready) && logmgr_dir_offline(r->logs, pp->dir)));
-    pthread_rwlock_unlock(&r->map_lock);
+    pthread_rwlock_unlock(&sh->lock);
     return offline ? KERR_KAFKA_STORAGE_ERROR : KERR_NOT_LEADER_OR_FOLLOWER;
 }
 
@@ -241,16 +269,21 @@ void preg_destroy(struct partition_registry *r, bool clean)
 {
     if (!r)
         return;
-    pthread_rwlock_wrlock(&r->map_lock);
-    size_t n = hmap_count(&r->map), k = 0;
+    size_t n = 0, k = 0;
+    for (int i = 0; i < PREG_SHARDS; i++)
+        n += hmap_count(&r->shards[i].map); /* no writer is left: preg_sync is done */
     struct preg_part **all = xcalloc(n ? n : 1, sizeof *all);
-    const void *key;
-    size_t kl;
-    void *v;
-    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);)
-        all[k++] = v;
-    hmap_free(&r->map);
-    pthread_rwlock_unlock(&r->map_lock);
+    for (int i = 0; i < PREG_SHARDS; i++) {
+        struct preg_shard *sh = &r->shards[i];
+        pthread_rwlock_wrlock(&sh->lock);
+        const void *key;
+        size_t kl;
+        void *v;
+        for (size_t it = 0; hmap_next(&sh->map, &it, &key, &kl, &v);)
+            all[k++] = v;
+        hmap_free(&sh->map);
+        pthread_rwlock_unlock(&sh->lock);
+    }
     for (size_t i = 0; i < k; i++) {
         all[i]->close_clean = clean;
         partition_put(&all[i]->p);
@@ -279,7 +312,8 @@ void preg_destroy(struct partition_registry *r, bool clean)
         logmgr_destroy(r->own_logs);
         r->logs = NULL;
     }
-    pthread_rwlock_destroy(&r->map_lock);
+    for (int i = 0; i < PREG_SHARDS; i++)
+        pthread_rwlock_destroy(&r->shards[i].lock);
     pthread_mutex_destroy(&r->sync_lock);
     pthread_mutex_destroy(&r->del_lock);
     pthread_cond_destroy(&r->del_cond);
@@ -540,27 +574,43 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     if (!r->scanned)
         scan_dirs(r, img);
 
-    /* Removed: partitions the image no longer places here. */
-    pthread_rwlock_wrlock(&r->map_lock);
-    size_t n = hmap_count(&r->map), k = 0;
-    struct preg_part **gone = xcalloc(n ? n : 1, sizeof *gone);
-    const void *key;
-    size_t kl;
-    void *v;
-    for (size_t it = 0; hmap_next(&r->map, &it, &key, &kl, &v);) {
-        struct preg_part *pp = v;
-        const struct mi_topic *t = mimage_topic_by_id(img, &pp->p.topic_id);
-        const struct mi_partition *part = t ? mi_topic_partition(t, pp->p.index) : NULL;
-        if (!part || !hosted_here(part, node))
+    /* Removed: partitions the image no longer places here. Found under
+     * each shard's read lock (this is the only writer: sync_lock), then
+     * deleted under its write lock, so a scan of 100 000 partitions does
+     * not hold lookups off. */
+    size_t n = 0, k = 0;
+    struct preg_part **gone = NULL;
+    for (int i = 0; i < PREG_SHARDS; i++) {
+        struct preg_shard *sh = &r->shards[i];
+        size_t k0 = k;
+        pthread_rwlock_rdlock(&sh->lock);
+        const void *key;
+        size_t kl;
+        void *v;
+        for (size_t it = 0; hmap_next(&sh->map, &it, &key, &kl, &v);) {
+            struct preg_part *pp = v;
+            const struct mi_topic *t = mimage_topic_by_id(img, &pp->p.topic_id);
+            const struct mi_partition *part = t ? mi_topic_partition(t, pp->p.index) : NULL;
+            if (part && hosted_here(part, node))
+                continue;
+            if (k == n) {
+                n = n ? 2 * n : 64;
+                gone = xrealloc(gone, n * sizeof *gone);
+            }
             gone[k++] = pp;
+        }
+        pthread_rwlock_unlock(&sh->lock);
+        if (k == k0)
+            continue;
+        pthread_rwlock_wrlock(&sh->lock);
+        for (size_t j = k0; j < k; j++) {
+            uint8_t mk[20];
+            make_key(mk, &gone[j]->p.topic_id, gone[j]->p.index);
+            hmap_del(&sh->map, mk, sizeof mk);
+            atomic_store(&gone[j]->p.deleted, true);
+        }
+        pthread_rwlock_unlock(&sh->lock);
     }
-    for (size_t i = 0; i < k; i++) {
-        uint8_t mk[20];
-        make_key(mk, &gone[i]->p.topic_id, gone[i]->p.index);
-        hmap_del(&r->map, mk, sizeof mk);
-        atomic_store(&gone[i]->p.deleted, true);
-    }
-    pthread_rwlock_unlock(&r->map_lock);
     for (size_t i = 0; i < k; i++) {
         struct preg_part *pp = gone[i];
         r->counts[pp->dir]--;
@@ -582,8 +632,9 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 continue;
             uint8_t mk[20];
             make_key(mk, &t->id, part->index);
-            pthread_rwlock_rdlock(&r->map_lock);
-            struct preg_part *have = hmap_get(&r->map, mk, sizeof mk);
+            struct preg_shard *sh = shard_of(r, mk);
+            pthread_rwlock_rdlock(&sh->lock);
+            struct preg_part *have = hmap_get(&sh->map, mk, sizeof mk);
             bool loaded = false;
             if (have) {
                 atomic_store(&have->p.min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
@@ -593,7 +644,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 if (loaded)
                     atomic_fetch_add(&have->p.refs, 1);
             }
-            pthread_rwlock_unlock(&r->map_lock);
+            pthread_rwlock_unlock(&sh->lock);
             if (loaded) {
                 /* A topic config change reaches the log (outside the map
                  * lock: it waits for the log's append lock). */
@@ -615,9 +666,9 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 rc = -1;
                 continue;
             }
-            pthread_rwlock_wrlock(&r->map_lock);
-            hmap_put(&r->map, mk, sizeof mk, pp);
-            pthread_rwlock_unlock(&r->map_lock);
+            pthread_rwlock_wrlock(&sh->lock);
+            hmap_put(&sh->map, mk, sizeof mk, pp);
+            pthread_rwlock_unlock(&sh->lock);
         }
     }
     pthread_mutex_unlock(&r->sync_lock);

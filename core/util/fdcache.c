@@ -12,20 +12,44 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/lru.h"
+#include "util/shed.h"
 #include "util/sfile.h"
 #include "util/slog.h"
 
+/* The cache is sharded so that workers reading and appending different
+ * partitions do not meet on one mutex (every Produce and Fetch gets a
+ * segment's fd here): a file belongs to one shard for its life (chosen
+ * at fdc_file_new), a shard has its own lock, LRU and share of the
+ * capacity. A small capacity keeps one shard (an exact LRU: tests, and
+ * limits where a few hundred fds are all there is); shards come with
+ * FDC_SHARD_MIN_CAPACITY of capacity each. */
+#define FDC_MAX_SHARDS 16
+#define FDC_SHARD_MIN_CAPACITY 256
+
+struct fdc_shard {
+    pthread_mutex_t lock; /* guards the rest and its files' fd and path */
+    struct lru_node lru;  /* open files, most recent at the head */
+    size_t nopen, cap;
+    uint64_t nopens, nevictions, nresource;
+} __attribute__((aligned(64)));
+
 struct fdc_file {
-    char *path;         /* owned; under lock */
+    char *path;         /* owned; under its shard's lock */
     int flags;
+    struct fdc_shard *sh; /* for its life */
     struct sfile *file; /* the cache's reference; NULL when closed; under lock */
-    struct fdc_file *prev, *next; /* LRU links while file != NULL, most recent at head */
+    struct lru_node node; /* in sh->lru while file != NULL */
 };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fdc_file lru = {.prev = &lru, .next = &lru}; /* sentinel */
-static size_t nopen, capacity;
-static uint64_t nopens, nevictions, nresource;
+static struct fdc_shard shards[FDC_MAX_SHARDS];
+/* Guards capacity and nshards (set at init, or derived at first use);
+ * never taken on a file's path. */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t capacity;
+static int nshards; /* 0 until capacity is known */
+static _Atomic uint32_t next_shard;
+static _Atomic int64_t warned;
 static _Atomic(fdc_open_fn) open_hook;
 static _Thread_local uint64_t thread_failures;
 
@@ -36,6 +60,47 @@ static size_t derived_capacity(void)
         return 1 << 20;
     size_t c = (size_t)rl.rlim_cur * FDC_SHARE_PERCENT / 100;
     return c < FDC_MIN_CAPACITY ? FDC_MIN_CAPACITY : c;
+}
+
+/* Under init_lock: the capacity split over the shards. A file created
+ * under an earlier split keeps its shard (a shard left out has no share
+ * and drops its files' fds as they are released). */
+static void split_locked(size_t cap)
+{
+    int n = 1;
+    while (n < FDC_MAX_SHARDS && cap / (size_t)(2 * n) >= FDC_SHARD_MIN_CAPACITY)
+        n *= 2;
+    capacity = cap;
+    nshards = n;
+    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        shards[i].cap = i < n ? cap / (size_t)n + (i < (int)(cap % (size_t)n)) : 0;
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+}
+
+static void shards_init_once(void)
+{
+    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
+        pthread_mutex_init(&shards[i].lock, NULL);
+        lru_init(&shards[i].lru);
+    }
+}
+
+static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+
+/* The capacity, derived at first use when nobody set it. */
+static size_t cap_get(int *n)
+{
+    pthread_once(&shards_once, shards_init_once);
+    pthread_mutex_lock(&init_lock);
+    if (!nshards)
+        split_locked(derived_capacity());
+    size_t c = capacity;
+    if (n)
+        *n = nshards;
+    pthread_mutex_unlock(&init_lock);
+    return c;
 }
 
 int fdc_raise_nofile_limit(void)
@@ -74,26 +139,13 @@ int fdc_raise_nofile_limit(void)
 
 void fdc_init(size_t cap)
 {
-    pthread_mutex_lock(&lock);
-    capacity = cap ? cap : derived_capacity();
-    pthread_mutex_unlock(&lock);
+    pthread_once(&shards_once, shards_init_once);
+    pthread_mutex_lock(&init_lock);
+    split_locked(cap ? cap : derived_capacity());
+    pthread_mutex_unlock(&init_lock);
 }
 
-/* Under lock. */
-static size_t cap_locked(void)
-{
-    if (!capacity)
-        capacity = derived_capacity();
-    return capacity;
-}
-
-size_t fdc_capacity(void)
-{
-    pthread_mutex_lock(&lock);
-    size_t c = cap_locked();
-    pthread_mutex_unlock(&lock);
-    return c;
-}
+size_t fdc_capacity(void) { return cap_get(NULL); }
 
 bool fdc_is_resource(int err) { return err == EMFILE || err == ENFILE; }
 uint64_t fdc_resource_failures(void) { return thread_failures; }
@@ -109,105 +161,130 @@ static int sys_open(const char *path, int flags, mode_t mode)
     return open(path, flags, mode);
 }
 
-/* Under lock. */
-static void unlink_lru(struct fdc_file *f)
-{
-    f->prev->next = f->next;
-    f->next->prev = f->prev;
-    f->prev = f->next = NULL;
-}
-
-static void push_head(struct fdc_file *f)
-{
-    f->next = lru.next;
-    f->prev = &lru;
-    lru.next->prev = f;
-    lru.next = f;
-}
-
 static bool pinned(const struct fdc_file *f)
 {
-    /* Only fdc_get (under lock) makes a reference from the cache's, so
-     * refs == 1 cannot become 2 while we hold the lock. */
+    /* Only fdc_get (under the shard's lock) makes a reference from the
+     * cache's, so refs == 1 cannot become 2 while we hold the lock. */
     return atomic_load_explicit(&f->file->refs, memory_order_acquire) > 1;
 }
 
-/* Drops the fds of up to n unpinned files from the LRU end. Under lock. */
-static size_t evict_locked(size_t n)
+/* Drops the fds of up to n unpinned files from the LRU end of sh. Under
+ * sh->lock. */
+static size_t evict_locked(struct fdc_shard *sh, size_t n)
 {
     size_t done = 0;
-    for (struct fdc_file *f = lru.prev; f != &lru && done < n;) {
-        struct fdc_file *prev = f->prev;
+    for (struct lru_node *x = sh->lru.prev; x != &sh->lru && done < n;) {
+        struct lru_node *prev = x->prev;
+        struct fdc_file *f = lru_entry(x, struct fdc_file, node);
         if (!pinned(f)) {
-            unlink_lru(f);
+            lru_unlink(x);
             sfile_unref(f->file); /* the last reference: closes */
             f->file = NULL;
-            nopen--;
-            nevictions++;
+            sh->nopen--;
+            sh->nevictions++;
             done++;
         }
-        f = prev;
+        x = prev;
     }
     return done;
 }
 
-/* How much to shed on EMFILE: a good part of the cache, so that a burst
- * of opens does not hit the limit again at once. */
-static size_t shed_amount(void) { return nopen / 4 > 32 ? nopen / 4 : 32; }
+/* Under sh->lock: makes room for one more open file in sh. */
+static void make_room_locked(struct fdc_shard *sh, size_t more)
+{
+    if (sh->nopen + more > sh->cap)
+        evict_locked(sh, sh->nopen + more - sh->cap);
+}
+
+/* How much of a shard to shed on EMFILE: a good part of it, so that a
+ * burst of opens does not hit the limit again at once. */
+static size_t shed_amount(size_t nopen) { return nopen / 4 > 32 ? nopen / 4 : 32; }
 
 void fdc_trim(void)
 {
-    pthread_mutex_lock(&lock);
-    size_t cap = cap_locked();
-    if (nopen > cap)
-        evict_locked(nopen - cap);
-    pthread_mutex_unlock(&lock);
+    pthread_once(&shards_once, shards_init_once);
+    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        make_room_locked(&shards[i], 0);
+        pthread_mutex_unlock(&shards[i].lock);
+    }
 }
 
-size_t fdc_shed(size_t n)
+/* Sheds from every shard, held one at a time; own (locked by the caller,
+ * or NULL) first, the others only when their lock is free (a caller
+ * holding its shard must not wait for another: two would deadlock).
+ * Up to n files in all, or with share a good part of each shard
+ * (shed_amount of its open files, sized under its lock). */
+static size_t shed_all(struct fdc_shard *own, size_t n, bool share)
 {
-    pthread_mutex_lock(&lock);
-    size_t k = evict_locked(n);
-    pthread_mutex_unlock(&lock);
+    pthread_once(&shards_once, shards_init_once);
+    size_t k = 0;
+    for (int i = -1; i < FDC_MAX_SHARDS && (share || k < n); i++) {
+        struct fdc_shard *sh = i < 0 ? own : &shards[i];
+        if (!sh || (i >= 0 && sh == own))
+            continue;
+        if (sh != own && (own ? pthread_mutex_trylock(&sh->lock) : pthread_mutex_lock(&sh->lock)) != 0)
+            continue;
+        k += evict_locked(sh, share ? shed_amount(sh->nopen) : n - k);
+        if (sh != own)
+            pthread_mutex_unlock(&sh->lock);
+    }
     return k;
 }
 
-/* Rate limit of the shed WARN line: an EMFILE storm is one line a second. */
-static bool warn_due(void)
+size_t fdc_shed(size_t n) { return shed_all(NULL, n, false); }
+
+struct open_try {
+    const char *path;
+    int flags;
+    mode_t mode;
+    int fd;
+    struct fdc_shard *own; /* locked by the caller, or NULL */
+};
+
+static int open_attempt(void *arg)
 {
-    static _Atomic int64_t last_s;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t prev = atomic_load(&last_s);
-    return ts.tv_sec != prev && atomic_compare_exchange_strong(&last_s, &prev, (int64_t)ts.tv_sec);
+    struct open_try *o = arg;
+    o->fd = sys_open(o->path, o->flags | O_CLOEXEC, o->mode);
+    return o->fd >= 0 ? 0 : errno;
 }
 
-/* open with the shed-and-retry rule. Under lock when locked. */
-static int open_retry(const char *path, int flags, mode_t mode, bool locked)
+/* On EMFILE: a good part of every shard. */
+static size_t open_shed(void *arg)
 {
-    int fd = -1, e = 0;
-    for (int t = 0; t < FDC_OPEN_TRIES; t++) {
-        fd = sys_open(path, flags | O_CLOEXEC, mode);
-        if (fd >= 0)
-            return fd;
-        e = errno;
-        if (e == EINTR) {
-            t--;
-            continue;
-        }
-        if (!fdc_is_resource(e))
-            break;
-        if (!locked)
-            pthread_mutex_lock(&lock);
-        nresource++;
-        size_t shed = evict_locked(shed_amount());
-        if (!locked)
-            pthread_mutex_unlock(&lock);
-        if (t == 0 && warn_due())
-            slog_warn("file descriptors: %s opening %s; closed %zu cached file(s) and retrying (this line at most "
-                      "once a second)",
-                      strerror(e), path, shed);
+    struct open_try *o = arg;
+    return shed_all(o->own, 0, true);
+}
+
+/* open with the shed-and-retry rule (util/shed.h). own: the shard the
+ * caller holds locked, or NULL. */
+static int open_retry(const char *path, int flags, mode_t mode, struct fdc_shard *own)
+{
+    struct open_try o = {path, flags, mode, -1, own};
+    uint64_t nres = 0;
+    struct shed_op op = {
+        .attempt = open_attempt,
+        .is_resource = fdc_is_resource,
+        .shed = open_shed,
+        .arg = &o,
+        .tries = FDC_OPEN_TRIES,
+        .who = "file descriptors",
+        .doing = "opening",
+        .path = path,
+        .warned = &warned,
+        .resource_errors = &nres,
+    };
+    int e = shed_retry(&op);
+    if (nres) {
+        struct fdc_shard *sh = own ? own : &shards[0];
+        if (!own)
+            pthread_mutex_lock(&sh->lock);
+        sh->nresource += nres;
+        if (!own)
+            pthread_mutex_unlock(&sh->lock);
     }
+    if (e == 0)
+        return o.fd;
     if (fdc_is_resource(e)) {
         thread_failures++;
         slog_warn("file descriptors: still %s opening %s after shedding cached files; the operation fails "
@@ -218,12 +295,16 @@ static int open_retry(const char *path, int flags, mode_t mode, bool locked)
     return -1;
 }
 
-int fdc_open(const char *path, int flags, mode_t mode) { return open_retry(path, flags, mode, false); }
+int fdc_open(const char *path, int flags, mode_t mode)
+{
+    pthread_once(&shards_once, shards_init_once);
+    return open_retry(path, flags, mode, NULL);
+}
 
 DIR *fdc_opendir(const char *path)
 {
     /* Through open_retry (and its hook), then fdopendir. */
-    int fd = open_retry(path, O_RDONLY | O_DIRECTORY, 0, false);
+    int fd = fdc_open(path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0)
         return NULL;
     DIR *d = fdopendir(fd);
@@ -237,19 +318,21 @@ DIR *fdc_opendir(const char *path)
 
 struct fdc_file *fdc_file_new(const char *path, int flags, int fd)
 {
+    int n;
+    cap_get(&n);
     struct fdc_file *f = xcalloc(1, sizeof *f);
     f->path = xstrdup(path);
     /* O_CREAT/O_TRUNC belong to the first open only. */
     f->flags = flags & ~(O_CREAT | O_TRUNC | O_EXCL);
+    f->sh = &shards[atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % (uint32_t)n];
     if (fd >= 0) {
-        pthread_mutex_lock(&lock);
+        struct fdc_shard *sh = f->sh;
+        pthread_mutex_lock(&sh->lock);
         f->file = sfile_wrap(fd);
-        push_head(f);
-        nopen++;
-        size_t cap = cap_locked();
-        if (nopen > cap)
-            evict_locked(nopen - cap);
-        pthread_mutex_unlock(&lock);
+        lru_push_head(&sh->lru, &f->node);
+        sh->nopen++;
+        make_room_locked(sh, 0);
+        pthread_mutex_unlock(&sh->lock);
     }
     return f;
 }
@@ -258,82 +341,83 @@ void fdc_file_free(struct fdc_file *f)
 {
     if (!f)
         return;
-    pthread_mutex_lock(&lock);
+    struct fdc_shard *sh = f->sh;
+    pthread_mutex_lock(&sh->lock);
     if (f->file) {
-        unlink_lru(f);
+        lru_unlink(&f->node);
         sfile_unref(f->file);
         f->file = NULL;
-        nopen--;
+        sh->nopen--;
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&sh->lock);
     free(f->path);
     free(f);
 }
 
 struct sfile *fdc_get(struct fdc_file *f, int *err)
 {
-    pthread_mutex_lock(&lock);
+    struct fdc_shard *sh = f->sh;
+    pthread_mutex_lock(&sh->lock);
     if (f->file) {
-        if (lru.next != f) {
-            unlink_lru(f);
-            push_head(f);
-        }
+        lru_move_head(&sh->lru, &f->node);
         struct sfile *r = sfile_ref(f->file);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&sh->lock);
         return r;
     }
-    size_t cap = cap_locked();
-    if (nopen >= cap)
-        evict_locked(nopen - cap + 1);
-    int fd = open_retry(f->path, f->flags, 0, true);
+    make_room_locked(sh, 1);
+    int fd = open_retry(f->path, f->flags, 0, sh);
     if (fd < 0) {
         *err = errno;
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&sh->lock);
         return NULL;
     }
-    nopens++;
+    sh->nopens++;
     f->file = sfile_wrap(fd);
-    push_head(f);
-    nopen++;
+    lru_push_head(&sh->lru, &f->node);
+    sh->nopen++;
     struct sfile *r = sfile_ref(f->file);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&sh->lock);
     return r;
 }
 
 void fdc_file_renamed(struct fdc_file *f, const char *new_path)
 {
     char *p = xstrdup(new_path);
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&f->sh->lock);
     char *old = f->path;
     f->path = p;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&f->sh->lock);
     free(old);
 }
 
 void fdc_file_path(struct fdc_file *f, char *buf, size_t n)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&f->sh->lock);
     snprintf(buf, n, "%s", f->path);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&f->sh->lock);
 }
 
 bool fdc_file_is_open(struct fdc_file *f)
 {
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&f->sh->lock);
     bool o = f->file != NULL;
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&f->sh->lock);
     return o;
 }
 
 void fdc_get_stats(struct fdc_stats *out)
 {
-    pthread_mutex_lock(&lock);
-    out->open = nopen;
-    out->pinned = 0;
-    for (struct fdc_file *f = lru.next; f != &lru; f = f->next)
-        out->pinned += pinned(f);
-    out->opens = nopens;
-    out->evictions = nevictions;
-    out->resource_errors = nresource;
-    pthread_mutex_unlock(&lock);
+    pthread_once(&shards_once, shards_init_once);
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < FDC_MAX_SHARDS; i++) {
+        struct fdc_shard *sh = &shards[i];
+        pthread_mutex_lock(&sh->lock);
+        out->open += sh->nopen;
+        for (struct lru_node *x = sh->lru.next; x != &sh->lru; x = x->next)
+            out->pinned += pinned(lru_entry(x, struct fdc_file, node));
+        out->opens += sh->nopens;
+        out->evictions += sh->nevictions;
+        out->resource_errors += sh->nresource;
+        pthread_mutex_unlock(&sh->lock);
+    }
 }

@@ -21,18 +21,24 @@
  *
  * EMFILE/ENFILE are a resource condition, never a disk failure: every
  * open here first evicts to stay within the capacity, and on EMFILE or
- * ENFILE sheds unpinned files and tries again (FDC_OPEN_TRIES times).
+ * ENFILE sheds unpinned files and tries again (FDC_OPEN_TRIES times;
+ * util/shed.h, shared with the index files' mappings).
  * When it still fails, the caller gets the errno (fdc_is_resource tells
  * which ones) and the per-thread counter fdc_resource_failures() moves,
  * so callers several layers up (a log open, a flush) can tell a
  * resource failure from an I/O error without every layer passing the
  * errno along.
  *
- * Locking: one mutex guards the LRU, the count and every fdc_file's fd
- * and path. It is a leaf: taken under the log's locks (a plog's seg_lock
- * and friends), never the other way; open(2) and close(2) of cached
- * files run under it (an open of an existing file is microseconds, and
- * it keeps a rename from racing an open of the old name). Everything
+ * Locking: the cache is split into shards (one when the capacity is
+ * small; up to 16 of at least 256 fds each), a file in one shard for
+ * its life, each shard with one mutex guarding its LRU, its count and
+ * its files' fd and path, and its share of the capacity: workers
+ * touching different files rarely meet. A shard's mutex is a leaf: taken
+ * under the log's locks (a plog's seg_lock and friends), never the
+ * other way; a caller holding one takes another only with trylock (an
+ * EMFILE shed). open(2) and close(2) of cached files run under it (an
+ * open of an existing file is microseconds, and it keeps a rename from
+ * racing an open of the old name). Everything
  * here may be called from any thread. */
 #ifndef SAMSA_UTIL_FDCACHE_H
 #define SAMSA_UTIL_FDCACHE_H

@@ -227,6 +227,47 @@ static void test_emfile_shed_and_retry(void **state)
         fdc_file_free(f[i]);
 }
 
+/* A large capacity is split into shards (2 of 256 for 512): files
+ * spread over them, a full shard evicts its own least recent file, and
+ * an EMFILE sheds the files of the other shards too. */
+static void test_sharded_capacity(void **state)
+{
+    (void)state;
+    fdc_init(512);
+    enum { N = 600 };
+    struct fdc_file **f = calloc(N, sizeof *f);
+    assert_non_null(f);
+    for (int i = 0; i < N; i++) {
+        f[i] = make_file(i % 10);
+        touch(f[i], i % 10);
+    }
+    struct fdc_stats st;
+    fdc_get_stats(&st);
+    assert_int_equal(st.open, 512);
+    assert_int_equal(st.pinned, 0);
+    /* round-robin over 2 shards of 256: the first 88 went, in order */
+    for (int i = 0; i < N; i++)
+        assert_int_equal(fdc_file_is_open(f[i]), i >= N - 512);
+    /* one EMFILE: shedding reaches every shard */
+    fdc_set_open_hook(emfile_open);
+    struct fdc_file *g = make_file(3);
+    emfile_left = 1;
+    fdc_file_free(f[N - 1]); /* room in g's shard or not: the shed is what counts */
+    struct fdc_stats st0;
+    fdc_get_stats(&st0);
+    touch(g, 3);
+    fdc_get_stats(&st);
+    assert_int_equal(st.resource_errors - st0.resource_errors, 1);
+    assert_true(st.evictions - st0.evictions >= 32);
+    fdc_set_open_hook(NULL);
+    fdc_file_free(g);
+    for (int i = 0; i < N - 1; i++)
+        fdc_file_free(f[i]);
+    free(f);
+    fdc_get_stats(&st);
+    assert_int_equal(st.open, 0);
+}
+
 static void test_rename_then_reopen(void **state)
 {
     (void)state;
@@ -664,6 +705,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lru_eviction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pinned_never_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_emfile_shed_and_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sharded_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rename_then_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_reopen_keeps_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logs_beyond_capacity, setup, teardown),

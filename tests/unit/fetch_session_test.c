@@ -3,6 +3,7 @@
  * new session (session id 0 for the client) unless KIP-227 lets it
  * evict one: the least recently used one when stale, a consumer's for
  * a follower, a session older than the eviction time for a larger one. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,13 +15,39 @@
 
 #define EV FETCH_SESSION_EVICTION_MS
 
+/* The cache's calls as one thread makes them: fetch_session_new returns
+ * the session's shard locked, find and touch want it held. */
+static struct fetch_session *new_(struct fetch_session_cache *c, bool by_id, bool privileged, int32_t nparts,
+                                  int64_t now)
+{
+    struct fetch_session *s = fetch_session_new(c, by_id, privileged, nparts, now);
+    if (s)
+        fetch_session_unlock(c, s->id);
+    return s;
+}
+
+static struct fetch_session *find_(struct fetch_session_cache *c, int32_t id)
+{
+    fetch_session_lock(c, id);
+    struct fetch_session *s = fetch_session_find(c, id);
+    fetch_session_unlock(c, id);
+    return s;
+}
+
+static void touch_(struct fetch_session_cache *c, struct fetch_session *s, int64_t now)
+{
+    fetch_session_lock(c, s->id);
+    fetch_session_touch(c, s, now);
+    fetch_session_unlock(c, s->id);
+}
+
 static void test_zero_slots_never_create(void **state)
 {
     (void)state;
     struct fetch_session_cache c;
     fetch_session_cache_init(&c, 0);
-    assert_null(fetch_session_new(&c, false, false, 1, 0));
-    assert_null(fetch_session_new(&c, false, true, 100, 0));
+    assert_null(new_(&c, false, false, 1, 0));
+    assert_null(new_(&c, false, true, 100, 0));
     assert_int_equal(c.count, 0);
     fetch_session_cache_destroy(&c);
 }
@@ -30,17 +57,17 @@ static void test_full_cache_refuses_recent_sessions(void **state)
     (void)state;
     struct fetch_session_cache c;
     fetch_session_cache_init(&c, 2);
-    struct fetch_session *a = fetch_session_new(&c, false, false, 3, 0);
-    struct fetch_session *b = fetch_session_new(&c, false, false, 3, 10);
+    struct fetch_session *a = new_(&c, false, false, 3, 0);
+    struct fetch_session *b = new_(&c, false, false, 3, 10);
     assert_non_null(a);
     assert_non_null(b);
     assert_int_equal(c.count, 2);
     /* both recent: a consumer session of any size is refused */
-    assert_null(fetch_session_new(&c, false, false, 1, 20));
-    assert_null(fetch_session_new(&c, false, false, 50, 20));
+    assert_null(new_(&c, false, false, 1, 20));
+    assert_null(new_(&c, false, false, 50, 20));
     assert_int_equal(c.count, 2);
-    assert_ptr_equal(fetch_session_find(&c, a->id), a);
-    assert_ptr_equal(fetch_session_find(&c, b->id), b);
+    assert_ptr_equal(find_(&c, a->id), a);
+    assert_ptr_equal(find_(&c, b->id), b);
     fetch_session_cache_destroy(&c);
 }
 
@@ -49,16 +76,16 @@ static void test_stale_session_is_evicted(void **state)
     (void)state;
     struct fetch_session_cache c;
     fetch_session_cache_init(&c, 2);
-    struct fetch_session *a = fetch_session_new(&c, false, false, 3, 0);
-    struct fetch_session *b = fetch_session_new(&c, false, false, 3, 0);
+    struct fetch_session *a = new_(&c, false, false, 3, 0);
+    struct fetch_session *b = new_(&c, false, false, 3, 0);
     int32_t aid = a->id, bid = b->id;
-    fetch_session_touch(&c, b, EV);
+    touch_(&c, b, EV);
     /* a unused for more than the eviction time: the new one replaces it */
-    struct fetch_session *n = fetch_session_new(&c, false, false, 1, EV + 1);
+    struct fetch_session *n = new_(&c, false, false, 1, EV + 1);
     assert_non_null(n);
     assert_int_equal(c.count, 2);
-    assert_null(fetch_session_find(&c, aid));
-    assert_ptr_equal(fetch_session_find(&c, bid), b);
+    assert_null(find_(&c, aid));
+    assert_ptr_equal(find_(&c, bid), b);
     fetch_session_cache_destroy(&c);
 }
 
@@ -67,26 +94,26 @@ static void test_follower_evicts_consumer(void **state)
     (void)state;
     struct fetch_session_cache c;
     fetch_session_cache_init(&c, 2);
-    struct fetch_session *a = fetch_session_new(&c, false, false, 9, 0);
-    struct fetch_session *b = fetch_session_new(&c, false, false, 2, 0);
+    struct fetch_session *a = new_(&c, false, false, 9, 0);
+    struct fetch_session *b = new_(&c, false, false, 2, 0);
     int32_t aid = a->id, bid = b->id;
     for (int i = 0; i < 9; i++)
         fetch_session_part(a, KSTR_LIT("t"), NULL, i, true);
     for (int i = 0; i < 2; i++)
         fetch_session_part(b, KSTR_LIT("t"), NULL, i, true);
     /* a follower's session evicts the smallest consumer session at once */
-    struct fetch_session *f = fetch_session_new(&c, false, true, 1, 5);
+    struct fetch_session *f = new_(&c, false, true, 1, 5);
     assert_non_null(f);
     assert_true(f->privileged);
-    assert_null(fetch_session_find(&c, bid));
-    assert_ptr_equal(fetch_session_find(&c, aid), a);
+    assert_null(find_(&c, bid));
+    assert_ptr_equal(find_(&c, aid), a);
     /* another follower may evict the consumer left, not the follower */
-    struct fetch_session *g = fetch_session_new(&c, false, true, 1, 6);
+    struct fetch_session *g = new_(&c, false, true, 1, 6);
     assert_non_null(g);
-    assert_null(fetch_session_find(&c, aid));
-    assert_ptr_equal(fetch_session_find(&c, f->id), f);
+    assert_null(find_(&c, aid));
+    assert_ptr_equal(find_(&c, f->id), f);
     /* a third follower finds only recent follower sessions: refused */
-    assert_null(fetch_session_new(&c, false, true, 100, 7));
+    assert_null(new_(&c, false, true, 100, 7));
     fetch_session_cache_destroy(&c);
 }
 
@@ -95,8 +122,8 @@ static void test_larger_evicts_old_smaller(void **state)
     (void)state;
     struct fetch_session_cache c;
     fetch_session_cache_init(&c, 2);
-    struct fetch_session *a = fetch_session_new(&c, false, false, 4, 0);
-    struct fetch_session *b = fetch_session_new(&c, false, false, 2, 0);
+    struct fetch_session *a = new_(&c, false, false, 4, 0);
+    struct fetch_session *b = new_(&c, false, false, 2, 0);
     for (int i = 0; i < 4; i++)
         fetch_session_part(a, KSTR_LIT("t"), NULL, i, true);
     for (int i = 0; i < 2; i++)
@@ -105,13 +132,108 @@ static void test_larger_evicts_old_smaller(void **state)
     /* both in use (not stale) but created longer ago than the eviction
      * time: a smaller new session is refused, a larger one evicts the
      * smallest */
-    fetch_session_touch(&c, a, EV + 5);
-    fetch_session_touch(&c, b, EV + 5);
-    assert_null(fetch_session_new(&c, false, false, 1, EV + 10));
-    struct fetch_session *n = fetch_session_new(&c, false, false, 3, EV + 10);
+    touch_(&c, a, EV + 5);
+    touch_(&c, b, EV + 5);
+    assert_null(new_(&c, false, false, 1, EV + 10));
+    struct fetch_session *n = new_(&c, false, false, 3, EV + 10);
     assert_non_null(n);
-    assert_null(fetch_session_find(&c, bid));
-    assert_ptr_equal(fetch_session_find(&c, aid), a);
+    assert_null(find_(&c, bid));
+    assert_ptr_equal(find_(&c, aid), a);
+    fetch_session_cache_destroy(&c);
+}
+
+/* The cache is sharded by id, the bound and the LRU are not: 40 sessions
+ * spread over every shard fill a 40-slot cache, and the stale one to go
+ * is the least recently used of them all, whatever its shard. */
+static void test_bound_and_lru_span_shards(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    fetch_session_cache_init(&c, 40);
+    int32_t ids[40];
+    for (int i = 0; i < 40; i++) {
+        struct fetch_session *s = new_(&c, false, false, 1, i);
+        assert_non_null(s);
+        ids[i] = s->id;
+    }
+    assert_int_equal(c.count, 40);
+    for (int k = 0; k < c.nshards; k++)
+        assert_true(c.shards[k].count > 0);
+    assert_null(new_(&c, false, false, 1, 100));
+    /* all but ids[7] used recently: ids[7] is the one stale session */
+    for (int i = 0; i < 40; i++)
+        if (i != 7)
+            touch_(&c, find_(&c, ids[i]), EV + 50);
+    struct fetch_session *n = new_(&c, false, false, 1, EV + 60);
+    assert_non_null(n);
+    assert_int_equal(c.count, 40);
+    assert_null(find_(&c, ids[7]));
+    for (int i = 0; i < 40; i++)
+        if (i != 7)
+            assert_non_null(find_(&c, ids[i]));
+    assert_null(new_(&c, false, false, 0, EV + 70));
+    fetch_session_cache_destroy(&c);
+}
+
+/* Two threads creating, using and closing sessions in a cache of 8:
+ * the bound holds at every step and the shards' counts add up to it. */
+struct churn {
+    struct fetch_session_cache *c;
+    int seed;
+    int over; /* times the cache was seen above its bound */
+};
+
+static void *churn_main(void *arg)
+{
+    struct churn *ch = arg;
+    unsigned r = (unsigned)ch->seed;
+    int32_t mine[4] = {0};
+    for (int i = 0; i < 20000; i++) {
+        r = r * 1103515245u + 12345u;
+        int slot = (int)((r >> 16) & 3);
+        if (mine[slot] > 0) {
+            int32_t id = mine[slot];
+            fetch_session_lock(ch->c, id);
+            struct fetch_session *s = fetch_session_find(ch->c, id);
+            if (s && (r & 0x100))
+                fetch_session_remove(ch->c, s);
+            else if (s)
+                fetch_session_touch(ch->c, s, i);
+            fetch_session_unlock(ch->c, id);
+            if (!s || (r & 0x100))
+                mine[slot] = 0;
+        } else {
+            /* stale from the start: a full cache always evicts for it */
+            struct fetch_session *s = fetch_session_new(ch->c, false, false, 1, EV + 1 + i);
+            if (s) {
+                fetch_session_part(s, KSTR_LIT("t"), NULL, slot, true);
+                mine[slot] = s->id;
+                fetch_session_unlock(ch->c, s->id);
+            }
+        }
+        if (atomic_load(&ch->c->count) > ch->c->max)
+            ch->over++;
+    }
+    return NULL;
+}
+
+static void test_concurrent_churn(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    fetch_session_cache_init(&c, 8);
+    struct churn a = {&c, 1, 0}, b = {&c, 2, 0};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, churn_main, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, churn_main, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(a.over + b.over, 0);
+    int32_t sum = 0;
+    for (int k = 0; k < c.nshards; k++)
+        sum += c.shards[k].count;
+    assert_int_equal(sum, c.count);
+    assert_true(c.count <= 8);
     fetch_session_cache_destroy(&c);
 }
 
@@ -123,6 +245,8 @@ int main(void)
         cmocka_unit_test(test_stale_session_is_evicted),
         cmocka_unit_test(test_follower_evicts_consumer),
         cmocka_unit_test(test_larger_evicts_old_smaller),
+        cmocka_unit_test(test_bound_and_lru_span_shards),
+        cmocka_unit_test(test_concurrent_churn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,274 @@
+"""Many partitions per request (issue 12): one Produce and one Fetch
+carrying 1 000 partitions each, and a consumer of 10 000 partitions that
+keeps a KIP-227 fetch session, so that its empty polls are incremental
+fetches naming no partition and answered with none.
+
+The Produce of 1 000 partitions is one raw ProduceRequest (librdkafka
+sends a partition per ProduceRequest); confluent-kafka then produces to
+all 1 000 partitions with a linger and consumes them back, its Fetch
+requests naming every assigned partition at once. Every partition's
+records and offsets are checked exactly. The 10 000-partition session
+is driven with raw Fetch v7 frames (none of the Debian clients keeps
+fetch sessions; see 35_fetch_sessions.py). Server CPU per empty poll
+with and without the session is logged (from /proc/PID/stat), never
+asserted: the machine is shared.
+
+The data dir is on /dev/shm when there is one: 10 000 partitions are
+30 000 files created with their fsyncs, a minute on a slow disk and
+about ten seconds on tmpfs."""
+# limit: 120
+import os
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness import Server, Suite, check, eq, bound, log, stop_all, wait_topic  # noqa: E402
+import kwire  # noqa: E402
+
+S = Suite("many_partitions", case_limit=60)
+srv = None
+shm = None
+WIDE = "wide"          # 1 000 partitions: the Produce and Fetch of 1 000
+NWIDE = 1000
+SESS = ["sess-%d" % i for i in range(9)]  # with WIDE: 10 000 partitions
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def setup():
+    global srv, shm
+    over = {"num.network.threads": "2"}
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        shm = tempfile.mkdtemp(prefix="samsa-interop-89-", dir="/dev/shm")
+        over["log.dirs"] = shm
+    srv = Server(overrides=over)
+    c = kwire.Conn(srv.port, timeout=bound(60))
+    try:
+        # CreateTopics holds at most 10 000 records (Kafka's
+        # max.records.per.user.op): a topic of 1 000 per request.
+        for name in [WIDE] + SESS:
+            res = kwire.create_topics_v4(c, [(name, NWIDE, 1, {})], timeout_ms=int(bound(50) * 1000))
+            eq(res[0]["error_code"], 0, "CreateTopics %s: %s" % (name, res[0]["error_message"]))
+    finally:
+        c.close()
+    for name in [WIDE] + SESS:
+        wait_topic(srv.bootstrap, name, NWIDE, limit=30)
+
+
+def cleanup_shm():
+    if shm:
+        os.system("rm -rf '%s'" % shm)
+
+
+def server_ticks():
+    with open("/proc/%d/stat" % srv.proc.pid) as f:
+        stat = f.read()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def value(p, i, tag):
+    return b"%s-%d-%d" % (tag, p, i)
+
+
+@S.case
+def one_produce_of_1000_partitions():
+    """One ProduceRequest with a batch of 3 records for each of 1 000
+    partitions: every partition answers base offset 0, and Fetch reads
+    back exactly its 3 records at offsets 0-2."""
+    c = kwire.Conn(srv.port, timeout=bound(30))
+    try:
+        w = kwire.W().string(None).i16(-1).i32(int(bound(20) * 1000))
+        w.array([WIDE], lambda w, t: w.string(t).array(
+            list(range(NWIDE)), lambda w, p: w.i32(p).bytes_(
+                kwire.build_batch([(b"k", value(p, i, b"raw"), []) for i in range(3)]))))
+        body = w.bytes()
+        res = kwire.parse_produce_v8(c.request(kwire.PRODUCE, 8, body))
+        parts = res[WIDE]
+        eq(len(parts), NWIDE, "partitions in the Produce answer")
+        bad = [(p, r["error_code"], r["base_offset"]) for p, r in sorted(parts.items())
+               if r["error_code"] != 0 or r["base_offset"] != 0]
+        eq(bad, [], "partitions not at base offset 0 without error")
+        log("one Produce of %d partitions: %d bytes", NWIDE, len(body))
+        # read back: one Fetch v4 naming all 1 000 partitions
+        w = kwire.W().i32(-1).i32(0).i32(1).i32(64 << 20).i8(0)
+        w.array([WIDE], lambda w, t: w.string(t).array(
+            list(range(NWIDE)), lambda w, p: w.i32(p).i64(0).i32(1 << 20)))
+        r = c.request(kwire.FETCH, 4, w.bytes())
+        r.i32()
+
+        def part(r):
+            p, e, hw = r.i32(), r.i16(), r.i64()
+            r.i64()
+            r.array(lambda r: (r.i64(), r.i64()))
+            recs = [(x["offset"], x["value"]) for x in kwire.parse_batches(r.bytes_() or b"")]
+            return p, (e, hw, recs)
+
+        got = {}
+        for name, ps in r.array(lambda r: (r.string(), r.array(part))):
+            eq(name, WIDE, "topic in the Fetch answer")
+            got.update(dict(ps))
+        eq(len(got), NWIDE, "partitions in one Fetch answer")
+        bad = [p for p in range(NWIDE)
+               if got[p] != (0, 3, [(i, value(p, i, b"raw")) for i in range(3)])]
+        eq(bad[:5], [], "partitions whose records or offsets differ (first 5)")
+    finally:
+        c.close()
+
+
+@S.case
+def confluent_produce_and_consume_1000_partitions():
+    """confluent-kafka produces 2 records to each of 1 000 partitions
+    with a linger (so every flush has many partitions ready), then a
+    consumer assigned all 1 000 reads them back: exact values at offsets
+    3 and 4 of each (after the raw Produce's 0-2)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    import json
+    stats = {}
+
+    def on_stats(s):
+        stats["last"] = json.loads(s)
+
+    p = Producer({"bootstrap.servers": srv.bootstrap, "linger.ms": 500, "batch.num.messages": 100000,
+                  "queue.buffering.max.messages": 100000, "acks": "all",
+                  "statistics.interval.ms": 100, "stats_cb": on_stats})
+    errors = []
+
+    def dr(err, msg):
+        if err is not None:
+            errors.append((msg.partition(), str(err)))
+
+    for part in range(NWIDE):
+        for i in range(2):
+            p.produce(WIDE, value=value(part, i, b"ck"), key=b"k", partition=part, on_delivery=dr)
+    left = p.flush(bound(30))
+    eq((left, errors[:3]), (0, []), "undelivered and failed records")
+    p.poll(0.3)
+    reqs = sum(b.get("req", {}).get("Produce", 0) for b in stats.get("last", {}).get("brokers", {}).values())
+    log("confluent-kafka producer: %d Produce requests for %d partitions", reqs, NWIDE)
+
+    c = Consumer({"bootstrap.servers": srv.bootstrap, "group.id": "many-89", "enable.auto.commit": False,
+                  "fetch.max.bytes": 64 << 20, "statistics.interval.ms": 100, "stats_cb": on_stats})
+    try:
+        c.assign([TopicPartition(WIDE, part, 3) for part in range(NWIDE)])
+        got = {}
+        n = 0
+        deadline = time.monotonic() + bound(30)
+        while n < 2 * NWIDE and time.monotonic() < deadline:
+            for m in c.consume(10000, timeout=0.5):
+                check(m.error() is None, "consume error: %s", m.error())
+                got.setdefault(m.partition(), []).append((m.offset(), m.value()))
+                n += 1
+        eq(n, 2 * NWIDE, "records consumed")
+        bad = [part for part in range(NWIDE)
+               if got.get(part) != [(3 + i, value(part, i, b"ck")) for i in range(2)]]
+        eq(bad[:5], [], "partitions whose records or offsets differ (first 5)")
+        c.poll(0.3)
+        fetches = sum(b.get("req", {}).get("Fetch", 0)
+                      for b in stats.get("last", {}).get("brokers", {}).values())
+        log("confluent-kafka consumer: %d Fetch requests for %d records of %d partitions", fetches, n, NWIDE)
+    finally:
+        c.close()
+
+
+def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0):
+    """topics: [(name, [(partition, offset)])]. Returns (error, session id,
+    {(topic, partition): (error, hw, values)}, request body size)."""
+    w = kwire.W().i32(-1).i32(max_wait_ms).i32(1).i32(64 << 20).i8(0).i32(session_id).i32(epoch)
+    w.array(topics, lambda w, t: w.string(t[0]).array(
+        t[1], lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
+    w.array([], None)
+    body = w.bytes()
+    r = c.request(kwire.FETCH, 7, body)
+    r.i32()
+    err, sid = r.i16(), r.i32()
+
+    def part(r):
+        p, e, hw = r.i32(), r.i16(), r.i64()
+        r.i64()
+        r.i64()
+        r.array(lambda r: (r.i64(), r.i64()))
+        vals = [x["value"] for x in kwire.parse_batches(r.bytes_() or b"")]
+        return p, (e, hw, vals)
+
+    out = {}
+    for name, ps in r.array(lambda r: (r.string(), r.array(part))) or []:
+        for p, v in ps:
+            out[(name, p)] = v
+    return err, sid, out, len(body)
+
+
+@S.case
+def session_of_10000_partitions():
+    """A full fetch of 10 000 partitions (epoch 0) opens a session and
+    answers all of them; then empty polls are incremental fetches that
+    name no partition (a request of a few dozen bytes instead of
+    ~200 KB) and are answered with none; a record produced to one
+    partition comes back alone in the next poll; epoch -1 closes."""
+    topics = [(t, [(p, 3 if t == WIDE else 0) for p in range(NWIDE)]) for t in [WIDE] + SESS]
+    nparts = sum(len(ps) for _, ps in topics)
+    eq(nparts, 10000, "partitions in the session")
+    c = kwire.Conn(srv.port, timeout=bound(30))
+    q = kwire.Conn(srv.port, timeout=bound(30))
+    try:
+        err, sid, parts, full_size = fetch_v7(c, 0, 0, topics)
+        eq(err, 0, "full fetch error")
+        check(sid > 0, "a session for 10 000 partitions (got id %d)" % sid)
+        eq(len(parts), nparts, "partitions answered by the full fetch")
+        eq(parts[(WIDE, 7)], (0, 5, [value(7, i, b"ck") for i in range(2)]), "wide-7 from offset 3")
+        eq(parts[("sess-4", 9)], (0, 0, []), "an empty partition")
+        # The client now knows everything: move its offsets to the ends.
+        err, sid1, parts, _ = fetch_v7(c, sid, 1, [(WIDE, [(p, 5) for p in range(NWIDE)])])
+        eq((err, sid1, parts), (0, sid, {}), "first incremental (offsets moved)")
+
+        polls = 50
+        t0 = server_ticks()
+        for e in range(2, 2 + polls):
+            err, s, parts, inc_size = fetch_v7(c, sid, e, [])
+            eq((err, s, parts), (0, sid, {}), "empty incremental poll %d" % e)
+        inc_ticks = server_ticks() - t0
+        check(inc_size * 100 < full_size, "an incremental poll (%d B) is a small fraction of a full one (%d B)"
+              % (inc_size, full_size))
+
+        # A record in one partition: the next poll names it alone.
+        b = kwire.build_batch([(b"k", b"news", [])])
+        eq(kwire.produce(q, "sess-6", 321, b)["error_code"], 0, "produce to sess-6/321")
+        e = 2 + polls
+        err, s, parts, _ = fetch_v7(c, sid, e, [])
+        eq((err, s, parts), (0, sid, {("sess-6", 321): (0, 1, [b"news"])}), "the poll after one record")
+
+        # The same empty polls without a session (what a client without
+        # KIP-227 sends): every poll names and answers 10 000 partitions.
+        ends = {(WIDE, p): 5 for p in range(NWIDE)}
+        ends[("sess-6", 321)] = 1
+        nosess = [(t, [(p, ends.get((t, p), 0)) for p in range(NWIDE)]) for t in [WIDE] + SESS]
+        t0 = server_ticks()
+        for _ in range(polls):
+            err, s, parts, _ = fetch_v7(q, 0, -1, nosess)
+            eq((err, s, len(parts)), (0, 0, nparts), "sessionless full poll")
+        full_ticks = server_ticks() - t0
+        log("server CPU per empty poll of 10 000 partitions: incremental %.2f ms (request %d B), "
+            "full %.2f ms (request %d B) (%d polls each)",
+            inc_ticks * 1000.0 / HZ / polls, inc_size, full_ticks * 1000.0 / HZ / polls, full_size, polls)
+
+        err, s, parts, _ = fetch_v7(c, sid, -1, [(WIDE, [(0, 5)])])
+        eq((err, s), (0, 0), "epoch -1 closes the session")
+        err, _, _, _ = fetch_v7(c, sid, e + 1, [])
+        eq(err, 70, "the closed session is gone (FETCH_SESSION_ID_NOT_FOUND)")
+    finally:
+        c.close()
+        q.close()
+
+
+def _finish_then_clean(code, _orig=S._finish):
+    # Suite.run ends the process in _finish (os._exit): the tmpfs dir goes
+    # once the server has stopped (a no-op when run already stopped it).
+    stop_all()
+    cleanup_shm()
+    _orig(code)
+
+
+S._finish = _finish_then_clean
+
+if __name__ == "__main__":
+    S.run(setup)
