@@ -829,6 +829,13 @@ int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err,
             }
         pthread_mutex_unlock(&ctx_lock);
         if (same) {
+            /* a context prepared by an earlier change not yet adopted
+             * (the file changed, then changed back) must not be */
+            if (prepare) {
+                pthread_mutex_lock(&ctx_lock);
+                prep_clear(&ctxs[at].prep);
+                pthread_mutex_unlock(&ctx_lock);
+            }
             X509_free(old);
             free(sig);
             free(stamp);
