@@ -363,7 +363,9 @@ const struct config_def config_defs[] = {
     {"group.consumer.max.size", T(INT), IMAX, RO, 0, ATLEAST(1),
      "Most members of a consumer-protocol group."},
     {"group.consumer.assignors", T(LIST), "uniform,range", RO, 0, NOCHECK,
-     "Server-side assignors; the first is the default."},
+     "Server-side assignors (KIP-848), each offered by a loaded plugin (uniform and range: the "
+     "modules assignor-uniform and assignor-range); the first is the default. Unset: those of "
+     "uniform,range this build loads."},
     {"offsets.topic.replication.factor", T(SHORT), "3", RO, 0, ATLEAST(1),
      "Replication factor of __consumer_offsets. A node that is alone (one voter, itself, "
      "and no other broker registered) creates it with at most 1; a cluster waits until "
@@ -516,6 +518,10 @@ const struct config_def config_defs[] = {
     /* samsa's own */
     {"samsa.log.level", T(STRING), "info", CW, 0, ONEOF(log_level_choices),
      "Lowest level of server log lines: debug, info, warn or error."},
+    {"samsa.loop.stall.warn.ms", T(LONG), "50", RO, 0, ATLEAST(0),
+     "A network worker's, replica fetcher's or quorum loop's pass that runs its callbacks for longer "
+     "than this is logged (WARN, at most one line per loop every 10 s, with the count and the longest); "
+     "0: off."},
     {"plugin.dir", T(STRING), NULL, RO, 0, NOCHECK,
      "Directory searched for plugin .so files (unset: the installed plugin directory)."},
     /* The scripts of the lua module (modules/lua): listed here, unlike
@@ -2100,6 +2106,7 @@ static void refresh(struct samsa_config *c)
                               ipwhy, sizeof ipwhy);
 
     const char *lvl = config_get(c, "samsa.log.level");
+    c->loop_stall_warn_ms = get_l(c, "samsa.loop.stall.warn.ms");
     c->log_level = !strcmp(lvl, "debug")  ? SLOG_DEBUG
                    : !strcmp(lvl, "warn")  ? SLOG_WARN
                    : !strcmp(lvl, "error") ? SLOG_ERROR

@@ -282,6 +282,7 @@ struct samsa_config {
     size_t n_ip_limits;
 
     int log_level;          /* samsa.log.level as an enum slog_level */
+    int64_t loop_stall_warn_ms; /* samsa.loop.stall.warn.ms (util/loopwatch.h) */
     const char *plugin_dir; /* NULL = the built-in plugin directory */
     char **plugins;
     size_t n_plugins;

@@ -37,6 +37,7 @@
 #include "replica/partition.h"
 #include "log/index.h"
 #include "util/fdcache.h"
+#include "util/loopwatch.h"
 #include "util/slog.h"
 
 #define EXIT_STARTUP 2
@@ -269,6 +270,7 @@ int main(int argc, char **argv)
     if (config_validate(cfg, err, sizeof err) < 0)
         die("%s%s", err, "");
     slog_set_level((enum slog_level)cfg->log_level);
+    loopwatch_set_threshold_ms(cfg->loop_stall_warn_ms);
     /* Descriptors are a budget (util/fdcache.h): take all the hard limit
      * allows; segment files share half of it through the fd cache. */
     fdc_raise_nofile_limit();

@@ -24,6 +24,8 @@ include modules/sasl-plain/local.mk
 include modules/sasl-scram/local.mk
 include modules/sasl-oauthbearer/local.mk
 include modules/lua/local.mk
+include modules/assignor-uniform/local.mk
+include modules/assignor-range/local.mk
 include modules/assignor-roundrobin/local.mk
 
 EXTRA_DIST += modules/README.md
@@ -46,7 +48,7 @@ check-module-isolation:
 # (its configure builds the modules whose sources it finds). A left-out
 # module keeps its local.mk, which Makefile.in was generated from.
 dist-hook:
-	@for m in codec-gzip codec-snappy codec-lz4 codec-zstd sasl-plain sasl-scram sasl-oauthbearer lua assignor-roundrobin; do \
+	@for m in codec-gzip codec-snappy codec-lz4 codec-zstd sasl-plain sasl-scram sasl-oauthbearer lua assignor-uniform assignor-range assignor-roundrobin; do \
 	  case ",$(SAMSA_BUILD_MODULES)," in *",$$m,"*) ;; *) \
 	    echo "dist: leaving out module $$m"; \
 	    find "$(distdir)/modules/$$m" -type f ! -name local.mk -exec rm -f {} +;; esac; \

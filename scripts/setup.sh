@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what samsa needs to build and test on Debian 12 (as root, or
-# with sudo), then builds it in place. Safe to run again: it only
+# with sudo), then builds it in place; with --bench also what `make bench`
+# compares against (redis-server) and profiles with (perf). Safe to run again: it only
 # installs what is missing and rebuilds what changed.
 set -eu
 cd "$(dirname "$0")/.."
@@ -11,6 +12,8 @@ librdkafka-dev kcat python3 python3-confluent-kafka python3-kafka iproute2 opens
 # Node.js may come from elsewhere (e.g. NodeSource, which bundles npm and
 # conflicts with Debian's npm package): only ask Debian when it is absent.
 command -v node >/dev/null 2>&1 || DEBS="$DEBS nodejs"
+# --bench: what `make bench` compares against and profiles with.
+[ "${1:-}" = --bench ] && DEBS="$DEBS redis-server redis-tools linux-perf"
 command -v npm >/dev/null 2>&1 || DEBS="$DEBS npm"
 
 missing=""

@@ -34,6 +34,7 @@
 #include "quorum/quorum.h"
 #include "quorum/rlog.h"
 #include "topic_config.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -112,6 +113,7 @@ static void sync_partitions(struct controller *c)
 static void *publisher_main(void *arg)
 {
     struct controller *c = arg;
+    thread_set_name("samsa-publish");
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

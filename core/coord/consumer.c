@@ -481,6 +481,7 @@ static void bump_epoch(struct ccg_env *e, struct cgroup *g, const char *why)
 
 struct describer_ctx {
     const struct ccgroup *cc;
+    struct ccg_env *e;
 };
 
 static int32_t desc_num_partitions(void *ctx, const samsa_uuid_t *topic_id)
@@ -490,10 +491,15 @@ static int32_t desc_num_partitions(void *ctx, const samsa_uuid_t *topic_id)
     return t ? t->nparts : -1;
 }
 
+/* What Kafka's SubscribedTopicDescriber.racksForPartition answers: the
+ * racks of the partition's replicas, from the metadata image. */
 static size_t desc_racks(void *ctx, const samsa_uuid_t *topic_id, int32_t partition, const char **racks, size_t cap)
 {
-    (void)ctx, (void)topic_id, (void)partition, (void)racks, (void)cap;
-    return 0;
+    const struct describer_ctx *d = ctx;
+    const struct ccg_topic *t = meta_by_id(d->cc, (const kuuid_t *)topic_id);
+    if (!t || partition < 0 || partition >= t->nparts || !d->e->racks)
+        return 0;
+    return d->e->racks(d->e->ctx, (const kuuid_t *)topic_id, partition, racks, cap);
 }
 
 struct builder_ctx {
@@ -513,6 +519,57 @@ static int builder_assign(void *ctx, size_t member_index, const samsa_uuid_t *to
     ctp_set_add(&b->given, (const kuuid_t *)topic_id, partition);
     ctp_set_add(&b->out[member_index], (const kuuid_t *)topic_id, partition);
     return SAMSA_OK;
+}
+
+/* Kafka's coordinator hands its assignors each member's assignment as
+ * a java.util.HashMap of topic id to a HashSet of partitions, and its
+ * uniform assignor keeps and revokes partitions in their iteration
+ * order; so the host lists `current` in that order: ascending hash
+ * bucket (String/Uuid/Integer hashCode, spread as HashMap does), ties
+ * in the previous order. The table sizes are HashMap's after n puts
+ * (topics) and a HashSet's copied from n partitions. */
+static uint32_t java_spread(uint32_t h) { return h ^ (h >> 16); }
+
+static uint32_t java_uuid_hash(const samsa_uuid_t *u)
+{
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) {
+        hi = hi << 8 | u->b[i];
+        lo = lo << 8 | u->b[8 + i];
+    }
+    uint64_t h = hi ^ lo;
+    return (uint32_t)(h >> 32) ^ (uint32_t)h;
+}
+
+static void java_order_current(samsa_topic_partitions_t *cur, size_t nt)
+{
+    size_t cap = 16;
+    while ((double)nt > (double)cap * 0.75)
+        cap *= 2;
+    for (size_t i = 1; i < nt; i++) {
+        samsa_topic_partitions_t x = cur[i];
+        uint32_t b = java_spread(java_uuid_hash(&x.topic_id)) & (uint32_t)(cap - 1);
+        size_t j = i;
+        for (; j > 0 && (java_spread(java_uuid_hash(&cur[j - 1].topic_id)) & (uint32_t)(cap - 1)) > b; j--)
+            cur[j] = cur[j - 1];
+        cur[j] = x;
+    }
+    for (size_t t = 0; t < nt; t++) {
+        size_t n = cur[t].n_partitions, want = (size_t)((float)n / 0.75f) + 1, pcap = 1;
+        if (want < 16)
+            want = 16;
+        while (pcap < want)
+            pcap *= 2;
+        int32_t *p = (int32_t *)cur[t].partitions;
+        for (size_t i = 1; i < n; i++) {
+            int32_t x = p[i];
+            uint32_t b = java_spread((uint32_t)x) & (uint32_t)(pcap - 1);
+            size_t j = i;
+            for (; j > 0 && (java_spread((uint32_t)p[j - 1]) & (uint32_t)(pcap - 1)) > b; j--)
+                p[j] = p[j - 1];
+            p[j] = x;
+        }
+    }
 }
 
 /* The assignor the members prefer: as Kafka's
@@ -589,6 +646,7 @@ static void compute_target(struct ccg_env *e, struct cgroup *g)
                 nt++;
                 k = j;
             }
+            java_order_current(cur[i], nt);
             gm[i] = (samsa_group_member_t){
                 .member_id = m->id,
                 .instance_id = m->instance_id,
@@ -608,7 +666,7 @@ static void compute_target(struct ccg_env *e, struct cgroup *g)
             .members = gm,
             .n_members = n,
         };
-        struct describer_ctx dctx = {cc};
+        struct describer_ctx dctx = {cc, e};
         samsa_topic_describer_t desc = {sizeof desc, &dctx, desc_num_partitions, desc_racks};
         struct builder_ctx bctx = {cc, out, n, {0}};
         samsa_assignment_builder_t bld = {sizeof bld, &bctx, builder_assign};
@@ -878,6 +936,13 @@ int16_t ccg_validate(const struct ccg_hb_req *rq, struct ccg_env *e, const char 
         free(name);
         if (!ok) {
             *message = "ServerAssignor is not supported by this broker.";
+            return KERR_UNSUPPORTED_ASSIGNOR;
+        }
+    } else if (rq->epoch == CCG_JOIN_EPOCH) {
+        /* no default assignor: a build or plugins= without any */
+        void *st;
+        if (!e->assignor || !e->assignor(e->ctx, NULL, &st)) {
+            *message = "No server-side assignor is loaded on this broker.";
             return KERR_UNSUPPORTED_ASSIGNOR;
         }
     }

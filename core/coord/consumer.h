@@ -131,6 +131,11 @@ struct ccg_env {
     bool (*topic)(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts);
     /* Calls fn with the name of every topic (regex subscriptions). */
     void (*each_topic)(void *ctx, void (*fn)(void *arg, const char *name), void *arg);
+    /* The distinct racks (broker.rack) of the brokers holding a replica
+     * of the partition: up to cap names into racks (borrowed until the
+     * metadata image changes), returns how many there are. May be NULL
+     * (no rack information). */
+    size_t (*racks)(void *ctx, const kuuid_t *topic, int32_t partition, const char **racks, size_t cap);
     /* Changes whenever the set of topics may have changed (the metadata
      * offset); a regex is resolved again only then. -1: always. */
     int64_t topics_version;
@@ -206,10 +211,6 @@ int16_t ccg_validate_fetch(const struct ccgroup *cc, kstr_t member_id, int32_t e
 
 /* Writes tombstones of every record of the group (deletion). */
 void ccg_emit_tombstones(struct ccg_env *e, const struct cgroup *g);
-
-/* ---- assignors (assignors.c): built in, behind the plugin ABI ---- */
-extern const samsa_assignor_t ccg_uniform_assignor;
-extern const samsa_assignor_t ccg_range_assignor;
 
 /* ---- loading ---- */
 struct ccg_member *ccg_member_get_or_add(struct ccgroup *cc, kstr_t member_id);

@@ -22,6 +22,7 @@
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/sfile.h"
@@ -389,15 +390,10 @@ const samsa_assignor_t *coord_assignor_find(char *const *names, int32_t n, const
     if (!listed)
         return NULL;
     const struct plugin_cap *cap = plugins ? plugin_find(plugins, SAMSA_CAP_ASSIGNOR, name) : NULL;
-    if (cap) {
-        *state = cap->state;
-        return &cap->vt.assignor;
-    }
-    if (strcmp(name, "uniform") == 0)
-        return &ccg_uniform_assignor;
-    if (strcmp(name, "range") == 0)
-        return &ccg_range_assignor;
-    return NULL;
+    if (!cap)
+        return NULL;
+    *state = cap->state;
+    return &cap->vt.assignor;
 }
 
 static const samsa_assignor_t *env_assignor(void *ctx, const char *name, void **state)
@@ -416,6 +412,34 @@ static bool env_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
     *id = t->id;
     *nparts = t->npartitions;
     return true;
+}
+
+static size_t env_racks(void *ctx, const kuuid_t *topic, int32_t partition, const char **racks, size_t cap)
+{
+    struct ccg_ctx *x = ctx;
+    const struct mi_topic *t = x->img ? mimage_topic_by_id(x->img, topic) : NULL;
+    if (!t || partition < 0 || partition >= t->npartitions)
+        return 0;
+    const struct mi_partition *p = &t->partitions[partition];
+    size_t n = 0;
+    const char *seen[64];
+    size_t nseen = 0;
+    for (int32_t i = 0; i < p->nreplicas; i++) {
+        const struct mi_broker *b = mimage_broker(x->img, p->replicas[i]);
+        if (!b || !b->rack || !b->rack[0])
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < nseen && !dup; k++)
+            dup = strcmp(seen[k], b->rack) == 0;
+        if (dup)
+            continue;
+        if (nseen < sizeof seen / sizeof seen[0])
+            seen[nseen++] = b->rack;
+        if (n < cap)
+            racks[n] = b->rack;
+        n++;
+    }
+    return n;
 }
 
 static void env_each_topic(void *ctx, void (*fn)(void *arg, const char *name), void *arg)
@@ -455,6 +479,7 @@ static void ccg_env_init_into(struct coord_shard *s, struct ccg_env *e, struct c
     e->assignor = env_assignor;
     e->topic = env_topic;
     e->each_topic = env_each_topic;
+    e->racks = env_racks;
     e->topics_version = x->img ? x->img->offset : -1;
     e->ctx = x;
     e->emit = env_emit;
@@ -1190,6 +1215,7 @@ static void run_expiration(struct coord *c)
 static void *coord_main(void *arg)
 {
     struct coord *c = arg;
+    thread_set_name("samsa-groups");
     int64_t next_expire = clock_mono_ms() + c->s.retention_check_ms;
     int64_t next_image = 0;
     for (;;) {
@@ -1243,31 +1269,62 @@ static void *coord_main(void *arg)
 }
 
 /* Kafka refuses to start when group.consumer.assignors names a class it
- * cannot load; so does samsa for a name that is neither built in nor a
- * loaded plugin's assignor. */
+ * cannot load; so does samsa for a name no loaded plugin offers as an
+ * assignor. Unset, the key means Kafka's default (uniform,range) as far
+ * as this site's build has those modules, so a build without them still
+ * starts (KIP-848 groups then need a ServerAssignor it has, or get
+ * UNSUPPORTED_ASSIGNOR). */
+char **coord_assignor_names(const struct samsa_config *cfg, const struct plugin_registry *plugins, int32_t *n,
+                            char *err, size_t errlen)
+{
+    bool set = config_is_set(cfg, "group.consumer.assignors");
+    const char *as = set ? config_get(cfg, "group.consumer.assignors") : COORD_DEFAULT_ASSIGNORS;
+    char *list = xstrdup(as ? as : ""), *save = NULL;
+    char **v = xcalloc(1, sizeof *v);
+    int32_t k = 0;
+    bool bad = false;
+    for (char *t = strtok_r(list, ", ", &save); t && !bad; t = strtok_r(NULL, ", ", &save)) {
+        if (!(plugins && plugin_find(plugins, SAMSA_CAP_ASSIGNOR, t))) {
+            if (!set)
+                continue;
+            snprintf(err, errlen,
+                     "config 'group.consumer.assignors': no assignor '%s' (no loaded plugin offers it; uniform "
+                     "and range come from the modules assignor-uniform and assignor-range, see samsa "
+                     "--list-plugins)",
+                     t);
+            bad = true;
+            break;
+        }
+        v = xrealloc(v, (size_t)(k + 2) * sizeof *v);
+        v[k++] = xstrdup(t);
+    }
+    if (!bad && set && k == 0) {
+        snprintf(err, errlen, "config 'group.consumer.assignors': names no assignor");
+        bad = true;
+    }
+    free(list);
+    if (bad) {
+        for (int32_t i = 0; i < k; i++)
+            free(v[i]);
+        free(v);
+        return NULL;
+    }
+    v[k] = NULL;
+    *n = k;
+    return v;
+}
+
 int coord_check_assignors(const struct samsa_config *cfg, const struct plugin_registry *plugins, char *err,
                           size_t errlen)
 {
-    const char *as = config_get(cfg, "group.consumer.assignors");
-    char *list = xstrdup(as ? as : COORD_DEFAULT_ASSIGNORS), *save = NULL;
-    int rc = 0, n = 0;
-    for (char *t = strtok_r(list, ", ", &save); t && rc == 0; t = strtok_r(NULL, ", ", &save)) {
-        n++;
-        bool builtin = strcmp(t, "uniform") == 0 || strcmp(t, "range") == 0;
-        if (!builtin && !(plugins && plugin_find(plugins, SAMSA_CAP_ASSIGNOR, t))) {
-            snprintf(err, errlen,
-                     "config 'group.consumer.assignors': no assignor '%s' (built in: uniform, range; "
-                     "others come from a loaded plugin, see samsa --list-plugins)",
-                     t);
-            rc = -1;
-        }
-    }
-    if (rc == 0 && n == 0) {
-        snprintf(err, errlen, "config 'group.consumer.assignors': names no assignor");
-        rc = -1;
-    }
-    free(list);
-    return rc;
+    int32_t n = 0;
+    char **v = coord_assignor_names(cfg, plugins, &n, err, errlen);
+    if (!v)
+        return -1;
+    for (int32_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    return 0;
 }
 
 struct coord *coord_create(const struct coord_env *env)
@@ -1288,13 +1345,17 @@ struct coord *coord_create(const struct coord_env *env)
     c->s.cg_session_timeout_ms = (int32_t)cfg_long(cfg, "group.consumer.session.timeout.ms", 45000);
     c->s.cg_heartbeat_interval_ms = (int32_t)cfg_long(cfg, "group.consumer.heartbeat.interval.ms", 5000);
     c->s.cg_max_size = (int32_t)cfg_long(cfg, "group.consumer.max.size", INT32_MAX);
-    const char *as = config_get(cfg, "group.consumer.assignors");
-    char *list = xstrdup(as ? as : COORD_DEFAULT_ASSIGNORS), *save = NULL;
-    for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
-        c->s.assignors = xrealloc(c->s.assignors, (size_t)(c->s.nassignors + 1) * sizeof *c->s.assignors);
-        c->s.assignors[c->s.nassignors++] = xstrdup(t);
+    char aerr[512] = "";
+    c->s.assignors = coord_assignor_names(cfg, env->plugins, &c->s.nassignors, aerr, sizeof aerr);
+    if (!c->s.assignors) { /* checked at startup (main.c); not reached */
+        slog_warn("group coordinator: %s", aerr);
+        c->s.assignors = xcalloc(1, sizeof *c->s.assignors);
+        c->s.nassignors = 0;
+    } else if (c->s.nassignors == 0) {
+        slog_warn("group coordinator: no server-side assignor is loaded (this build or plugins= leaves out "
+                  "assignor-uniform and assignor-range): KIP-848 consumer groups are refused with "
+                  "UNSUPPORTED_ASSIGNOR");
     }
-    free(list);
     cshard_table_init(&c->shards, COORD_OFFSETS_TOPIC, shard_make, c);
     pthread_mutex_init(&c->lock, NULL);
     clock_cond_init_mono(&c->cond);

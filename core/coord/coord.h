@@ -51,15 +51,21 @@ struct plugin_registry;
 /* Kafka's default group.consumer.assignors; the first is the default. */
 #define COORD_DEFAULT_ASSIGNORS "uniform,range"
 
-/* 0 when every name of group.consumer.assignors is a built-in assignor
- * (uniform, range) or a loaded plugin's; else -1 with one line in err. */
+/* The assignors of group.consumer.assignors, in order, as a
+ * NULL-terminated array of n strings the caller frees (each and the
+ * array). Set, every name must be a loaded plugin's assignor, else NULL
+ * with one line in err naming the first missing one; unset, Kafka's
+ * default (COORD_DEFAULT_ASSIGNORS) keeps those that are loaded (n may
+ * be 0). */
+char **coord_assignor_names(const struct samsa_config *cfg, const struct plugin_registry *plugins, int32_t *n,
+                            char *err, size_t errlen);
+/* 0 when coord_assignor_names succeeds; else -1 with one line in err. */
 int coord_check_assignors(const struct samsa_config *cfg, const struct plugin_registry *plugins, char *err,
                           size_t errlen);
 
 /* The assignor called name among names (group.consumer.assignors, n of
- * them; name NULL: the first, the default): a loaded plugin's assignor
- * of that name, else the built-in one; NULL for a name not listed or
- * that nothing provides. *state gets the capability's state. The result
+ * them; name NULL: the first, the default): the loaded plugin's assignor
+ * of that name; NULL for a name not listed or that nothing provides. *state gets the capability's state. The result
  * is static or lives as long as plugins. */
 const samsa_assignor_t *coord_assignor_find(char *const *names, int32_t n, const struct plugin_registry *plugins,
                                              const char *name, void **state);

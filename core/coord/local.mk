@@ -2,7 +2,7 @@
 # __consumer_offsets (group.c is the state machine, coord.c the service).
 core_libsamsacore_a_SOURCES += \
 	core/coord/group.c core/coord/group.h \
-	core/coord/consumer.c core/coord/consumer.h core/coord/assignors.c \
+	core/coord/consumer.c core/coord/consumer.h \
 	core/coord/records.c core/coord/records.h \
 	core/coord/coord.c core/coord/coord.h
 # Transaction coordinator: txn_meta.c is the state machine, txn_log.c

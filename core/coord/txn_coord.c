@@ -22,6 +22,7 @@
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "replica/partition.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/hmap.h"
@@ -790,6 +791,7 @@ static bool sweep(struct txn_coord *tc, enum sweep what)
 static void *txn_main(void *arg)
 {
     struct txn_coord *tc = arg;
+    thread_set_name("samsa-txncoord");
     int64_t now = clock_mono_ms();
     int64_t next_image = 0, next_abort = now + tc->s.abort_interval_ms, next_expire = now + tc->s.expire_interval_ms;
     for (;;) {

@@ -27,6 +27,7 @@
 #include "proto/gen/write_txn_markers_request.h"
 #include "proto/gen/write_txn_markers_response.h"
 #include "proto/kerr.h"
+#include "util/thread.h"
 #include "util/arena.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -558,6 +559,7 @@ static void on_retry(struct ev_loop *loop, ev_timer *t, int revents)
 static void *sender_main(void *arg)
 {
     struct txn_sender *s = arg;
+    thread_set_name("samsa-txnmarks");
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

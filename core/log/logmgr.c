@@ -16,6 +16,7 @@
 #include "log/cleaner.h"
 #include "proto/kerr.h"
 #include "topic_config.h"
+#include "util/thread.h"
 #include "util/fdcache.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -404,6 +405,7 @@ int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *t
 static void *pool_main(void *arg)
 {
     struct logmgr *m = arg;
+    thread_set_name("samsa-logopen");
     pthread_mutex_lock(&m->lock);
     for (;;) {
         struct open_job *j = m->jhead;
@@ -749,6 +751,7 @@ void logmgr_run_retention(struct logmgr *m)
 static void *flusher_main(void *arg)
 {
     struct logmgr *m = arg;
+    thread_set_name("samsa-logflush");
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         struct mlog *ml = m->qhead;
@@ -778,6 +781,8 @@ static void *flusher_main(void *arg)
 static void *scheduler_main(void *arg)
 {
     struct logmgr *m = arg;
+    thread_set_name("samsa-logsched");
+    (void)thread_set_background();
     int64_t now = clock_mono_ms();
     int64_t next_retention = now + m->retention_check_ms;
     int64_t next_rp = now + m->rp_ckpt_ms, next_ls = now + m->ls_ckpt_ms, next_hw = now + m->hw_ckpt_ms;
@@ -911,6 +916,8 @@ static struct mlog *grab_filthiest(struct logmgr *m, int64_t now)
 static void *cleaner_main(void *arg)
 {
     struct logmgr *m = arg;
+    thread_set_name("samsa-cleaner");
+    (void)thread_set_background();
     for (;;) {
         pthread_mutex_lock(&m->lock);
         bool stop = m->stop;

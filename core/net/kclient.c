@@ -23,6 +23,7 @@
 #include "proto/gen/sasl_handshake_request.h"
 #include "proto/gen/sasl_handshake_response.h"
 #include "proto/kerr.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -169,6 +170,7 @@ static void rs_free(struct kc_resolve *j)
 static void *resolver_main(void *arg)
 {
     (void)arg;
+    thread_set_name("samsa-resolver");
     pthread_mutex_lock(&rs_lock);
     for (;;) {
         while (!rs_head)

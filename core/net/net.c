@@ -16,6 +16,8 @@
 #include "net/conn.h"
 #include "net/park.h"
 #include "net/worker.h"
+#include "util/loopwatch.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "net/tls.h"
 #include "util/clock.h"
@@ -238,10 +240,16 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    thread_set_name("samsa-net-%d", w->id);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    char name[24];
+    snprintf(name, sizeof name, "net-%d", w->id);
+    loopwatch_start(&lw, w->loop, name);
     ev_run(w->loop, 0);
+    loopwatch_stop(&lw, w->loop);
     return NULL;
 }
 

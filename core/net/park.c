@@ -11,6 +11,7 @@
 #include "net/park.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,9 @@ struct park_sink {
     /* posted keys, from any thread */
     pthread_mutex_t mu;
     bool attached;
+    /* Notifiers between deciding to wake the worker (under mu) and the
+     * ev_async_send they make after unlocking; detach waits for them. */
+    atomic_int senders;
     park_key_t *posted;
     size_t nposted, cap;
     /* worker thread only */
@@ -324,8 +328,15 @@ void park_stop(struct parked *p)
 /* ------------------------------------------------------------------ */
 /* notification                                                        */
 
+/* The wake-up (a write to the loop's eventfd) is sent after mu is
+ * released: the write wakes the worker, which takes mu first thing, and a
+ * notifier descheduled inside the syscall while holding mu (likely on a
+ * busy machine, since the wakee may preempt it) made the worker wait for
+ * it; the loop watchdog saw worker passes of 100 ms and more there while a
+ * follower caught up. */
 static void post(struct park_sink *s, park_key_t key)
 {
+    bool send = false;
     pthread_mutex_lock(&s->mu);
     if (s->attached) {
         /* the same key twice in a row (a burst of appends to one
@@ -337,11 +348,17 @@ static void post(struct park_sink *s, park_key_t key)
             }
             s->posted[s->nposted++] = key;
             atomic_fetch_add_explicit(&s->hub->posts, 1, memory_order_relaxed);
-            if (s->nposted == 1)
-                ev_async_send(s->loop, &s->async);
+            if (s->nposted == 1) {
+                send = true;
+                atomic_fetch_add_explicit(&s->senders, 1, memory_order_relaxed);
+            }
         }
     }
     pthread_mutex_unlock(&s->mu);
+    if (send) {
+        ev_async_send(s->loop, &s->async);
+        atomic_fetch_sub_explicit(&s->senders, 1, memory_order_release);
+    }
 }
 
 void park_notify(struct park_hub *h, park_key_t key)
@@ -417,6 +434,9 @@ void park_worker_detach(struct park_sink *s)
     s->attached = false;
     s->nposted = 0;
     pthread_mutex_unlock(&s->mu);
+    /* a notifier that saw it attached is at most one syscall from done */
+    while (atomic_load_explicit(&s->senders, memory_order_acquire))
+        sched_yield();
     ev_async_stop(s->loop, &s->async);
 }
 

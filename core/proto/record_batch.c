@@ -336,6 +336,94 @@ static const char *codec_name(int codec)
  * Structural problems fail at once (Kafka throws from the iterator); key
  * and timestamp problems are collected and, as processRecordErrors does,
  * INVALID_TIMESTAMP wins over INVALID_RECORD when both occur. */
+/* The walk below in one pass without a call or a struct per record, for
+ * the batches clients send: every field present and well formed, offset
+ * deltas 0..n-1, keys present where compaction needs them, timestamps in
+ * range, CreateTime. On anything else it returns false and the general
+ * walk runs from the start to find and name the error as Kafka does; the
+ * two accept exactly the same batches (record_batch_test and the
+ * record_batch fuzz target run both on mutated batches and compare). perf put the general walk at
+ * about a sixth of the server's CPU for 100-byte records. */
+static inline bool fast_varint(const uint8_t **pp, const uint8_t *end, int32_t *v)
+{
+    uint32_t u;
+    size_t k = varint_decode_u32(*pp, (size_t)(end - *pp), &u);
+    if (!k)
+        return false;
+    *pp += k;
+    *v = unzigzag32(u);
+    return true;
+}
+
+static inline bool fast_skip_bytes(const uint8_t **pp, const uint8_t *end, bool nullable, bool *is_null)
+{
+    int32_t len;
+    if (!fast_varint(pp, end, &len))
+        return false;
+    if (len < 0) {
+        *is_null = true;
+        return len == -1 && nullable;
+    }
+    *is_null = false;
+    if ((size_t)len > (size_t)(end - *pp))
+        return false;
+    *pp += len;
+    return true;
+}
+
+static bool fast_walk = true;
+
+void rb_validate_use_fast_walk(bool on) { fast_walk = on; }
+
+static bool validate_records_fast(const uint8_t *p, size_t recs_len, const struct rb_header *h,
+                                  const struct rb_validate_opts *o, int64_t *max_ts_out, int32_t *max_delta_out)
+{
+    if (!p || rb_timestamp_type(h) == RB_LOG_APPEND_TIME || h->records_count <= 0)
+        return false;
+    const uint8_t *end = p + recs_len;
+    const bool check_ts = o->timestamp_type == RB_CREATE_TIME;
+    int64_t max_ts = RB_NO_TIMESTAMP;
+    int32_t max_delta = -1;
+    for (int32_t i = 0; i < h->records_count; i++) {
+        int32_t len;
+        if (!fast_varint(&p, end, &len) || len < 1 || (size_t)len > (size_t)(end - p))
+            return false;
+        const uint8_t *rend = p + len;
+        p++; /* attributes */
+        uint64_t u;
+        size_t k = varint_decode_u64(p, (size_t)(rend - p), &u);
+        if (!k)
+            return false;
+        p += k;
+        int64_t ts = wadd64(h->base_timestamp, unzigzag64(u));
+        int32_t off, nh;
+        bool null_key, null_value;
+        if (!fast_varint(&p, rend, &off) || off != i || !fast_skip_bytes(&p, rend, true, &null_key) ||
+            (null_key && o->compacted) || !fast_skip_bytes(&p, rend, true, &null_value) ||
+            !fast_varint(&p, rend, &nh) || nh < 0 || (size_t)nh > (size_t)(rend - p))
+            return false;
+        for (int32_t j = 0; j < nh; j++)
+            if (!fast_skip_bytes(&p, rend, false, &null_key) || !fast_skip_bytes(&p, rend, true, &null_value))
+                return false;
+        if (p != rend)
+            return false;
+        if (ts > max_ts) {
+            max_ts = ts;
+            max_delta = off;
+        }
+        if (check_ts && ts != RB_NO_TIMESTAMP) {
+            int64_t diff = wsub64(o->now_ms, ts);
+            if (diff > o->timestamp_before_max_ms || wneg64(diff) > o->timestamp_after_max_ms)
+                return false;
+        }
+    }
+    if (p != end)
+        return false;
+    *max_ts_out = max_ts;
+    *max_delta_out = max_delta;
+    return true;
+}
+
 static int validate_records(const uint8_t *recs, size_t recs_len, const struct rb_header *h,
                             const struct rb_validate_opts *o, struct rb_validate_result *out)
 {
@@ -349,6 +437,10 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
     bool bad_ts_type = false;
     int r;
 
+    if (fast_walk && validate_records_fast(recs, recs_len, h, o, &max_ts, &max_ts_delta))
+        goto valid;
+    max_ts = RB_NO_TIMESTAMP;
+    max_ts_delta = -1;
     rb_record_iter_init(&it, recs, recs_len, h->records_count);
     while ((r = rb_record_next(&it, &rec)) == 1) {
         int32_t idx = it.index - 1;
@@ -402,6 +494,7 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
         return verr(out, KERR_INVALID_RECORD, first_key_err,
                     "Compacted topic cannot accept message without key (record %d)", first_key_err);
 
+valid:
     if (o->timestamp_type == RB_LOG_APPEND_TIME) {
         out->max_timestamp = o->now_ms;
         out->max_timestamp_offset_delta = h->last_offset_delta;

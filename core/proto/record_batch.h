@@ -265,6 +265,11 @@ struct rb_validate_result {
 int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
                         const struct rb_validate_opts *opts, struct rb_validate_result *out);
 
+/* Tests and fuzz targets only: turns the single-pass walk for well-formed
+ * uncompressed records off (on by default), so that they can check that
+ * it accepts exactly what the general walk accepts. Not thread-safe. */
+void rb_validate_use_fast_walk(bool on);
+
 /* ---- builder (the broker's own writes, samsactl's producer) ---- */
 
 struct rb_header_kv {

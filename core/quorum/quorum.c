@@ -17,6 +17,8 @@
 #include "quorum/qstate.h"
 #include "quorum/rlog.h"
 #include "raft/raft_msg.h"
+#include "util/loopwatch.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -642,16 +644,21 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 static void *loop_main(void *arg)
 {
     struct quorum *q = arg;
+    thread_set_name("samsa-quorum");
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    loopwatch_start(&lw, q->loop, "quorum");
     ev_run(q->loop, 0);
+    loopwatch_stop(&lw, q->loop);
     return NULL;
 }
 
 static void *flusher_main(void *arg)
 {
     struct quorum *q = arg;
+    thread_set_name("samsa-qflush");
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);

@@ -33,6 +33,8 @@
 #include "replica/env.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
+#include "util/loopwatch.h"
+#include "util/thread.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/slog.h"
@@ -621,10 +623,16 @@ static void on_wake(struct ev_loop *loop, ev_async *a, int revents)
 static void *fetcher_main(void *arg)
 {
     struct lane *f = arg;
+    thread_set_name("samsa-fetch-%d", f->index);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
+    struct loopwatch lw;
+    char name[24];
+    snprintf(name, sizeof name, "fetch-%d", f->index);
+    loopwatch_start(&lw, f->loop, name);
     ev_run(f->loop, 0);
+    loopwatch_stop(&lw, f->loop);
     return NULL;
 }
 

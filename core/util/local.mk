@@ -9,4 +9,6 @@ core_libsamsacore_a_SOURCES += \
 	core/util/hmap.c core/util/hmap.h \
 	core/util/uuid.c core/util/uuid.h \
 	core/util/rate.c core/util/rate.h \
-	core/util/throttle.c core/util/throttle.h
+	core/util/throttle.c core/util/throttle.h \
+	core/util/thread.c core/util/thread.h \
+	core/util/loopwatch.c core/util/loopwatch.h

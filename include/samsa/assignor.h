@@ -39,7 +39,11 @@ typedef struct samsa_group_member {
     const char *rack_id;      /* or NULL */
     const samsa_uuid_t *subscribed_topic_ids;
     size_t n_subscribed;
-    /* What the member owns now (stickiness input). */
+    /* What the member owns now (stickiness input): its current target
+     * assignment, topics and each topic's partitions listed in the
+     * order Kafka's group coordinator iterates a member's assignment (a
+     * java.util.HashMap of topic ids to HashSets of partitions), which
+     * the tie-breaks of Kafka's assignors follow. */
     const samsa_topic_partitions_t *current;
     size_t n_current;
 } samsa_group_member_t;
@@ -62,7 +66,9 @@ typedef struct samsa_topic_describer {
     void *ctx;
     /* Number of partitions, or -1 for a topic that is not subscribed. */
     int32_t (*num_partitions)(void *ctx, const samsa_uuid_t *topic_id);
-    /* Racks of the partition's replicas: fills up to cap names and
+    /* Racks of the partition's replicas (the distinct broker.rack of
+     * the brokers holding one, from the cluster metadata; brokers
+     * without broker.rack are left out): fills up to cap names and
      * returns how many there are. Names are valid during assign. */
     size_t (*racks_for_partition)(void *ctx, const samsa_uuid_t *topic_id, int32_t partition,
                                   const char **racks, size_t cap);

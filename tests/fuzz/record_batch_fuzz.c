@@ -66,6 +66,14 @@ static void check_batch(const uint8_t *p, size_t n, const uint8_t *knobs)
         abort();
     if (rc == 0 && r.batches == 1 && !rb_crc_ok(p, n))
         abort();
+    /* The single-pass walk must agree with the general one. */
+    struct rb_validate_result g;
+    rb_validate_use_fast_walk(false);
+    int rg = rb_validate_produce(p, n, (int16_t)(knobs[1] % 13), &o, &g);
+    rb_validate_use_fast_walk(true);
+    if (rg != rc || g.error_record_index != r.error_record_index || g.max_timestamp != r.max_timestamp ||
+        g.max_timestamp_offset_delta != r.max_timestamp_offset_delta || strcmp(g.reason, r.reason) != 0)
+        abort();
 
     struct rb_header h;
     if (rb_parse_header(p, n, &h) == 0 && rb_batch_size(&h) <= (int64_t)n) {

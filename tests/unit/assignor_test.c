@@ -1,9 +1,10 @@
 /* The assignor capability kind as the group coordinator uses it: the
  * example module assignor-roundrobin loaded from the build's modules
  * like any plugin, called through its vtable with an exact result;
- * group.consumer.assignors checked at startup (built-in names, a
- * plugin's name, a missing one); coord_assignor_find choosing by name
- * (the default, a plugin's, a built-in one, a name not listed); and a
+ * group.consumer.assignors checked at startup (unset with or without
+ * the assignor modules, a plugin's name, a missing one);
+ * coord_assignor_find choosing by name (the default, a plugin's, the
+ * modules' uniform and range, a name not listed); and a
  * KIP-848 heartbeat naming ServerAssignor "roundrobin" getting exactly
  * that assignor's target, or UNSUPPORTED_ASSIGNOR for an unknown name.
  * Skipped when the build has no assignor-roundrobin module. */
@@ -26,6 +27,8 @@
 #include "proto/kerr.h"
 #include "samsa/assignor.h"
 
+#include "assignor_modules.h"
+
 #ifndef MODULE_DIR
 #error MODULE_DIR must name the built modules
 #endif
@@ -38,6 +41,7 @@ static struct plugin_registry *load_rr(void)
 {
     struct plugin_registry *reg = plugin_registry_new(NULL);
     assert_int_equal(plugin_load_name(reg, MODULE_DIR, "assignor-roundrobin", errbuf, sizeof errbuf), 0);
+    assignor_modules_load(reg);
     return reg;
 }
 
@@ -86,7 +90,7 @@ static void test_module_assigns(void **st)
     struct plugin_registry *reg = load_rr();
     const struct plugin_cap *cap = plugin_find(reg, SAMSA_CAP_ASSIGNOR, "roundrobin");
     assert_non_null(cap);
-    assert_null(plugin_find(reg, SAMSA_CAP_ASSIGNOR, "uniform")); /* built in, not a plugin's */
+    assert_non_null(plugin_find(reg, SAMSA_CAP_ASSIGNOR, "uniform")); /* the module's, loaded too */
     /* members out of id order; "m-b" alone subscribes to topic 2 */
     samsa_uuid_t t1 = uid(1), both[2] = {uid(2), uid(1)};
     samsa_group_member_t m[3] = {
@@ -126,12 +130,34 @@ static int check(const char *list, struct plugin_registry *reg)
 static void test_startup_check(void **st)
 {
     (void)st;
-    assert_int_equal(check(NULL, NULL), 0); /* Kafka's default: uniform,range */
-    assert_int_equal(check("range", NULL), 0);
-    /* a build (or plugins=) without the module refuses to start */
-    assert_int_equal(check("uniform,roundrobin", NULL), -1);
-    assert_string_equal(errbuf, "config 'group.consumer.assignors': no assignor 'roundrobin' (built in: uniform, "
-                                "range; others come from a loaded plugin, see samsa --list-plugins)");
+    /* a build (or plugins=) without the assignor modules: unset, the
+     * key is Kafka's default as far as the build has it (here: none) */
+    assert_int_equal(check(NULL, NULL), 0);
+    /* naming one of them refuses to start, with one line */
+    assert_int_equal(check("roundrobin,range", NULL), -1);
+    assert_string_equal(errbuf, "config 'group.consumer.assignors': no assignor 'roundrobin' (no loaded plugin "
+                                "offers it; uniform and range come from the modules assignor-uniform and "
+                                "assignor-range, see samsa --list-plugins)");
+    struct plugin_registry *only = plugin_registry_new(NULL);
+    assert_int_equal(plugin_load_static(only, samsa_plugin_entry_assignor_range, "assignor-range", errbuf,
+                                        sizeof errbuf),
+                     0);
+    assert_int_equal(check("range", only), 0);
+    assert_int_equal(check(NULL, only), 0);
+    assert_int_equal(check("uniform,range", only), -1);
+    assert_non_null(strstr(errbuf, "no assignor 'uniform'"));
+    /* the unset default keeps what is loaded, in Kafka's order */
+    struct samsa_config *cfg = config_new();
+    int32_t n = -1;
+    char **v = coord_assignor_names(cfg, only, &n, errbuf, sizeof errbuf);
+    assert_non_null(v);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0], "range");
+    free(v[0]), free(v);
+    plugin_registry_free(only);
+    config_free(cfg);
+    assert_int_equal(check("", NULL), -1);
+    assert_string_equal(errbuf, "config 'group.consumer.assignors': names no assignor");
     if (!have_module())
         skip();
     struct plugin_registry *reg = load_rr();
@@ -151,9 +177,9 @@ static void test_find_by_name(void **st)
     struct plugin_registry *reg = load_rr();
     char *names[] = {"uniform", "range", "roundrobin"};
     void *state = (void *)1;
-    assert_ptr_equal(coord_assignor_find(names, 3, reg, NULL, &state), &ccg_uniform_assignor);
+    assert_string_equal(coord_assignor_find(names, 3, reg, NULL, &state)->hdr.name, "uniform");
     assert_null(state);
-    assert_ptr_equal(coord_assignor_find(names, 3, reg, "range", &state), &ccg_range_assignor);
+    assert_string_equal(coord_assignor_find(names, 3, reg, "range", &state)->hdr.name, "range");
     const samsa_assignor_t *a = coord_assignor_find(names, 3, reg, "roundrobin", &state);
     assert_non_null(a);
     assert_string_equal(a->hdr.name, "roundrobin");
@@ -163,8 +189,9 @@ static void test_find_by_name(void **st)
     /* the first listed is the default */
     char *rr_first[] = {"roundrobin", "uniform"};
     assert_ptr_equal(coord_assignor_find(rr_first, 2, reg, NULL, &state), a);
-    /* without the plugin the name is not served */
+    /* without the plugins no name is served, uniform neither */
     assert_null(coord_assignor_find(names, 3, NULL, "roundrobin", &state));
+    assert_null(coord_assignor_find(names, 3, NULL, NULL, &state));
     plugin_registry_free(reg);
 }
 

@@ -1,6 +1,6 @@
-/* KIP-848 consumer groups (coord/consumer.c, coord/assignors.c) driven
+/* KIP-848 consumer groups (coord/consumer.c) driven
  * directly with a fake clock, fake topic metadata and a record sink:
- * the built-in assignors' exact assignments, the reconciliation of
+ * the assignor modules' (uniform, range) exact assignments, the reconciliation of
  * Kafka's CurrentAssignmentBuilder (a partition reaches its new owner
  * only after the old one revoked it; member epochs, UNREVOKED and
  * UNRELEASED states), fencing, leaving, session and revocation
@@ -21,6 +21,8 @@
 #include "coord/records.h"
 #include "proto/kerr.h"
 #include "util/buf.h"
+
+#include "assignor_modules.h"
 
 /* ------------------------------------------------------------------ */
 /* fixture                                                             */
@@ -53,15 +55,52 @@ struct fx {
     struct buf k, v; /* the last record, encoded */
 };
 
+/* "rackprobe": an assignor that records what the coordinator's
+ * describer answers about racks (the replicas' broker.rack) and the
+ * members' rack_id, and assigns nothing. */
+static char probe_racks[128];
+
+static int probe_assign(void *st, const samsa_group_spec_t *g, const samsa_topic_describer_t *topics,
+                        const samsa_assignment_builder_t *out, char *errstr, size_t errlen)
+{
+    (void)st, (void)out, (void)errstr, (void)errlen;
+    size_t l = 0;
+    for (size_t i = 0; i < g->n_members; i++)
+        for (size_t k = 0; k < g->members[i].n_subscribed; k++)
+            for (int32_t p = 0; p < 2; p++) {
+                const char *r[4];
+                size_t n = topics->racks_for_partition(topics->ctx, &g->members[i].subscribed_topic_ids[k], p, r, 4);
+                l += (size_t)snprintf(probe_racks + l, sizeof probe_racks - l, "%sp%d:", l ? " " : "", p);
+                for (size_t j = 0; j < n && j < 4; j++)
+                    l += (size_t)snprintf(probe_racks + l, sizeof probe_racks - l, "%s%s", j ? "," : "", r[j]);
+            }
+    return SAMSA_OK;
+}
+
+static const samsa_assignor_t probe_assignor = {
+    .hdr = {.struct_size = sizeof(samsa_assignor_t), .kind = SAMSA_CAP_ASSIGNOR, .name = "rackprobe"},
+    .assign = probe_assign,
+};
+
+/* T6's partition p: replicas on racks "r<p>" and "r<p+1>" */
+static size_t fake_racks(void *ctx, const kuuid_t *topic, int32_t partition, const char **racks, size_t cap)
+{
+    (void)ctx;
+    static const char *names[] = {"r0", "r1", "r2", "r3", "r4", "r5", "r6"};
+    if (topic->b[0] != 2 || partition < 0 || partition > 5)
+        return 0;
+    for (size_t i = 0; i < 2 && i < cap; i++)
+        racks[i] = names[partition + (int32_t)i];
+    return 2;
+}
+
 static const samsa_assignor_t *fake_assignor(void *ctx, const char *name, void **state)
 {
     (void)ctx;
     *state = NULL;
-    if (!name || strcmp(name, "uniform") == 0)
-        return &ccg_uniform_assignor;
-    if (strcmp(name, "range") == 0)
-        return &ccg_range_assignor;
-    return NULL;
+    if (name && strcmp(name, "rackprobe") == 0)
+        return &probe_assignor;
+    return module_assignor(name ? name : "uniform");
 }
 
 static bool fake_topic(void *ctx, kstr_t name, kuuid_t *id, int32_t *nparts)
@@ -117,6 +156,7 @@ static int setup(void **state)
     f->e.assignor = fake_assignor;
     f->e.topic = fake_topic;
     f->e.each_topic = fake_each_topic;
+    f->e.racks = fake_racks;
     f->e.topics_version = -1;
     f->e.emit = fake_emit;
     f->e.ctx = f;
@@ -333,7 +373,11 @@ static void run_assignor(const samsa_assignor_t *as, size_t n, const char **ids,
         curp[i] = (samsa_topic_partitions_t){t6, parts[i], np};
         m[i] = (samsa_group_member_t){ids[i], NULL, NULL, sub[i], ns, &curp[i], np ? 1 : 0};
     }
-    samsa_group_spec_t g = {sizeof g, "g", SAMSA_SUBSCRIPTION_HOMOGENEOUS, m, n};
+    int type = SAMSA_SUBSCRIPTION_HOMOGENEOUS;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(subs[i], subs[0]) != 0)
+            type = SAMSA_SUBSCRIPTION_HETEROGENEOUS;
+    samsa_group_spec_t g = {sizeof g, "g", type, m, n};
     samsa_topic_describer_t d = {sizeof d, NULL, spec_partitions, no_racks};
     samsa_assignment_builder_t b = {sizeof b, c, collect_assign};
     char err[64];
@@ -345,31 +389,43 @@ static void test_uniform_assignor(void **state)
     (void)state;
     struct collect c;
     const char *ids3[] = {"m0", "m1", "m2"}, *b3[] = {"b", "b", "b"};
-    run_assignor(&ccg_uniform_assignor, 3, ids3, b3, NULL, &c);
-    assert_string_equal(c.out[0], "b0,b3");
-    assert_string_equal(c.out[1], "b1,b4");
-    assert_string_equal(c.out[2], "b2,b5");
+    run_assignor(module_assignor("uniform"), 3, ids3, b3, NULL, &c);
+    assert_string_equal(c.out[0], "b0,b1");
+    assert_string_equal(c.out[1], "b2,b3");
+    assert_string_equal(c.out[2], "b4,b5");
     /* sticky: the first member keeps the lower half of what it had */
     const char *ids2[] = {"m0", "m1"}, *b2[] = {"b", "b"}, *cur2[] = {"0,1,2,3,4,5", ""};
-    run_assignor(&ccg_uniform_assignor, 2, ids2, b2, cur2, &c);
+    run_assignor(module_assignor("uniform"), 2, ids2, b2, cur2, &c);
     assert_string_equal(c.out[0], "b0,b1,b2");
     assert_string_equal(c.out[1], "b3,b4,b5");
     /* a third member takes one from each */
     const char *cur3[] = {"0,1,2", "3,4,5", ""};
-    run_assignor(&ccg_uniform_assignor, 3, ids3, b3, cur3, &c);
+    run_assignor(module_assignor("uniform"), 3, ids3, b3, cur3, &c);
     assert_string_equal(c.out[0], "b0,b1");
     assert_string_equal(c.out[1], "b3,b4");
     assert_string_equal(c.out[2], "b2,b5");
     /* the second leaves: its partitions go to the least loaded, first first */
     const char *ids_ac[] = {"m0", "m2"}, *cur_ac[] = {"0,1", "2,5"};
-    run_assignor(&ccg_uniform_assignor, 2, ids_ac, b2, cur_ac, &c);
+    run_assignor(module_assignor("uniform"), 2, ids_ac, b2, cur_ac, &c);
     assert_string_equal(c.out[0], "b0,b1,b3");
     assert_string_equal(c.out[1], "b2,b4,b5");
     /* heterogeneous: only m0 can take T6, so m1 gets all of T3 */
     const char *het[] = {"ab", "a"};
-    run_assignor(&ccg_uniform_assignor, 2, ids2, het, NULL, &c);
+    run_assignor(module_assignor("uniform"), 2, ids2, het, NULL, &c);
     assert_string_equal(c.out[0], "b0,b1,b2,b3,b4,b5");
     assert_string_equal(c.out[1], "a0,a1,a2");
+}
+
+/* The assignor's describer answers racks_for_partition from the
+ * coordinator's metadata (the env's racks), for partitions of the
+ * subscribed topics. */
+static void test_assignor_sees_racks(void **state)
+{
+    struct fx *f = *state;
+    probe_racks[0] = 0;
+    struct ccg_hb_resp r = heartbeat(f, (struct hb){.member = "A", .epoch = 0, .topics = {T6}, .assignor = "rackprobe"});
+    assert_int_equal(r.error, 0);
+    assert_string_equal(probe_racks, "p0:r0,r1 p1:r1,r2");
 }
 
 static void test_range_assignor(void **state)
@@ -378,12 +434,12 @@ static void test_range_assignor(void **state)
     struct collect c;
     /* sorted by member id, whatever the group's order */
     const char *ids[] = {"b", "a", "c"}, *subs[] = {"b", "b", "b"};
-    run_assignor(&ccg_range_assignor, 3, ids, subs, NULL, &c);
+    run_assignor(module_assignor("range"), 3, ids, subs, NULL, &c);
     assert_string_equal(c.out[1], "b0,b1");
     assert_string_equal(c.out[0], "b2,b3");
     assert_string_equal(c.out[2], "b4,b5");
     const char *ids4[] = {"a", "b", "c", "d"}, *subs4[] = {"ab", "ab", "b", "b"};
-    run_assignor(&ccg_range_assignor, 4, ids4, subs4, NULL, &c);
+    run_assignor(module_assignor("range"), 4, ids4, subs4, NULL, &c);
     assert_string_equal(c.out[0], "a0,a1,b0,b1");
     assert_string_equal(c.out[1], "a2,b2,b3");
     assert_string_equal(c.out[2], "b4");
@@ -697,6 +753,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uniform_assignor),
         cmocka_unit_test(test_range_assignor),
+        cmocka_unit_test_setup_teardown(test_assignor_sees_racks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_join_revoke_then_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_epoch_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leave_and_timeouts, setup, teardown),

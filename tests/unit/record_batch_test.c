@@ -1214,6 +1214,63 @@ static void test_varint_boundaries(void **state)
     assert_int_equal(varint_decode_u32(six, 6, &v), 0); /* more than five bytes */
 }
 
+/* The single-pass walk and the general one give the same answer (code,
+ * reason, failing record, max timestamp) on mutations of batches with keys,
+ * nulls and headers, under each option that changes the checks. */
+static void test_fast_walk_agrees(void **state)
+{
+    (void)state;
+    static const char *vals[] = {NULL, "", "v", "a longer value of some bytes"};
+    int mismatches = 0, accepted = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        struct buf b = BUF_INIT;
+        struct rb_builder bl;
+        rb_builder_begin(&bl, &b, 0, GOLDEN_TS, NULL);
+        int n = 1 + (int)(rnd() % 6);
+        for (int i = 0; i < n; i++) {
+            struct rb_header_kv hd[2] = {{KSTR_LIT("h"), kb(vals[rnd() % 4])}, {KSTR_LIT(""), kb(NULL)}};
+            int64_t ts = GOLDEN_TS + (int64_t)(rnd() % 5000) - 2500;
+            assert_int_equal(rb_builder_add(&bl, ts, kb(vals[rnd() % 4]), kb(vals[rnd() % 4]), hd, (int)(rnd() % 3)),
+                             0);
+        }
+        size_t len;
+        assert_int_equal(rb_builder_finish(&bl, &len), 0);
+        uint8_t *q = dup_exact(b.data, len);
+        buf_free(&b);
+        int flips = (int)(rnd() % 3);
+        for (int k = 0; k < flips; k++)
+            q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 4 ? rnd() % 8 : rnd());
+        rb_recompute_crc(q, len);
+        struct rb_validate_opts o = vopts();
+        o.compacted = rnd() % 4 == 0;
+        if (rnd() % 3 == 0) {
+            o.timestamp_before_max_ms = 1000;
+            o.timestamp_after_max_ms = 1000;
+            o.now_ms = GOLDEN_TS;
+        }
+        if (rnd() % 8 == 0)
+            o.timestamp_type = RB_LOG_APPEND_TIME;
+        struct rb_validate_result fast, slow;
+        int rf = rb_validate_produce(q, len, 9, &o, &fast);
+        rb_validate_use_fast_walk(false);
+        int rs = rb_validate_produce(q, len, 9, &o, &slow);
+        rb_validate_use_fast_walk(true);
+        if (rf != rs || fast.error_record_index != slow.error_record_index ||
+            fast.max_timestamp != slow.max_timestamp ||
+            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
+            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
+            print_error("iter %d: fast %s (%s) slow %s (%s)\n", iter, kerr_name((int16_t)rf), fast.reason,
+                        kerr_name((int16_t)rs), slow.reason);
+            mismatches++;
+        }
+        accepted += rf == 0;
+        free(q);
+    }
+    assert_int_equal(mismatches, 0);
+    /* Both outcomes were exercised. */
+    assert_true(accepted > 1000 && accepted < 19000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1236,6 +1293,7 @@ int main(void)
         cmocka_unit_test(test_validate_keys_and_timestamps),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_bit_flips),
+        cmocka_unit_test(test_fast_walk_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

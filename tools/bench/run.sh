@@ -13,6 +13,11 @@
 #   (f) as (e) with a transactional producer committing every 100 records
 #   (g) as (f) with transactions of 10 000 records: (f) and (g) are shown
 #       as throughput ratios to (e)
+#   (r) next to (a): Redis Streams, XADD of BENCH_RECORDS x 100 B pipelined
+#       (redis-benchmark, one connection, 100 commands per round trip) on a
+#       redis-server started and stopped by the bench, no persistence: the
+#       records each server appends per CPU-second (skipped with a line when
+#       redis-server/redis-benchmark are absent: scripts/setup.sh --bench)
 #   (h) end-to-end latency at BENCH_E2E_RATE records/s from a transactional
 #       producer (transactions of BENCH_E2E_TXN records) to a read_committed
 #       and a read_uncommitted consumer reading at once (samsa-loadgen e2e:
@@ -79,7 +84,12 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/samsa-bench.XXXXXX") || die "mktemp failed"
 DATA=$TMP/data
 FLOOR=$TMP/floor
 SPID=
+RPID=
 cleanup() {
+    if [ -n "$RPID" ] && kill -0 "$RPID" 2>/dev/null; then
+        kill -TERM "$RPID" 2>/dev/null
+        wait "$RPID" 2>/dev/null
+    fi
     if [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null; then
         kill -TERM "$SPID" 2>/dev/null
         for _ in $(seq 50); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.2; done
@@ -109,7 +119,7 @@ v() { eval "echo \${$1:-}"; }   # value of a variable named at run time, or ""
 # so fields are counted after its closing parenthesis
 server_ticks() {
     local stat
-    stat=$(cat "/proc/$SPID/stat" 2>/dev/null) || { echo 0; return; }
+    stat=$(cat "/proc/${1:-$SPID}/stat" 2>/dev/null) || { echo 0; return; }
     stat=${stat##*) }
     awk '{ print $12 + $13 }' <<<"$stat"
 }
@@ -149,6 +159,38 @@ done
 (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null || { server_log_tail; die "samsa not listening on $PORT after 10 s"; }
 echo "bench: samsa pid $SPID on 127.0.0.1:$PORT, data in $DATA"
 BROKER=127.0.0.1:$PORT
+
+# ---- Redis, for (r) -----------------------------------------------------------
+REDIS_NOTE=
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+    read -r RPORT < <("$FLOOR" ports 1)
+    redis-server --port "$RPORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
+        >"$TMP/redis.log" 2>&1 &
+    RPID=$!
+    for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$RPORT") 2>/dev/null && break; sleep 0.1; done
+    (exec 3<>"/dev/tcp/127.0.0.1/$RPORT") 2>/dev/null || { REDIS_NOTE="redis-server did not start"; RPID=; }
+else
+    REDIS_NOTE="redis-server or redis-benchmark not installed (scripts/setup.sh --bench)"
+fi
+REDIS_VALUE=$(head -c 100 /dev/zero | tr '\0' x)
+
+# redis_phase ID: BENCH_RECORDS XADDs of 100 B; leaves R_ID_{secs,cpu}
+redis_phase() {
+    local id=$1 t0 t1 s0 s1
+    [ -n "$RPID" ] || return 0
+    redis-cli -p "$RPORT" del bench >/dev/null
+    sync
+    t0=$(server_ticks "$RPID"); s0=$(date +%s.%N)
+    redis-benchmark -p "$RPORT" --csv -c 1 -P 100 -n "$RECORDS" XADD bench '*' v "$REDIS_VALUE" \
+        >"$TMP/$id.redis" 2>&1 || { echo "bench: redis-benchmark failed"; return 0; }
+    t1=$(server_ticks "$RPID"); s1=$(date +%s.%N)
+    local n
+    n=$(redis-cli -p "$RPORT" xlen bench)
+    [ "$n" = "$RECORDS" ] || { echo "bench: Redis stream holds $n records, not $RECORDS"; return 0; }
+    eval "R_${id}_cpu=$(calc %.2f "($t1 - $t0) / $HZ")"
+    eval "R_${id}_secs=$(calc %.3f "$s1 - $s0")"
+    echo "  redis $id: $RECORDS XADD in $(v "R_${id}_secs") s, server CPU $(v "R_${id}_cpu") s"
+}
 
 # ---- phases -----------------------------------------------------------------
 # phase ID loadgen-args...: one loadgen run between two samples of the
@@ -211,6 +253,7 @@ for r in $(seq "$RUNS"); do
         -a "$ACKS" $PRODUCE_ARGS || break
     la=$(log_bytes "bench-100b-$r")
     [ "$la" -gt 0 ] && floor "a$r" copy "$la" "$TMP/floor-a$r.dat"
+    redis_phase "a$r"
     # shellcheck disable=SC2086
     phase "b$r" produce -b "$BROKER" -t "bench-1k-$r" -p "$PARTITIONS" -n "$RECORDS" -s 1024 \
         -a "$ACKS" $PRODUCE_ARGS || break
@@ -256,6 +299,8 @@ for x in a b c d e f g h; do
     eval "FM_${x}_secs=$(for r in $(seq "$RUNS"); do v "F_$x${r}_secs"; done | grep . | median)"
     eval "FM_${x}_cpu=$(for r in $(seq "$RUNS"); do v "F_$x${r}_cpu"; done | grep . | median)"
 done
+RM_cpu=$(for r in $(seq "$RUNS"); do v "R_a${r}_cpu"; done | grep . | median)
+RM_secs=$(for r in $(seq "$RUNS"); do v "R_a${r}_secs"; done | grep . | median)
 
 HWM_KB=$(server_hwm_kb)
 # A virtio balloon with free page reporting (feature bit 5) hands freed
@@ -377,6 +422,20 @@ spread() {   # label letter payload_bytes
             printf '  %-20s n/a\n' "$label"
         fi
     done
+    echo
+    echo "records appended per server CPU-second, 100 B (medians):"
+    if [ -n "$(v M_a_run)" ]; then
+        SAMSA_RPS=$(calc %.0f "$RECORDS / ($(v M_a_cpu) > 0 ? $(v M_a_cpu) : 0.001)")
+        printf '  %-20s %s M/s (issue goal: 10 M/s)\n' "samsa (a)" "$(calc %.2f "$SAMSA_RPS / 1e6")"
+    fi
+    if [ -n "$RM_cpu" ]; then
+        REDIS_RPS=$(calc %.0f "$RECORDS / ($RM_cpu > 0 ? $RM_cpu : 0.001)")
+        printf '  %-20s %s M/s (XADD pipelined 100 deep, 1 connection, %s s wall); samsa %sx\n' \
+            "Redis Streams (r)" "$(calc %.2f "$REDIS_RPS / 1e6")" "$RM_secs" \
+            "$(calc %.1f "${SAMSA_RPS:-0} / $REDIS_RPS")"
+    else
+        printf '  %-20s not run: %s\n' "Redis Streams (r)" "${REDIS_NOTE:-no sample}"
+    fi
     echo
     rh=$(v M_h_run)
     if [ -n "$rh" ]; then

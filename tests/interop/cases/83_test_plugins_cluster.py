@@ -76,7 +76,7 @@ def default_modules():
     """No plugins= : every module of the build, in the order --list-plugins
     loads them; the table matches --list-plugins column for column."""
     need_modules(["codec-" + c for c in CODECS] + ["sasl-plain", "sasl-scram", "sasl-oauthbearer", "lua",
-                                                  "assignor-roundrobin"])
+                                                  "assignor-uniform", "assignor-range", "assignor-roundrobin"])
     out, _ = cluster_plugins(srv().bootstrap)
     v = state["version"]
     want = [HEADER] + [row(1, "codec-" + c, v, "1.3", "codec:%s(%d)" % (c, CODEC_ID[c])) for c in CODECS] + \
@@ -84,6 +84,8 @@ def default_modules():
          row(1, "sasl-scram", v, "1.3", "sasl:SCRAM-SHA-256,sasl:SCRAM-SHA-512"),
          row(1, "sasl-oauthbearer", v, "1.3", "sasl:OAUTHBEARER"),
          row(1, "lua", v, "1.3", "authorizer:lua,partitioner:lua"),
+         row(1, "assignor-uniform", v, "1.3", "assignor:uniform"),
+         row(1, "assignor-range", v, "1.3", "assignor:range"),
          row(1, "assignor-roundrobin", v, "1.3", "assignor:roundrobin")]
     h.eq(out.splitlines(), want, "samsactl cluster plugins output")
     listing = h.run([h.SAMSA_BIN, "--list-plugins"], limit=20).stdout.decode().splitlines()
@@ -95,6 +97,8 @@ def default_modules():
                             "sasl-scram:%s:1.3:sasl:SCRAM-SHA-256+sasl:SCRAM-SHA-512" % v,
                             "sasl-oauthbearer:%s:1.3:sasl:OAUTHBEARER" % v,
                             "lua:%s:1.3:authorizer:lua+partitioner:lua" % v,
+                            "assignor-uniform:%s:1.3:assignor:uniform" % v,
+                            "assignor-range:%s:1.3:assignor:range" % v,
                             "assignor-roundrobin:%s:1.3:assignor:roundrobin" % v]),
          "DescribeConfigs value of " + KEY)
     h.eq((int(e.source), e.is_read_only, e.is_default, e.is_sensitive), (5, True, True, False),

@@ -12,15 +12,18 @@ member id, partitions dealt in turn), listed in group.consumer.assignors.
   leaves).
 - A raw ConsumerGroupHeartbeat naming an assignor nobody offers
   ("sticky") is UNSUPPORTED_ASSIGNOR (112), as Kafka answers.
-- Startup: group.consumer.assignors naming an assignor that is neither
-  built in nor offered by a loaded plugin (here: plugins= leaves the
-  module out) stops samsa with one line, as Kafka refuses a class it
-  cannot load."""
+- Startup: group.consumer.assignors naming an assignor no loaded plugin
+  offers (plugins= leaving the module out; a plugin.dir without
+  assignor-uniform and assignor-range, as a site build without them)
+  stops samsa with one line and exit status 2, as Kafka refuses a class
+  it cannot load; such a build starts with group.consumer.assignors
+  naming what it has (roundrobin), or with the key unset."""
 # limit: 120
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -176,11 +179,17 @@ def unknown_assignor():
     h.eq(r["error_code"], UNSUPPORTED_ASSIGNOR, "ServerAssignor sticky")
 
 
-@suite.case
-def startup_refuses_missing_assignor():
-    need_module()
-    s = h.Server({"group.consumer.assignors": "uniform,roundrobin", "plugins": "codec-gzip"},
-                 name="rr-missing", start=False)
+def plugin_dir(names):
+    """A plugin.dir holding only the named modules of this build (as
+    symlinks), i.e. a site build without the others."""
+    d = tempfile.mkdtemp(prefix="asg-plugins-", dir=h.WORK)
+    for n in names:
+        os.symlink(os.path.join(BUILD, "modules", ".libs", n + ".so"), os.path.join(d, n + ".so"))
+    return d
+
+
+def start_fails(overrides, name):
+    s = h.Server(overrides, name=name, start=False)
     try:
         p = subprocess.run(s.argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=h.bound(20))
@@ -188,9 +197,91 @@ def startup_refuses_missing_assignor():
         raise h.Failure("samsa did not exit (it should refuse group.consumer.assignors)")
     out = p.stdout.decode("utf-8", "replace").splitlines()
     h.eq(p.returncode, 2, "exit status; output:\n%s\n" % "\n".join(out))
-    h.eq([l for l in out if "group.consumer.assignors" in l],
-         ["samsa: config 'group.consumer.assignors': no assignor 'roundrobin' (built in: uniform, range; others "
-          "come from a loaded plugin, see samsa --list-plugins)"], "the refusal line")
+    return [l for l in out if "group.consumer.assignors" in l]
+
+
+def refusal(name):
+    return ("samsa: config 'group.consumer.assignors': no assignor '%s' (no loaded plugin offers it; uniform and "
+            "range come from the modules assignor-uniform and assignor-range, see samsa --list-plugins)" % name)
+
+
+@suite.case
+def startup_refuses_missing_assignor():
+    """plugins= leaving the example module out: naming roundrobin refuses."""
+    need_module()
+    got = start_fails({"group.consumer.assignors": "uniform,roundrobin", "plugins": "assignor-uniform"},
+                      "rr-missing")
+    h.eq(got, [refusal("roundrobin")], "the refusal line")
+
+
+@suite.case
+def build_without_uniform_and_range():
+    """A site build without assignor-uniform and assignor-range (its
+    plugin.dir lacks them): naming one refuses to start with one line and
+    exit status 2; with group.consumer.assignors=roundrobin it starts and
+    a KIP-848 member gets roundrobin's assignment; unset, it starts too,
+    and a join without ServerAssignor is UNSUPPORTED_ASSIGNOR (no default
+    assignor is loaded)."""
+    need_module()
+    d = plugin_dir(["codec-gzip", "assignor-roundrobin"])
+    h.eq(start_fails({"plugin.dir": d, "group.consumer.assignors": "uniform,range"}, "no-asg-1"),
+         [refusal("uniform")], "the refusal line (uniform)")
+    h.eq(start_fails({"plugin.dir": d, "group.consumer.assignors": "roundrobin,range"}, "no-asg-2"),
+         [refusal("range")], "the refusal line (range)")
+    s = h.Server({"plugin.dir": d, "group.consumer.assignors": "roundrobin", "offsets.topic.num.partitions": "1"},
+                 name="no-asg-rr")
+    try:
+        listing = h.run([h.SAMSA_BIN, "--override", "plugin.dir=" + d, "--list-plugins"], limit=20)
+        h.eq(sorted(l.split()[0] for l in listing.stdout.decode().splitlines()[1:]),
+             ["assignor-roundrobin", "codec-gzip"], "--list-plugins of that plugin.dir")
+        h.ck_create_topic(s.bootstrap, "nrr", 3, 1)
+        port = kg.coordinator_port(s.port, "nrr-g", limit=h.bound(10))[2]
+        r = join(port, "nrr-g", "nrr")
+        c = kwire.Conn(port)
+        try:
+            h.eq(r["error_code"], 0, "join (default assignor roundrobin): %s" % r.get("error_message"))
+            mid = r["member_id"]
+            deadline = time.monotonic() + h.bound(10)
+            while sum(len(v) for v in (r["assignment"] or {}).values()) < 3 and time.monotonic() < deadline:
+                time.sleep(0.2)
+                r = kg.consumer_heartbeat(c, "nrr-g", mid, r["member_epoch"], owned=None)
+                h.eq(r["error_code"], 0, "heartbeat")
+            h.eq(sorted(p for v in (r["assignment"] or {}).values() for p in v), [0, 1, 2], "the lone member's partitions")
+        finally:
+            c.close()
+        h.eq(describe_at(port, "nrr-g")["assignor"], "roundrobin", "the group's assignor")
+    finally:
+        s.stop()
+    s = h.Server({"plugin.dir": d, "offsets.topic.num.partitions": "1"}, name="no-asg-unset")
+    try:
+        h.ck_create_topic(s.bootstrap, "nun", 1, 1)
+        port = kg.coordinator_port(s.port, "nun-g", limit=h.bound(10))[2]
+        r = join(port, "nun-g", "nun")
+        h.eq(r["error_code"], UNSUPPORTED_ASSIGNOR, "join without ServerAssignor, no assignor loaded")
+    finally:
+        s.stop()
+
+
+def join(port, group, topic):
+    """A raw KIP-848 join, again while the coordinator loads (14)."""
+    deadline = time.monotonic() + h.bound(10)
+    while True:
+        c = kwire.Conn(port)
+        try:
+            r = kg.consumer_heartbeat(c, group, "", 0, topics=[topic], owned=[])
+        finally:
+            c.close()
+        if r["error_code"] != 14 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.1)
+
+
+def describe_at(port, group):
+    c = kwire.Conn(port)
+    try:
+        return kg.consumer_group_describe(c, group)
+    finally:
+        c.close()
 
 
 if __name__ == "__main__":
