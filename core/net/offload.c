@@ -7,6 +7,7 @@
 
 #include "util/buf.h"
 #include "util/slog.h"
+#include "util/thread.h"
 
 struct offload_job {
     void (*run)(void *arg);
@@ -46,6 +47,7 @@ static void finish(struct offload_job *j)
 static void *offload_main(void *unused)
 {
     (void)unused;
+    thread_set_name("samsa-offload");
     pthread_mutex_lock(&lock);
     for (;;) {
         while (!head)
