@@ -2813,7 +2813,7 @@ static const struct config_def *alter_def(const char *name, bool *prefixed)
     return d;
 }
 
-static bool names_listener_key(const struct config_alter *ch, size_t n)
+bool config_alter_names_listener_key(const struct config_alter *ch, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         if (!strncmp(ch[k].name, "listener.name.", 14))
@@ -2821,9 +2821,15 @@ static bool names_listener_key(const struct config_alter *ch, size_t n)
     return false;
 }
 
-int config_alter_broker(struct samsa_config *c, bool cluster_default,
-                        const struct config_alter *ch, size_t n, bool validate_only, char *err,
-                        size_t errlen)
+int config_reconfig_check(const struct samsa_config *next, bool prepare, char *err, size_t errlen)
+{
+    return reconfig_check && reconfig_check(next, prepare, err, errlen) < 0 ? CONFIG_ERR_INVALID_CONFIG : 0;
+}
+
+/* config_alter_broker; with preview, the changed copy goes to *preview
+ * (c untouched) instead of into c. */
+static int alter_broker(struct samsa_config *c, bool cluster_default, const struct config_alter *ch, size_t n,
+                        bool validate_only, struct samsa_config **preview, char *err, size_t errlen)
 {
     int layer = cluster_default ? L_DYN_DEFAULT : L_DYN_BROKER;
     struct buf bad = BUF_INIT;
@@ -2928,14 +2934,13 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
         config_free(t);
         goto out;
     }
-    /* a new key or trust store is loaded and checked before it is
-     * accepted (KIP-226: SslFactory.validateReconfiguration) */
-    if (reconfig_check && names_listener_key(ch, n) && reconfig_check(t, err, errlen) < 0) {
-        config_free(t);
-        rc = CONFIG_ERR_INVALID_CONFIG;
-        goto out;
-    }
-    if (!validate_only) {
+    /* (a new key or trust store is loaded and checked by the caller,
+     * through config_reconfig_check, off the network worker: it reads
+     * files) */
+    if (preview) {
+        *preview = t;
+        t = NULL;
+    } else if (!validate_only) {
         for (size_t k = 0; k < n; k++)
             if (ch[k].op != CONFIG_OP_DELETE &&
                 (alter_def(ch[k].name, &pfx)->flags & CONFIG_F_NO_EFFECT))
@@ -2949,6 +2954,19 @@ int config_alter_broker(struct samsa_config *c, bool cluster_default,
 out:
     buf_free(&bad);
     return rc;
+}
+
+int config_alter_broker(struct samsa_config *c, bool cluster_default, const struct config_alter *ch, size_t n,
+                        bool validate_only, char *err, size_t errlen)
+{
+    return alter_broker(c, cluster_default, ch, n, validate_only, NULL, err, errlen);
+}
+
+int config_alter_broker_preview(struct samsa_config *c, bool cluster_default, const struct config_alter *ch,
+                                size_t n, struct samsa_config **next, char *err, size_t errlen)
+{
+    *next = NULL;
+    return alter_broker(c, cluster_default, ch, n, true, next, err, errlen);
 }
 
 int config_set_dynamic(struct samsa_config *c, bool cluster_default, const char *key,

@@ -390,8 +390,10 @@ struct config_alter {
 
 /* A check of a whole changed config that a lower layer cannot make:
  * net/tls.c loads the new key and trust stores of the listeners whose
- * ssl.* keys changed (KIP-226). 0, or -1 with one line in err. */
-typedef int (*config_reconfig_fn)(const struct samsa_config *next, char *err, size_t errlen);
+ * ssl.* keys changed (KIP-226); with prepare (the change is about to be
+ * made, not only validated) it keeps what it built for the switch. 0, or
+ * -1 with one line in err. */
+typedef int (*config_reconfig_fn)(const struct samsa_config *next, bool prepare, char *err, size_t errlen);
 /* Registers it (once, at startup, before any AlterConfigs). */
 void config_set_reconfig_check(config_reconfig_fn fn);
 
@@ -408,13 +410,25 @@ void config_set_reconfig_check(config_reconfig_fn fn);
  * (listener.name.<l>.<key>) of a CONFIG_F_LISTENER_ONLY table key is
  * checked as that key and kept in a per-broker dynamic layer of the
  * stored extras (never at the cluster default, as Kafka's per-broker
- * security configs). The result must also pass config_validate, and,
- * when a listener key changed, the registered reconfig check
- * (INVALID_CONFIG with its line). With validate_only nothing changes. Returns 0 or the
- * error code, with one line in err. */
+ * security configs). The result must also pass config_validate. The
+ * registered reconfig check (it reads files) is not made here: a caller
+ * on a network worker runs config_reconfig_check on the preview off the
+ * worker first (api/configs.c). With validate_only nothing changes.
+ * Returns 0 or the error code, with one line in err. */
 int config_alter_broker(struct samsa_config *cfg, bool cluster_default,
                         const struct config_alter *changes, size_t n, bool validate_only,
                         char *err, size_t errlen);
+/* The same checks; on success *next is cfg with the changes applied, a
+ * new config the caller owns (config_free), and cfg is untouched. */
+int config_alter_broker_preview(struct samsa_config *cfg, bool cluster_default,
+                                const struct config_alter *changes, size_t n, struct samsa_config **next,
+                                char *err, size_t errlen);
+/* Whether one of the changes is a listener-prefixed key. */
+bool config_alter_names_listener_key(const struct config_alter *changes, size_t n);
+/* The registered reconfig check on a whole changed config: 0, or
+ * INVALID_CONFIG with one line in err. Reads files: never on a network
+ * worker. */
+int config_reconfig_check(const struct samsa_config *next, bool prepare, char *err, size_t errlen);
 /* Replays one stored dynamic value (e.g. a ConfigRecord from the
  * metadata log) without the checks that only guard a client request;
  * value NULL removes it. Returns 0 or -1 with err. */

@@ -37,6 +37,8 @@
 #include "broker.h"
 #include "config.h"
 #include "controller/controller.h"
+#include "net/offload.h"
+#include "net/park.h"
 #include "plugin/registry.h"
 #include "proto/gen/alter_configs_request.h"
 #include "proto/gen/alter_configs_response.h"
@@ -398,6 +400,11 @@ struct alt_res {
     int16_t code;
     kstr_t msg;
     struct ctl_op *op; /* the change proposed, until committed */
+    /* the checks that read files (a listener's key store, a plugin's
+     * script), made off the worker before the rest (slow_checks) */
+    bool checked;
+    int16_t chk_code;
+    kstr_t chk_msg;
 };
 
 static void answer(struct alt_res *r, int16_t code, kstr_t msg)
@@ -680,25 +687,17 @@ static bool preprocess_broker(struct request *req, struct alt_res *r)
         }
     char msg[1024];
     int rc = controller_check_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
-                                             broker_changes(req, r), (size_t)r->n, msg, sizeof msg);
+                                             broker_changes(req, r), (size_t)r->n, NULL, msg, sizeof msg);
     if (rc != 0) {
         answer_c(req, r, (int16_t)rc, msg);
         return false;
     }
-    /* A plugin's key (plugin.lua.authorizer.script): the plugin checks
-     * the new value completely (the lua module compiles and runs the
-     * script in a scratch sandbox) before anything is stored, and its
-     * error is the answer, as Kafka's Reconfigurable.validateReconfiguration
-     * makes it. A deletion falls back to the value the broker started
-     * with, checked then. */
-    for (int32_t i = 0; i < r->n; i++) {
-        if (op_of(r, i) != CONFIG_OP_SET || r->keys[i].len < 8 || memcmp(r->keys[i].p, "plugin.", 7) != 0)
-            continue;
-        char *key = kstr_dup(a, r->keys[i]), *val = kstr_dup(a, r->values[i]);
-        if (plugin_registry_reconfigure(req->broker->plugins, key, val, true, msg, sizeof msg) != 0) {
-            answer_c(req, r, KERR_INVALID_CONFIG, msg);
-            return false;
-        }
+    /* A new key or trust store, then a plugin's key: their checks read
+     * files and ran off the worker before this (slow_checks); their
+     * answers come after the config's own, as before. */
+    if (r->checked && r->chk_code) {
+        answer(r, r->chk_code, r->chk_msg);
+        return false;
     }
     return true;
 }
@@ -854,6 +853,196 @@ static void alter_resources(struct request *req, struct alt_res *res, int32_t n,
     }
 }
 
+/* --- checks that read files, off the worker --- */
+
+/* A broker change naming a listener's ssl.* keys (KIP-226: the new key
+ * and trust stores are loaded and checked, SslFactory's
+ * validateReconfiguration) or a plugin's key (plugin.lua.authorizer.script:
+ * the plugin checks the new value completely, the lua module compiling
+ * and running the script in a scratch sandbox, as Kafka's
+ * Reconfigurable.validateReconfiguration) reads files, which a network
+ * worker never does. Those checks run on the offload thread
+ * (net/offload.h) while the request parks; then the request goes on as
+ * if they had been made inline, and preprocess_broker answers with their
+ * results, the same codes and messages as before. */
+struct slow_item {
+    int32_t index;             /* into the request's resources */
+    struct samsa_config *next; /* the changed config (owned), when a listener key changes */
+    int32_t nplug;
+    char **pkeys, **pvals;     /* the plugin.* keys SET (owned) */
+    int16_t code;              /* the answer: 0 or Kafka's error */
+    char msg[1024];
+};
+
+/* malloc'ed; the offload thread's until the job is done */
+struct slow_job {
+    struct plugin_registry *plugins;
+    bool validate_only;
+    int32_t n;
+    struct slow_item *items;
+};
+
+static void slow_job_free(void *arg)
+{
+    struct slow_job *j = arg;
+    for (int32_t i = 0; i < j->n; i++) {
+        struct slow_item *it = &j->items[i];
+        config_free(it->next);
+        for (int32_t k = 0; k < it->nplug; k++) {
+            free(it->pkeys[k]);
+            free(it->pvals[k]);
+        }
+        free(it->pkeys);
+        free(it->pvals);
+    }
+    free(j->items);
+    free(j);
+}
+
+/* Offload thread. */
+static void slow_run(void *arg)
+{
+    struct slow_job *j = arg;
+    for (int32_t i = 0; i < j->n; i++) {
+        struct slow_item *it = &j->items[i];
+        if (it->next) {
+            int rc = config_reconfig_check(it->next, !j->validate_only, it->msg, sizeof it->msg);
+            if (rc != 0) {
+                it->code = (int16_t)rc;
+                continue;
+            }
+        }
+        /* (a deletion falls back to the value the broker started with,
+         * checked then) */
+        for (int32_t k = 0; k < it->nplug; k++)
+            if (plugin_registry_reconfigure(j->plugins, it->pkeys[k], it->pvals[k], true, it->msg,
+                                            sizeof it->msg) != 0) {
+                it->code = KERR_INVALID_CONFIG;
+                break;
+            }
+    }
+}
+
+typedef void (*alt_go_fn)(struct request *req, struct alt_res *res, int32_t n, bool forward);
+
+struct slow_wait {
+    struct parked pk;
+    struct request *req;
+    struct offload_job *job;
+    struct slow_job *sj; /* the job's: read once it is done */
+    struct alt_res *res;
+    int32_t n;
+    bool forward;
+    alt_go_fn go;
+};
+
+static bool slow_try(struct parked *pk, bool expired)
+{
+    struct slow_wait *w = (struct slow_wait *)pk;
+    bool done = offload_done(w->job);
+    if (!done && !expired)
+        return false;
+    for (int32_t i = 0; i < w->sj->n; i++) {
+        const struct slow_item *it = &w->sj->items[i];
+        struct alt_res *r = &w->res[it->index];
+        r->checked = true;
+        if (!done) {
+            r->chk_code = KERR_REQUEST_TIMED_OUT;
+            r->chk_msg = KSTR_LIT("The check of the new key store or plugin value did not finish in time.");
+        } else {
+            r->chk_code = it->code;
+            r->chk_msg = it->code && it->msg[0] ? kstr_arena(&w->req->arena, it->msg) : KSTR_NULL;
+        }
+    }
+    w->req->cancel = NULL;
+    offload_release(w->job); /* frees sj with it once the thread is done */
+    w->job = NULL;
+    w->sj = NULL;
+    w->go(w->req, w->res, w->n, w->forward);
+    return true;
+}
+
+static void slow_cancel(struct request *req)
+{
+    struct slow_wait *w = req->handler_state;
+    park_stop(&w->pk);
+    offload_release(w->job);
+    w->job = NULL;
+}
+
+/* Starts the checks of res that read files on the offload thread and
+ * parks req until they are done, then calls go(req, res, n, forward):
+ * true. False when there are none (the caller goes on at once). */
+static bool slow_checks(struct request *req, struct alt_res *res, int32_t n, bool validate_only, bool forward,
+                        alt_go_fn go)
+{
+    /* on the controller listener (a broker's forward) the broker checked */
+    if (!forward && req->conn && req->conn->controller_listener)
+        return false;
+    struct slow_job *j = NULL;
+    for (int32_t i = 0; i < n; i++) {
+        struct alt_res *r = &res[i];
+        if (r->type != RES_BROKER || names_other_broker(req, r))
+            continue;
+        bool listener = false, known = true;
+        int32_t nplug = 0;
+        for (int32_t k = 0; k < r->n; k++) {
+            known &= op_known(op_of(r, k));
+            if (r->keys[k].len >= 14 && !memcmp(r->keys[k].p, "listener.name.", 14))
+                listener = true;
+            if (op_of(r, k) == CONFIG_OP_SET && r->keys[k].len >= 8 && !memcmp(r->keys[k].p, "plugin.", 7) &&
+                r->values[k].len >= 0)
+                nplug++;
+        }
+        if (!known || (!listener && !nplug))
+            continue; /* preprocess_broker answers it without them */
+        struct samsa_config *next = NULL;
+        if (listener) {
+            /* the config the change makes; when it fails, preprocess_broker
+             * answers that without the file checks */
+            char msg[1024];
+            if (controller_check_broker_configs(req->broker->controller, r->name.len <= 0, r->ops == NULL,
+                                                broker_changes(req, r), (size_t)r->n, &next, msg, sizeof msg) != 0)
+                next = NULL;
+        }
+        if (!next && !nplug)
+            continue;
+        if (!j) {
+            j = xcalloc(1, sizeof *j);
+            j->plugins = req->broker->plugins;
+            j->validate_only = validate_only;
+            j->items = xcalloc((size_t)n, sizeof *j->items);
+        }
+        struct slow_item *it = &j->items[j->n++];
+        it->index = i;
+        it->next = next;
+        it->pkeys = xcalloc((size_t)nplug + 1, sizeof *it->pkeys);
+        it->pvals = xcalloc((size_t)nplug + 1, sizeof *it->pvals);
+        for (int32_t k = 0; k < r->n; k++)
+            if (op_of(r, k) == CONFIG_OP_SET && r->keys[k].len >= 8 && !memcmp(r->keys[k].p, "plugin.", 7) &&
+                r->values[k].len >= 0) {
+                it->pkeys[it->nplug] = xstrndup(r->keys[k].p, (size_t)r->keys[k].len);
+                it->pvals[it->nplug++] = xstrndup(r->values[k].p, (size_t)r->values[k].len);
+            }
+    }
+    if (!j)
+        return false;
+    struct slow_wait *w = arena_alloc(&req->arena, sizeof *w);
+    w->req = req;
+    w->sj = j;
+    w->res = res;
+    w->n = n;
+    w->forward = forward;
+    w->go = go;
+    req->handler_state = w;
+    req->cancel = slow_cancel;
+    park_init(&w->pk, req, slow_try);
+    w->job = offload_submit(req->broker->wake, slow_run, slow_job_free, j);
+    park_watch(&w->pk, offload_key(w->job));
+    park_start(&w->pk, 30000);
+    return true;
+}
+
 /* The proposals of an alter: answered once they are committed. */
 struct alt_wait {
     struct alt_res *res;
@@ -998,6 +1187,18 @@ static void alter_configs_forward(struct request *req, struct alt_res *res, int3
     api_forward_body(req, left, 30000, alter_configs_forwarded, x);
 }
 
+/* The rest of AlterConfigs, once the checks that read files are done. */
+static void alter_configs_go(struct request *req, struct alt_res *res, int32_t n, bool forward)
+{
+    const alter_configs_request_t *q = req->body;
+    if (forward) {
+        alter_configs_forward(req, res, n);
+        return;
+    }
+    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
+    alt_wait_all(req, res, n, alter_configs_respond);
+}
+
 void api_handle_alter_configs(struct request *req)
 {
     const alter_configs_request_t *q = req->body;
@@ -1026,12 +1227,8 @@ void api_handle_alter_configs(struct request *req)
         r->values = vals;
         r->ops = NULL;
     }
-    if (forward) {
-        alter_configs_forward(req, res, n);
-        return;
-    }
-    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
-    alt_wait_all(req, res, n, alter_configs_respond);
+    if (!slow_checks(req, res, n, q->validate_only, forward, alter_configs_go))
+        alter_configs_go(req, res, n, forward);
 }
 
 static void incremental_respond(struct request *req, struct alt_res *res, int32_t n)
@@ -1108,6 +1305,19 @@ static void incremental_forward(struct request *req, struct alt_res *res, int32_
     api_forward_body(req, left, 30000, incremental_forwarded, x);
 }
 
+/* The rest of IncrementalAlterConfigs, once the checks that read files
+ * are done. */
+static void incremental_go(struct request *req, struct alt_res *res, int32_t n, bool forward)
+{
+    const incremental_alter_configs_request_t *q = req->body;
+    if (forward) {
+        incremental_forward(req, res, n);
+        return;
+    }
+    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
+    alt_wait_all(req, res, n, incremental_respond);
+}
+
 void api_handle_incremental_alter_configs(struct request *req)
 {
     const incremental_alter_configs_request_t *q = req->body;
@@ -1138,10 +1348,6 @@ void api_handle_incremental_alter_configs(struct request *req)
         r->values = vals;
         r->ops = ops;
     }
-    if (forward) {
-        incremental_forward(req, res, n);
-        return;
-    }
-    alter_resources(req, res, n, q->validate_only, req->conn && req->conn->controller_listener ? ALT_FORWARDED : ALT_LOCAL);
-    alt_wait_all(req, res, n, incremental_respond);
+    if (!slow_checks(req, res, n, q->validate_only, forward, incremental_go))
+        incremental_go(req, res, n, forward);
 }

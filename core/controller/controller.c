@@ -1896,9 +1896,12 @@ int controller_alter_broker_resource(struct controller *c, kstr_t name, bool rep
 }
 
 int controller_check_broker_configs(struct controller *c, bool cluster_default, bool replace,
-                                    const struct config_alter *changes, size_t n, char *msg, size_t msglen)
+                                    const struct config_alter *changes, size_t n, struct samsa_config **out,
+                                    char *msg, size_t msglen)
 {
     msg[0] = 0;
+    if (out)
+        *out = NULL;
     /* The layer as committed here (a broker that is not the active
      * controller has no speculative state). */
     struct samsa_config *next = config_dup(ctl_cfg(c));
@@ -1910,7 +1913,8 @@ int controller_check_broker_configs(struct controller *c, bool cluster_default, 
         for (int32_t i = 0; i < nlayer; i++)
             if (!alter_names_key(changes, n, layer[i].key))
                 (void)config_set_dynamic(next, cluster_default, layer[i].key, NULL, why, sizeof why);
-    int rc = config_alter_broker(next, cluster_default, changes, n, true, msg, msglen);
+    int rc = out ? config_alter_broker_preview(next, cluster_default, changes, n, out, msg, msglen)
+                 : config_alter_broker(next, cluster_default, changes, n, true, msg, msglen);
     mimage_release(img);
     config_free(next);
     return rc;

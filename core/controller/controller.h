@@ -283,9 +283,13 @@ int controller_alter_broker_configs(struct controller *c, bool cluster_default, 
 
 /* The same check as controller_alter_broker_configs with validate_only,
  * on any node (Kafka's ConfigAdminManager.preprocess on the broker that
- * received the request): against *env.cfg and the committed image. */
+ * received the request): against *env.cfg and the committed image.
+ * With next, on success *next is the config the changes make (the
+ * caller owns it, config_free), for the checks that read files
+ * (config_reconfig_check) off the worker. */
 int controller_check_broker_configs(struct controller *c, bool cluster_default, bool replace,
-                                    const struct config_alter *changes, size_t n, char *msg, size_t msglen);
+                                    const struct config_alter *changes, size_t n, struct samsa_config **next,
+                                    char *msg, size_t msglen);
 
 /* A dynamic config change of the BROKER resource name (a broker id, as
  * forwarded by that broker after it checked the change against its own

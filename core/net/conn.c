@@ -383,7 +383,7 @@ static int write_request(struct conn *c, struct request *r)
             off_t off = (off_t)(s->off + into);
             size_t want = (size_t)(s->len - into);
             if (c->ssl) {
-                /* no sendfile through TLS: a bounded copy (kTLS later) */
+                /* no sendfile through TLS: a bounded copy (no kTLS here) */
                 uint8_t tmp[TLS_COPY_CHUNK];
                 ssize_t got = pread(s->file->fd, tmp, want < sizeof tmp ? want : sizeof tmp, off);
                 n = got > 0 ? tls_send(c, tmp, (size_t)got) : got;

@@ -2,7 +2,7 @@
  * responses: memory bytes with send(MSG_MORE while a file range follows),
  * record data spliced in as file ranges with sendfile. Over TLS the same
  * stream goes through SSL_read/SSL_write, file ranges copied through a
- * bounded buffer (no kTLS yet). */
+ * bounded buffer (no kTLS: see ARCHITECTURE.md, TLS). */
 #ifndef SAMSA_NET_CONN_H
 #define SAMSA_NET_CONN_H
 

@@ -418,8 +418,9 @@ static void arm_timer(struct kclient *c)
         next = c->setup_deadline_ms;
     if (c->state == KC_IDLE && c->unsent.head && c->next_connect_ms < next)
         next = c->next_connect_ms;
-    /* an idle connection re-authenticates on time; a busy one when its
-     * in-flight requests are answered (maybe_reauth) */
+    /* an idle connection re-authenticates on time; a busy one holds new
+     * requests back from then (flush_out) until its in-flight ones are
+     * answered (maybe_reauth) */
     if (c->state == KC_READY && c->reauth_at_ms && !c->inflight.head && c->reauth_at_ms < next)
         next = c->reauth_at_ms;
     ev_timer_stop(c->loop, &c->timer);
@@ -715,8 +716,9 @@ static int handle_sasl(struct kclient *c, const uint8_t *p, size_t len)
     return 0;
 }
 
-/* Starts a due re-authentication once nothing is in flight: the SASL
- * exchange takes the connection's turn, queued requests follow it. */
+/* Starts a due re-authentication once nothing is in flight (flush_out
+ * holds new requests back meanwhile): the SASL exchange takes the
+ * connection's turn, queued requests follow it. */
 static void maybe_reauth(struct kclient *c)
 {
     if (c->state != KC_READY || !c->reauth_at_ms || c->inflight.head || clock_mono_ms() < c->reauth_at_ms ||
@@ -831,6 +833,18 @@ static void start_connect(struct kclient *c)
 
 /* Writes what the socket takes: the handshake, then (when ready) the
  * queued requests, moving each to in-flight once fully written. */
+/* KIP-368 as Java clients do it (KafkaChannel.maybeBeginClientReauthentication):
+ * once a re-authentication is due, no new request goes out; a request
+ * partly written is finished. The in-flight ones drain and maybe_reauth
+ * starts the SASL exchange. Without this, a connection that always has a
+ * request in flight (each answer sends the next before the others are
+ * answered) would never re-authenticate, and the peer would close it at
+ * the first request after its session expired. */
+static bool reauth_holds(const struct kclient *c, const struct kc_req *r)
+{
+    return r && r->sent == 0 && c->reauth_at_ms && clock_mono_ms() >= c->reauth_at_ms;
+}
+
 static void flush_out(struct kclient *c)
 {
     for (;;) {
@@ -838,7 +852,7 @@ static void flush_out(struct kclient *c)
         if (c->state == KC_HANDSHAKE || c->state == KC_SASL)
             r = c->handshake && c->handshake->sent < c->handshake->len ? c->handshake : NULL;
         else if (c->state == KC_READY)
-            r = c->unsent.head;
+            r = reauth_holds(c, c->unsent.head) ? NULL : c->unsent.head;
         else
             return;
         if (!r) {

@@ -10,6 +10,9 @@
 
 #include <arpa/inet.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -24,22 +27,34 @@
 
 #define TLS_MAX_LISTENERS 8
 
-/* The listeners' contexts. ctx and sig change only on the net thread
- * (tls_listener_ctx_ref, when the config it reads changed their keys)
- * and under ctx_lock; other threads read them under ctx_lock. The table
- * holds one reference to each ctx; every SSL object and every accepted
- * connection on its way to a worker holds its own, so a replaced context
- * lives as long as a connection uses it. */
+/* The listeners' contexts. ctx, sig and stamp change only on the net
+ * thread (tls_listener_ctx_ref, when the config it reads changed their
+ * keys or a checked context waits in prep) and under ctx_lock; other
+ * threads read them under ctx_lock. prep is written by the thread that
+ * checks an AlterConfigs change (the offload thread, net/offload.h)
+ * under ctx_lock: a context built and checked there, adopted by the net
+ * thread without reading any file. The table holds one reference to
+ * each ctx; every SSL object and every accepted connection on its way to
+ * a worker holds its own, so a replaced context lives as long as a
+ * connection uses it. */
+struct ctx_prep {
+    SSL_CTX *ctx;            /* NULL: none waiting */
+    char *sig, *stamp;       /* what it was built from (owned) */
+};
 static struct {
     char name[64];
     int protocol;            /* enum security_protocol */
     SSL_CTX *ctx;
     char *sig;               /* the key values ctx was built from (owned) */
+    char *stamp;             /* the key and trust store files as ctx read them (owned) */
     const struct samsa_config *seen; /* the config sig was last compared with */
+    unsigned prep_seen;      /* prep_gen when prep was last looked at */
+    struct ctx_prep prep;
     struct tls_rules *rules; /* ssl.principal.mapping.rules */
 } ctxs[TLS_MAX_LISTENERS];
 static size_t n_ctxs;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint prep_gen; /* bumped when any prep is set */
 
 static bool listener_known(const char *name);
 
@@ -109,6 +124,43 @@ static char *ctx_signature(const struct samsa_config *cfg, const char *listener)
     char *out = xstrdup((const char *)b.data);
     buf_free(&b);
     return out;
+}
+
+/* The key store and trust store files of listener l as they are now
+ * (device, inode, size, modification time in ns; "-" for a file that
+ * cannot be read), malloc'ed: Kafka rebuilds a listener's SSL factory
+ * when ssl.keystore.location is set again to the same path and the file
+ * changed (SslFactory: the file's modification time), and otherwise
+ * keeps it. Reads file metadata: never on a network worker. */
+static char *file_stamp(const struct samsa_config *cfg, const char *listener)
+{
+    static const char *const keys[] = {"ssl.keystore.location", "ssl.truststore.location"};
+    struct buf b = BUF_INIT;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char which[192], one[160];
+        const char *path = lkey(cfg, listener, keys[i], which, sizeof which);
+        struct stat st;
+        if (!path)
+            snprintf(one, sizeof one, "none;");
+        else if (stat(path, &st) != 0)
+            snprintf(one, sizeof one, "-;");
+        else
+            snprintf(one, sizeof one, "%ju:%ju:%jd:%jd.%09ld;", (uintmax_t)st.st_dev, (uintmax_t)st.st_ino,
+                     (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+        buf_append(&b, one, strlen(one));
+    }
+    buf_put_u8(&b, 0);
+    char *out = xstrdup((const char *)b.data);
+    buf_free(&b);
+    return out;
+}
+
+static void prep_clear(struct ctx_prep *p)
+{
+    SSL_CTX_free(p->ctx);
+    free(p->sig);
+    free(p->stamp);
+    memset(p, 0, sizeof *p);
 }
 
 struct pw {
@@ -550,6 +602,7 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
         ctxs[n_ctxs].protocol = l->protocol;
         ctxs[n_ctxs].rules = r;
         ctxs[n_ctxs].sig = ctx_signature(cfg, l->name);
+        ctxs[n_ctxs].stamp = file_stamp(cfg, l->name);
         ctxs[n_ctxs].seen = cfg;
         ctxs[n_ctxs++].ctx = ctx;
         slog_info("listener %s: TLS (%s)", l->name, security_protocol_name(l->protocol));
@@ -596,32 +649,56 @@ SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host)
     return s;
 }
 
-/* Rebuilds listener i's context when cfg changed the keys it was built
- * from. A failure (a file changed again since the AlterConfigs check)
+/* Replaces listener i's context, for later connections, when cfg
+ * changed the keys it was built from or the AlterConfigs check left a
+ * new one in prep (a key store changed in place, set again under the
+ * same path). The check built and checked that context off the worker;
+ * only when cfg changed keys without one (a change this node did not
+ * check, or a race with another change) is it built here, and a failure
  * keeps the previous context, with one line. Net thread. */
 static void maybe_reload(size_t i, const struct samsa_config *cfg)
 {
-    if (!cfg || cfg == ctxs[i].seen)
+    unsigned gen = atomic_load(&prep_gen);
+    if (!cfg || (cfg == ctxs[i].seen && gen == ctxs[i].prep_seen))
         return;
     ctxs[i].seen = cfg;
+    ctxs[i].prep_seen = gen;
     char *sig = ctx_signature(cfg, ctxs[i].name);
-    if (!strcmp(sig, ctxs[i].sig)) {
+    SSL_CTX *ctx = NULL, *old = NULL;
+    char *stamp = NULL;
+    pthread_mutex_lock(&ctx_lock);
+    if (ctxs[i].prep.ctx && !strcmp(ctxs[i].prep.sig, sig)) {
+        ctx = ctxs[i].prep.ctx;
+        stamp = ctxs[i].prep.stamp;
+        ctxs[i].prep.ctx = NULL;
+        ctxs[i].prep.stamp = NULL;
+        prep_clear(&ctxs[i].prep);
+    }
+    bool same = !strcmp(sig, ctxs[i].sig);
+    pthread_mutex_unlock(&ctx_lock);
+    if (!ctx && same) {
         free(sig);
         return;
     }
-    SSL_CTX *ctx = NULL, *old = NULL;
-    char err[512];
-    if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0)
-        slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the previous "
-                   "one: %s", ctxs[i].name, err);
+    if (!ctx) {
+        char err[512];
+        stamp = file_stamp(cfg, ctxs[i].name);
+        if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0)
+            slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the "
+                       "previous one: %s", ctxs[i].name, err);
+    }
     pthread_mutex_lock(&ctx_lock);
     if (ctx) {
         old = ctxs[i].ctx;
         ctxs[i].ctx = ctx;
+        free(ctxs[i].stamp);
+        ctxs[i].stamp = stamp;
+        stamp = NULL;
     }
     free(ctxs[i].sig);
     ctxs[i].sig = sig;
     pthread_mutex_unlock(&ctx_lock);
+    free(stamp);
     if (ctx) {
         SSL_CTX_free(old); /* the table's reference; connections keep theirs */
         slog_info("listener %s: TLS key and trust stores reloaded: new connections use them, established ones "
@@ -730,41 +807,65 @@ static int check_same_identity(const struct samsa_config *next, const char *l, X
     return rc;
 }
 
-int tls_check_reconfig(const struct samsa_config *next, char *err, size_t errlen)
+int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err, size_t errlen)
 {
     for (size_t i = 0; i < next->n_listeners; i++) {
         const struct config_endpoint *l = &next->listeners[i];
         if (!listener_known(l->name))
             continue;
-        char *sig = ctx_signature(next, l->name);
+        char *sig = ctx_signature(next, l->name), *stamp = file_stamp(next, l->name);
         X509 *old = NULL;
         bool same = false;
+        size_t at = 0;
         pthread_mutex_lock(&ctx_lock);
         for (size_t k = 0; k < n_ctxs; k++)
             if (!strcmp(ctxs[k].name, l->name)) {
-                same = !strcmp(ctxs[k].sig, sig);
+                at = k;
+                /* the same keys and the same files: nothing to reload */
+                same = !strcmp(ctxs[k].sig, sig) && !strcmp(ctxs[k].stamp, stamp);
                 old = SSL_CTX_get0_certificate(ctxs[k].ctx);
                 if (old)
                     X509_up_ref(old);
             }
         pthread_mutex_unlock(&ctx_lock);
-        free(sig);
         if (same) {
+            /* a context prepared by an earlier change not yet adopted
+             * (the file changed, then changed back) must not be */
+            if (prepare) {
+                pthread_mutex_lock(&ctx_lock);
+                prep_clear(&ctxs[at].prep);
+                pthread_mutex_unlock(&ctx_lock);
+            }
             X509_free(old);
+            free(sig);
+            free(stamp);
             continue;
         }
-        SSL_CTX *ctx;
+        SSL_CTX *ctx = NULL;
         char why[768];
         int rc = build(next, l->name, l->protocol, false, &ctx, why, sizeof why);
         if (rc < 0) {
             snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
         } else {
+            /* Kafka's SslFactory.validateReconfiguration compares the new
+             * key store's certificate with the one in use, also when the
+             * same file changed in place */
             X509 *now = SSL_CTX_get0_certificate(ctx);
             if (old && now)
                 rc = check_same_identity(next, l->name, old, now, err, errlen);
-            SSL_CTX_free(ctx);
         }
         X509_free(old);
+        if (rc == 0 && prepare) {
+            pthread_mutex_lock(&ctx_lock);
+            prep_clear(&ctxs[at].prep);
+            ctxs[at].prep = (struct ctx_prep){ctx, sig, stamp};
+            pthread_mutex_unlock(&ctx_lock);
+            atomic_fetch_add(&prep_gen, 1);
+        } else {
+            SSL_CTX_free(ctx);
+            free(sig);
+            free(stamp);
+        }
         if (rc < 0)
             return -1;
     }

@@ -25,18 +25,24 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen);
  * with a reference the caller owns (SSL_CTX_free); NULL when it is not
  * a TLS listener. When cfg (the config in effect) changed that
  * listener's ssl.* keys since the context was built (KIP-226: dynamic
- * listener.name.<l>.ssl.* keys), a new context is built from it first
- * and replaces the old one for every later connection; established
+ * listener.name.<l>.ssl.* keys), or tls_check_reconfig prepared a new
+ * context for them, that context replaces the old one for every later
+ * connection (built here only when no check prepared it); established
  * connections keep the context they started with. Net thread only. */
 SSL_CTX *tls_listener_ctx_ref(const struct samsa_config *cfg, const char *name);
 /* The check a dynamic change of listener ssl.* keys passes before it is
  * accepted (registered with config_set_reconfig_check): for each TLS
- * listener whose keys differ in next from its context's, the new context
- * is built (files read, passwords tried, key matched to certificate) and
- * its certificate must keep the current one's subject and alternative
- * names unless ssl.allow.dn.changes / ssl.allow.san.changes. 0, or -1
- * with one line in err. Any thread; reads files. */
-int tls_check_reconfig(const struct samsa_config *next, char *err, size_t errlen);
+ * listener whose keys differ in next from its context's, or whose key or
+ * trust store file changed in place (device, inode, size, modification
+ * time), the new context is built (files read, passwords tried, key
+ * matched to certificate) and its certificate must keep the current
+ * one's subject and alternative names unless ssl.allow.dn.changes /
+ * ssl.allow.san.changes. With nothing changed it does nothing. With
+ * prepare, a context that passed is kept for tls_listener_ctx_ref to
+ * adopt (once the config in effect has next's keys), so no file is read
+ * on the net thread. 0, or -1 with one line in err. Any thread but a
+ * network worker or the net thread: reads files. */
+int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err, size_t errlen);
 /* A client context for the connections this node opens to its peers'
  * listener (the inter-broker or the controller listener), from that
  * listener's ssl.* keys: its trust store verifies the peer, its key

@@ -1,8 +1,9 @@
 /* kclient against a real samsa started by the test (the binary from this
  * build tree) and against sockets that misbehave: negotiation, pipelined
  * requests answered in order, unsupported versions refused locally,
- * connection refused, a peer that never answers (timeout), and
- * reconnection after the peer restarts. */
+ * connection refused, a peer that never answers (timeout), reconnection
+ * after the peer restarts, and KIP-368 re-authentication on a connection
+ * that always has requests in flight. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,7 +28,7 @@
 
 struct server {
     pid_t pid;
-    int port, cport;
+    int port, cport, sport;
     char dir[64];
 };
 
@@ -59,6 +60,42 @@ static void server_start(struct server *s)
     for (int i = 0; i < 200; i++) {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+        close(fd);
+        if (rc == 0)
+            return;
+        usleep(50000);
+    }
+    fail_msg("samsa did not start");
+}
+
+/* The same node with a SASL_PLAINTEXT listener (PLAIN) on s->sport
+ * whose sessions live reauth_ms (KIP-368). */
+static void server_start_sasl(struct server *s, int reauth_ms)
+{
+    char a1[192], a2[128], a3[128], a4[64];
+    snprintf(a1, sizeof a1,
+             "listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", s->port,
+             s->sport, s->cport);
+    snprintf(a2, sizeof a2, "controller.quorum.voters=1@127.0.0.1:%d", s->cport);
+    snprintf(a3, sizeof a3, "log.dirs=%s", s->dir);
+    snprintf(a4, sizeof a4, "connections.max.reauth.ms=%d", reauth_ms);
+    s->pid = fork();
+    if (s->pid == 0) {
+        freopen(getenv("KC_LOG") ? getenv("KC_LOG") : "/dev/null", "w", stderr);
+        execl("./samsa", "samsa", "--override", "node.id=1", "--override", a1, "--override", a2, "--override",
+              a3, "--override", a4, "--override",
+              "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+              "--override", "sasl.enabled.mechanisms=PLAIN", "--override",
+              "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+              "PlainLoginModule required user_node=\"node-secret\";",
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->sport),
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
         close(fd);
@@ -219,6 +256,88 @@ static void test_against_samsa(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* KIP-368 on a busy connection: two requests always in flight (each
+ * answer sends the next before the other is answered), sessions of
+ * 1.5 s. The client must re-authenticate anyway (it holds new requests
+ * back once the re-authentication is due, so the in-flight ones drain),
+ * else the node closes the connection at the first request after the
+ * session expired and requests fail. */
+struct busy {
+    struct kclient *c;
+    bool stop;
+    int sent, ok, failed, first_err;
+};
+
+static void busy_send(struct busy *b);
+
+static void on_busy(void *ctx, int err, int16_t v, void *resp, struct arena *ar)
+{
+    (void)v;
+    (void)resp;
+    (void)ar;
+    struct busy *b = ctx;
+    if (err) {
+        b->failed++;
+        if (!b->first_err)
+            b->first_err = err;
+    } else {
+        b->ok++;
+    }
+    if (!b->stop)
+        busy_send(b);
+}
+
+static void busy_send(struct busy *b)
+{
+    metadata_request_t q;
+    metadata_request_init(&q);
+    q.topics.n = 0;
+    b->sent++;
+    assert_int_equal(kclient_send(b->c, KAPI_METADATA, 12, &q, on_busy, b), 0);
+}
+
+static void test_reauth_on_a_busy_connection(void **state)
+{
+    (void)state;
+    struct server s = {.port = free_port(), .cport = free_port(), .sport = free_port()};
+    snprintf(s.dir, sizeof s.dir, "/tmp/kclient-test-XXXXXX");
+    assert_non_null(mkdtemp(s.dir));
+    server_start_sasl(&s, 1500);
+
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    struct kclient_security sec = {.listener = "SASL_PLAINTEXT", .sasl_mechanism = "PLAIN",
+                                   .sasl_username = "node", .sasl_password = "node-secret"};
+    struct kclient_opts o = {.security = &sec, .host = "127.0.0.1", .port = s.sport, .request_timeout_ms = 5000};
+    struct busy b = {0};
+    b.c = kclient_new(loop, &o);
+    busy_send(&b);
+    busy_send(&b);
+    /* five session lifetimes */
+    int64_t end = clock_mono_ms() + 7500;
+    while (clock_mono_ms() < end && !b.failed) {
+        ev_run(loop, EVRUN_ONCE | EVRUN_NOWAIT);
+        usleep(200);
+    }
+    b.stop = true;
+    end = clock_mono_ms() + 5000;
+    while (kclient_pending(b.c) > 0 && clock_mono_ms() < end) {
+        ev_run(loop, EVRUN_ONCE | EVRUN_NOWAIT);
+        usleep(200);
+    }
+    int pending = kclient_pending(b.c);
+    kclient_free(b.c);
+    ev_loop_destroy(loop);
+    server_stop(&s); /* before any assertion: a failed one leaves the test */
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", s.dir);
+    assert_int_equal(system(cmd), 0);
+    if (b.failed)
+        fail_msg("%d of %d requests failed (first: error %d) after %d answers", b.failed, b.sent, b.first_err, b.ok);
+    assert_int_equal(pending, 0);
+    assert_int_equal(b.ok, b.sent);
+    assert_true(b.ok > 100);
+}
+
 static void test_timeout_and_refused(void **state)
 {
     (void)state;
@@ -299,6 +418,7 @@ int main(void)
         cmocka_unit_test(test_against_samsa),
         cmocka_unit_test(test_timeout_and_refused),
         cmocka_unit_test(test_setup_timeout_backs_off),
+        cmocka_unit_test(test_reauth_on_a_busy_connection),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

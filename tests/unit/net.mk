@@ -21,3 +21,10 @@ check_PROGRAMS += tests/unit/framepool_test
 TESTS += tests/unit/framepool_test
 tests_unit_framepool_test_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_framepool_test_LDADD = $(UNIT_LIBS)
+
+# The offload thread: jobs in order, done and notified, freed once by
+# whichever of the thread and the submitter comes last (net/offload.c).
+check_PROGRAMS += tests/unit/offload_test
+TESTS += tests/unit/offload_test
+tests_unit_offload_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
+tests_unit_offload_test_LDADD = $(UNIT_LIBS)

@@ -10,6 +10,10 @@
  *                                 discards (consume's floor)
  *   floor ports N                 print N loopback ports free right now,
  *                                 for the server the bench starts
+ *   floor ktls                    whether this kernel accepts the "tls" ULP
+ *                                 on a connected TCP socket, the first step
+ *                                 of kernel TLS (OpenSSL's SSL_OP_ENABLE_KTLS
+ *                                 does the same); prints ktls=yes|no and why
  *
  * Prints one line of key=value pairs; "server" is the side standing in for
  * the broker. With REPS > 1 the best time and the least CPU over the runs
@@ -18,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +257,48 @@ static int print_ports(int n)
     return 0;
 }
 
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+/* kTLS starts with setsockopt(TCP_ULP, "tls") on an established socket:
+ * ENOENT means the kernel has no tls ULP (CONFIG_TLS off and no module). */
+static int probe_ktls(void)
+{
+    int port;
+    int l = listen_loopback(&port);
+    int c = connect_loopback(port);
+    int a = accept(l, NULL, NULL);
+    if (a < 0)
+        die("accept");
+    int rc = setsockopt(c, SOL_TCP, TCP_ULP, "tls", sizeof "tls");
+    int err = errno;
+    char ulps[256] = "?";
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "r");
+    if (f) {
+        if (!fgets(ulps, sizeof ulps, f))
+            ulps[0] = 0;
+        ulps[strcspn(ulps, "\n")] = 0;
+        fclose(f);
+    }
+    if (rc == 0)
+        printf("ktls=yes tcp_available_ulp=\"%s\"\n", ulps);
+    else
+        printf("ktls=no setsockopt_tcp_ulp_tls=\"%s\" tcp_available_ulp=\"%s\"\n", strerror(err), ulps);
+    close(a);
+    close(c);
+    close(l);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "ktls"))
+        return probe_ktls();
     if (argc == 3 && !strcmp(argv[1], "ports"))
         return print_ports(atoi(argv[2]));
     if (argc < 3 || (strcmp(argv[1], "copy") && strcmp(argv[1], "sendfile"))) {
-        fputs("usage: floor copy BYTES FILE [REPS] | floor sendfile FILE [REPS] | floor ports N\n",
+        fputs("usage: floor copy BYTES FILE [REPS] | floor sendfile FILE [REPS] | floor ports N | floor ktls\n",
               stderr);
         return 2;
     }

@@ -8,8 +8,11 @@ tools_loadgen_samsa_loadgen_CFLAGS = $(AM_CFLAGS) $(RDKAFKA_CFLAGS)
 tools_loadgen_samsa_loadgen_LDADD = $(RDKAFKA_LIBS) -lpthread
 endif
 
-EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c
+EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c tools/bench/tls.sh tools/bench/authz.sh \
+	tools/bench/authz_bench.c
 
 .PHONY: bench
 bench:
 	BENCH_BUILDDIR=$(abs_top_builddir) $(top_srcdir)/tools/bench/run.sh
+	BENCH_BUILDDIR=$(abs_top_builddir) $(top_srcdir)/tools/bench/tls.sh
+	BENCH_BUILDDIR=$(abs_top_builddir) $(top_srcdir)/tools/bench/authz.sh

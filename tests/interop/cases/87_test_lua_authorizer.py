@@ -10,9 +10,10 @@ resource (@platformatic/kafka's Admin.incrementalAlterConfigs): a script
 that does not compile is refused with INVALID_CONFIG and its error as the
 message, the old one staying in force and the key unchanged; a good one
 is in force on an open connection once the answer is back, and again
-after a restart (the stored value over the file's); a script that
-loops or errors denies that request and other clients are served
-normally."""
+after a restart (the stored value over the file's); the check reads the
+script off the network workers (a FIFO script path blocks only the
+check); a script that loops or errors denies that request and other
+clients are served normally."""
 # limit: 240
 import os
 import signal
@@ -240,6 +241,55 @@ def reload_through_incremental_alter_configs():
     # reloads the path in force)
     h.eq(set_script_key(state["script"]), {"ok": True}, "back to the first script")
     srv().wait_log("config plugin.lua.authorizer.script=%s applied" % state["script"], since, limit=5)
+
+
+@suite.case
+def script_check_leaves_the_workers_free():
+    """The script's check reads the file off the network workers: a
+    script path that is a FIFO nobody writes yet blocks its reader;
+    meanwhile new clients (each a new connection, round-robin over the
+    workers) are served, and once the FIFO gives a broken script the
+    alter gets the answer any broken script gets."""
+    need_chain()
+    import threading
+    fifo = os.path.join(os.path.dirname(state["script"]), "blocking.lua")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    before = script_key()
+    out = []
+    t = threading.Thread(target=lambda: out.append(set_script_key(fifo)))
+    t.start()
+    try:
+        time.sleep(1.0)
+        h.eq(out, [], "the alter answered before its script could be read")
+        for i in range(4):
+            t0 = time.monotonic()
+            h.eq(produce_codes("alice", "alice.orders", 1), [None], "alice served while a check waits (%d)" % i)
+            h.check(time.monotonic() - t0 < h.bound(10), "a client waited %.1f s behind the check",
+                    time.monotonic() - t0)
+        h.eq(out, [], "the alter answered before its script could be read")
+    finally:
+        deadline = time.monotonic() + h.bound(40)
+        while t.is_alive() and time.monotonic() < deadline:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.02)
+                continue
+            try:
+                os.write(fd, b"function authorize(r) return true\n")
+            except OSError:
+                pass
+            os.close(fd)
+            time.sleep(0.02)
+        t.join(h.bound(5))
+    h.eq(len(out), 1, "the alter's answer")
+    res = out[0]
+    h.eq((res["ok"], "INVALID_CONFIG" in res.get("types", [])), (False, True), "a broken script: %s" % res)
+    h.check(res["messages"][0].startswith("plugin.lua.authorizer.script: ") and
+            "blocking.lua:2: 'end' expected" in res["messages"][0], "the message names the script and its error: %r",
+            res["messages"][0])
+    h.eq(script_key(), before, "the key after a refused change")
 
 
 @suite.case

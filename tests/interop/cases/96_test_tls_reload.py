@@ -11,8 +11,12 @@ unreadable file, another subject without ssl.allow.dn.changes: each
 INVALID_CONFIG with Kafka's message; the cluster default: INVALID_REQUEST),
 then new connections get it while a confluent-kafka producer connected
 before keeps producing over its connection. A client trusting only the
-new CA connects; one trusting only the old CA is refused. After a restart
-the stored dynamic key store is the one in use."""
+new CA connects; one trusting only the old CA is refused. A key store
+rewritten in place and set again under the same path is checked the same
+way and reloaded; set again unchanged, nothing happens. After a restart
+the stored dynamic key store is the one in use. (The checks read files:
+they run off the network worker while the request waits; the answers are
+the ones asserted here.)"""
 # limit: 200
 import json
 import os
@@ -95,6 +99,9 @@ def setup():
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:PLAINTEXT",
         PREFIX + "ssl.keystore.type": "PEM",
         PREFIX + "ssl.keystore.location": path("server-ks.pem"),
+        # one network worker: a check that blocked it would stall every
+        # other client (checks_leave_the_worker_free)
+        "num.network.threads": "1",
     })
     s.start()
     state["server"] = s
@@ -197,6 +204,55 @@ def bad_stores_refused():
 
 
 @suite.case
+def checks_leave_the_worker_free():
+    """The new store is read off the network worker: a key store that is
+    a FIFO nobody writes yet blocks its reader; meanwhile new clients on
+    the one worker are served, and once the FIFO is written (garbage) the
+    alter gets the same answer as for any unreadable store."""
+    import threading
+    fifo = path("blocking.pem")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    out = []
+    t = threading.Thread(target=lambda: out.append(alter([(PREFIX + "ssl.keystore.location", SET, fifo)])))
+    t.start()
+    try:
+        time.sleep(1.0)  # the alter is waiting for the FIFO by now
+        h.eq(out, [], "the alter answered before its key store could be read")
+        for i in range(3):
+            t0 = time.monotonic()
+            got = h.ck_produce(srv().bootstrap, TOPIC, [h.rec(b"during-%d" % i, b"v")])
+            h.check(got[0]["offset"] >= 0, "produce while a check waits: %s", got)
+            h.check(time.monotonic() - t0 < h.bound(10), "a client waited %.1f s behind the check",
+                    time.monotonic() - t0)
+        got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("ca"))
+        h.check(got[0]["offset"] >= 0, "an SSL client while a check waits: %s", got)
+        h.eq(out, [], "the alter answered before its key store could be read")
+    finally:
+        # each time the check opens the FIFO (it may open the store more
+        # than once) it reads garbage
+        deadline = time.monotonic() + h.bound(40)
+        while t.is_alive() and time.monotonic() < deadline:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.02)
+                continue
+            try:
+                os.write(fd, b"not a key store\n")
+            except OSError:
+                pass
+            os.close(fd)
+            time.sleep(0.02)
+        t.join(h.bound(5))
+    h.eq(len(out), 1, "the alter's answer")
+    code, msg = out[0]
+    h.eq(code, INVALID_CONFIG, "garbage key store: error (%s)" % msg)
+    h.check(msg.startswith("Validation of dynamic config update of SSLFactory failed: ") and "blocking.pem" in msg,
+            "message: %s", msg)
+
+
+@suite.case
 def rotate_to_new_ca():
     """The established connection keeps producing; new clients see the
     new certificate."""
@@ -237,6 +293,79 @@ def allow_dn_changes():
     # back to the new CA's localhost certificate for the restart case
     code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("server2-ks.pem"))])
     h.eq((code, msg), (0, None), "back to CN=localhost")
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
+    h.check(got[0]["offset"] >= 0, "new CA client: %s", got)
+
+
+def copy_file(src, dst):
+    """Writes src's bytes over dst in place (same inode, as an editor or
+    a certificate renewal that rewrites the file does)."""
+    with open(path(src), "rb") as f:
+        data = f.read()
+    with open(path(dst), "r+b" if os.path.exists(path(dst)) else "wb") as f:
+        f.write(data)
+        f.truncate()
+
+
+RELOADED = r"listener SSL: TLS key and trust stores reloaded"
+
+
+@suite.case
+def in_place_change():
+    """Kafka reloads a key store set again under the same path when the
+    file changed (SslFactory: its modification time), with the same
+    checks as for a new path; when nothing changed, setting it again does
+    nothing."""
+    code, msg = alter([(PREFIX + "ssl.allow.dn.changes", DELETE, None)])
+    h.eq((code, msg), (0, None), "ssl.allow.dn.changes back to its default")
+    copy_file("server2-ks.pem", "inplace-ks.pem")
+    since = srv().log_size()
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("inplace-ks.pem"))])
+    h.eq((code, msg), (0, None), "a new path (a copy of the store in use)")
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
+    h.check(got[0]["offset"] >= 0, "new CA client: %s", got)
+    srv().wait_log(RELOADED, since)
+    # the same path, the file unchanged: accepted, nothing reloaded
+    since = srv().log_size()
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("inplace-ks.pem"))])
+    h.eq((code, msg), (0, None), "the same path, unchanged")
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
+    h.check(got[0]["offset"] >= 0, "new CA client: %s", got)
+    h.check(RELOADED[-8:] not in srv().log_text(since), "reloaded although nothing changed:\n%s",
+            srv().log_text(since)[-2000:])
+
+
+@suite.case
+def in_place_change_checked_and_reloaded():
+    """(continues in_place_change: inplace-ks.pem in use)"""
+    # rewritten in place with another subject: refused as a new path
+    # would be, the store in use stays
+    copy_file("other-ks.pem", "inplace-ks.pem")
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("inplace-ks.pem"))])
+    h.eq(code, INVALID_CONFIG, "changed in place to another subject: error (%s)" % msg)
+    h.check("Keystore DistinguishedName does not match: existing={DN=CN=localhost}, new={DN=CN=another-host}"
+            in msg, "message: %s", msg)
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
+    h.check(got[0]["offset"] >= 0, "the store in use still serves: %s", got)
+    # validate_only with a good store in place: checked, nothing reloaded
+    copy_file("server-ks.pem", "inplace-ks.pem")
+    since = srv().log_size()
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("inplace-ks.pem"))], validate_only=True)
+    h.eq((code, msg), (0, None), "validate_only, changed in place")
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
+    h.check(got[0]["offset"] >= 0, "validate_only reloaded nothing: %s", got)
+    h.check(RELOADED[-8:] not in srv().log_text(since), "validate_only reloaded:\n%s", srv().log_text(since)[-2000:])
+    # rewritten in place with the old CA's certificate for the same
+    # subject: reloaded, new clients see it
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("inplace-ks.pem"))])
+    h.eq((code, msg), (0, None), "changed in place, same subject")
+    got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("ca"))
+    h.check(got[0]["offset"] >= 0, "old CA client after the in-place reload: %s", got)
+    srv().wait_log(RELOADED, since)
+    refused("newca")
+    # back to the new CA's store for the restart case
+    code, msg = alter([(PREFIX + "ssl.keystore.location", SET, path("server2-ks.pem"))])
+    h.eq((code, msg), (0, None), "back to server2-ks.pem")
     got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
     h.check(got[0]["offset"] >= 0, "new CA client: %s", got)
 
