@@ -185,10 +185,13 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
     m->hw_ckpt_ms = cfg_long(cfg, "replica.high.watermark.checkpoint.interval.ms", 5000);
     /* Kafka's default of one recovery thread per dir recovers partitions
-     * one after the other; unless set, use every CPU. */
+     * one after the other; unless set, use every CPU, and at least 8:
+     * creating or opening an idle log (CreateTopics of thousands of
+     * partitions, a restart after a clean shutdown) waits on file and
+     * directory fsyncs, not on the CPU, and concurrent fsyncs overlap. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 2)
-        ncpu = 2;
+    if (ncpu < 8)
+        ncpu = 8;
     int64_t per_dir = config_is_set(cfg, "num.recovery.threads.per.data.dir")
                           ? cfg_long(cfg, "num.recovery.threads.per.data.dir", 1)
                           : ncpu;

@@ -237,6 +237,47 @@ static bool wait_deleted(struct partition_registry *r, const char *path)
     return gone;
 }
 
+/* A clean close of a log is a few fsyncs (its index trims, its
+ * shutdown marker) and no CPU to speak of: closed one after the other,
+ * 100 000 idle partitions took as many fsync round trips as that. Closed
+ * by several threads, the fsyncs overlap (ext4 and xfs commit concurrent
+ * ones together). Logs are independent: a close takes only its own log's
+ * locks and the log manager's and fd cache's leaf locks. */
+#define CLOSE_THREADS 8
+#define CLOSE_PER_THREAD 64 /* fewer logs than this per thread: fewer threads */
+
+struct close_run {
+    struct preg_part **all;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void *close_main(void *arg)
+{
+    struct close_run *c = arg;
+    for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->n;)
+        partition_put(&c->all[i]->p);
+    return NULL;
+}
+
+/* Releases the registry's reference of all[0..n) (closing those nobody
+ * else holds); all stays the caller's. */
+static void close_parallel(struct preg_part **all, size_t n)
+{
+    struct close_run c = {.all = all, .n = n};
+    atomic_init(&c.next, 0);
+    size_t want = n / CLOSE_PER_THREAD;
+    if (want > CLOSE_THREADS - 1)
+        want = CLOSE_THREADS - 1;
+    pthread_t t[CLOSE_THREADS];
+    size_t started = 0;
+    while (started < want && pthread_create(&t[started], NULL, close_main, &c) == 0)
+        started++;
+    close_main(&c); /* this thread too: all done here if none started */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
 void preg_destroy(struct partition_registry *r, bool clean)
 {
     if (!r)
@@ -251,10 +292,9 @@ void preg_destroy(struct partition_registry *r, bool clean)
         all[k++] = v;
     hmap_free(&r->map);
     pthread_rwlock_unlock(&r->map_lock);
-    for (size_t i = 0; i < k; i++) {
+    for (size_t i = 0; i < k; i++)
         all[i]->close_clean = clean;
-        partition_put(&all[i]->p);
-    }
+    close_parallel(all, k);
     free(all);
     /* Removed partitions still referenced report back to the registry
      * when released; the network is down by now, so this is short. */
