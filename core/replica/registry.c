@@ -58,6 +58,7 @@ struct preg_part {
     char *path;      /* the partition directory */
     size_t dir;      /* index of its log dir */
     bool close_clean;
+    bool replicated; /* counted in the registry's nreplicated (sync_lock) */
     /* false while the log is being opened on the recovery pool (p.log is
      * NULL until then); set with release order after p.log. */
     atomic_bool ready;
@@ -83,7 +84,24 @@ struct partition_registry {
      * one, without background threads; its logs open inline. */
     struct logmgr *own_logs;
     bool async_open;
+    atomic_size_t nreplicated; /* preg_replicated */
 };
+
+/* Under sync_lock (preg_sync): keeps nreplicated in step with the
+ * partition's state in the image. */
+static void count_replicated(struct partition_registry *r, struct preg_part *pp, const struct mi_partition *mp)
+{
+    bool want = mp && (mp->leader != r->env.node_id || mp->nreplicas > 1 || mp->nisr > 1);
+    if (pp->replicated == want)
+        return;
+    pp->replicated = want;
+    if (want)
+        atomic_fetch_add(&r->nreplicated, 1);
+    else
+        atomic_fetch_sub(&r->nreplicated, 1);
+}
+
+size_t preg_replicated(struct partition_registry *r) { return atomic_load(&r->nreplicated); }
 
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
 {
@@ -566,6 +584,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     }
     if (!counted)
         r->counts[dir]++;
+    count_replicated(r, pp, part);
     *out = pp;
     return 0;
 }
@@ -607,6 +626,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         pthread_mutex_lock(&r->del_lock);
         hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
         pthread_mutex_unlock(&r->del_lock);
+        count_replicated(r, pp, NULL);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
         park_notify(r->env.wake, partition_park_key(&pp->p));
         partition_put(&pp->p);
@@ -628,6 +648,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             if (have) {
                 atomic_store(&have->p.min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
                 partition_set_state(&have->p, part, node);
+                count_replicated(r, have, part);
                 atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
                 loaded = atomic_load(&have->ready) && have->p.log;
                 if (loaded)
