@@ -85,6 +85,11 @@ struct partition_registry {
     struct logmgr *own_logs;
     bool async_open;
     atomic_size_t nreplicated; /* preg_replicated */
+    /* The last image preg_sync applied without an error (a reference),
+     * or NULL: a topic it shares with the next image (the image is copy
+     * on write, an unchanged topic is the same pointer) has nothing new
+     * for its partitions. Under sync_lock. */
+    struct mimage *synced;
 };
 
 /* Under sync_lock (preg_sync): keeps nreplicated in step with the
@@ -329,6 +334,7 @@ void preg_destroy(struct partition_registry *r, bool clean)
     pthread_mutex_unlock(&r->del_lock);
     hmap_free(&r->deleting);
     hmap_free(&r->found);
+    mimage_release(r->synced);
     for (size_t i = 0; i < r->ndirs; i++)
         free(r->dirs[i]);
     free(r->dirs);
@@ -599,6 +605,19 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     if (!r->scanned)
         scan_dirs(r, img);
 
+    /* Images follow each other for reasons that do not touch a topic
+     * (broker registrations and heartbeats, features, configs of other
+     * resources): with 100 000 partitions the walks below cost 10-20 ms
+     * a time, most of an idle node's CPU. Same topics: nothing to do. */
+    const struct mimage *prev = r->synced;
+    bool same = prev && prev->ntopics == img->ntopics;
+    for (int32_t i = 0; same && i < img->ntopics; i++)
+        same = img->topics[i] == prev->topics[i];
+    if (same) {
+        pthread_mutex_unlock(&r->sync_lock);
+        return 0;
+    }
+
     /* Removed: partitions the image no longer places here. */
     pthread_rwlock_wrlock(&r->map_lock);
     size_t n = hmap_count(&r->map), k = 0;
@@ -636,6 +655,8 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     /* Added, or updated in place. */
     for (int32_t ti = 0; ti < img->ntopics; ti++) {
         const struct mi_topic *t = img->topics[ti];
+        if (prev && mimage_topic_by_id(prev, &t->id) == t)
+            continue; /* the same topic as at the last complete sync */
         for (int32_t pi = 0; pi < t->npartitions; pi++) {
             const struct mi_partition *part = &t->partitions[pi];
             if (!hosted_here(part, node))
@@ -681,6 +702,9 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             pthread_rwlock_unlock(&r->map_lock);
         }
     }
+    mimage_release(r->synced);
+    /* After an error every partition is looked at again next time. */
+    r->synced = rc == 0 ? mimage_ref((struct mimage *)img) : NULL;
     pthread_mutex_unlock(&r->sync_lock);
     return rc;
 }
