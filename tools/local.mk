@@ -31,3 +31,10 @@ tools_bench_lua_bench_LDADD = $(CORE_LIBS)
 .PHONY: bench-lua
 bench-lua: tools/bench/lua_bench modules/lua.la
 	$(builddir)/tools/bench/lua_bench $(abs_builddir)/modules/.libs $(abs_top_srcdir)/lua $${BENCH_SECONDS:-1}
+# bench-scale: partitions per node (BENCH_PARTITIONS, default 100 000) and
+# client connections (BENCH_CONNECTIONS, default 10 000) on one node
+# started with `ulimit -Sn 1024`; prints one table (README, "Partitions
+# per node"). Run by hand: it takes minutes and a few GB of /tmp.
+.PHONY: bench-scale
+bench-scale: samsa
+	python3 $(abs_top_srcdir)/tools/bench/scale-partitions.py --samsa $(abs_builddir)/samsa

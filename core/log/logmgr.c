@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,6 +99,7 @@ struct logmgr {
     atomic_bool stop_flag;     /* for plog_clean */
     bool started;
     bool retention_poke, ls_dirty, co_dirty;
+    bool flush_retry; /* a flush failed: the scheduler's next tick checks every log */
 
     pthread_t *flushers;
     pthread_t scheduler;
@@ -186,10 +190,13 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
     m->hw_ckpt_ms = cfg_long(cfg, "replica.high.watermark.checkpoint.interval.ms", 5000);
     /* Kafka's default of one recovery thread per dir recovers partitions
-     * one after the other; unless set, use every CPU. */
+     * one after the other; unless set, use every CPU, and at least 8:
+     * creating or opening an idle log (CreateTopics of thousands of
+     * partitions, a restart after a clean shutdown) waits on file and
+     * directory fsyncs, not on the CPU, and concurrent fsyncs overlap. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 2)
-        ncpu = 2;
+    if (ncpu < 8)
+        ncpu = 8;
     int64_t per_dir = config_is_set(cfg, "num.recovery.threads.per.data.dir")
                           ? cfg_long(cfg, "num.recovery.threads.per.data.dir", 1)
                           : ncpu;
@@ -370,6 +377,17 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     m->logs.prev->next = ml;
     m->logs.prev = ml;
     hmap_put(&m->by_log, &l, sizeof l, ml);
+    /* The log holds its checkpointed values now (write_ckpt reads them
+     * from the log, and logmgr_close puts them back): the start-up maps'
+     * entries would only cost memory, four keys and slots per log (0.3
+     * KiB per idle partition after a restart). */
+    struct hmap *maps[] = {&d->rp, &d->ls, &d->co, &d->hw};
+    for (size_t i = 0; i < 4; i++) {
+        hmap_del(maps[i], ml->name, strlen(ml->name));
+        if (hmap_count(maps[i]) == 0 && maps[i]->cap > 0) {
+            hmap_free(maps[i]); /* its slots too */
+        }
+    }
     if (ml->flush_pending_open)
         enqueue_flush(m, ml);
     pthread_mutex_unlock(&m->lock);
@@ -425,8 +443,19 @@ static void *pool_main(void *arg)
         m->pool_active--;
     }
     m->pool_running--;
+    bool last = m->pool_running == 0;
     pthread_cond_broadcast(&m->idle_cond);
     pthread_mutex_unlock(&m->lock);
+#ifdef __GLIBC__
+    /* The opens ran on several threads, each allocating in its own malloc
+     * arena, and left their temporaries (listings, read buffers) free
+     * between the logs' long-lived structures: give those pages back
+     * once the start-up recovery is done. */
+    if (last)
+        malloc_trim(0);
+#else
+    (void)last;
+#endif
     return NULL;
 }
 
@@ -616,6 +645,8 @@ static void snap_take(struct logmgr *m, struct snap *s)
 
 static void snap_release(struct logmgr *m, struct snap *s)
 {
+    if (!s->v)
+        return; /* none taken */
     pthread_mutex_lock(&m->lock);
     for (size_t i = 0; i < s->n; i++)
         s->v[i]->busy--;
@@ -767,10 +798,12 @@ static void *flusher_main(void *arg)
         pthread_mutex_unlock(&m->lock);
         /* Appends that arrive during this fsync queue the log again and
          * are covered by the next one: group commit. */
-        plog_flush(ml->l);
+        int rc = plog_flush(ml->l);
         if (ml->flushed)
             ml->flushed(ml->ctx, ml->l);
         pthread_mutex_lock(&m->lock);
+        if (rc)
+            m->flush_retry = true; /* out of descriptors: retried from the scheduler */
         ml->busy--;
         pthread_cond_broadcast(&m->idle_cond);
     }
@@ -791,15 +824,27 @@ static void *scheduler_main(void *arg)
     pthread_mutex_lock(&m->lock);
     while (!m->stop) {
         bool poke = m->retention_poke, ls_dirty = m->ls_dirty, co_dirty = m->co_dirty;
-        m->retention_poke = m->ls_dirty = m->co_dirty = false;
+        bool retry = m->flush_retry;
+        m->retention_poke = m->ls_dirty = m->co_dirty = m->flush_retry = false;
         pthread_mutex_unlock(&m->lock);
 
         now = clock_mono_ms();
         int64_t wall = clock_wall_ms();
         int64_t next = now + SCHED_MAX_SLEEP_MS;
-        struct snap s;
-        snap_take(m, &s);
-        for (size_t i = 0; i < s.n; i++) {
+        /* A tick walks every log only for what can be due: with 100 000
+         * idle partitions the walk every 500 ms was most of the idle
+         * CPU. Flushes are queued by whoever makes them due (an append
+         * reaching flush.messages, a roll, a recovery) but for flush.ms,
+         * which only logs with a finite one have, and for a retry after a
+         * flush that failed; trash is purged while there is some. */
+        bool scan_flush = retry || plog_timed_flush_logs() > 0;
+        bool scan_trash = plog_trashed_segments() > 0;
+        bool ckpt_due = now >= next_rp || now >= next_hw || now >= next_ls || now >= ls_soon || co_dirty ||
+                        (ls_dirty && ls_soon == INT64_MAX);
+        struct snap s = {0};
+        if (scan_flush || scan_trash || ckpt_due || now >= next_retention || poke || now >= next_pid_check)
+            snap_take(m, &s);
+        for (size_t i = 0; i < s.n && scan_flush; i++) {
             int64_t due;
             if (plog_flush_due(s.v[i]->l, wall, &due)) {
                 pthread_mutex_lock(&m->lock);
@@ -815,7 +860,7 @@ static void *scheduler_main(void *arg)
             if (now >= next_retention)
                 next_retention = now + m->retention_check_ms;
         }
-        for (size_t i = 0; i < s.n; i++)
+        for (size_t i = 0; i < s.n && scan_trash; i++)
             plog_purge_deleted(s.v[i]->l, wall, false);
         if (now >= next_pid_check) {
             for (size_t i = 0; i < s.n; i++)

@@ -126,8 +126,26 @@ struct segment_opts plog_segment_opts(struct plog *l)
     return o;
 }
 
+/* Process-wide counts that let the log manager's scheduler skip its
+ * per-tick walk over every log (issue 12: 100 000 idle partitions): logs
+ * whose flush.ms is finite (only they can become due by time; the other
+ * reasons to flush queue the log themselves), and segments waiting in
+ * some log's trash. Conservative: a count above 0 means "walk". */
+static atomic_long timed_flush_logs, trashed_segments;
+
+static void count_timed(const struct plog_config *c, long d)
+{
+    if (c->flush_ms != INT64_MAX)
+        atomic_fetch_add(&timed_flush_logs, d);
+}
+
+long plog_timed_flush_logs(void) { return atomic_load(&timed_flush_logs); }
+long plog_trashed_segments(void) { return atomic_load(&trashed_segments); }
+
 static void plog_free(struct plog *l)
 {
+    count_timed(&l->cfg, -1);
+    atomic_fetch_sub(&trashed_segments, (long)l->ntrash);
     for (size_t i = 0; i < l->nsegs; i++)
         segment_free(l->segs[i]);
     free(l->segs);
@@ -616,6 +634,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     const char *slash = strrchr(l->dir, '/');
     l->name = slash ? slash + 1 : l->dir;
     l->cfg = c;
+    count_timed(&l->cfg, 1);
     if (oo.hooks)
         l->hooks = *oo.hooks;
     if (oo.codecs)
@@ -754,7 +773,9 @@ int plog_set_config(struct plog *l, const struct plog_config *cfg)
         return rc;
     slock_lock(&l->append_lock);
     slock_lock(&l->cfg_lock);
+    count_timed(&l->cfg, -1);
     l->cfg = c;
+    count_timed(&l->cfg, 1);
     slock_unlock(&l->cfg_lock);
     /* The active segment indexes at the new interval from now on. */
     pthread_rwlock_wrlock(&l->seg_lock);
@@ -1688,13 +1709,18 @@ void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms)
         l->trash = xrealloc(l->trash, l->trashcap * sizeof *l->trash);
     }
     l->trash[l->ntrash++] = (struct plog_trash){s, delay > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay};
+    atomic_fetch_add(&trashed_segments, 1);
     slock_unlock(&l->trash_lock);
 }
 
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
 {
     slock_lock(&l->trash_lock);
-    struct segment **due = xmalloc((l->ntrash ? l->ntrash : 1) * sizeof *due);
+    if (l->ntrash == 0) {
+        slock_unlock(&l->trash_lock);
+        return 0;
+    }
+    struct segment **due = xmalloc(l->ntrash * sizeof *due);
     size_t nd = 0, k = 0;
     for (size_t i = 0; i < l->ntrash; i++) {
         if (force || l->trash[i].due_ms <= now_ms)
@@ -1703,6 +1729,7 @@ int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
             l->trash[k++] = l->trash[i];
     }
     l->ntrash = k;
+    atomic_fetch_sub(&trashed_segments, (long)nd);
     slock_unlock(&l->trash_lock);
     for (size_t i = 0; i < nd; i++) {
         int e = segment_unlink(due[i]);

@@ -396,6 +396,13 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted);
  * ago (all of them with force). Returns how many are still waiting. */
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
 
+/* Over all logs of the process: how many have a finite flush.ms, and how
+ * many deleted segments wait for plog_purge_deleted. While both are 0 a
+ * periodic walk calling plog_flush_due and plog_purge_deleted on every
+ * log would find nothing to do. */
+long plog_timed_flush_logs(void);
+long plog_trashed_segments(void);
+
 /* Truncates the log to end at offset: batches whose last offset is >=
  * offset go (whole batches), and so does everything after them. The
  * recovery point and the leader-epoch cache follow. For a replica whose

@@ -561,6 +561,12 @@ static int lane_of(const struct partition *p, int nlanes)
 
 static void step(struct lane *f, bool isr)
 {
+    /* Nothing followed here and nothing led here with other replicas
+     * (every partition of a single node): no Fetch to send, no ISR to
+     * check, and no walk over 100 000 idle partitions ten times a
+     * second. */
+    if (preg_replicated(f->partitions) == 0)
+        return;
     struct partition **all;
     size_t n = preg_list(f->partitions, &all);
     struct mimage *img = f->controller ? controller_image(f->controller) : NULL;

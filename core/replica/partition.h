@@ -76,6 +76,11 @@ void partition_put(struct partition *p);
  * reference (the caller puts them and frees the array). Returns the
  * count; *out is NULL when 0. */
 size_t preg_list(struct partition_registry *r, struct partition ***out);
+/* How many hosted partitions have work for the replica fetcher: followed
+ * here, or led here with other replicas (ISR checks). 0 on a node whose
+ * partitions all have one replica: the fetcher's periodic step then
+ * skips its walk over every partition. */
+size_t preg_replicated(struct partition_registry *r);
 /* Makes the hosted partitions match img: opens or creates logs for new
  * partitions led or replicated here, deletes the logs of removed topics.
  * Returns 0, or -1 with one line in err. */

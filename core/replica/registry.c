@@ -62,6 +62,7 @@ struct preg_part {
     char *path;      /* the partition directory */
     size_t dir;      /* index of its log dir */
     bool close_clean;
+    bool replicated; /* counted in the registry's nreplicated (sync_lock) */
     /* false while the log is being opened on the recovery pool (p.log is
      * NULL until then); set with release order after p.log. */
     atomic_bool ready;
@@ -91,6 +92,12 @@ struct partition_registry {
      * one, without background threads; its logs open inline. */
     struct logmgr *own_logs;
     bool async_open;
+    atomic_size_t nreplicated; /* preg_replicated */
+    /* The last image preg_sync applied without an error (a reference),
+     * or NULL: a topic it shares with the next image (the image is copy
+     * on write, an unchanged topic is the same pointer) has nothing new
+     * for its partitions. Under sync_lock. */
+    struct mimage *synced;
 };
 
 static struct preg_shard *shard_of(struct partition_registry *r, const uint8_t key[20])
@@ -100,6 +107,22 @@ static struct preg_shard *shard_of(struct partition_registry *r, const uint8_t k
         h = (h ^ key[i]) * 16777619u;
     return &r->shards[h % PREG_SHARDS];
 }
+
+/* Under sync_lock (preg_sync): keeps nreplicated in step with the
+ * partition's state in the image. */
+static void count_replicated(struct partition_registry *r, struct preg_part *pp, const struct mi_partition *mp)
+{
+    bool want = mp && (mp->leader != r->env.node_id || mp->nreplicas > 1 || mp->nisr > 1);
+    if (pp->replicated == want)
+        return;
+    pp->replicated = want;
+    if (want)
+        atomic_fetch_add(&r->nreplicated, 1);
+    else
+        atomic_fetch_sub(&r->nreplicated, 1);
+}
+
+size_t preg_replicated(struct partition_registry *r) { return atomic_load(&r->nreplicated); }
 
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
 {
@@ -265,6 +288,47 @@ static bool wait_deleted(struct partition_registry *r, const char *path)
     return gone;
 }
 
+/* A clean close of a log is a few fsyncs (its index trims, its
+ * shutdown marker) and no CPU to speak of: closed one after the other,
+ * 100 000 idle partitions took as many fsync round trips as that. Closed
+ * by several threads, the fsyncs overlap (ext4 and xfs commit concurrent
+ * ones together). Logs are independent: a close takes only its own log's
+ * locks and the log manager's and fd cache's leaf locks. */
+#define CLOSE_THREADS 8
+#define CLOSE_PER_THREAD 64 /* fewer logs than this per thread: fewer threads */
+
+struct close_run {
+    struct preg_part **all;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void *close_main(void *arg)
+{
+    struct close_run *c = arg;
+    for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->n;)
+        partition_put(&c->all[i]->p);
+    return NULL;
+}
+
+/* Releases the registry's reference of all[0..n) (closing those nobody
+ * else holds); all stays the caller's. */
+static void close_parallel(struct preg_part **all, size_t n)
+{
+    struct close_run c = {.all = all, .n = n};
+    atomic_init(&c.next, 0);
+    size_t want = n / CLOSE_PER_THREAD;
+    if (want > CLOSE_THREADS - 1)
+        want = CLOSE_THREADS - 1;
+    pthread_t t[CLOSE_THREADS];
+    size_t started = 0;
+    while (started < want && pthread_create(&t[started], NULL, close_main, &c) == 0)
+        started++;
+    close_main(&c); /* this thread too: all done here if none started */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
 void preg_destroy(struct partition_registry *r, bool clean)
 {
     if (!r)
@@ -284,10 +348,9 @@ void preg_destroy(struct partition_registry *r, bool clean)
         hmap_free(&sh->map);
         pthread_rwlock_unlock(&sh->lock);
     }
-    for (size_t i = 0; i < k; i++) {
+    for (size_t i = 0; i < k; i++)
         all[i]->close_clean = clean;
-        partition_put(&all[i]->p);
-    }
+    close_parallel(all, k);
     free(all);
     /* Removed partitions still referenced report back to the registry
      * when released; the network is down by now, so this is short. */
@@ -304,6 +367,7 @@ void preg_destroy(struct partition_registry *r, bool clean)
     pthread_mutex_unlock(&r->del_lock);
     hmap_free(&r->deleting);
     hmap_free(&r->found);
+    mimage_release(r->synced);
     for (size_t i = 0; i < r->ndirs; i++)
         free(r->dirs[i]);
     free(r->dirs);
@@ -560,6 +624,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     }
     if (!counted)
         r->counts[dir]++;
+    count_replicated(r, pp, part);
     *out = pp;
     return 0;
 }
@@ -573,6 +638,19 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     bool first_sync = !r->scanned;
     if (!r->scanned)
         scan_dirs(r, img);
+
+    /* Images follow each other for reasons that do not touch a topic
+     * (broker registrations and heartbeats, features, configs of other
+     * resources): with 100 000 partitions the walks below cost 10-20 ms
+     * a time, most of an idle node's CPU. Same topics: nothing to do. */
+    const struct mimage *prev = r->synced;
+    bool same = prev && prev->ntopics == img->ntopics;
+    for (int32_t i = 0; same && i < img->ntopics; i++)
+        same = img->topics[i] == prev->topics[i];
+    if (same) {
+        pthread_mutex_unlock(&r->sync_lock);
+        return 0;
+    }
 
     /* Removed: partitions the image no longer places here. Found under
      * each shard's read lock (this is the only writer: sync_lock), then
@@ -617,6 +695,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         pthread_mutex_lock(&r->del_lock);
         hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
         pthread_mutex_unlock(&r->del_lock);
+        count_replicated(r, pp, NULL);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
         park_notify(r->env.wake, partition_park_key(&pp->p));
         partition_put(&pp->p);
@@ -626,6 +705,8 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     /* Added, or updated in place. */
     for (int32_t ti = 0; ti < img->ntopics; ti++) {
         const struct mi_topic *t = img->topics[ti];
+        if (prev && mimage_topic_by_id(prev, &t->id) == t)
+            continue; /* the same topic as at the last complete sync */
         for (int32_t pi = 0; pi < t->npartitions; pi++) {
             const struct mi_partition *part = &t->partitions[pi];
             if (!hosted_here(part, node))
@@ -639,6 +720,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             if (have) {
                 atomic_store(&have->p.min_isr, t->cfg ? t->cfg->min_insync_replicas : 1);
                 partition_set_state(&have->p, part, node);
+                count_replicated(r, have, part);
                 atomic_store(&have->p.ack_after_flush, t->cfg && t->cfg->flush_messages == 1);
                 loaded = atomic_load(&have->ready) && have->p.log;
                 if (loaded)
@@ -671,6 +753,9 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             pthread_rwlock_unlock(&sh->lock);
         }
     }
+    mimage_release(r->synced);
+    /* After an error every partition is looked at again next time. */
+    r->synced = rc == 0 ? mimage_ref((struct mimage *)img) : NULL;
     pthread_mutex_unlock(&r->sync_lock);
     return rc;
 }

@@ -317,11 +317,20 @@ def main():
     ap.add_argument("--storm-seconds", type=float, default=8.0)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
+    run(a.samsa, a.connections, a.storm_seconds, a.keep)
+
+
+def run(samsa, connections, storm_seconds=8.0, keep=False, quiet=False):
+    """The whole benchmark; prints its report unless quiet and returns its
+    figures as a dict (tools/bench/scale-partitions.py puts them in its
+    table)."""
+    out = {}
+    say = (lambda *x: None) if quiet else print
     nofile = raise_nofile()
-    if nofile < a.connections + 100:
-        raise SystemExit("RLIMIT_NOFILE hard limit %d is too low for %d connections" % (nofile, a.connections))
+    if nofile < connections + 100:
+        raise SystemExit("RLIMIT_NOFILE hard limit %d is too low for %d connections" % (nofile, connections))
     work = tempfile.mkdtemp(prefix="samsa-conns.")
-    samsa = os.path.abspath(a.samsa)
+    samsa = os.path.abspath(samsa)
     procs = []
     try:
         proc, port = start_node(samsa, work)
@@ -336,7 +345,7 @@ def main():
         c.close()
         time.sleep(1)
         rss0, fds0 = rss_kib(pid), fd_count(pid)
-        n = a.connections
+        n = connections
         sources = ["127.0.0.%d" % i for i in range(2, 10)]
         t0 = time.monotonic()
         socks = open_idle(port, n, sources, pid=pid)
@@ -350,28 +359,32 @@ def main():
         rss2 = rss_kib(pid)
 
         # latency of an established client, without and with a storm
-        base_av, base_pr = timed_client(port, "storm", a.storm_seconds / 2)
+        base_av, base_pr = timed_client(port, "storm", storm_seconds / 2)
         counter = multiprocessing.Value("l", 0)
-        st = multiprocessing.Process(target=storm, args=(port, a.storm_seconds, counter))
+        st = multiprocessing.Process(target=storm, args=(port, storm_seconds, counter))
         st.start()
         time.sleep(0.2)
-        av, pr = timed_client(port, "storm", a.storm_seconds - 0.5)
-        st.join(a.storm_seconds + 30)
-        rate = counter.value / a.storm_seconds
+        av, pr = timed_client(port, "storm", storm_seconds - 0.5)
+        st.join(storm_seconds + 30)
+        rate = counter.value / storm_seconds
         # the idle connections are all still served after the storm
         v = verdicts(socks[:200], timeout=30)
         if not all(v):
             raise SystemExit("idle connections closed during the storm")
         close_all(socks)
 
-        print("connections %d idle to one node (sources 127.0.0.2-9), RLIMIT_NOFILE %d" % (n, nofile))
-        print("accept                  %.2f s -> %.0f connections/s accepted" % (accept_s, n / accept_s))
-        print("RSS empty node          %d KiB" % rss0)
-        print("RSS, never spoke        %d KiB -> %.2f KiB per connection" % (rss1, (rss1 - rss0) / n))
-        print("RSS, one ApiVersions    %d KiB -> %.2f KiB per connection" % (rss2, (rss2 - rss0) / n))
-        print("storm                   %.0f connects/s (connect + reset) for %.0f s" % (rate, a.storm_seconds))
+        out.update(connections=n, accept_per_s=n / accept_s, rss_conn_kib=(rss1 - rss0) / n,
+                   rss_conn_spoke_kib=(rss2 - rss0) / n, storm_per_s=rate,
+                   av_quiet=(pct(base_av, 50), pct(base_av, 99)), av_storm=(pct(av, 50), pct(av, 99)),
+                   pr_quiet=(pct(base_pr, 50), pct(base_pr, 99)), pr_storm=(pct(pr, 50), pct(pr, 99)))
+        say("connections %d idle to one node (sources 127.0.0.2-9), RLIMIT_NOFILE %d" % (n, nofile))
+        say("accept                  %.2f s -> %.0f connections/s accepted" % (accept_s, n / accept_s))
+        say("RSS empty node          %d KiB" % rss0)
+        say("RSS, never spoke        %d KiB -> %.2f KiB per connection" % (rss1, (rss1 - rss0) / n))
+        say("RSS, one ApiVersions    %d KiB -> %.2f KiB per connection" % (rss2, (rss2 - rss0) / n))
+        say("storm                   %.0f connects/s (connect + reset) for %.0f s" % (rate, storm_seconds))
         for name, b, s in (("ApiVersions", base_av, av), ("Produce acks=1", base_pr, pr)):
-            print("%-15s p50/p99/max  %.2f/%.2f/%.2f ms quiet (%d), %.2f/%.2f/%.2f ms in the storm (%d)"
+            say("%-15s p50/p99/max  %.2f/%.2f/%.2f ms quiet (%d), %.2f/%.2f/%.2f ms in the storm (%d)"
                   % (name, pct(b, 50), pct(b, 99), max(b), len(b), pct(s, 50), pct(s, 99), max(s), len(s)))
 
         # limits, exact outcomes
@@ -381,12 +394,13 @@ def main():
         procs.append(proc2)
         rows = limits_check(port2, per_ip, total)
         want = expected_limits(per_ip, total)
-        print("limits: max.connections.per.ip=%d max.connections=%d" % (per_ip, total))
+        say("limits: max.connections.per.ip=%d max.connections=%d" % (per_ip, total))
         for (src, ok, no), w in zip(rows, want):
-            print("  %-28s served %4d refused %3d  %s" % (src, ok, no, "as expected" if (src, ok, no) == w
+            say("  %-28s served %4d refused %3d  %s" % (src, ok, no, "as expected" if (src, ok, no) == w
                                                                  else "EXPECTED %d/%d" % (w[1], w[2])))
         if rows != want:
             raise SystemExit("limits: got %s, expected %s" % (rows, want))
+        out["limits_exact"] = True
     finally:
         for p in procs:
             if p.poll() is None:
@@ -396,10 +410,11 @@ def main():
                 except Exception:
                     p.kill()
                     p.wait()
-        if not a.keep:
+        if not keep:
             shutil.rmtree(work, ignore_errors=True)
         else:
-            print("kept", work)
+            say("kept", work)
+    return out
 
 
 if __name__ == "__main__":

@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
-"""Partitions per node: creates N idle partitions (replication factor 1)
-on one fresh samsa through CreateTopics in batches and reports creation
-time, RSS before and after (so RSS per idle partition), clean shutdown
-time and restart-to-all-serving time.
+"""Partitions per node (`make bench-scale`): creates N idle partitions
+(replication factor 1; default 100 000 = 1 000 topics x 100, or
+BENCH_PARTITIONS) on one fresh samsa through CreateTopics in batches and
+prints one table: creation time (first and last request too), all
+serving (Metadata and ListOffsets of every partition, then one record
+produced to a sample of partitions and read back), one Metadata for all
+topics and the latency of small requests from another client meanwhile,
+RSS and RSS per idle partition beyond the metadata image, the process's
+CPU while idle, clean shutdown time, restart to all serving; then the
+client-connection figures of tools/bench/connections.py
+(--connections 0 or BENCH_CONNECTIONS=0 skips them).
 
-    tools/bench/scale-partitions.py [--samsa ./samsa] [--partitions 5000]
-        [--per-topic 100] [--nofile 1024] [--keep]
+    tools/bench/scale-partitions.py [--samsa ./samsa] [--partitions N]
+        [--per-topic 100] [--nofile 1024] [--idle-seconds 60]
+        [--connections 10000] [--keep]
 
---nofile runs samsa under that RLIMIT_NOFILE (soft and hard), as a
-default Debian shell would (`ulimit -n 1024`). RSS is VmRSS from
-/proc/<pid>/status, read after the partitions are all serving and one
-second of quiet; the per-partition figure is (after - before) / N, where
-"before" is the node with no topic (its metadata image and threads).
-Loopback only; the data dir is a temporary directory, removed unless
---keep."""
+--nofile sets samsa's soft RLIMIT_NOFILE (`ulimit -Sn`), as a default
+Debian shell does (1 024 soft, the hard limit above it); samsa raises its
+soft limit to the hard one at startup. --hard-nofile N sets the hard
+limit too. RSS is VmRSS from /proc/<pid>/status after the partitions are
+all serving and one quiet second; per idle partition is (after - before)
+/ N, "before" being the node with no topic; "beyond the image" takes off
+the metadata image's share measured by tools/bench/quorum_image_bench.c
+(IMAGE_BYTES_PER_PARTITION). Idle CPU is utime + stime from
+/proc/<pid>/stat over --idle-seconds with no client. Loopback only; the
+data dir is a temporary directory under $TMPDIR, removed unless --keep."""
 import argparse
+import multiprocessing
 import os
 import shutil
 import signal
@@ -25,7 +37,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "interop"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kwire  # noqa: E402
+import connections  # noqa: E402  (tools/bench/connections.py)
 
 
 def free_port():
@@ -51,8 +65,8 @@ def rss_parts(pid):
 
 
 class Node:
-    def __init__(self, samsa, nofile, data):
-        self.samsa, self.nofile, self.data = samsa, nofile, data
+    def __init__(self, samsa, nofile, data, hard_nofile=0):
+        self.samsa, self.nofile, self.data, self.hard_nofile = samsa, nofile, data, hard_nofile
         self.port, self.cport = free_port(), free_port()
         self.proc = None
         self.log = open(os.path.join(os.path.dirname(data), "samsa.log"), "ab")
@@ -63,10 +77,11 @@ class Node:
                 "--override", "controller.quorum.voters=1@127.0.0.1:%d" % self.cport,
                 "--override", "log.dirs=%s" % self.data, "--override", "auto.create.topics.enable=false"]
         if self.nofile:
-            argv = ["/bin/sh", "-c", 'ulimit -n %d && exec "$0" "$@"' % self.nofile] + argv
+            hard = "ulimit -Hn %d && " % self.hard_nofile if self.hard_nofile else ""
+            argv = ["/bin/sh", "-c", 'ulimit -Sn %d && ' % self.nofile + hard + 'exec "$0" "$@"'] + argv
         t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        while time.monotonic() - t0 < 60:
+        while time.monotonic() - t0 < 1800:
             try:
                 c = kwire.Conn(self.port, timeout=2)
                 ok = kwire.api_versions(c, 0)["error_code"] == 0
@@ -81,14 +96,25 @@ class Node:
     def stop(self):
         t0 = time.monotonic()
         self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout=300)
+        rc = self.proc.wait(timeout=3600)
         return time.monotonic() - t0, rc
 
 
-def all_serving(node, topics, per_topic, limit=600):
+IMAGE_BYTES_PER_PARTITION = 201  # README, "Metadata quorum": 19.1 MB for 100 000 partitions
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15)
+
+
+def all_serving(node, topics, per_topic, limit=1800):
+    """Seconds until every partition has leader 1 in Metadata and the last
+    partition of every topic answers ListOffsets (its log is open)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
-        c = kwire.Conn(node.port, timeout=60)
+        c = kwire.Conn(node.port, timeout=120)
         try:
             ok = True
             for i in range(0, len(topics), 100):
@@ -98,7 +124,6 @@ def all_serving(node, topics, per_topic, limit=600):
                             any(p["error_code"] or p["leader"] != 1 for p in t["partitions"]):
                         ok = False
             if ok:
-                # the last partition of every topic answers ListOffsets (its log is open)
                 for t in topics:
                     if kwire.list_offsets_v2(c, t, per_topic - 1)["error_code"]:
                         ok = False
@@ -111,59 +136,176 @@ def all_serving(node, topics, per_topic, limit=600):
     raise SystemExit("not all serving within %ds" % limit)
 
 
+def produce_sample(node, topics, per_topic, k, tag):
+    """One record produced (acks=1) to k partitions spread over the node
+    and read back by Fetch; returns the seconds it took."""
+    t0 = time.monotonic()
+    c = kwire.Conn(node.port, timeout=60)
+    n = len(topics) * per_topic
+    for j in range(k):
+        i = (j * 7919) % n
+        t, p = topics[i // per_topic], i % per_topic
+        value = ("%s-%d" % (tag, i)).encode()
+        r = kwire.produce(c, t, p, kwire.build_batch([(b"k", value, [])]), acks=1)
+        if r["error_code"]:
+            raise SystemExit("Produce %s-%d: error %d" % (t, p, r["error_code"]))
+        f = kwire.fetch_v4(c, t, p, r["base_offset"], max_wait_ms=0)
+        vals = [rec["value"] for rec in kwire.parse_batches(f["records"] or b"")]
+        if f["error_code"] or value not in vals:
+            raise SystemExit("Fetch %s-%d at %d: error %d, values %r" % (t, p, r["base_offset"], f["error_code"], vals[:3]))
+    c.close()
+    return time.monotonic() - t0
+
+
+def prober(port, topic, stop, q):
+    """Another client: Metadata for one topic, ApiVersions, in turns, until
+    stop is set; puts the latencies (ms) on q."""
+    c = kwire.Conn(port, timeout=120)
+    lat = []
+    while not stop.is_set():
+        t = time.perf_counter()
+        kwire.metadata_v12(c, topics=[topic])
+        lat.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        kwire.api_versions(c, 0)
+        lat.append((time.perf_counter() - t) * 1000)
+    c.close()
+    q.put(lat)
+
+
+def metadata_all(node, topics, per_topic):
+    """One Metadata request for all topics while another client sends small
+    requests; returns (seconds to the whole response, partitions answered,
+    latencies ms of the other client until then)."""
+    stop, q = multiprocessing.Event(), multiprocessing.Queue()
+    pr = multiprocessing.Process(target=prober, args=(node.port, topics[0], stop, q))
+    pr.start()
+    time.sleep(0.5)
+    c = kwire.Conn(node.port, timeout=300)
+    done = []
+    orig = c.request
+
+    def timed(*a, **kw):
+        # the whole response is in: the prober stops, the parse follows
+        r = orig(*a, **kw)
+        done.append(time.monotonic())
+        stop.set()
+        return r
+
+    c.request = timed
+    t0 = time.monotonic()
+    md = kwire.metadata_v12(c, topics=None)
+    secs = done[0] - t0
+    lat = q.get(timeout=300)
+    pr.join(60)
+    c.close()
+    want = set(topics)
+    n = sum(len(t["partitions"]) for t in md["topics"] if t["name"] in want and not t["error_code"])
+    return secs, n, lat
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(len(xs) * p / 100.0))] if xs else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samsa", default="./samsa")
-    ap.add_argument("--partitions", type=int, default=5000)
+    ap.add_argument("--partitions", type=int, default=int(os.environ.get("BENCH_PARTITIONS", "100000")))
     ap.add_argument("--per-topic", type=int, default=100)
+    ap.add_argument("--batch-topics", type=int, default=10)
     ap.add_argument("--nofile", type=int, default=1024)
+    ap.add_argument("--hard-nofile", type=int, default=0)
+    ap.add_argument("--idle-seconds", type=float, default=float(os.environ.get("BENCH_IDLE_SECONDS", "60")))
+    ap.add_argument("--sample", type=int, default=100)
+    ap.add_argument("--connections", type=int, default=int(os.environ.get("BENCH_CONNECTIONS", "10000")))
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="samsa-scale.")
     data = os.path.join(work, "data")
-    node = Node(os.path.abspath(a.samsa), a.nofile, data)
+    node = Node(os.path.abspath(a.samsa), a.nofile, data, a.hard_nofile)
+    rows = []
+
+    def row(name, value):
+        rows.append((name, value))
+        print("  %-52s %s" % (name, value), flush=True)
+
     try:
         node.start()
         time.sleep(1)
-        rss0 = rss_kib(node.proc.pid)
-        parts0 = rss_parts(node.proc.pid)
+        pid = node.proc.pid
+        with open("/proc/%d/limits" % pid) as f:
+            lim = [ln for ln in f if ln.startswith("Max open files")][0].split()[3:5]
+        rss0 = rss_kib(pid)
+        parts0 = rss_parts(pid)
         ntopics = a.partitions // a.per_topic
+        n = ntopics * a.per_topic
         topics = ["scale-%05d" % i for i in range(ntopics)]
-        c = kwire.Conn(node.port, timeout=120)
+        print("partitions %d (%d topics x %d, RF 1), launched with ulimit -Sn %d, samsa's limit now %s/%s"
+              % (n, ntopics, a.per_topic, a.nofile, lim[0], lim[1]), flush=True)
+        c = kwire.Conn(node.port, timeout=600)
         t0 = time.monotonic()
-        for i in range(0, ntopics, 10):
-            res = kwire.create_topics_v4(c, [(t, a.per_topic, 1, {}) for t in topics[i:i + 10]], timeout_ms=120000)
+        batch_s = []
+        for i in range(0, ntopics, a.batch_topics):
+            tb = time.monotonic()
+            res = kwire.create_topics_v4(c, [(t, a.per_topic, 1, {}) for t in topics[i:i + a.batch_topics]],
+                                         timeout_ms=600000)
+            batch_s.append(time.monotonic() - tb)
             bad = [r for r in res if r["error_code"]]
             if bad:
-                raise SystemExit("CreateTopics: %s" % bad[:3])
+                raise SystemExit("CreateTopics at topic %d: %s" % (i, bad[:3]))
+            if len(batch_s) % 10 == 0:
+                print("    created %d partitions in %.1f s (last request %.2f s), RSS %d KiB"
+                      % ((i + a.batch_topics) * a.per_topic, time.monotonic() - t0, batch_s[-1], rss_kib(pid)),
+                      flush=True)
         c.close()
-        all_serving(node, topics, a.per_topic)
+        create_req_s = time.monotonic() - t0
+        serve_s = all_serving(node, topics, a.per_topic)
         create_s = time.monotonic() - t0
+        row("CreateTopics, %d partitions per request" % (a.batch_topics * a.per_topic),
+            "%.1f s (first request %.2f s, last %.2f s)" % (create_req_s, batch_s[0], batch_s[-1]))
+        row("create to all serving", "%.1f s (%.2f ms per partition)" % (create_s, create_s * 1000 / n))
         time.sleep(1)
-        rss1 = rss_kib(node.proc.pid)
-        parts1 = rss_parts(node.proc.pid)
-        fds = len(os.listdir("/proc/%d/fd" % node.proc.pid))
+        rss1 = rss_kib(pid)
+        parts1 = rss_parts(pid)
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+        img = IMAGE_BYTES_PER_PARTITION / 1024.0
+        row("RSS empty node / after create", "%d / %d KiB" % (rss0, rss1))
+        row("RSS per idle partition (beyond the image's ~%.2f KiB)" % img,
+            "%.2f KiB (%.2f KiB); anon %+.2f, file %+.2f" % ((rss1 - rss0) / n, (rss1 - rss0) / n - img,
+                                                             (parts1["RssAnon"] - parts0["RssAnon"]) / n,
+                                                             (parts1["RssFile"] - parts0["RssFile"]) / n))
+        row("open fds after create", "%d" % fds)
+        s = produce_sample(node, topics, a.per_topic, a.sample, "a")
+        row("produce + fetch back one record, %d sample partitions" % a.sample, "all read back, %.2f s" % s)
+        secs, got, lat = metadata_all(node, topics, a.per_topic)
+        if got != n:
+            raise SystemExit("Metadata for all topics answered %d of %d partitions" % (got, n))
+        row("Metadata, all topics (one request)", "%d partitions in %.2f s" % (got, secs))
+        row("  another client meanwhile: p50/p99/max (requests)",
+            "%.2f/%.2f/%.2f ms (%d)" % (pct(lat, 50), pct(lat, 99), max(lat), len(lat)))
+        time.sleep(2)
+        c0, w0 = cpu_ticks(pid), time.monotonic()
+        time.sleep(a.idle_seconds)
+        c1, w1 = cpu_ticks(pid), time.monotonic()
+        hz = os.sysconf("SC_CLK_TCK")
+        row("idle CPU over %.0f s" % a.idle_seconds, "%.2f%% of one core" % (100.0 * (c1 - c0) / hz / (w1 - w0)))
         stop_s, rc = node.stop()
+        row("clean shutdown", "%.1f s (exit %d)" % (stop_s, rc))
         t0 = time.monotonic()
         node.start()
         all_serving(node, topics, a.per_topic)
         restart_s = time.monotonic() - t0
+        row("restart to all serving", "%.1f s" % restart_s)
+        s = produce_sample(node, topics, a.per_topic, a.sample, "b")
+        row("after restart: produce + fetch back, %d partitions" % a.sample, "all read back, %.2f s" % s)
         time.sleep(1)
         rss2 = rss_kib(node.proc.pid)
-        parts2 = rss_parts(node.proc.pid)
+        row("RSS per idle partition after restart (beyond the image)",
+            "%.2f KiB (%.2f KiB)" % ((rss2 - rss0) / n, (rss2 - rss0) / n - img))
         stop2_s, rc2 = node.stop()
-        n = ntopics * a.per_topic
-        print("partitions %d (%d topics x %d), RLIMIT_NOFILE %s" % (n, ntopics, a.per_topic, a.nofile or "inherited"))
-        print("create to all serving   %.1f s (%.2f ms per partition)" % (create_s, create_s * 1000 / n))
-        print("RSS empty node          %d KiB" % rss0)
-        print("RSS after create        %d KiB  -> %.2f KiB per idle partition" % (rss1, (rss1 - rss0) / n))
-        print("RSS after restart       %d KiB  -> %.2f KiB per idle partition" % (rss2, (rss2 - rss0) / n))
-        for name, p in (("after create", parts1), ("after restart", parts2)):
-            print("  %-13s         " % name + ", ".join("%s %+.2f KiB" % (k[3:], (p[k] - parts0[k]) / n)
-                                                     for k in sorted(p)) + " per idle partition")
-        print("open fds after create   %d" % fds)
-        print("clean shutdown          %.1f s (exit %d), then %.1f s (exit %d)" % (stop_s, rc, stop2_s, rc2))
-        print("restart to all serving  %.1f s" % restart_s)
+        row("second clean shutdown", "%.1f s (exit %d)" % (stop2_s, rc2))
     finally:
         if node.proc and node.proc.poll() is None:
             node.proc.kill()
@@ -172,6 +314,20 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print("kept", work)
+    if a.connections > 0:
+        cf = connections.run(a.samsa, a.connections, quiet=True)
+        row("connections: %d idle, accepted" % cf["connections"], "%.0f/s" % cf["accept_per_s"])
+        row("  RSS per idle connection (never spoke / one ApiVersions)",
+            "%.2f / %.2f KiB" % (cf["rss_conn_kib"], cf["rss_conn_spoke_kib"]))
+        row("  storm of connect + reset", "%.0f connects/s" % cf["storm_per_s"])
+        row("  ApiVersions p50/p99 quiet / in the storm", "%.2f/%.2f / %.2f/%.2f ms" % (cf["av_quiet"] + cf["av_storm"]))
+        row("  Produce acks=1 p50/p99 quiet / in the storm", "%.2f/%.2f / %.2f/%.2f ms" % (cf["pr_quiet"] + cf["pr_storm"]))
+        row("  max.connections(.per.ip) outcomes", "exact" if cf.get("limits_exact") else "NOT exact")
+    print()
+    print("| measurement (%d partitions, ulimit -Sn %d) | result |" % (n, a.nofile))
+    print("|---|---|")
+    for name, value in rows:
+        print("| %s | %s |" % (name.strip(), value))
 
 
 if __name__ == "__main__":
