@@ -31,3 +31,8 @@ tools_bench_lua_bench_LDADD = $(CORE_LIBS)
 .PHONY: bench-lua
 bench-lua: tools/bench/lua_bench modules/lua.la
 	$(builddir)/tools/bench/lua_bench $(abs_builddir)/modules/.libs $(abs_top_srcdir)/lua $${BENCH_SECONDS:-1}
+# Keyed produce through samsa-partitioner.so + murmur2.lua against
+# librdkafka's murmur2_random (tools/bench/lua-produce.sh; run by hand).
+.PHONY: bench-lua-produce
+bench-lua-produce: samsa samsactl
+	BENCH_BUILDDIR=$(abs_builddir) $(abs_top_srcdir)/tools/bench/lua-produce.sh
