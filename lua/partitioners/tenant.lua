@@ -5,13 +5,16 @@
 -- the value the same way (samsactl passes values; librdkafka's
 -- partitioner callback does not, and there the value is nil). Records
 -- without a tenant go where the default partitioner puts them.
-local function fnv1a(s)
+-- samsa.fnv1a is the same hash in C; the Lua one is the fallback.
+local function fnv1a_lua(s)
   local h = 0x811c9dc5
   for i = 1, #s do
     h = ((h ~ s:byte(i)) * 0x01000193) & 0xffffffff
   end
   return h
 end
+
+local fnv1a = (samsa and samsa.fnv1a) or fnv1a_lua
 
 function partition(topic, key, value, partition_count)
   local tenant = (key and key:match("^([^:]+):")) or (value and value:match("^([^:]+):"))

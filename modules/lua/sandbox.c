@@ -12,7 +12,7 @@
  *   - string, table, math, utf8; no io, os, package/require, debug,
  *     coroutine;
  *   - `broker`, a read-only table of facts, and `samsa` (time helpers,
- *     since os.time is gone).
+ *     since os.time is gone; key hashes in C for partitioners).
  * Limits as HAProxy's hlua.c and Redis's script_lua.c: a lua_Alloc that
  * refuses to grow past the cap, and a count hook that raises an error
  * once the budget is spent and then re-arms itself for every
@@ -33,6 +33,8 @@
 
 #include <lua5.4/lauxlib.h>
 #include <lua5.4/lualib.h>
+
+#include "../../tools/samsactl/murmur2.h"
 
 struct sbx {
     lua_State *L;
@@ -251,6 +253,37 @@ static int sbx_utc(lua_State *L)
     return 1;
 }
 
+/* Key hashes in C for partitioners: a pure-Lua murmur2 costs ~2 us a
+ * key, which a producer feels (tools/bench/lua-produce.sh). Each takes
+ * a string (a number is converted, as string functions do) and returns
+ * the hash as an unsigned 32-bit integer (0 .. 2^32-1). */
+
+/* samsa.murmur2(s): Kafka's murmur2 (seed 0x9747b28c), the Java
+ * client's Utils.murmur2 read as unsigned; Kafka's partition for a key
+ * is (samsa.murmur2(key) & 0x7fffffff) % partition_count. */
+static int sbx_murmur2(lua_State *L)
+{
+    size_t len;
+    const char *p = luaL_checklstring(L, 1, &len);
+    lua_pushinteger(L, (lua_Integer)(uint32_t)kafka_murmur2(p, len));
+    return 1;
+}
+
+/* samsa.fnv1a(s): the 32-bit FNV-1a hash (offset basis 2166136261,
+ * prime 16777619). */
+static int sbx_fnv1a(lua_State *L)
+{
+    size_t len;
+    const unsigned char *p = (const unsigned char *)luaL_checklstring(L, 1, &len);
+    uint32_t h = 0x811c9dc5u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x01000193u;
+    }
+    lua_pushinteger(L, (lua_Integer)h);
+    return 1;
+}
+
 static int readonly_newindex(lua_State *L) { return luaL_error(L, "attempt to modify a read-only table"); }
 
 /* Replaces the table on top of the stack with an empty proxy that reads
@@ -343,7 +376,11 @@ static void open_sandbox(lua_State *L)
     make_readonly(L);
     lua_setfield(L, -2, "broker");
 
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 4);
+    lua_pushcfunction(L, sbx_murmur2);
+    lua_setfield(L, -2, "murmur2");
+    lua_pushcfunction(L, sbx_fnv1a);
+    lua_setfield(L, -2, "fnv1a");
     lua_pushcfunction(L, sbx_time);
     lua_setfield(L, -2, "time");
     lua_pushcfunction(L, sbx_utc);

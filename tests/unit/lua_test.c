@@ -719,10 +719,10 @@ static int32_t part(const char *key, const char *value, int32_t n)
 /* Kafka's UtilsTest.testMurmur2 vectors: the example agrees with the
  * Java client (toPositive(murmur2) % n, with n = 2^31 - 1 the hash
  * itself shows through). */
-static void test_partitioner_murmur2(void **st)
+static uint32_t fnv1a(const char *s, size_t n);
+
+static void check_murmur2_vectors(void)
 {
-    (void)st;
-    load_part(LUA_DIR "/partitioners/murmur2.lua");
     static const struct {
         const char *key;
         int32_t hash;
@@ -743,6 +743,53 @@ static void test_partitioner_murmur2(void **st)
     }
     assert_int_equal(part(NULL, "v", 3), SAMSA_PARTITION_DEFER);
     assert_int_equal(metric_vals[1], 0);
+}
+
+static void test_partitioner_murmur2(void **st)
+{
+    (void)st;
+    load_part(LUA_DIR "/partitioners/murmur2.lua");
+    check_murmur2_vectors();
+    unload_module();
+    /* The pure-Lua fallback, for a host without samsa.murmur2. */
+    char *src = read_text(LUA_DIR "/partitioners/murmur2.lua");
+    size_t n = strlen(src) + 32;
+    char *out = malloc(n);
+    snprintf(out, n, "samsa = nil\n%s", src);
+    const char *path = write_script("murmur2-fallback.lua", out);
+    free(out);
+    free(src);
+    load_part(path);
+    check_murmur2_vectors();
+    unload_module();
+}
+
+/* The C hashes in the read-only `samsa` table: values, argument checks
+ * (an error falls back to the default), and that a script cannot
+ * replace them. */
+static void test_partitioner_hash_helpers(void **st)
+{
+    (void)st;
+    const char *path = write_script("hashes.lua",
+        "function partition(topic, key, value, n)\n"
+        "  if key == 'ro' then samsa.murmur2 = function() return 0 end end\n"
+        "  if key == 'badarg' then return samsa.murmur2({}) % n end\n"
+        "  assert(samsa.murmur2('21') == (-973932308 & 0xffffffff))\n"
+        "  assert(samsa.murmur2('') == 275646681)\n"
+        "  assert(samsa.murmur2(21) == samsa.murmur2('21'))\n"
+        "  assert(samsa.fnv1a('') == 2166136261 and samsa.fnv1a('a') == 0xe40c292c)\n"
+        "  assert(samsa.fnv1a('acme') == tonumber(value))\n"
+        "  return samsa.murmur2(key) % n\n"
+        "end\n");
+    load_part(path);
+    char acme[16];
+    snprintf(acme, sizeof acme, "%u", (unsigned)fnv1a("acme", 4));
+    assert_int_equal(part("foobar", acme, 1000), (int32_t)((uint32_t)-790332482 % 1000));
+    assert_int_equal(metric_vals[1], 0);
+    assert_int_equal(part("ro", acme, 4), SAMSA_PARTITION_DEFER);
+    assert_int_equal(part("badarg", acme, 4), SAMSA_PARTITION_DEFER);
+    assert_int_equal(metric_vals[1], 2);
+    assert_int_equal(part("foobar", acme, 1000), (int32_t)((uint32_t)-790332482 % 1000));
     unload_module();
 }
 
@@ -909,6 +956,7 @@ int main(void)
         cmocka_unit_test(test_example_maintenance),
         cmocka_unit_test(test_example_listeners),
         cmocka_unit_test(test_partitioner_murmur2),
+        cmocka_unit_test(test_partitioner_hash_helpers),
         cmocka_unit_test(test_partitioner_examples),
         cmocka_unit_test(test_partitioner_errors),
         cmocka_unit_test(test_registry_reload),

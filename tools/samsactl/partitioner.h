@@ -10,14 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "murmur2.h"
+
 struct plugin_cap;
 struct plugin_registry;
 struct samsa_config;
 
-/* Kafka's murmur2 (seed 0x9747b28c), as the signed int Java returns. */
-int32_t kafka_murmur2(const void *data, size_t len);
-/* Java's Utils.toPositive: clears the sign bit (not abs()). */
-static inline int32_t kafka_to_positive(int32_t v) { return v & 0x7fffffff; }
 /* Partition for a key of len bytes among n > 0 partitions. */
 int32_t partition_for_key(const void *key, size_t len, int32_t n);
 
