@@ -39,12 +39,16 @@
  * connection uses it. */
 struct ctx_prep {
     SSL_CTX *ctx;            /* NULL: none waiting */
+    SSL_CTX *cctx;           /* its peer side (see ctxs[].cctx), or NULL */
     char *sig, *stamp;       /* what it was built from (owned) */
 };
 static struct {
     char name[64];
     int protocol;            /* enum security_protocol */
     SSL_CTX *ctx;
+    SSL_CTX *cctx;           /* inter-broker listener only: the client side
+                              * built from the same stores as ctx, for the
+                              * handshake check of a new store; else NULL */
     char *sig;               /* the key values ctx was built from (owned) */
     char *stamp;             /* the key and trust store files as ctx read them (owned) */
     const struct samsa_config *seen; /* the config sig was last compared with */
@@ -158,6 +162,7 @@ static char *file_stamp(const struct samsa_config *cfg, const char *listener)
 static void prep_clear(struct ctx_prep *p)
 {
     SSL_CTX_free(p->ctx);
+    SSL_CTX_free(p->cctx);
     free(p->sig);
     free(p->stamp);
     memset(p, 0, sizeof *p);
@@ -570,6 +575,102 @@ static int build(const struct samsa_config *cfg, const char *l, int protocol, bo
     return 0;
 }
 
+/* Kafka checks a new key store against the one in use by handshakes
+ * (SslFactory's SslEngineValidator) only on the inter-broker listener,
+ * the one whose key store this node's peers must verify with their
+ * trust stores, which are the same configuration. */
+static bool inter_broker(const struct samsa_config *cfg, const char *l)
+{
+    return cfg->inter_broker_listener_name && !strcasecmp(cfg->inter_broker_listener_name, l);
+}
+
+/* The client side of listener l built from cfg for that check, or NULL
+ * when l is not the inter-broker listener; *out owned by the caller.
+ * Returns -1 with err set when it cannot be built. */
+static int peer_side(const struct samsa_config *cfg, const char *l, SSL_CTX **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!inter_broker(cfg, l))
+        return 0;
+    return build(cfg, l, SECURITY_SSL, true, out, err, errlen);
+}
+
+/* One TLS handshake, in memory (a BIO pair, no socket), between a
+ * server from srv and a client from cli; the client verifies the
+ * server's chain with cli's trust store and no host name, as Kafka's
+ * validator does, and presents cli's certificate if srv asks for one
+ * (ssl.client.auth). Returns 0, or -1 with why set (OpenSSL's reason and
+ * the side whose verification failed). Runs where files may be read: the
+ * offload thread. */
+static int handshake_pair(SSL_CTX *srv, SSL_CTX *cli, char *why, size_t whylen)
+{
+    SSL *s = SSL_new(srv), *c = SSL_new(cli);
+    BIO *bs = NULL, *bc = NULL;
+    if (!s || !c || BIO_new_bio_pair(&bs, 0, &bc, 0) != 1) {
+        SSL_free(s);
+        SSL_free(c);
+        snprintf(why, whylen, "cannot create the TLS objects for the handshake check");
+        return -1;
+    }
+    SSL_set_bio(s, bs, bs);
+    SSL_set_bio(c, bc, bc);
+    SSL_set_accept_state(s);
+    SSL_set_connect_state(c);
+    int rc = -1, sdone = 0, cdone = 0;
+    /* a TLS 1.2 or 1.3 handshake is a few flights; the bound only stops a
+     * peer pair that makes no progress */
+    for (int round = 0; round < 64 && !(sdone && cdone); round++) {
+        int r = cdone ? 1 : SSL_do_handshake(c);
+        if (r == 1)
+            cdone = 1;
+        else if (SSL_get_error(c, r) != SSL_ERROR_WANT_READ && SSL_get_error(c, r) != SSL_ERROR_WANT_WRITE)
+            break;
+        r = sdone ? 1 : SSL_do_handshake(s);
+        if (r == 1)
+            sdone = 1;
+        else if (SSL_get_error(s, r) != SSL_ERROR_WANT_READ && SSL_get_error(s, r) != SSL_ERROR_WANT_WRITE)
+            break;
+    }
+    char detail[256];
+    long cv = SSL_get_verify_result(c), sv = SSL_get_verify_result(s);
+    if (sdone && cdone) {
+        rc = 0;
+    } else if (cv != X509_V_OK) {
+        snprintf(why, whylen, "the server's certificate is not trusted by the client: %s",
+                 X509_verify_cert_error_string(cv));
+    } else if (sv != X509_V_OK) {
+        snprintf(why, whylen, "the client's certificate is not trusted by the server: %s",
+                 X509_verify_cert_error_string(sv));
+    } else {
+        tls_errors(detail, sizeof detail);
+        snprintf(why, whylen, "%s", detail[0] ? detail : "no progress");
+    }
+    ERR_clear_error();
+    SSL_free(s);
+    SSL_free(c);
+    return rc;
+}
+
+/* SslEngineValidator.validate: a client from the new stores against a
+ * server from the old ones, and a client from the old against a server
+ * from the new, so that peers still on either side keep connecting. */
+static int check_handshakes(const char *l, SSL_CTX *old_srv, SSL_CTX *old_cli, SSL_CTX *new_srv, SSL_CTX *new_cli,
+                            char *err, size_t errlen)
+{
+    char why[400];
+    if (handshake_pair(old_srv, new_cli, why, sizeof why) < 0) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: listener %s: a client with "
+                 "the new key and trust stores cannot connect to a server with the current ones: %s", l, why);
+        return -1;
+    }
+    if (handshake_pair(new_srv, old_cli, why, sizeof why) < 0) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: listener %s: a client with "
+                 "the current key and trust stores cannot connect to a server with the new ones: %s", l, why);
+        return -1;
+    }
+    return 0;
+}
+
 int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
 {
     /* the broker-wide rules are checked even without a TLS listener, as
@@ -598,6 +699,13 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
             SSL_CTX_free(ctx);
             FAIL("listener %s: %s: %s", l->name, wr, why);
         }
+        SSL_CTX *cctx;
+        if (peer_side(cfg, l->name, &cctx, err, errlen) < 0) {
+            SSL_CTX_free(ctx);
+            tls_rules_free(r);
+            return -1;
+        }
+        ctxs[n_ctxs].cctx = cctx;
         snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
         ctxs[n_ctxs].protocol = l->protocol;
         ctxs[n_ctxs].rules = r;
@@ -664,13 +772,15 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
     ctxs[i].seen = cfg;
     ctxs[i].prep_seen = gen;
     char *sig = ctx_signature(cfg, ctxs[i].name);
-    SSL_CTX *ctx = NULL, *old = NULL;
+    SSL_CTX *ctx = NULL, *old = NULL, *cctx = NULL, *old_cctx = NULL;
     char *stamp = NULL;
     pthread_mutex_lock(&ctx_lock);
     if (ctxs[i].prep.ctx && !strcmp(ctxs[i].prep.sig, sig)) {
         ctx = ctxs[i].prep.ctx;
+        cctx = ctxs[i].prep.cctx;
         stamp = ctxs[i].prep.stamp;
         ctxs[i].prep.ctx = NULL;
+        ctxs[i].prep.cctx = NULL;
         ctxs[i].prep.stamp = NULL;
         prep_clear(&ctxs[i].prep);
     }
@@ -683,14 +793,21 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
     if (!ctx) {
         char err[512];
         stamp = file_stamp(cfg, ctxs[i].name);
-        if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0)
+        if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0 ||
+            peer_side(cfg, ctxs[i].name, &cctx, err, sizeof err) < 0) {
             slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the "
                        "previous one: %s", ctxs[i].name, err);
+            SSL_CTX_free(ctx);
+            ctx = NULL;
+        }
     }
     pthread_mutex_lock(&ctx_lock);
     if (ctx) {
         old = ctxs[i].ctx;
         ctxs[i].ctx = ctx;
+        old_cctx = ctxs[i].cctx;
+        ctxs[i].cctx = cctx;
+        cctx = NULL;
         free(ctxs[i].stamp);
         ctxs[i].stamp = stamp;
         stamp = NULL;
@@ -699,6 +816,8 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
     ctxs[i].sig = sig;
     pthread_mutex_unlock(&ctx_lock);
     free(stamp);
+    SSL_CTX_free(cctx);
+    SSL_CTX_free(old_cctx);
     if (ctx) {
         SSL_CTX_free(old); /* the table's reference; connections keep theirs */
         slog_info("listener %s: TLS key and trust stores reloaded: new connections use them, established ones "
@@ -815,6 +934,7 @@ int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err,
             continue;
         char *sig = ctx_signature(next, l->name), *stamp = file_stamp(next, l->name);
         X509 *old = NULL;
+        SSL_CTX *old_srv = NULL, *old_cli = NULL;
         bool same = false;
         size_t at = 0;
         pthread_mutex_lock(&ctx_lock);
@@ -826,6 +946,12 @@ int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err,
                 old = SSL_CTX_get0_certificate(ctxs[k].ctx);
                 if (old)
                     X509_up_ref(old);
+                if (ctxs[k].cctx) {
+                    old_srv = ctxs[k].ctx;
+                    old_cli = ctxs[k].cctx;
+                    SSL_CTX_up_ref(old_srv);
+                    SSL_CTX_up_ref(old_cli);
+                }
             }
         pthread_mutex_unlock(&ctx_lock);
         if (same) {
@@ -837,11 +963,13 @@ int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err,
                 pthread_mutex_unlock(&ctx_lock);
             }
             X509_free(old);
+            SSL_CTX_free(old_srv);
+            SSL_CTX_free(old_cli);
             free(sig);
             free(stamp);
             continue;
         }
-        SSL_CTX *ctx = NULL;
+        SSL_CTX *ctx = NULL, *cctx = NULL;
         char why[768];
         int rc = build(next, l->name, l->protocol, false, &ctx, why, sizeof why);
         if (rc < 0) {
@@ -854,15 +982,26 @@ int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err,
             if (old && now)
                 rc = check_same_identity(next, l->name, old, now, err, errlen);
         }
+        if (rc == 0 && peer_side(next, l->name, &cctx, why, sizeof why) < 0) {
+            snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
+            rc = -1;
+        }
+        /* the inter-broker listener: the new stores must work with the
+         * current ones both ways (Kafka's SslEngineValidator) */
+        if (rc == 0 && cctx && old_srv)
+            rc = check_handshakes(l->name, old_srv, old_cli, ctx, cctx, err, errlen);
         X509_free(old);
+        SSL_CTX_free(old_srv);
+        SSL_CTX_free(old_cli);
         if (rc == 0 && prepare) {
             pthread_mutex_lock(&ctx_lock);
             prep_clear(&ctxs[at].prep);
-            ctxs[at].prep = (struct ctx_prep){ctx, sig, stamp};
+            ctxs[at].prep = (struct ctx_prep){ctx, cctx, sig, stamp};
             pthread_mutex_unlock(&ctx_lock);
             atomic_fetch_add(&prep_gen, 1);
         } else {
             SSL_CTX_free(ctx);
+            SSL_CTX_free(cctx);
             free(sig);
             free(stamp);
         }

@@ -14,7 +14,13 @@ before keeps producing over its connection. A client trusting only the
 new CA connects; one trusting only the old CA is refused. A key store
 rewritten in place and set again under the same path is checked the same
 way and reloaded; set again unchanged, nothing happens. After a restart
-the stored dynamic key store is the one in use. (The checks read files:
+the stored dynamic key store is the one in use. On an inter-broker
+listener (a second node: SSL with a trust store and
+ssl.client.auth=required) the new stores must also complete in-memory
+TLS handshakes with the current ones both ways, as Kafka's
+SslEngineValidator: a key store of another CA, or a trust store without
+the CA of the current certificates, is refused with INVALID_CONFIG and
+the old stores keep serving; a new key of the same CA is taken. (The checks read files:
 they run off the network worker while the request waits; the answers are
 the ones asserted here.)"""
 # limit: 200
@@ -77,6 +83,10 @@ def make_certs():
     make_cert("server2", "newca", "/CN=localhost", san)
     make_cert("other", "newca", "/CN=another-host", san)
     make_cert("moresan", "newca", "/CN=localhost", san + ",DNS:extra.example")
+    # the inter-broker listener's: a new key from the same CA, and the
+    # certificate its clients present (ssl.client.auth=required)
+    make_cert("server3", "ca", "/CN=localhost", san)
+    make_cert("client", "ca", "/CN=peer", san)
     openssl("pkcs12", "-export", "-in", path("server2.pem"), "-inkey", path("server2.key"), "-certfile",
             path("newca.pem"), "-out", path("server2.p12"), "-passout", "pass:" + P12_PASS, "-name", "server")
 
@@ -109,13 +119,14 @@ def setup():
     h.ck_create_topic(s.bootstrap, TOPIC, 1)
 
 
-def alter(configs, name="1", validate_only=False):
-    """IncrementalAlterConfigs of the broker resource name; returns
-    (error_code, error_message) of its one answer."""
+def alter(configs, name="1", validate_only=False, server=None):
+    """IncrementalAlterConfigs of the broker resource name (on server,
+    else the suite's); returns (error_code, error_message) of its one
+    answer."""
     arg = {"resources": [{"resourceType": BROKER, "resourceName": name,
                           "configs": [{"name": k, "configOperation": op, "value": v} for k, op, v in configs]}],
            "validateOnly": validate_only}
-    p = h.run([h.NODE, JS, srv().bootstrap, json.dumps(arg)], limit=40, check_rc=False)
+    p = h.run([h.NODE, JS, (server or srv()).bootstrap, json.dumps(arg)], limit=40, check_rc=False)
     lines = p.stdout.decode("utf-8", "replace").strip().splitlines()
     try:
         res = json.loads(lines[-1])
@@ -368,6 +379,96 @@ def in_place_change_checked_and_reloaded():
     h.eq((code, msg), (0, None), "back to server2-ks.pem")
     got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
     h.check(got[0]["offset"] >= 0, "new CA client: %s", got)
+
+
+IB = "listener.name.internal."
+IB_TOPIC = "reload-ib-topic"
+
+
+def ib_server():
+    """A second node whose inter-broker listener INTERNAL is SSL with a
+    trust store (the old CA) and ssl.client.auth=required: Kafka checks
+    a new key store there by handshakes with the current stores."""
+    if "ib" not in state:
+        s = h.Server(name="tlsreload-ib", start=False)
+        (port,) = h.free_ports(1)
+        s.overrides.update({
+            "listeners": "PLAINTEXT://127.0.0.1:%d,INTERNAL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d"
+                         % (s.port, port, s.cport),
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            IB + "ssl.keystore.type": "PEM",
+            IB + "ssl.keystore.location": path("server-ks.pem"),
+            IB + "ssl.truststore.type": "PEM",
+            IB + "ssl.truststore.location": path("ca.pem"),
+            IB + "ssl.client.auth": "required",
+        })
+        s.start()
+        h.ck_create_topic(s.bootstrap, IB_TOPIC, 1)
+        state["ib"] = (s, "127.0.0.1:%d" % port)
+    return state["ib"]
+
+
+def ib_conf(**extra):
+    c = ck("ca", **{"ssl.certificate.location": path("client.pem"), "ssl.key.location": path("client.key")})
+    c.update(extra)
+    return c
+
+
+def ib_produce(p, tag):
+    offsets, errs = [], []
+
+    def cb(err, msg):
+        (errs if err is not None else offsets).append(err if err is not None else msg.offset())
+    for i in range(2):
+        p.produce(IB_TOPIC, key=("%s-%d" % (tag, i)).encode(), value=b"v", partition=0, on_delivery=cb)
+    left = p.flush(h.bound(20))
+    h.eq((left, errs), (0, []), "%s: records left and errors" % tag)
+    return offsets
+
+
+@suite.case
+def inter_broker_new_ca_refused():
+    """A key store of a CA the current trust store does not hold, and a
+    trust store that no longer holds the CA of the current client
+    certificates: each INVALID_CONFIG, and the old stores stay in force
+    for established and new connections."""
+    from confluent_kafka import Producer
+    s, bs = ib_server()
+    old = Producer(h.ck_conf(bs, **ib_conf(**{"linger.ms": 5, "acks": "all"})))
+    first = ib_produce(old, "before")
+    h.eq(len(first), 2, "produced over the inter-broker listener")
+    code, msg = alter([(IB + "ssl.keystore.location", SET, path("server2-ks.pem"))], server=s)
+    h.eq(code, INVALID_CONFIG, "key store of another CA: error (%s)" % msg)
+    h.check(msg.startswith("Validation of dynamic config update of SSLFactory failed: listener INTERNAL: a client "
+                           "with the new key and trust stores cannot connect to a server with the current ones: "
+                           "the client's certificate is not trusted by the server"), "message: %s", msg)
+    code, msg = alter([(IB + "ssl.truststore.location", SET, path("newca.pem"))], server=s)
+    h.eq(code, INVALID_CONFIG, "trust store without the clients' CA: error (%s)" % msg)
+    h.check(msg.startswith("Validation of dynamic config update of SSLFactory failed: listener INTERNAL: a client "
+                           "with the new key and trust stores cannot connect to a server with the current ones: "
+                           "the server's certificate is not trusted by the client"), "message: %s", msg)
+    h.eq(ib_produce(old, "after"), [first[1] + 1, first[1] + 2], "the established connection still serves")
+    got = h.ck_produce(bs, IB_TOPIC, [h.rec(b"k", b"v")], conf=ib_conf())
+    h.eq(got[0]["offset"], first[1] + 3, "a new client on the old CA")
+    old.flush(h.bound(5))
+
+
+@suite.case
+def inter_broker_same_ca_rotation():
+    """A new key of the same CA passes the handshakes and is used."""
+    from confluent_kafka import Producer
+    s, bs = ib_server()
+    old = Producer(h.ck_conf(bs, **ib_conf(**{"linger.ms": 5, "acks": "all"})))
+    first = ib_produce(old, "before")
+    since = s.log_size()
+    code, msg = alter([(IB + "ssl.keystore.location", SET, path("server3-ks.pem"))], server=s)
+    h.eq((code, msg), (0, None), "rotation within the CA")
+    got = h.ck_produce(bs, IB_TOPIC, [h.rec(b"k", b"v")], conf=ib_conf())
+    h.eq(got[0]["offset"], first[1] + 1, "a new client after the rotation")
+    s.wait_log(r"listener INTERNAL: TLS key and trust stores reloaded", since)
+    h.eq(ib_produce(old, "after"), [first[1] + 2, first[1] + 3], "the established connection still serves")
+    old.flush(h.bound(5))
 
 
 @suite.case
