@@ -244,6 +244,36 @@ static int add_certs_pem(X509_STORE *st, BIO *b, int *count)
 
 /* The key store: our certificate. optional: a client side may have none
  * (then it presents no certificate). */
+/* Java key stores (JKS, Kafka's default store type) are Java's own
+ * format, which OpenSSL does not read. Unset or JKS: one line naming
+ * the key and the conversion, instead of an OpenSSL parse error. what is
+ * "keystore" or "truststore", which the key lkey read type from. */
+static int refuse_jks(const struct samsa_config *cfg, const char *l, const char *what, const char *which,
+                      const char *loc, char *err, size_t errlen)
+{
+    char key[64], pk[192], dst[256];
+    snprintf(key, sizeof key, "ssl.%s.type", what);
+    const char *src = loc ? loc : "store.jks";
+    size_t n = strlen(src);
+    if (n > 4 && !strcasecmp(src + n - 4, ".jks"))
+        snprintf(dst, sizeof dst, "%.*s.p12", (int)(n - 4), src);
+    else
+        snprintf(dst, sizeof dst, "%s.p12", src);
+    char conv[768];
+    snprintf(conv, sizeof conv, "keytool -importkeystore -srckeystore %s -srcstoretype JKS -destkeystore %s "
+             "-deststoretype PKCS12", src, dst);
+    if (strncmp(which, "listener.name.", 14) && !config_is_set(cfg, key)) {
+        int m = snprintf(pk, sizeof pk, "listener.name.");
+        for (const char *p = l; *p && m < (int)sizeof pk - 1; p++)
+            pk[m++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+        snprintf(pk + m, sizeof pk - (size_t)m, ".%s", key);
+        FAIL("listener %s: %s (or %s) is not set and Kafka's default is JKS, a Java format samsa does not read: "
+             "set it to PEM or PKCS12; convert a JKS store with %s", l, key, pk, conv);
+    }
+    FAIL("listener %s: %s=JKS: samsa does not read Java key stores (OpenSSL has no JKS); convert the store to "
+         "PKCS12 with %s and set %s=PKCS12, or use PEM", l, which, conv, which);
+}
+
 static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const char *l, bool optional, char *err,
                          size_t errlen)
 {
@@ -258,6 +288,8 @@ static int load_keystore(SSL_CTX *ctx, const struct samsa_config *cfg, const cha
         type = "JKS";
     if (!loc && !key && !chain && optional)
         return 0;
+    if (!strcasecmp(type, "JKS") && (loc || key || chain))
+        return refuse_jks(cfg, l, "keystore", wt, loc, err, errlen);
     if (!loc && !key && !chain)
         FAIL("listener %s: a TLS listener needs a key store: ssl.keystore.location, or ssl.keystore.key and "
              "ssl.keystore.certificate.chain (with ssl.keystore.type=PEM)", l);
@@ -356,6 +388,8 @@ static int load_truststore(SSL_CTX *ctx, const struct samsa_config *cfg, const c
         SSL_CTX_set_default_verify_paths(ctx);
         return 0;
     }
+    if (!strcasecmp(type, "JKS") && loc)
+        return refuse_jks(cfg, l, "truststore", wt, loc, err, errlen);
     if (loc && certs)
         FAIL("listener %s: set either ssl.truststore.location or ssl.truststore.certificates, not both", l);
     if (certs) {

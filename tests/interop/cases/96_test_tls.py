@@ -585,8 +585,6 @@ def startup_refuses_bad_key_stores():
                           "ssl.keystore.certificate.chain": read("server.pem"), "ssl.key.password": "wrong"})
     h.check(line.startswith("samsa: listener SSL: no private key readable from ssl.keystore.key (wrong or missing "
                             "ssl.key.password?)"), "bad key password: %s", line)
-    line = start_refused({"ssl.keystore.location": path("server-keystore.pem")})
-    h.eq(line, "samsa: listener SSL: ssl.keystore.type=JKS is not supported: use PEM or PKCS12", "JKS")
     line = start_refused({"ssl.keystore.type": "PEM", "ssl.keystore.location": path("server-keystore.pem"),
                           "ssl.enabled.protocols": "TLSv1.1"})
     h.eq(line, "samsa: listener SSL: ssl.enabled.protocols: 'TLSv1.1' is not a TLS version samsa speaks "
@@ -603,6 +601,38 @@ def startup_refuses_bad_key_stores():
                           "ssl.truststore.password": "wrong"})
     h.check(line.startswith("samsa: listener SSL: ssl.truststore.location '%s': wrong ssl.truststore.password?"
                             % path("server.p12")), "bad trust store password: %s", line)
+
+
+def keytool(src):
+    return ("keytool -importkeystore -srckeystore %s -srcstoretype JKS -destkeystore %s -deststoretype PKCS12"
+            % (src, src[:-4] + ".p12" if src.endswith(".jks") else src + ".p12"))
+
+
+@suite.case
+def startup_refuses_jks():
+    """Kafka's default store type is JKS, a Java format OpenSSL does not
+    read: unset or JKS, startup stops with one line naming the key and
+    the keytool conversion, never an OpenSSL parse error."""
+    jks = path("server.jks")
+    with open(jks, "wb") as f:
+        f.write(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")  # a JKS header
+    line = start_refused({"ssl.keystore.location": jks})
+    h.eq(line, "samsa: listener SSL: ssl.keystore.type (or listener.name.ssl.ssl.keystore.type) is not set and "
+         "Kafka's default is JKS, a Java format samsa does not read: set it to PEM or PKCS12; convert a JKS store "
+         "with %s" % keytool(jks), "type unset, .jks file")
+    line = start_refused({"ssl.keystore.location": path("server-keystore.pem")})
+    h.eq(line, "samsa: listener SSL: ssl.keystore.type (or listener.name.ssl.ssl.keystore.type) is not set and "
+         "Kafka's default is JKS, a Java format samsa does not read: set it to PEM or PKCS12; convert a JKS store "
+         "with %s" % keytool(path("server-keystore.pem")), "type unset, PEM file")
+    for key in ("ssl.keystore.type", "listener.name.ssl.ssl.keystore.type"):
+        line = start_refused({key: "JKS", "ssl.keystore.location": jks})
+        h.eq(line, "samsa: listener SSL: %s=JKS: samsa does not read Java key stores (OpenSSL has no JKS); convert "
+             "the store to PKCS12 with %s and set %s=PKCS12, or use PEM" % (key, keytool(jks), key), key)
+    line = start_refused({"ssl.keystore.type": "PEM", "ssl.keystore.location": path("server-keystore.pem"),
+                          "ssl.truststore.location": jks})
+    h.eq(line, "samsa: listener SSL: ssl.truststore.type (or listener.name.ssl.ssl.truststore.type) is not set and "
+         "Kafka's default is JKS, a Java format samsa does not read: set it to PEM or PKCS12; convert a JKS store "
+         "with %s" % keytool(jks), "trust store type unset")
 
 
 suite.run(setup)
