@@ -739,6 +739,17 @@ int tls_setup(const struct samsa_config *cfg, char *err, size_t errlen)
             tls_rules_free(r);
             return -1;
         }
+        /* Kafka's SslFactory.configure on the inter-broker listener: its
+         * own client must connect to its own server, or peers configured
+         * alike could not (a trust store without the key store's CA) */
+        char hw[400];
+        if (cctx && handshake_pair(ctx, cctx, hw, sizeof hw) < 0) {
+            SSL_CTX_free(ctx);
+            SSL_CTX_free(cctx);
+            tls_rules_free(r);
+            FAIL("listener %s: a client with this inter-broker listener's key and trust stores cannot connect to a "
+                 "server with them: %s", l->name, hw);
+        }
         ctxs[n_ctxs].cctx = cctx;
         snprintf(ctxs[n_ctxs].name, sizeof ctxs[n_ctxs].name, "%s", l->name);
         ctxs[n_ctxs].protocol = l->protocol;
