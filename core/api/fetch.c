@@ -52,6 +52,8 @@ struct fetch_part {
     bool answered;
 
     struct partition *p;       /* ref, NULL when error is set */
+    struct partition *kept;    /* the session's (no ref), see fs_partition */
+    uint64_t kept_gen;
     int16_t error;             /* resolution error (unknown topic...) */
 
     /* result of the latest read */
@@ -74,6 +76,7 @@ struct fetch_op {
     int32_t min_bytes, max_bytes;
     int8_t isolation;
     int16_t top_error;
+    uint64_t gen;              /* registry generation before resolve's lookups */
     /* A follower's fetch (its replica id; -1 for a consumer): it may read
      * up to the log end, not just the high watermark. */
     int32_t replica_id;
@@ -297,6 +300,8 @@ static void respond(struct fetch_op *op)
                 sp->last_lso = fp->last_lso;
                 sp->last_log_start = fp->last_log_start;
                 sp->answered = fp->answered;
+                sp->kept = fp->p;
+                sp->kept_gen = op->gen;
             }
         }
         fetch_session_unlock(c, op->session_id);
@@ -361,22 +366,49 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
      * each topic (Kafka's isFromFollower) */
     bool follower = op->replica_id >= 0;
     bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
+    struct partition_registry *reg = req->broker->partitions;
+    /* Read before any lookup whose result the session keeps. */
+    op->gen = preg_generation(reg);
+    /* Partitions the session kept from its last fetch, taken back at
+     * once after the loop instead of one map lookup each. */
+    struct partition **kept = arena_alloc(&req->arena, (size_t)(op->nparts > 0 ? op->nparts : 1) * sizeof *kept);
+    int32_t nkept = 0;
+    /* A request lists a topic's partitions together: the topic and its
+     * authorization are looked up once per run (Kafka authorizes each
+     * distinct topic once per request). */
+    const struct fetch_part *run = NULL;
+    const struct mi_topic *run_t = NULL;
+    bool run_auth = false;
     for (int32_t i = 0; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
+        kept[i] = NULL;
+        bool same = run && (by_id ? kuuid_eq(&run->topic_id, &fp->topic_id) : kstr_eq(run->topic, fp->topic));
+        if (!same) {
+            run = fp;
+            run_auth = false;
+            run_t = NULL;
+            if (by_id || (follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, fp->topic))) {
+                run_auth = true;
+                run_t = by_id ? mimage_topic_by_id(img, &fp->topic_id) : mimage_topic(img, fp->topic);
+                if (run_t && by_id) {
+                    kstr_t nm = {run_t->name, run_t->name_len};
+                    run_auth = follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, nm);
+                }
+            }
+        }
         /* Kafka's handleFetchRequest: by name, READ is checked before
          * existence (an unauthorized client learns nothing); by id, an
          * unknown id first */
-        if (!by_id && !(follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, fp->topic))) {
+        if (!by_id && !run_auth) {
             fp->error = KERR_TOPIC_AUTHORIZATION_FAILED;
             continue;
         }
-        const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &fp->topic_id) : mimage_topic(img, fp->topic);
+        const struct mi_topic *t = run_t;
         if (!t) {
             fp->error = by_id ? KERR_UNKNOWN_TOPIC_ID : KERR_UNKNOWN_TOPIC_OR_PARTITION;
             continue;
         }
-        kstr_t name = {t->name, t->name_len};
-        if (by_id && !(follower ? cluster_action : authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, name))) {
+        if (by_id && !run_auth) {
             fp->error = KERR_TOPIC_AUTHORIZATION_FAILED;
             continue;
         }
@@ -393,9 +425,30 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
             fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
             continue;
         }
-        fp->p = preg_get(req->broker->partitions, &t->id, fp->partition);
+        if (fp->kept && fp->kept_gen == op->gen) {
+            kept[i] = fp->kept;
+            nkept++;
+            continue;
+        }
+        fp->p = preg_get(reg, &t->id, fp->partition);
         if (!fp->p)
-            fp->error = preg_unavailable_error(req->broker->partitions, &t->id, fp->partition);
+            fp->error = preg_unavailable_error(reg, &t->id, fp->partition);
+    }
+    if (nkept == 0)
+        return;
+    preg_get_cached(reg, op->gen, kept, (size_t)op->nparts);
+    for (int32_t i = 0; i < op->nparts; i++) {
+        struct fetch_part *fp = &op->parts[i];
+        if (!fp->kept || fp->kept_gen != op->gen || fp->error || fp->p)
+            continue;
+        fp->p = kept[i];
+        if (fp->p)
+            continue;
+        /* gone or changed since: what a lookup answers now */
+        const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &fp->topic_id) : mimage_topic(img, fp->topic);
+        fp->p = preg_get(reg, &t->id, fp->partition);
+        if (!fp->p)
+            fp->error = preg_unavailable_error(reg, &t->id, fp->partition);
     }
 }
 
@@ -535,7 +588,13 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         struct fs_partition *sp = &s->parts[i];
         struct fetch_part *fp = &op->parts[i];
         memset(fp, 0, sizeof *fp);
-        fp->topic = by_id ? KSTR_LIT("") : kstr_arena(ar, sp->topic);
+        /* a topic's partitions follow each other: one copy of its name */
+        if (by_id)
+            fp->topic = KSTR_LIT("");
+        else if (i > 0 && kstr_eq(op->parts[i - 1].topic, (kstr_t){sp->topic, sp->topic_len}))
+            fp->topic = op->parts[i - 1].topic;
+        else
+            fp->topic = kstr_arena(ar, sp->topic);
         fp->topic_id = sp->topic_id;
         fp->partition = sp->partition;
         fp->fetch_offset = sp->fetch_offset;
@@ -546,6 +605,8 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         fp->last_lso = sp->last_lso;
         fp->last_log_start = sp->last_log_start;
         fp->answered = sp->answered;
+        fp->kept = sp->kept;
+        fp->kept_gen = sp->kept_gen;
     }
     fetch_session_unlock(c, sid);
     return 0;

@@ -228,7 +228,7 @@ static bool part_matches(const struct fetch_session *s, const struct fs_partitio
         return false;
     if (s->uses_topic_ids)
         return kuuid_eq(&p->topic_id, topic_id);
-    return (int32_t)strlen(p->topic) == topic.len && memcmp(p->topic, topic.p, (size_t)topic.len) == 0;
+    return p->topic_len == topic.len && memcmp(p->topic, topic.p, (size_t)topic.len) == 0;
 }
 
 struct fs_partition *fetch_session_part(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
@@ -246,6 +246,7 @@ struct fs_partition *fetch_session_part(struct fetch_session *s, kstr_t topic, c
     struct fs_partition *p = &s->parts[s->nparts++];
     memset(p, 0, sizeof *p);
     p->topic = s->uses_topic_ids ? xstrdup("") : xstrndup(topic.p, topic.len > 0 ? (size_t)topic.len : 0);
+    p->topic_len = (int32_t)strlen(p->topic);
     if (topic_id)
         p->topic_id = *topic_id;
     p->partition = partition;

@@ -19,6 +19,7 @@
 
 struct fs_partition {
     char *topic;            /* owned; "" when the session uses topic ids */
+    int32_t topic_len;
     kuuid_t topic_id;
     int32_t partition;
     int64_t fetch_offset;
@@ -28,6 +29,11 @@ struct fs_partition {
      * incremental response must include the partition. */
     int64_t last_hw, last_lso, last_log_start;
     bool answered;
+    /* The partition the last fetch found (no reference; NULL: none) and
+     * the registry generation it was found in: the next fetch takes it
+     * back through preg_get_cached instead of a map lookup. */
+    struct partition *kept;
+    uint64_t kept_gen;
 };
 
 struct fetch_session {

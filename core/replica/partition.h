@@ -72,6 +72,17 @@ void preg_destroy(struct partition_registry *r, bool clean);
 /* The partition with one more reference, or NULL if not hosted here. */
 struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id, int32_t index);
 void partition_put(struct partition *p);
+/* Looking partitions up again without the map (a fetch session keeps
+ * what preg_get returned, without a reference). preg_generation counts
+ * removals from the registry: read it before the preg_get whose result
+ * is kept. preg_get_cached takes a reference on each ps[i] (kept
+ * pointers, NULL allowed) as preg_get would, provided nothing left the
+ * registry since gen; an entry it cannot take (gen stale, or the
+ * partition deleted, offline or not ready) becomes NULL: the caller
+ * looks that one up with preg_get. Returns how many it took; the caller
+ * puts each. A kept pointer is never dereferenced by anyone else. */
+uint64_t preg_generation(struct partition_registry *r);
+size_t preg_get_cached(struct partition_registry *r, uint64_t gen, struct partition **ps, size_t n);
 /* Every hosted partition whose log is open, each with one more
  * reference (the caller puts them and frees the array). Returns the
  * count; *out is NULL when 0. */

@@ -98,6 +98,12 @@ struct partition_registry {
      * on write, an unchanged topic is the same pointer) has nothing new
      * for its partitions. Under sync_lock. */
     struct mimage *synced;
+    /* Bumped (under gen_lock, written) whenever partitions leave the map,
+     * before the map's references are put: a pointer preg_get returned
+     * while removals was G is still in the map, hence alive, as long as
+     * removals is G (preg_get_cached). */
+    pthread_rwlock_t gen_lock;
+    uint64_t removals;
 };
 
 static struct preg_shard *shard_of(struct partition_registry *r, const uint8_t key[20])
@@ -152,6 +158,7 @@ struct partition_registry *preg_create(const struct replica_env *env)
         hmap_init(&r->shards[i].map);
     }
     pthread_mutex_init(&r->sync_lock, NULL);
+    pthread_rwlock_init(&r->gen_lock, NULL);
     pthread_mutex_init(&r->del_lock, NULL);
     pthread_cond_init(&r->del_cond, NULL);
     hmap_init(&r->found);
@@ -226,6 +233,38 @@ struct partition *preg_get(struct partition_registry *r, const kuuid_t *topic_id
         pp = NULL;
     pthread_rwlock_unlock(&sh->lock);
     return pp ? &pp->p : NULL;
+}
+
+uint64_t preg_generation(struct partition_registry *r)
+{
+    pthread_rwlock_rdlock(&r->gen_lock);
+    uint64_t g = r->removals;
+    pthread_rwlock_unlock(&r->gen_lock);
+    return g;
+}
+
+size_t preg_get_cached(struct partition_registry *r, uint64_t gen, struct partition **ps, size_t n)
+{
+    size_t got = 0;
+    pthread_rwlock_rdlock(&r->gen_lock);
+    if (r->removals != gen) {
+        memset(ps, 0, n * sizeof *ps);
+    } else {
+        /* Nothing left the map since gen: each ps[i] is alive (the map
+         * holds it); the checks are preg_get's. */
+        for (size_t i = 0; i < n; i++) {
+            struct preg_part *pp = (struct preg_part *)ps[i];
+            if (pp && !atomic_load(&pp->p.deleted) && atomic_load_explicit(&pp->ready, memory_order_acquire) &&
+                !atomic_load(&pp->offline)) {
+                atomic_fetch_add(&pp->p.refs, 1);
+                got++;
+            } else {
+                ps[i] = NULL;
+            }
+        }
+    }
+    pthread_rwlock_unlock(&r->gen_lock);
+    return got;
 }
 
 size_t preg_list(struct partition_registry *r, struct partition ***out)
@@ -379,6 +418,7 @@ void preg_destroy(struct partition_registry *r, bool clean)
     for (int i = 0; i < PREG_SHARDS; i++)
         pthread_rwlock_destroy(&r->shards[i].lock);
     pthread_mutex_destroy(&r->sync_lock);
+    pthread_rwlock_destroy(&r->gen_lock);
     pthread_mutex_destroy(&r->del_lock);
     pthread_cond_destroy(&r->del_cond);
     free(r);
@@ -688,6 +728,12 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             atomic_store(&gone[j]->p.deleted, true);
         }
         pthread_rwlock_unlock(&sh->lock);
+    }
+    if (k > 0) {
+        /* before the map's references go (preg_get_cached) */
+        pthread_rwlock_wrlock(&r->gen_lock);
+        r->removals++;
+        pthread_rwlock_unlock(&r->gen_lock);
     }
     for (size_t i = 0; i < k; i++) {
         struct preg_part *pp = gone[i];

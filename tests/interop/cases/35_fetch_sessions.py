@@ -5,9 +5,10 @@ epoch -1 closes the session. None of the Debian/npm clients here uses
 sessions, so the protocol is exercised by hand."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness import Server, Suite, check, eq, bound, ck_create_topic  # noqa: E402
+from harness import Server, Suite, check, eq, bound, ck_admin, ck_create_topic  # noqa: E402
 import kwire  # noqa: E402
 
 S = Suite("fetch_sessions")
@@ -33,14 +34,14 @@ def produce(c, partition, n, tag):
     eq(res["error_code"], 0, "produce to partition %d" % partition)
 
 
-def fetch_v7(c, session_id, epoch, parts, forgotten=(), max_wait_ms=0, min_bytes=1):
+def fetch_v7(c, session_id, epoch, parts, forgotten=(), max_wait_ms=0, min_bytes=1, topic=TOPIC):
     """parts: [(partition, offset)]; forgotten: [partition]. Returns
     (error_code, session_id, {partition: (error, hw, values)})."""
     w = kwire.W().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(1 << 20).i8(0).i32(session_id).i32(epoch)
-    topics = [TOPIC] if parts else []
+    topics = [topic] if parts else []
     w.array(topics, lambda w, t: w.string(t).array(
         parts, lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
-    ftopics = [TOPIC] if forgotten else []
+    ftopics = [topic] if forgotten else []
     w.array(ftopics, lambda w, t: w.string(t).array(list(forgotten), lambda w, p: w.i32(p)))
     r = c.request(kwire.FETCH, 7, w.bytes())
     r.i32()  # throttle
@@ -60,9 +61,55 @@ def fetch_v7(c, session_id, epoch, parts, forgotten=(), max_wait_ms=0, min_bytes
 
     out = {}
     for name, ps in r.array(lambda r: (r.string(), r.array(part))) or []:
-        eq(name, TOPIC, "topic in the answer")
+        eq(name, topic, "topic in the answer")
         out.update(dict(ps))
     return err, sid, out
+
+
+@S.case
+def session_partition_deleted_and_recreated():
+    """A session keeps what it found for each partition (no map lookup
+    per poll): once the topic is deleted the next incremental poll
+    answers UNKNOWN_TOPIC_OR_PARTITION (3), and the topic created again
+    under the same name is served by the same session, from the new log."""
+    t = "sess-del"
+    ck_create_topic(srv.bootstrap, t, partitions=1)
+    c = conn()
+    q = conn()
+    try:
+        err, sid, parts = fetch_v7(c, 0, 0, [(0, 0)], topic=t)
+        eq((err, parts), (0, {0: (0, 0, [])}), "full fetch opens the session")
+        check(sid > 0, "a session (id %d)" % sid)
+        e = 1
+        err, s, parts = fetch_v7(c, sid, e, [], topic=t)
+        eq((err, s, parts), (0, sid, {}), "empty incremental poll")
+        a = ck_admin(srv.bootstrap)  # kept: the futures die with it
+        fs = a.delete_topics([t], operation_timeout=bound(10), request_timeout=bound(15))
+        fs[t].result(timeout=bound(15))
+        deadline = time.monotonic() + bound(10)
+        while True:
+            e += 1
+            err, s, parts = fetch_v7(c, sid, e, [], topic=t)
+            if parts or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        eq((err, s, parts), (0, sid, {0: (3, -1, [])}), "the deleted partition in the session")
+        ck_create_topic(srv.bootstrap, t, partitions=1)
+        res = kwire.produce(q, t, 0, kwire.build_batch([(b"k", b"again", [])]))
+        eq(res["error_code"], 0, "produce to the topic created again")
+        deadline = time.monotonic() + bound(10)
+        while True:
+            e += 1
+            err, s, parts = fetch_v7(c, sid, e, [], topic=t)
+            if parts.get(0, (0, 0, []))[2] or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        eq((err, s, parts), (0, sid, {0: (0, 1, [b"again"])}), "the re-created partition in the same session")
+        err, s, _ = fetch_v7(c, sid, -1, [(0, 1)], topic=t)
+        eq((err, s), (0, 0), "epoch -1 closes the session")
+    finally:
+        c.close()
+        q.close()
 
 
 @S.case
