@@ -4,6 +4,8 @@
 linger.ms=1 (its default of 5 ms would be most of the figure), timed from
 the produce call to the delivery report (samsa-loadgen produce --rate):
 
+  (0) the floor: the same load into a topic of one replica with acks=1
+      (what this machine and client give with nothing to replicate);
   (a) steady: 1 MiB segments, so the leader and followers roll about once
       a second, and retention (2 MiB, checked every second) deletes the
       oldest segments meanwhile;
@@ -96,6 +98,10 @@ def cleaned(node):
         return sum(1 for l in f if "clean" in l and "lat-compact" in l)
 
 
+def boot_of(cl):
+    return ",".join(n.bootstrap for n in cl.nodes)
+
+
 def main():
     cl = Cluster(controllers=3, overrides=SEGMENTS)
     cl.start()
@@ -113,6 +119,16 @@ def main():
     n = int(RATE * SECONDS)
     rows = []
     where = []
+
+    # The floor of this machine and client: the same load into a topic of
+    # one replica with acks=1, nothing to replicate or wait for.
+    create_topics(n1, ["lat-floor"], partitions=1, rf=1)
+    since = log_sizes(cl.nodes)
+    argv_floor = ["-a", "1"]
+    r = loadgen(boot_of(cl), "lat-floor", int(RATE * SECONDS), RATE, argv_floor)
+    st = stalls(cl.nodes, since)
+    rows.append(row("(0) floor: 1 replica, acks=1", r, st))
+    where.append("(0) stalls by loop: %s" % (st[2] or "none"))
 
     since = log_sizes(cl.nodes)
     r = loadgen(boot, "lat", n, RATE)
