@@ -868,7 +868,7 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
     if (plog_marker_of(batch, size, &type, &cepoch) != 0)
         return; /* not a marker Kafka would act on either */
     struct ps_completed_txn done;
-    if (l->nverify)
+    if (l->txs->nverify)
         plog_txn_verify_clear(l, h->producer_id);
     int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
     if (c != 0 && c != 1) {
@@ -1146,7 +1146,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                           "appended again", l->dir, h.producer_id);
             else if (opens)
                 plog_txn_opened(l, h.base_offset);
-            if (opens && l->nverify)
+            if (opens && l->txs->nverify)
                 plog_txn_verify_clear(l, h.producer_id);
         }
         pos += size;

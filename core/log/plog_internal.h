@@ -111,12 +111,22 @@ struct plog {
     _Atomic int64_t first_unstable;
     atomic_size_t nunrepl_pub;
     struct slock txn_lock;
+    bool txn_files_loaded;
+    /* The rest of the transaction state (struct plog_txs), most logs
+     * never have any: until their first transaction or verification,
+     * txs points to one shared empty instance, never written; the first
+     * writer swaps in an own copy (plog_txn.c, txs_own), which stays
+     * for the log's life. Saves ~100 B per idle partition (issue 12). */
+    struct plog_txs *_Atomic txs;
+};
+
+struct plog_txs {
+    /* Under txn_lock. */
     struct plog_aborted_entry *aborted;
     size_t naborted, abortedcap;
     int64_t aborted_max_span; /* largest last - first offset among them */
     struct plog_txn_range *unrepl;
     size_t nunrepl, unreplcap;
-    bool txn_files_loaded;
     int64_t *txn_dirty;
     size_t ntxn_dirty, txn_dirtycap;
     /* KIP-890 verification guards (Kafka's VerificationStateEntry), one
