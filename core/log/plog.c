@@ -156,7 +156,6 @@ static void plog_free(struct plog *l)
     plog_producers_free(l);
     plog_txn_free(l);
     pthread_rwlock_destroy(&l->seg_lock);
-    free(l->dir);
     free(l);
 }
 
@@ -626,8 +625,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         oo = *opts;
     int64_t t0 = clock_mono_us();
 
-    struct plog *l = xcalloc(1, sizeof *l);
-    l->dir = xstrdup(dir);
+    struct plog *l = xcalloc(1, sizeof *l + strlen(dir) + 1);
+    memcpy(l->dir, dir, strlen(dir) + 1);
     size_t dl = strlen(l->dir);
     while (dl > 1 && l->dir[dl - 1] == '/')
         l->dir[--dl] = '\0';

@@ -20,7 +20,6 @@ struct plog_trash {
 };
 
 struct plog {
-    char *dir;        /* owned, without trailing slashes */
     const char *name; /* last component of dir ("topic-3"), for log lines */
     kuuid_t topic_id;
     struct plog_hooks hooks;
@@ -122,6 +121,10 @@ struct plog {
      * writer swaps in an own copy (plog_txn.c, txs_own), which stays
      * for the log's life. Saves ~100 B per idle partition (issue 12). */
     struct plog_txs *_Atomic txs;
+
+    /* Without trailing slashes; in the log's own allocation (one malloc
+     * chunk less per partition). */
+    char dir[];
 };
 
 struct plog_txs {
