@@ -198,7 +198,7 @@ static bool epoch_assign_locked(struct plog *l, int32_t epoch, int64_t offset)
             return false;
     }
     if (l->nepochs == l->epochcap) {
-        l->epochcap = l->epochcap ? l->epochcap * 2 : 8;
+        l->epochcap = l->epochcap ? l->epochcap * 2 : 1; /* most logs keep one epoch for long */
         l->epochs = xrealloc(l->epochs, l->epochcap * sizeof *l->epochs);
     }
     l->epochs[l->nepochs++] = (struct epoch_entry){epoch, offset};
