@@ -249,25 +249,26 @@ static int open_fd(const struct idx_file *x, int extra_flags)
 
 void idxf_path(const struct idx_file *x, char *buf, size_t n)
 {
+    const char *ext = x->time_index ? TIMEINDEX_SUFFIX : INDEX_SUFFIX;
     const char *lp = *x->log_path;
     const char *slash = strrchr(lp, '/');
     const char *base = slash ? slash + 1 : lp;
     /* "<digits>.log<suffix>": the first dot of the name starts ".log". */
     const char *dot = strchr(base, '.');
     if (!dot) {
-        snprintf(buf, n, "%s%s", lp, x->ext);
+        snprintf(buf, n, "%s%s", lp, ext);
         return;
     }
     const char *rest = strncmp(dot, ".log", 4) == 0 ? dot + 4 : dot;
-    snprintf(buf, n, "%.*s%s%s", (int)(dot - lp), lp, x->ext, rest);
+    snprintf(buf, n, "%.*s%s%s", (int)(dot - lp), lp, ext, rest);
 }
 
 int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate)
 {
     memset(x, 0, sizeof *x);
-    x->entry_size = (uint32_t)entry_size;
+    x->entry_size = (uint8_t)entry_size;
     x->log_path = log_path;
-    x->ext = ext;
+    x->time_index = strcmp(ext, TIMEINDEX_SUFFIX) == 0;
     int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
     if (fd < 0) {
         int e = errno;

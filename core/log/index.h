@@ -59,14 +59,16 @@ struct idx_file {
      * string (at 100 000 idle partitions two more were 16 MB). The owner
      * keeps *log_path valid while x is open. NULL when closed. */
     char *const *log_path;
-    const char *ext;     /* static: INDEX_SUFFIX or TIMEINDEX_SUFFIX */
     /* No fd is kept: the mapping holds the file, and the calls that need
      * an fd (resize, reserve, sync) open it for the call, through
      * fdc_open (EMFILE sheds the fd cache first). */
     bool dirty;          /* changed since the last idxf_sync (or created) */
     atomic_bool used;    /* pinned since the budget's sweep last looked */
+    /* Small fields packed: two of these per segment, one segment at
+     * least per partition. */
+    bool time_index;     /* the name ends in TIMEINDEX_SUFFIX, else INDEX_SUFFIX */
+    uint8_t entry_size;
     _Atomic int32_t users; /* pins; -1 while the budget unmaps it */
-    uint32_t entry_size;
     _Atomic(uint8_t *) map; /* NULL when not mapped now (empty or unmapped by the budget) */
     size_t map_len;      /* file length (what a mapping covers) */
     size_t n;            /* entries in use */
@@ -105,6 +107,7 @@ void idxf_set_mmap_hook(idxf_mmap_fn fn);
  * its length (the mapping comes with the first use); n is 0, the caller
  * validates what is there. 0 or an errno value. On failure x is left
  * closed (idxf_close is a no-op). */
+/* ext is INDEX_SUFFIX or TIMEINDEX_SUFFIX; entry_size at most 255. */
 int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate);
 /* x's file name, into buf (size n). */
 void idxf_path(const struct idx_file *x, char *buf, size_t n);

@@ -42,7 +42,9 @@ struct mlog {
     struct logmgr *m;
     struct plog *l;           /* NULL until open */
     size_t dir;
-    char *name;               /* "<topic>-<partition>", owned */
+    /* "<topic>-<partition>", in the same allocation, after the struct
+     * (one malloc chunk less per partition); the sentinel has none. */
+    const char *name;
     logmgr_flushed_fn flushed;
     void *ctx;
     struct plog_hooks hooks;  /* ctx = this */
@@ -312,10 +314,12 @@ static void hook_failed(void *ctx, struct plog *l)
 
 static struct mlog *mlog_new(struct logmgr *m, size_t dir, const char *name, logmgr_flushed_fn flushed, void *ctx)
 {
-    struct mlog *ml = xcalloc(1, sizeof *ml);
+    struct mlog *ml = xcalloc(1, sizeof *ml + strlen(name) + 1);
     ml->m = m;
     ml->dir = dir;
-    ml->name = xstrdup(name);
+    char *n = (char *)(ml + 1);
+    memcpy(n, name, strlen(name) + 1);
+    ml->name = n;
     ml->flushed = flushed;
     ml->ctx = ctx;
     ml->hooks = (struct plog_hooks){ml, hook_flush_wanted, hook_start_offset_moved, hook_failed};
@@ -324,7 +328,6 @@ static struct mlog *mlog_new(struct logmgr *m, size_t dir, const char *name, log
 
 static void mlog_free(struct mlog *ml)
 {
-    free(ml->name);
     free(ml);
 }
 

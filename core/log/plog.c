@@ -156,7 +156,6 @@ static void plog_free(struct plog *l)
     plog_producers_free(l);
     plog_txn_free(l);
     pthread_rwlock_destroy(&l->seg_lock);
-    free(l->dir);
     free(l);
 }
 
@@ -199,7 +198,7 @@ static bool epoch_assign_locked(struct plog *l, int32_t epoch, int64_t offset)
             return false;
     }
     if (l->nepochs == l->epochcap) {
-        l->epochcap = l->epochcap ? l->epochcap * 2 : 8;
+        l->epochcap = l->epochcap ? l->epochcap * 2 : 1; /* most logs keep one epoch for long */
         l->epochs = xrealloc(l->epochs, l->epochcap * sizeof *l->epochs);
     }
     l->epochs[l->nepochs++] = (struct epoch_entry){epoch, offset};
@@ -626,8 +625,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         oo = *opts;
     int64_t t0 = clock_mono_us();
 
-    struct plog *l = xcalloc(1, sizeof *l);
-    l->dir = xstrdup(dir);
+    struct plog *l = xcalloc(1, sizeof *l + strlen(dir) + 1);
+    memcpy(l->dir, dir, strlen(dir) + 1);
     size_t dl = strlen(l->dir);
     while (dl > 1 && l->dir[dl - 1] == '/')
         l->dir[--dl] = '\0';
@@ -868,7 +867,7 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
     if (plog_marker_of(batch, size, &type, &cepoch) != 0)
         return; /* not a marker Kafka would act on either */
     struct ps_completed_txn done;
-    if (l->nverify)
+    if (l->txs->nverify)
         plog_txn_verify_clear(l, h->producer_id);
     int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
     if (c != 0 && c != 1) {
@@ -1146,7 +1145,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                           "appended again", l->dir, h.producer_id);
             else if (opens)
                 plog_txn_opened(l, h.base_offset);
-            if (opens && l->nverify)
+            if (opens && l->txs->nverify)
                 plog_txn_verify_clear(l, h.producer_id);
         }
         pos += size;

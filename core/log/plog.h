@@ -100,21 +100,22 @@ struct plog_config {
     int32_t segment_index_bytes;  /* segment.index.bytes */
     int64_t segment_ms;           /* segment.ms */
     int64_t segment_jitter_ms;    /* segment.jitter.ms */
-    /* fdatasync inside plog_append, before it returns and before the
-     * batch is visible. For logs without a flusher (the metadata log);
-     * partition logs use flush_messages = 1 and the flusher instead. */
-    bool fsync_each_append;
     int64_t flush_messages;       /* flush.messages: flush once this many are unflushed */
     int64_t flush_ms;             /* flush.ms: flush data older than this */
     int64_t retention_ms;         /* retention.ms, -1 = unlimited */
     int64_t retention_bytes;      /* retention.bytes, -1 = unlimited */
-    bool cleanup_delete;          /* cleanup.policy has delete */
-    bool cleanup_compact;         /* cleanup.policy has compact */
     double min_cleanable_dirty_ratio;
     int64_t min_compaction_lag_ms;
     int64_t max_compaction_lag_ms;
     int64_t delete_retention_ms;  /* delete.retention.ms: tombstones */
     int64_t file_delete_delay_ms; /* file.delete.delay.ms */
+    /* The flags last, together (a copy of this is in every log). */
+    bool cleanup_delete;          /* cleanup.policy has delete */
+    bool cleanup_compact;         /* cleanup.policy has compact */
+    /* fdatasync inside plog_append, before it returns and before the
+     * batch is visible. For logs without a flusher (the metadata log);
+     * partition logs use flush_messages = 1 and the flusher instead. */
+    bool fsync_each_append;
 };
 
 #define PLOG_DAY_MS (24LL * 60 * 60 * 1000)

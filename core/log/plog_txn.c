@@ -49,28 +49,43 @@
 /* A .txnindex larger than this is not one of ours. */
 #define TXN_FILE_MAX_BYTES (64LL * 1024 * 1024)
 
+/* Every log's transaction state until its first write (txs_own): all
+ * empty, never written (writers check for it). */
+static struct plog_txs empty_txs;
+
 void plog_txn_init(struct plog *l)
 {
     atomic_init(&l->first_unstable, -1);
     atomic_init(&l->nunrepl_pub, 0);
-    l->aborted = NULL;
-    l->naborted = l->abortedcap = 0;
-    l->aborted_max_span = 0;
-    l->unrepl = NULL;
-    l->nunrepl = l->unreplcap = 0;
     l->txn_files_loaded = false;
-    l->txn_dirty = NULL;
-    l->ntxn_dirty = l->txn_dirtycap = 0;
-    l->verify = NULL;
-    l->nverify = l->verifycap = 0;
+    atomic_init(&l->txs, &empty_txs);
 }
 
 void plog_txn_free(struct plog *l)
 {
-    free(l->aborted);
-    free(l->unrepl);
-    free(l->txn_dirty);
-    free(l->verify);
+    struct plog_txs *t = atomic_load(&l->txs);
+    if (!t || t == &empty_txs)
+        return;
+    free(t->aborted);
+    free(t->unrepl);
+    free(t->txn_dirty);
+    free(t->verify);
+    free(t);
+}
+
+/* l's own transaction state, allocated now if l still has the shared
+ * empty one; before any write to it. Two writers may race here (one under
+ * txn_lock, one under append_lock): the loser frees its copy. */
+static struct plog_txs *txs_own(struct plog *l)
+{
+    struct plog_txs *cur = atomic_load(&l->txs);
+    if (cur != &empty_txs)
+        return cur;
+    struct plog_txs *t = xcalloc(1, sizeof *t);
+    if (atomic_compare_exchange_strong(&l->txs, &cur, t))
+        return t;
+    free(t);
+    return cur;
 }
 
 /* ---- KIP-890 verification guards ---- */
@@ -83,9 +98,9 @@ static _Atomic uint64_t next_guard = 1;
 
 static struct plog_verify_entry *verify_find(struct plog *l, int64_t pid)
 {
-    for (size_t i = 0; i < l->nverify; i++)
-        if (l->verify[i].producer_id == pid)
-            return &l->verify[i];
+    for (size_t i = 0; i < l->txs->nverify; i++)
+        if (l->txs->verify[i].producer_id == pid)
+            return &l->txs->verify[i];
     return NULL;
 }
 
@@ -101,24 +116,25 @@ int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64
     int64_t now = clock_mono_ms();
     struct plog_verify_entry *v = verify_find(l, producer_id);
     if (!v) {
+        txs_own(l);
         /* few at a time: producers between their verification and
          * their first append */
         size_t kept = 0;
-        for (size_t i = 0; i < l->nverify; i++)
-            if (now - l->verify[i].created_ms < VERIFY_ENTRY_MAX_AGE_MS)
-                l->verify[kept++] = l->verify[i];
-        l->nverify = kept;
-        if (l->nverify == l->verifycap) {
-            size_t cap = l->verifycap ? l->verifycap * 2 : 4;
-            struct plog_verify_entry *nv = realloc(l->verify, cap * sizeof *nv);
+        for (size_t i = 0; i < l->txs->nverify; i++)
+            if (now - l->txs->verify[i].created_ms < VERIFY_ENTRY_MAX_AGE_MS)
+                l->txs->verify[kept++] = l->txs->verify[i];
+        l->txs->nverify = kept;
+        if (l->txs->nverify == l->txs->verifycap) {
+            size_t cap = l->txs->verifycap ? l->txs->verifycap * 2 : 4;
+            struct plog_verify_entry *nv = realloc(l->txs->verify, cap * sizeof *nv);
             if (!nv) {
                 slock_unlock(&l->append_lock);
                 return KERR_KAFKA_STORAGE_ERROR;
             }
-            l->verify = nv;
-            l->verifycap = cap;
+            l->txs->verify = nv;
+            l->txs->verifycap = cap;
         }
-        v = &l->verify[l->nverify++];
+        v = &l->txs->verify[l->txs->nverify++];
         v->producer_id = producer_id;
         v->epoch = epoch;
         v->guard = atomic_fetch_add(&next_guard, 1);
@@ -140,9 +156,9 @@ int plog_txn_verify_check(struct plog *l, int64_t producer_id, uint64_t guard)
 
 void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
 {
-    for (size_t i = 0; i < l->nverify; i++)
-        if (l->verify[i].producer_id == producer_id) {
-            l->verify[i] = l->verify[--l->nverify];
+    for (size_t i = 0; i < l->txs->nverify; i++)
+        if (l->txs->verify[i].producer_id == producer_id) {
+            l->txs->verify[i] = l->txs->verify[--l->txs->nverify];
             return;
         }
 }
@@ -150,28 +166,30 @@ void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
 /* Under txn_lock. */
 static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64_t seg_base)
 {
-    if (l->naborted == l->abortedcap) {
-        l->abortedcap = l->abortedcap ? l->abortedcap * 2 : 16;
-        l->aborted = xrealloc(l->aborted, l->abortedcap * sizeof *l->aborted);
+    txs_own(l);
+    if (l->txs->naborted == l->txs->abortedcap) {
+        l->txs->abortedcap = l->txs->abortedcap ? l->txs->abortedcap * 2 : 16;
+        l->txs->aborted = xrealloc(l->txs->aborted, l->txs->abortedcap * sizeof *l->txs->aborted);
     }
-    l->aborted[l->naborted].a = *a;
-    l->aborted[l->naborted].seg_base = seg_base;
-    l->naborted++;
-    if (a->last_offset - a->first_offset > l->aborted_max_span)
-        l->aborted_max_span = a->last_offset - a->first_offset;
+    l->txs->aborted[l->txs->naborted].a = *a;
+    l->txs->aborted[l->txs->naborted].seg_base = seg_base;
+    l->txs->naborted++;
+    if (a->last_offset - a->first_offset > l->txs->aborted_max_span)
+        l->txs->aborted_max_span = a->last_offset - a->first_offset;
 }
 
 /* Under txn_lock: the file of seg_base wants an fsync at the next flush. */
 static void mark_dirty(struct plog *l, int64_t seg_base)
 {
-    for (size_t i = 0; i < l->ntxn_dirty; i++)
-        if (l->txn_dirty[i] == seg_base)
+    txs_own(l);
+    for (size_t i = 0; i < l->txs->ntxn_dirty; i++)
+        if (l->txs->txn_dirty[i] == seg_base)
             return;
-    if (l->ntxn_dirty == l->txn_dirtycap) {
-        l->txn_dirtycap = l->txn_dirtycap ? l->txn_dirtycap * 2 : 4;
-        l->txn_dirty = xrealloc(l->txn_dirty, l->txn_dirtycap * sizeof *l->txn_dirty);
+    if (l->txs->ntxn_dirty == l->txs->txn_dirtycap) {
+        l->txs->txn_dirtycap = l->txs->txn_dirtycap ? l->txs->txn_dirtycap * 2 : 4;
+        l->txs->txn_dirty = xrealloc(l->txs->txn_dirty, l->txs->txn_dirtycap * sizeof *l->txs->txn_dirty);
     }
-    l->txn_dirty[l->ntxn_dirty++] = seg_base;
+    l->txs->txn_dirty[l->txs->ntxn_dirty++] = seg_base;
 }
 
 /* Reads the .txnindex of seg_base (a missing file is an empty index).
@@ -226,9 +244,9 @@ static int rewrite_file(struct plog *l, int64_t seg_base)
 {
     struct buf b;
     buf_init(&b);
-    for (size_t i = 0; i < l->naborted; i++)
-        if (l->aborted[i].seg_base == seg_base)
-            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
+    for (size_t i = 0; i < l->txs->naborted; i++)
+        if (l->txs->aborted[i].seg_base == seg_base)
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->txs->aborted[i].a);
     char *p = segment_file_path(l->dir, seg_base, SEGMENT_TXNINDEX_SUFFIX);
     int e = 0;
     if (b.len)
@@ -261,26 +279,29 @@ int plog_txn_reset(struct plog *l, int64_t from)
     /* Kafka's TransactionIndex.truncateTo: the entries of markers at or
      * after from go; the replay from there writes them again. */
     size_t k = 0;
-    for (size_t i = 0; i < l->naborted; i++) {
-        if (l->aborted[i].a.last_offset < from) {
-            l->aborted[k++] = l->aborted[i];
+    for (size_t i = 0; i < l->txs->naborted; i++) {
+        if (l->txs->aborted[i].a.last_offset < from) {
+            l->txs->aborted[k++] = l->txs->aborted[i];
             continue;
         }
-        int64_t base = l->aborted[i].seg_base;
+        int64_t base = l->txs->aborted[i].seg_base;
         bool exists = false;
         for (size_t j = 0; j < l->nsegs && !exists; j++)
             exists = l->segs[j]->base_offset == base;
         if (exists)
             mark_dirty(l, base);
     }
-    changed |= k != l->naborted;
-    l->naborted = k;
+    if (k != l->txs->naborted) {
+        changed = true;
+        l->txs->naborted = k;
+    }
     if (changed) {
         /* The dirty list names exactly the files that lost entries. */
-        for (size_t i = 0; i < l->ntxn_dirty && rc == 0; i++)
-            rc = rewrite_file(l, l->txn_dirty[i]);
+        for (size_t i = 0; i < l->txs->ntxn_dirty && rc == 0; i++)
+            rc = rewrite_file(l, l->txs->txn_dirty[i]);
     }
-    l->nunrepl = 0;
+    if (l->txs->nunrepl) /* else maybe the shared empty state */
+        l->txs->nunrepl = 0;
     atomic_store(&l->nunrepl_pub, 0);
     slock_unlock(&l->txn_lock);
     atomic_store(&l->first_unstable, -1);
@@ -307,12 +328,13 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
      * offset after the marker. */
     int64_t next_open = pstate_first_unstable_offset(l->ps, t->producer_id);
     slock_lock(&l->txn_lock);
-    if (l->nunrepl == l->unreplcap) {
-        l->unreplcap = l->unreplcap ? l->unreplcap * 2 : 8;
-        l->unrepl = xrealloc(l->unrepl, l->unreplcap * sizeof *l->unrepl);
+    txs_own(l);
+    if (l->txs->nunrepl == l->txs->unreplcap) {
+        l->txs->unreplcap = l->txs->unreplcap ? l->txs->unreplcap * 2 : 8;
+        l->txs->unrepl = xrealloc(l->txs->unrepl, l->txs->unreplcap * sizeof *l->txs->unrepl);
     }
-    l->unrepl[l->nunrepl++] = (struct plog_txn_range){t->first_offset, t->last_offset};
-    atomic_store(&l->nunrepl_pub, l->nunrepl);
+    l->txs->unrepl[l->txs->nunrepl++] = (struct plog_txn_range){t->first_offset, t->last_offset};
+    atomic_store(&l->nunrepl_pub, l->txs->nunrepl);
     if (t->aborted) {
         struct plog_aborted_txn a = {
             .producer_id = t->producer_id,
@@ -345,11 +367,12 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
 int plog_txn_flush(struct plog *l)
 {
     slock_lock(&l->txn_lock);
-    size_t n = l->ntxn_dirty;
+    size_t n = l->txs->ntxn_dirty;
     int64_t *v = n ? xmalloc(n * sizeof *v) : NULL;
     if (n)
-        memcpy(v, l->txn_dirty, n * sizeof *v);
-    l->ntxn_dirty = 0;
+        memcpy(v, l->txs->txn_dirty, n * sizeof *v);
+    if (n)
+        l->txs->ntxn_dirty = 0;
     slock_unlock(&l->txn_lock);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -375,14 +398,15 @@ void plog_txn_segments_deleted(struct plog *l, const int64_t *bases, size_t n)
 {
     slock_lock(&l->txn_lock);
     size_t k = 0;
-    for (size_t i = 0; i < l->naborted; i++) {
+    for (size_t i = 0; i < l->txs->naborted; i++) {
         bool gone = false;
         for (size_t j = 0; j < n && !gone; j++)
-            gone = l->aborted[i].seg_base == bases[j];
+            gone = l->txs->aborted[i].seg_base == bases[j];
         if (!gone)
-            l->aborted[k++] = l->aborted[i];
+            l->txs->aborted[k++] = l->txs->aborted[i];
     }
-    l->naborted = k;
+    if (k != l->txs->naborted)
+        l->txs->naborted = k;
     slock_unlock(&l->txn_lock);
 }
 
@@ -411,10 +435,10 @@ int plog_txn_write_merged(struct plog *l, int64_t base, int64_t from, int64_t to
     struct buf b;
     buf_init(&b);
     slock_lock(&l->txn_lock);
-    for (size_t i = 0; i < l->naborted; i++) {
-        int64_t sb = l->aborted[i].seg_base;
-        if (sb >= from && sb < to && !in_drop(drop, ndrop, l->aborted[i].a.last_offset))
-            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->aborted[i].a);
+    for (size_t i = 0; i < l->txs->naborted; i++) {
+        int64_t sb = l->txs->aborted[i].seg_base;
+        if (sb >= from && sb < to && !in_drop(drop, ndrop, l->txs->aborted[i].a.last_offset))
+            txnindex_encode(buf_extend(&b, TXNINDEX_ENTRY_SIZE), &l->txs->aborted[i].a);
     }
     slock_unlock(&l->txn_lock);
     int e = 0;
@@ -438,16 +462,17 @@ void plog_txn_segments_merged(struct plog *l, int64_t base, int64_t from, int64_
 {
     slock_lock(&l->txn_lock);
     size_t k = 0;
-    for (size_t i = 0; i < l->naborted; i++) {
-        int64_t b = l->aborted[i].seg_base;
+    for (size_t i = 0; i < l->txs->naborted; i++) {
+        int64_t b = l->txs->aborted[i].seg_base;
         if (b >= from && b < to) {
-            if (in_drop(drop, ndrop, l->aborted[i].a.last_offset))
+            if (in_drop(drop, ndrop, l->txs->aborted[i].a.last_offset))
                 continue;
-            l->aborted[i].seg_base = base;
+            l->txs->aborted[i].seg_base = base;
         }
-        l->aborted[k++] = l->aborted[i];
+        l->txs->aborted[k++] = l->txs->aborted[i];
     }
-    l->naborted = k;
+    if (k != l->txs->naborted)
+        l->txs->naborted = k;
     slock_unlock(&l->txn_lock);
 }
 
@@ -456,11 +481,11 @@ size_t plog_txn_aborted_before(struct plog *l, int64_t upper, struct plog_aborte
     *out = NULL;
     size_t n = 0;
     slock_lock(&l->txn_lock);
-    if (l->naborted > 0)
-        *out = xmalloc(l->naborted * sizeof **out);
-    for (size_t i = 0; i < l->naborted; i++)
-        if (l->aborted[i].a.first_offset < upper)
-            (*out)[n++] = l->aborted[i].a;
+    if (l->txs->naborted > 0)
+        *out = xmalloc(l->txs->naborted * sizeof **out);
+    for (size_t i = 0; i < l->txs->naborted; i++)
+        if (l->txs->aborted[i].a.first_offset < upper)
+            (*out)[n++] = l->txs->aborted[i].a;
     slock_unlock(&l->txn_lock);
     return n;
 }
@@ -473,14 +498,14 @@ int64_t plog_last_stable_offset(struct plog *l, int64_t hw)
         /* Kafka's onHighWatermarkUpdated: a transaction whose marker is
          * below the high watermark is replicated. */
         size_t k = 0;
-        for (size_t i = 0; i < l->nunrepl; i++) {
-            if (l->unrepl[i].last_offset < hw)
+        for (size_t i = 0; i < l->txs->nunrepl; i++) {
+            if (l->txs->unrepl[i].last_offset < hw)
                 continue;
-            l->unrepl[k++] = l->unrepl[i];
-            if (fuo < 0 || l->unrepl[i].first_offset < fuo)
-                fuo = l->unrepl[i].first_offset;
+            l->txs->unrepl[k++] = l->txs->unrepl[i];
+            if (fuo < 0 || l->txs->unrepl[i].first_offset < fuo)
+                fuo = l->txs->unrepl[i].first_offset;
         }
-        l->nunrepl = k;
+        l->txs->nunrepl = k;
         atomic_store(&l->nunrepl_pub, k);
         slock_unlock(&l->txn_lock);
     }
@@ -491,18 +516,18 @@ bool plog_txn_is_aborted(struct plog *l, int64_t producer_id, int64_t offset)
 {
     bool found = false;
     slock_lock(&l->txn_lock);
-    size_t lo = 0, hi = l->naborted;
+    size_t lo = 0, hi = l->txs->naborted;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (l->aborted[mid].a.last_offset < offset)
+        if (l->txs->aborted[mid].a.last_offset < offset)
             lo = mid + 1;
         else
             hi = mid;
     }
     /* The markers after offset, up to the longest transaction's span. */
-    for (size_t i = lo; i < l->naborted && !found; i++) {
-        const struct plog_aborted_txn *a = &l->aborted[i].a;
-        if (a->last_offset - offset > l->aborted_max_span)
+    for (size_t i = lo; i < l->txs->naborted && !found; i++) {
+        const struct plog_aborted_txn *a = &l->txs->aborted[i].a;
+        if (a->last_offset - offset > l->txs->aborted_max_span)
             break;
         found = a->producer_id == producer_id && a->first_offset <= offset;
     }
@@ -518,16 +543,16 @@ size_t plog_aborted_txns(struct plog *l, int64_t from, int64_t upper, struct plo
     /* Entries are in marker order: the first whose marker is at or after
      * from starts the search; it ends after the first whose marker is at
      * or after upper (Kafka's collectAbortedTxns stops there too). */
-    size_t lo = 0, hi = l->naborted;
+    size_t lo = 0, hi = l->txs->naborted;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (l->aborted[mid].a.last_offset < from)
+        if (l->txs->aborted[mid].a.last_offset < from)
             lo = mid + 1;
         else
             hi = mid;
     }
-    for (size_t i = lo; i < l->naborted; i++) {
-        const struct plog_aborted_txn *a = &l->aborted[i].a;
+    for (size_t i = lo; i < l->txs->naborted; i++) {
+        const struct plog_aborted_txn *a = &l->txs->aborted[i].a;
         if (a->first_offset < upper) {
             if (n == cap) {
                 cap = cap ? cap * 2 : 8;

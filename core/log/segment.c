@@ -45,6 +45,19 @@ static char *file_path(const char *dir, int64_t base, const char *ext, const cha
     return p;
 }
 
+/* A sibling file of s's .log: its directory comes from the .log's path,
+ * so a segment keeps no copy of it. */
+static char *sibling_path(const struct segment *s, const char *ext, const char *suffix)
+{
+    const char *slash = strrchr(s->log_path, '/');
+    int dl = slash ? (int)(slash - s->log_path) : 1;
+    const char *dir = slash ? s->log_path : ".";
+    size_t n = (size_t)dl + 1 + SEGMENT_NAME_DIGITS + strlen(ext) + strlen(suffix) + 1;
+    char *p = xmalloc(n);
+    snprintf(p, n, "%.*s/%020" PRId64 "%s%s", dl, dir, s->base_offset, ext, suffix);
+    return p;
+}
+
 bool segment_parse_name(const char *name, const char *suffix, int64_t *base_offset)
 {
     size_t sl = strlen(suffix);
@@ -95,7 +108,6 @@ void segment_free(struct segment *s)
     idxf_close(&s->oidx.f);
     idxf_close(&s->tidx.f);
     free(s->log_path);
-    free(s->dir);
     suffix_free(s->suffix);
     free(s);
 }
@@ -108,7 +120,6 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     *out = NULL;
     struct segment *s = xcalloc(1, sizeof *s);
     s->base_offset = base;
-    s->dir = xstrdup(dir);
     s->suffix = suffix_dup(suffix);
     s->log_path = file_path(dir, base, SEGMENT_LOG_SUFFIX, suffix);
     s->index_interval_bytes = o->index_interval_bytes;
@@ -127,7 +138,7 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
         segment_free(s);
         return KERR_KAFKA_STORAGE_ERROR;
     }
-    s->lf = fdc_file_new(s->log_path, O_RDWR, fd);
+    s->lf = fdc_file_new_borrowed(s->log_path, O_RDWR, fd);
     if (index_missing) {
         *index_missing = false;
         for (size_t i = 1; i < NEXTS; i++) {
@@ -613,8 +624,8 @@ int segment_rename(struct segment *s, const char *new_suffix)
     if (strcmp(s->suffix, new_suffix) == 0)
         return 0;
     int rc = 0;
-    char *from = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, s->suffix);
-    char *to = file_path(s->dir, s->base_offset, SEGMENT_LOG_SUFFIX, new_suffix);
+    char *from = sibling_path(s, SEGMENT_LOG_SUFFIX, s->suffix);
+    char *to = sibling_path(s, SEGMENT_LOG_SUFFIX, new_suffix);
     /* Pinned across the rename, the cached fd stays open, so nobody opens
      * the old name meanwhile (best effort: without an fd to spare, a
      * reader racing the rename gets one retriable error at worst). */
@@ -625,16 +636,17 @@ int segment_rename(struct segment *s, const char *new_suffix)
         rc = KERR_KAFKA_STORAGE_ERROR;
         free(to);
     } else {
-        fdc_file_renamed(s->lf, to);
-        free(s->log_path);
+        char *old = s->log_path;
         s->log_path = to;
+        fdc_file_renamed(s->lf, to);
+        free(old);
     }
     sfile_unref(pin);
     free(from);
     struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
     for (int i = 0; i < 2 && rc == 0; i++) {
-        char *f = file_path(s->dir, s->base_offset, exts[i + 1], s->suffix);
-        char *p = file_path(s->dir, s->base_offset, exts[i + 1], new_suffix);
+        char *f = sibling_path(s, exts[i + 1], s->suffix);
+        char *p = sibling_path(s, exts[i + 1], new_suffix);
         int e = idxf_rename(fs[i], f, p);
         if (e) {
             slog_error("log: cannot rename %s to %s: %s", f, p, strerror(e));
@@ -645,8 +657,8 @@ int segment_rename(struct segment *s, const char *new_suffix)
     }
     if (rc == 0) {
         /* The .txnindex exists only where an ABORT marker went. */
-        char *tf = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
-        char *tt = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, new_suffix);
+        char *tf = sibling_path(s, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
+        char *tt = sibling_path(s, SEGMENT_TXNINDEX_SUFFIX, new_suffix);
         if (rename(tf, tt) != 0 && errno != ENOENT) {
             slog_error("log: cannot rename %s to %s: %s", tf, tt, strerror(errno));
             rc = KERR_KAFKA_STORAGE_ERROR;
@@ -664,7 +676,7 @@ int segment_rename(struct segment *s, const char *new_suffix)
 int segment_unlink(struct segment *s)
 {
     int e = 0;
-    char *txn = file_path(s->dir, s->base_offset, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
+    char *txn = sibling_path(s, SEGMENT_TXNINDEX_SUFFIX, s->suffix);
     char ip[PATH_MAX] = "", tp[PATH_MAX] = "";
     if (s->oidx.f.log_path)
         idxf_path(&s->oidx.f, ip, sizeof ip);

@@ -57,9 +57,9 @@ struct segment_opts {
 
 struct segment {
     int64_t base_offset;
-    char *dir;           /* owned */
     char *suffix;        /* owned: "" or one of the suffixes above */
-    char *log_path;      /* owned: <dir>/<base>.log<suffix> */
+    char *log_path;      /* owned: <dir>/<base>.log<suffix>; the fd cache
+                          * borrows it, the other files' paths derive from it */
     /* The .log file through the fd cache (util/fdcache.h): open or not;
      * segment_file pins it. Never NULL. */
     struct fdc_file *lf;

@@ -167,6 +167,19 @@ void partition_log_ready(struct partition *p)
         wake(p);
 }
 
+/* The follower array of a leader with no other replica (RF 1, most
+ * partitions of a single node): not NULL, which means "no leadership set
+ * up yet", and no malloc chunk of its own. Never written: nfollowers is
+ * 0 while it is in place. */
+static struct repl_follower no_followers[1];
+
+static void free_followers(struct partition *p)
+{
+    if (p->followers != no_followers)
+        free(p->followers);
+    p->followers = NULL;
+}
+
 static void copy_ids(int32_t **dst, int32_t *n, const int32_t *src, int32_t m)
 {
     free(*dst);
@@ -194,8 +207,11 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
     }
     p->partition_epoch = mp->partition_epoch;
     if (new_leadership) {
-        free(p->followers);
-        p->followers = xcalloc(mp->nreplicas > 0 ? (size_t)mp->nreplicas : 1, sizeof *p->followers);
+        free_followers(p);
+        int32_t others = 0;
+        for (int32_t i = 0; i < mp->nreplicas; i++)
+            others += mp->replicas[i] != node;
+        p->followers = others > 0 ? xcalloc((size_t)others, sizeof *p->followers) : no_followers;
         p->nfollowers = 0;
         for (int32_t i = 0; i < mp->nreplicas; i++)
             if (mp->replicas[i] != node)
@@ -218,7 +234,11 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
             if (!found)
                 repl_follower_reset(&f[n++], mp->replicas[i], false, now);
         }
-        free(p->followers);
+        free_followers(p);
+        if (n == 0) {
+            free(f);
+            f = no_followers;
+        }
         p->followers = f;
         p->nfollowers = n;
     }
@@ -289,7 +309,7 @@ void partition_repl_free(struct partition *p)
 {
     free(p->replicas);
     free(p->isr);
-    free(p->followers);
+    free_followers(p);
     free(p->pending_isr);
 }
 

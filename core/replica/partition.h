@@ -24,7 +24,7 @@ struct topic_config;
 
 struct partition {
     kuuid_t topic_id;
-    char *topic;                  /* NUL-terminated, owned */
+    char *topic;                  /* NUL-terminated; the registry allocates it with p */
     int32_t index;
     struct plog *log;
     atomic_int_least64_t high_watermark;

@@ -59,7 +59,7 @@
 struct preg_part {
     struct partition p;
     struct partition_registry *reg;
-    char *path;      /* the partition directory */
+    char *path;      /* the partition directory; after the struct, in its allocation */
     size_t dir;      /* index of its log dir */
     bool close_clean;
     bool replicated; /* counted in the registry's nreplicated (sync_lock) */
@@ -214,8 +214,6 @@ void partition_put(struct partition *p)
         logmgr_close(lm, p->log, pp->close_clean);
     }
     partition_repl_free(p);
-    free(p->topic);
-    free(pp->path);
     free(pp);
 }
 
@@ -614,15 +612,18 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     if (!wait_deleted(r, path))
         return failf(err, errlen, "%s: the log of a deleted topic of the same name is still in use", path);
 
-    struct preg_part *pp = xcalloc(1, sizeof *pp);
+    /* The path and the topic name follow the struct in its allocation
+     * (two malloc chunks less per partition). */
+    size_t pl = strlen(path) + 1, tl = strlen(t->name) + 1;
+    struct preg_part *pp = xcalloc(1, sizeof *pp + pl + tl);
     pp->reg = r;
-    pp->path = xstrdup(path);
+    pp->path = memcpy((char *)(pp + 1), path, pl);
     pp->dir = dir;
     atomic_init(&pp->ready, false);
     atomic_init(&pp->offline, offline);
     struct partition *p = &pp->p;
     p->topic_id = t->id;
-    p->topic = xstrdup(t->name);
+    p->topic = memcpy(pp->path + pl, t->name, tl);
     p->index = part->index;
     p->log = NULL;
     atomic_init(&p->high_watermark, 0);
@@ -652,8 +653,6 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
             int rc = logmgr_open(lm, dir, base, &t->id, &pc, partition_log_flushed, p, &log);
             if (rc != 0) {
                 partition_repl_free(p);
-                free(p->topic);
-                free(pp->path);
                 free(pp);
                 return failf(err, errlen, "%s: cannot open the log: %s", path, kerr_name((int16_t)rc));
             }

@@ -35,8 +35,9 @@ struct fdc_shard {
 } __attribute__((aligned(64)));
 
 struct fdc_file {
-    char *path;         /* owned; under its shard's lock */
+    char *path;         /* owned unless borrowed; under its shard's lock */
     int flags;
+    bool borrowed;      /* path belongs to the caller (fdc_file_new_borrowed) */
     struct fdc_shard *sh; /* for its life */
     struct sfile *file; /* the cache's reference; NULL when closed; under lock */
     struct lru_node node; /* in sh->lru while file != NULL */
@@ -316,12 +317,13 @@ DIR *fdc_opendir(const char *path)
     return d;
 }
 
-struct fdc_file *fdc_file_new(const char *path, int flags, int fd)
+static struct fdc_file *file_new(char *path, bool borrowed, int flags, int fd)
 {
     int n;
     cap_get(&n);
     struct fdc_file *f = xcalloc(1, sizeof *f);
-    f->path = xstrdup(path);
+    f->path = path;
+    f->borrowed = borrowed;
     /* O_CREAT/O_TRUNC belong to the first open only. */
     f->flags = flags & ~(O_CREAT | O_TRUNC | O_EXCL);
     f->sh = &shards[atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) % (uint32_t)n];
@@ -337,6 +339,17 @@ struct fdc_file *fdc_file_new(const char *path, int flags, int fd)
     return f;
 }
 
+struct fdc_file *fdc_file_new(const char *path, int flags, int fd)
+{
+    return file_new(xstrdup(path), false, flags, fd);
+}
+
+struct fdc_file *fdc_file_new_borrowed(const char *path, int flags, int fd)
+{
+    /* Never written through: the cast only lets one field hold both kinds. */
+    return file_new((char *)path, true, flags, fd);
+}
+
 void fdc_file_free(struct fdc_file *f)
 {
     if (!f)
@@ -350,7 +363,8 @@ void fdc_file_free(struct fdc_file *f)
         sh->nopen--;
     }
     pthread_mutex_unlock(&sh->lock);
-    free(f->path);
+    if (!f->borrowed)
+        free(f->path);
     free(f);
 }
 
@@ -382,12 +396,13 @@ struct sfile *fdc_get(struct fdc_file *f, int *err)
 
 void fdc_file_renamed(struct fdc_file *f, const char *new_path)
 {
-    char *p = xstrdup(new_path);
+    char *p = f->borrowed ? (char *)new_path : xstrdup(new_path);
     pthread_mutex_lock(&f->sh->lock);
     char *old = f->path;
     f->path = p;
     pthread_mutex_unlock(&f->sh->lock);
-    free(old);
+    if (!f->borrowed)
+        free(old);
 }
 
 void fdc_file_path(struct fdc_file *f, char *buf, size_t n)

@@ -71,6 +71,11 @@ size_t fdc_capacity(void);
  * Nothing is opened here. The caller owns the result (fdc_free); path
  * is copied. */
 struct fdc_file *fdc_file_new(const char *path, int flags, int fd);
+/* The same without the copy: path stays the caller's and must outlive f
+ * (or its replacement by fdc_file_renamed, after which the caller may
+ * free the old one). Saves a string per segment (issue 12's memory per
+ * idle partition). */
+struct fdc_file *fdc_file_new_borrowed(const char *path, int flags, int fd);
 /* Drops the cache's reference and frees f; references held elsewhere
  * keep their fd open until released. */
 void fdc_file_free(struct fdc_file *f);
@@ -79,7 +84,9 @@ void fdc_file_free(struct fdc_file *f);
  * errno value when the open fails. */
 struct sfile *fdc_get(struct fdc_file *f, int *err);
 /* The file's name changed on disk (the caller renamed it while holding a
- * reference, so no open of the old name can happen meanwhile). */
+ * reference, so no open of the old name can happen meanwhile). A
+ * borrowed f borrows new_path from now on; the old one is the caller's
+ * to free once this returns. */
 void fdc_file_renamed(struct fdc_file *f, const char *new_path);
 /* Current path, copied into buf (size n). */
 void fdc_file_path(struct fdc_file *f, char *buf, size_t n);
