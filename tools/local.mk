@@ -8,7 +8,7 @@ samsactl_SOURCES = \
 	tools/samsactl/coordinator.c tools/samsactl/coordinator.h \
 	tools/samsactl/table.c tools/samsactl/table.h \
 	tools/samsactl/linereader.c tools/samsactl/linereader.h \
-	tools/samsactl/partitioner.c tools/samsactl/partitioner.h tools/samsactl/murmur2.c tools/samsactl/murmur2.h \
+	tools/samsactl/partitioner.c tools/samsactl/partitioner.h tools/samsactl/murmur2.h \
 	tools/samsactl/topics.c tools/samsactl/topics.h \
 	tools/samsactl/produce.c tools/samsactl/produce.h \
 	tools/samsactl/consume.c tools/samsactl/consume.h \
@@ -26,7 +26,7 @@ samsactl_LDADD = $(CORE_LIBS)
 # lua_bench: the Lua authorizer and partitioner through the ABI, one
 # thread, next to C floors (`make bench-lua`; built on demand only).
 EXTRA_PROGRAMS = tools/bench/lua_bench
-tools_bench_lua_bench_SOURCES = tools/bench/lua_bench.c tools/samsactl/partitioner.c tools/samsactl/murmur2.c
+tools_bench_lua_bench_SOURCES = tools/bench/lua_bench.c tools/samsactl/partitioner.c
 tools_bench_lua_bench_LDADD = $(CORE_LIBS)
 .PHONY: bench-lua
 bench-lua: tools/bench/lua_bench modules/lua.la

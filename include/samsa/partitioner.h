@@ -45,6 +45,49 @@ typedef struct samsa_partitioner {
 
 #define SAMSA_PARTITIONER_SIZE_1_0 (offsetof(samsa_partitioner_t, partition) + sizeof(void *))
 
+/* Kafka's key hash as the Java client computes it (Utils.murmur2, seed
+ * 0x9747b28c, returned as Java's signed int), so that a partitioner can
+ * agree with Java and librdkafka's murmur2 producers: Kafka's partition
+ * for a key is samsa_to_positive(samsa_murmur2(key, len)) % count.
+ * Inline, so it adds nothing to the ABI. */
+static inline int32_t samsa_murmur2(const void *data, size_t len)
+{
+    const uint8_t *p = (const uint8_t *)data;
+    const uint32_t m = 0x5bd1e995u;
+    /* Java's int arithmetic wraps and its >>> is an unsigned shift, so
+     * uint32_t arithmetic matches it. */
+    uint32_t h = 0x9747b28cu ^ (uint32_t)len;
+    size_t n4 = len / 4;
+    for (size_t i = 0; i < n4; i++) {
+        const uint8_t *q = p + i * 4;
+        uint32_t k = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const uint8_t *tail = p + n4 * 4;
+    switch (len & 3) {
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return (int32_t)h;
+}
+
+/* Java's Utils.toPositive: clears the sign bit (not abs()). */
+static inline int32_t samsa_to_positive(int32_t v) { return v & 0x7fffffff; }
+
 #ifdef __cplusplus
 }
 #endif

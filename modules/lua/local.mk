@@ -1,7 +1,6 @@
 # lua: the Lua host, authorizer "lua" and partitioner "lua" (lib: $(LUA_LIBS)).
 LUA_MODULE_SOURCES = modules/lua/lua.c modules/lua/module.h modules/lua/authz.c modules/lua/partition.c \
-	modules/lua/script.c modules/lua/script.h modules/lua/sandbox.c modules/lua/sandbox.h \
-	tools/samsactl/murmur2.c tools/samsactl/murmur2.h
+	modules/lua/script.c modules/lua/script.h modules/lua/sandbox.c modules/lua/sandbox.h
 if MOD_LUA_DYNAMIC
 pkglib_LTLIBRARIES += modules/lua.la
 endif

@@ -34,7 +34,7 @@
 #include <lua5.4/lauxlib.h>
 #include <lua5.4/lualib.h>
 
-#include "../../tools/samsactl/murmur2.h"
+#include "samsa/partitioner.h"
 
 struct sbx {
     lua_State *L;
@@ -265,7 +265,7 @@ static int sbx_murmur2(lua_State *L)
 {
     size_t len;
     const char *p = luaL_checklstring(L, 1, &len);
-    lua_pushinteger(L, (lua_Integer)(uint32_t)kafka_murmur2(p, len));
+    lua_pushinteger(L, (lua_Integer)(uint32_t)samsa_murmur2(p, len));
     return 1;
 }
 

@@ -4,7 +4,7 @@ TESTS += tests/unit/samsactl_test
 
 tests_unit_samsactl_test_SOURCES = tests/unit/samsactl_test.c \
 	tools/samsactl/opts.c tools/samsactl/client.c tools/samsactl/linereader.c \
-	tools/samsactl/partitioner.c tools/samsactl/murmur2.c tools/samsactl/topics.c tools/samsactl/produce.c \
+	tools/samsactl/partitioner.c tools/samsactl/topics.c tools/samsactl/produce.c \
 	tools/samsactl/consume.c tools/samsactl/cluster.c tools/samsactl/quorum.c \
 	tools/samsactl/groups.c tools/samsactl/sasl.c tools/samsactl/users.c \
 	tools/samsactl/coordinator.c tools/samsactl/table.c tools/samsactl/transactions.c \
