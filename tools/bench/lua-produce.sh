@@ -38,29 +38,9 @@ die() { echo "bench-lua-produce: $*" >&2; exit 1; }
 [ -f "$PLUGIN" ] || die "samsa-partitioner.so not built ($PLUGIN)"
 [ -x /usr/bin/time ] || die "needs /usr/bin/time for the client's CPU"
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/samsa-bench-luaprod.XXXXXX")
-read -r PORT CPORT < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
-BOOT=127.0.0.1:$PORT
-
-"$SAMSA" --override node.id=1 --override process.roles=broker,controller \
-    --override "listeners=PLAINTEXT://$BOOT,CONTROLLER://127.0.0.1:$CPORT" \
-    --override "controller.quorum.voters=1@127.0.0.1:$CPORT" \
-    --override "log.dirs=$TMP/data" --override auto.create.topics.enable=false \
-    >"$TMP/samsa.log" 2>&1 &
-PID=$!
-cleanup() {
-    kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    [ "${BENCH_KEEP:-0}" = 1 ] && echo "bench-lua-produce: kept $TMP" || rm -rf "$TMP"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do
-    "$SAMSACTL" --bootstrap-server "$BOOT" topics list >/dev/null 2>&1 && break
-    sleep 0.1
-done
-kill -0 "$PID" 2>/dev/null || die "samsa did not start: $(tail -3 "$TMP/samsa.log")"
+BENCH_NAME=bench-lua-produce
+# shellcheck source=one-node.sh
+. "$SRC/tools/bench/one-node.sh"
 
 printf 'samsa produce with a Lua partitioner: %s records x 100 B, %s keys, %s partitions, %s\n' \
     "$RECORDS" "$KEYS" "$PARTS" "$(date -u +%FT%TZ)"

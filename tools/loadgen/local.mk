@@ -8,7 +8,7 @@ tools_loadgen_samsa_loadgen_CFLAGS = $(AM_CFLAGS) $(RDKAFKA_CFLAGS)
 tools_loadgen_samsa_loadgen_LDADD = $(RDKAFKA_LIBS) -lpthread
 endif
 
-EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c tools/bench/tls.sh tools/bench/authz.sh \
+EXTRA_DIST += tools/bench/run.sh tools/bench/floor.c tools/bench/tls.sh tools/bench/authz.sh tools/bench/one-node.sh \
 	tools/bench/authz_bench.c
 
 .PHONY: bench
