@@ -53,6 +53,26 @@ def bound(seconds):
     return seconds * SCALE
 
 
+def feed_fifo(path, data, waiter, limit=40):
+    """Writes data to the FIFO at path each time a reader has it open
+    (a check may open a file more than once) until the thread waiter,
+    blocked behind that reader, is done; bounded by limit seconds."""
+    deadline = time.monotonic() + bound(limit)
+    while waiter.is_alive() and time.monotonic() < deadline:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # no reader yet
+            time.sleep(0.02)
+            continue
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+        os.close(fd)
+        time.sleep(0.02)
+    waiter.join(bound(5))
+
+
 class Failure(AssertionError):
     pass
 

@@ -269,20 +269,7 @@ def script_check_leaves_the_workers_free():
                     time.monotonic() - t0)
         h.eq(out, [], "the alter answered before its script could be read")
     finally:
-        deadline = time.monotonic() + h.bound(40)
-        while t.is_alive() and time.monotonic() < deadline:
-            try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                time.sleep(0.02)
-                continue
-            try:
-                os.write(fd, b"function authorize(r) return true\n")
-            except OSError:
-                pass
-            os.close(fd)
-            time.sleep(0.02)
-        t.join(h.bound(5))
+        h.feed_fifo(fifo, b"function authorize(r) return true\n", t)
     h.eq(len(out), 1, "the alter's answer")
     res = out[0]
     h.eq((res["ok"], "INVALID_CONFIG" in res.get("types", [])), (False, True), "a broken script: %s" % res)

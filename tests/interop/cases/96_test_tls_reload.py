@@ -242,20 +242,7 @@ def checks_leave_the_worker_free():
     finally:
         # each time the check opens the FIFO (it may open the store more
         # than once) it reads garbage
-        deadline = time.monotonic() + h.bound(40)
-        while t.is_alive() and time.monotonic() < deadline:
-            try:
-                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError:
-                time.sleep(0.02)
-                continue
-            try:
-                os.write(fd, b"not a key store\n")
-            except OSError:
-                pass
-            os.close(fd)
-            time.sleep(0.02)
-        t.join(h.bound(5))
+        h.feed_fifo(fifo, b"not a key store\n", t)
     h.eq(len(out), 1, "the alter's answer")
     code, msg = out[0]
     h.eq(code, INVALID_CONFIG, "garbage key store: error (%s)" % msg)
