@@ -51,6 +51,11 @@ int fs_sync_parent(const char *path)
 
 int fs_mkdirs(const char *path, bool *created)
 {
+    return fs_mkdirs_ex(path, created, true);
+}
+
+int fs_mkdirs_ex(const char *path, bool *created, bool sync)
+{
     if (created)
         *created = false;
     struct stat st;
@@ -65,7 +70,7 @@ int fs_mkdirs(const char *path, bool *created)
             continue;
         *p = '\0';
         if (mkdir(copy, 0755) == 0) {
-            int e = fs_sync_parent(copy);
+            int e = sync ? fs_sync_parent(copy) : 0;
             if (e) {
                 free(copy);
                 return e;
@@ -82,7 +87,7 @@ int fs_mkdirs(const char *path, bool *created)
         return errno == EEXIST ? 0 : errno;
     if (created)
         *created = true;
-    return fs_sync_parent(path);
+    return sync ? fs_sync_parent(path) : 0;
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -129,6 +134,17 @@ int fs_write_atomic(const char *path, const void *data, size_t len)
         e = fs_sync_parent(path);
 out:
     free(tmp);
+    return e;
+}
+
+int fs_write_new(const char *path, const void *data, size_t len)
+{
+    int fd = fdc_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return errno;
+    int e = write_all(fd, data, len);
+    if (close(fd) != 0 && !e)
+        e = errno;
     return e;
 }
 

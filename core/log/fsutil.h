@@ -23,10 +23,19 @@ int fs_sync_parent(const char *path);
 /* mkdir -p, syncing the parent of each directory it creates.
  * *created (may be NULL) tells whether the last one was created. */
 int fs_mkdirs(const char *path, bool *created);
+/* The same without the syncs (sync false): the caller makes the new
+ * entries durable itself, fs_sync_parent of path among them, before it
+ * relies on them (creation of many partitions syncs them together). */
+int fs_mkdirs_ex(const char *path, bool *created, bool sync);
 
 /* Replaces path with exactly len bytes: writes path.tmp, fsyncs it,
  * renames it over path and fsyncs the directory. */
 int fs_write_atomic(const char *path, const void *data, size_t len);
+/* Writes a new file of exactly len bytes in place (create, write,
+ * close), with no fsync and no rename: for a file in a directory just
+ * created, whose reader takes a missing or empty file as "not written
+ * yet" (a crash may leave it so). */
+int fs_write_new(const char *path, const void *data, size_t len);
 
 /* Reads a whole small file (at most max bytes) into a malloc'ed,
  * NUL-terminated buffer. ENOENT when it does not exist, EFBIG when larger. */

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "log/checkpoint.h"
 #include "log/cleaner.h"
+#include "log/fsutil.h"
 #include "proto/kerr.h"
 #include "topic_config.h"
 #include "util/thread.h"
@@ -337,7 +338,7 @@ static void mlog_free(struct mlog *ml)
 #define OPEN_RESOURCE_BACKOFF_US 25000
 
 static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg,
-                    bool *resource)
+                    bool defer_sync, bool *resource)
 {
     struct mdir *d = &m->dirs[ml->dir];
     if (atomic_load(&d->offline))
@@ -352,6 +353,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     o.dir_offline = &d->offline;
     o.hooks = &ml->hooks;
     o.codecs = &m->codecs;
+    o.defer_sync = defer_sync;
     char *path = path_in(d->path, ml->name);
     struct plog *l;
     uint64_t res0 = fdc_resource_failures();
@@ -397,8 +399,9 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     return 0;
 }
 
-int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
-                const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
+static int open_retrying(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                         const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, bool defer_sync,
+                         struct plog **out)
 {
     *out = NULL;
     if (dir >= m->ndirs)
@@ -409,7 +412,7 @@ int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *t
     int rc = 0;
     for (int t = 0; t < OPEN_RESOURCE_TRIES; t++) {
         bool resource = false;
-        rc = open_log(m, ml, topic_id, cfg, &resource);
+        rc = open_log(m, ml, topic_id, cfg, defer_sync, &resource);
         if (!resource)
             break;
         fdc_shed(fdc_capacity());
@@ -421,6 +424,57 @@ int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *t
     }
     *out = ml->l;
     return 0;
+}
+
+int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
+{
+    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, false, out);
+}
+
+int logmgr_open_deferred(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                         const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
+{
+    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, true, out);
+}
+
+/* An fsync of a directory, retried as an open is when out of
+ * descriptors (fs_sync_dir opens it through the fd cache); any other
+ * error is an I/O error of the dir. */
+static int sync_dir_of(struct logmgr *m, size_t dir, const char *path)
+{
+    int e = 0;
+    for (int t = 0; t < OPEN_RESOURCE_TRIES; t++) {
+        e = fs_sync_dir(path);
+        if (!fdc_is_resource(e))
+            break;
+        fdc_shed(fdc_capacity());
+        usleep(OPEN_RESOURCE_BACKOFF_US << t);
+    }
+    if (e == 0)
+        return 0;
+    if (fdc_is_resource(e)) {
+        slog_warn("log: cannot sync %s for want of file descriptors; the log dir stays online", path);
+    } else {
+        char why[600];
+        snprintf(why, sizeof why, "cannot sync %s: %s", path, strerror(e));
+        logmgr_fail_dir(m, dir, why);
+    }
+    return KERR_KAFKA_STORAGE_ERROR;
+}
+
+int logmgr_sync_created(struct logmgr *m, size_t dir, struct plog *l)
+{
+    if (dir >= m->ndirs)
+        return KERR_KAFKA_STORAGE_ERROR;
+    return sync_dir_of(m, dir, plog_dir(l));
+}
+
+int logmgr_sync_dir(struct logmgr *m, size_t dir)
+{
+    if (dir >= m->ndirs)
+        return KERR_KAFKA_STORAGE_ERROR;
+    return sync_dir_of(m, dir, m->dirs[dir].path);
 }
 
 static void *pool_main(void *arg)

@@ -88,6 +88,18 @@ typedef void (*logmgr_flushed_fn)(void *ctx, struct plog *l);
 int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
                 const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out);
 
+/* logmgr_open for one of many logs being created: nothing is fsynced
+ * (plog_open_opts.defer_sync), so creations share their syncs. The
+ * creation is durable once logmgr_sync_created(m, dir, l) and then
+ * logmgr_sync_dir(m, dir) returned 0; it must not be acknowledged
+ * before. Those two return 0 or KERR_KAFKA_STORAGE_ERROR: an I/O error
+ * takes the dir offline, a want of descriptors (retried a few times)
+ * does not. Any thread; different logs in parallel. */
+int logmgr_open_deferred(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+                         const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out);
+int logmgr_sync_created(struct logmgr *m, size_t dir, struct plog *l);
+int logmgr_sync_dir(struct logmgr *m, size_t dir);
+
 /* The same on the recovery pool: done(ctx, rc, log) runs on a pool
  * thread when the log is open (log NULL when rc != 0). topic_id and cfg
  * are copied. */

@@ -58,6 +58,15 @@ int partition_metadata_read(const char *dir, bool *found, kuuid_t *topic_id)
         free(path);
         return 0;
     }
+    if (e == 0 && len == 0) {
+        /* Created but never written: a crash during a partition's
+         * creation, before its directory was synced. Nothing to check
+         * against; the open writes it again. */
+        slog_warn("log: %s is empty (a crash while creating the partition); taken as missing", path);
+        free(text);
+        free(path);
+        return 0;
+    }
     if (e) {
         slog_error("log: cannot read %s: %s", path, strerror(e));
         free(path);
@@ -90,12 +99,17 @@ out:
 
 int partition_metadata_write(const char *dir, const kuuid_t *topic_id)
 {
+    return partition_metadata_write_ex(dir, topic_id, true);
+}
+
+int partition_metadata_write_ex(const char *dir, const kuuid_t *topic_id, bool durable)
+{
     char id[UUID_STR_LEN + 1];
     uuid_to_string(topic_id->b, id);
     char text[64];
     int n = snprintf(text, sizeof text, "version: 0\ntopic_id: %s\n", id);
     char *path = meta_path(dir);
-    int e = fs_write_atomic(path, text, (size_t)n);
+    int e = durable ? fs_write_atomic(path, text, (size_t)n) : fs_write_new(path, text, (size_t)n);
     if (e)
         slog_error("log: cannot write %s: %s", path, strerror(e));
     free(path);

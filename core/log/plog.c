@@ -475,7 +475,7 @@ static int complete_swaps(struct plog *l, struct dir_listing *ls)
     return 0;
 }
 
-static int load_topic_id(struct plog *l, const kuuid_t *given)
+static int load_topic_id(struct plog *l, const kuuid_t *given, bool durable)
 {
     bool found;
     kuuid_t on_disk;
@@ -491,7 +491,7 @@ static int load_topic_id(struct plog *l, const kuuid_t *given)
         return KERR_INCONSISTENT_TOPIC_ID;
     }
     if (!found && have_given) {
-        rc = partition_metadata_write(l->dir, given);
+        rc = partition_metadata_write_ex(l->dir, given, durable);
         if (rc)
             return rc;
     }
@@ -660,13 +660,13 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     if (getrandom(&l->rng, sizeof l->rng, 0) != (ssize_t)sizeof l->rng || l->rng == 0)
         l->rng = (uint64_t)clock_mono_us() | 1;
 
-    int e = fs_mkdirs(l->dir, NULL);
+    int e = fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
     if (e) {
         slog_error("log: cannot create directory %s: %s", l->dir, strerror(e));
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto fail;
     }
-    rc = load_topic_id(l, topic_id);
+    rc = load_topic_id(l, topic_id, !oo.defer_sync);
     if (rc)
         goto fail;
 
@@ -694,7 +694,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         int64_t base = oo.log_start_offset > 0 ? oo.log_start_offset : 0;
         struct segment_opts so = plog_segment_opts(l);
         struct segment *s;
-        rc = segment_create(l->dir, base, &so, "", true, &s);
+        rc = segment_create(l->dir, base, &so, "", !oo.defer_sync, &s);
         if (rc == 0)
             push_segment(l, s);
     }
@@ -762,6 +762,11 @@ fail:
     free(ls.swaps);
     plog_free(l);
     return rc;
+}
+
+int plog_sync_created(struct plog *l)
+{
+    return fs_sync_dir(l->dir);
 }
 
 int plog_set_config(struct plog *l, const struct plog_config *cfg)

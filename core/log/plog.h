@@ -169,9 +169,17 @@ struct plog_open_opts {
     const atomic_bool *dir_offline;
     const struct plog_hooks *hooks;   /* may be NULL; copied */
     const struct plog_codecs *codecs; /* may be NULL; copied */
+    /* A new log's directory, partition.metadata and first segment are
+     * created without a single fsync: the caller makes them durable
+     * (plog_sync_created, then an fsync of the log's parent directory)
+     * before it acknowledges the creation, so that many new logs share
+     * their syncs. A crash before that leaves at worst a missing
+     * directory or files, or an empty partition.metadata, which the next
+     * open creates again. */
+    bool defer_sync;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -188,6 +196,11 @@ struct plog_open_opts {
  * plog_delete. */
 int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg,
                  const struct plog_open_opts *opts, struct plog **out);
+/* After plog_open_ex with defer_sync: fsyncs the log's directory (the
+ * entries of its files; the new files are empty, and like Kafka's
+ * segment creation their contents need no fsync). The log's own entry
+ * in its parent is the caller's to sync. 0 or an errno value. */
+int plog_sync_created(struct plog *l);
 /* plog_open_ex without options. */
 int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg, struct plog **out);
 

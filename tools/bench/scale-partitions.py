@@ -266,6 +266,7 @@ def main():
         row("CreateTopics, %d partitions per request" % (a.batch_topics * a.per_topic),
             "%.1f s (first request %.2f s, last %.2f s)" % (create_req_s, batch_s[0], batch_s[-1]))
         row("create to all serving", "%.1f s (%.2f ms per partition)" % (create_s, create_s * 1000 / n))
+        row("CreateTopics seconds, request by request", " ".join("%.2f" % s for s in batch_s))
         time.sleep(1)
         rss1 = rss_kib(pid)
         parts1 = rss_parts(pid)
