@@ -875,6 +875,25 @@ def list_offsets_v2(conn, topic, partition, timestamp=-1, isolation=0):
     return {name: {p["partition"]: p for p in parts} for name, parts in topics}[topic][partition]
 
 
+def list_offsets_v2_many(conn, topics, timestamp=-1, isolation=0):
+    """topics: {name: [partition, ...]}, all in one request. Returns
+    {(name, partition): {error_code, timestamp, offset}}."""
+    w = W().i32(-1).i8(isolation)
+    w.array(sorted(topics.items()),
+            lambda w, t: w.string(t[0]).array(list(t[1]), lambda w, p: w.i32(p).i64(timestamp)))
+    r = conn.request(LIST_OFFSETS, 2, w.bytes())
+    r.i32()  # throttle
+
+    def part(r):
+        return {"partition": r.i32(), "error_code": r.i16(), "timestamp": r.i64(), "offset": r.i64()}
+
+    out = {}
+    for name, parts in r.array(lambda r: (r.string(), r.array(part))):
+        for p in parts:
+            out[(name, p["partition"])] = p
+    return out
+
+
 # ---------------------------------------------------------------- WriteTxnMarkers v0-1
 
 WRITE_TXN_MARKERS = 27
