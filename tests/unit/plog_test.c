@@ -1037,6 +1037,70 @@ static void test_partition_metadata(void **state)
     plog_close(l, false);
 }
 
+/* A deferred creation (many partitions created together) makes no
+ * fsync of its own; plog_sync_created syncs the log's directory. What a
+ * crash before that sync can leave (an empty partition.metadata, no
+ * segment files) opens again as a new log of the given topic. */
+static int deferred_syncs;
+static void count_deferred_sync(const char *path)
+{
+    (void)path;
+    deferred_syncs++;
+}
+
+static void test_deferred_creation(void **state)
+{
+    struct fx *f = *state;
+    kuuid_t id;
+    assert_int_equal(uuid_random(id.b), 0);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/topic-7", f->root);
+    struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
+    o.defer_sync = true;
+    fs_sync_observer = count_deferred_sync;
+    deferred_syncs = 0;
+    struct plog *l = NULL;
+    assert_int_equal(plog_open_ex(dir, &id, NULL, &o, &l), 0);
+    assert_int_equal(deferred_syncs, 0);
+    assert_int_equal(plog_sync_created(l), 0);
+    assert_int_equal(deferred_syncs, 1);
+    fs_sync_observer = NULL;
+    assert_true(kuuid_eq(plog_topic_id(l), &id));
+    plog_close(l, false);
+
+    char path[700], want[128], idstr[UUID_STR_LEN + 1];
+    snprintf(path, sizeof path, "%s/partition.metadata", dir);
+    uuid_to_string(id.b, idstr);
+    snprintf(want, sizeof want, "version: 0\ntopic_id: %s\n", idstr);
+    uint8_t *got;
+    size_t n = slurp(path, &got);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(got, want, n);
+    free(got);
+
+    /* a crash before the sync: the file empty, the segment gone */
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fclose(fp);
+    const char *exts[] = {".log", ".index", ".timeindex"};
+    for (int i = 0; i < 3; i++) {
+        char seg[700];
+        snprintf(seg, sizeof seg, "%s/%020d%s", dir, 0, exts[i]);
+        assert_int_equal(unlink(seg), 0);
+    }
+    enum slog_level lvl = slog_get_level();
+    slog_set_level((enum slog_level)(SLOG_ERROR + 1));
+    assert_int_equal(plog_open(dir, &id, NULL, &l), 0);
+    slog_set_level(lvl);
+    assert_true(kuuid_eq(plog_topic_id(l), &id));
+    assert_int_equal(plog_log_end_offset(l), 0);
+    plog_close(l, true);
+    n = slurp(path, &got);
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
 static void test_open_errors(void **state)
 {
     struct fx *f = *state;
@@ -1889,6 +1953,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_error_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partition_metadata, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deferred_creation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsync_each_append, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
