@@ -70,6 +70,7 @@ struct open_job {
     char *name;
     kuuid_t topic_id;
     bool has_id;
+    bool id_on_disk;
     struct plog_config cfg;
     logmgr_flushed_fn flushed;
     logmgr_opened_fn done;
@@ -338,7 +339,7 @@ static void mlog_free(struct mlog *ml)
 #define OPEN_RESOURCE_BACKOFF_US 25000
 
 static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg,
-                    bool defer_sync, bool *resource)
+                    bool defer_sync, bool id_on_disk, bool *resource)
 {
     struct mdir *d = &m->dirs[ml->dir];
     if (atomic_load(&d->offline))
@@ -354,6 +355,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     o.hooks = &ml->hooks;
     o.codecs = &m->codecs;
     o.defer_sync = defer_sync;
+    o.topic_id_on_disk = id_on_disk;
     char *path = path_in(d->path, ml->name);
     struct plog *l;
     uint64_t res0 = fdc_resource_failures();
@@ -401,7 +403,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
 
 static int open_retrying(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
                          const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, bool defer_sync,
-                         struct plog **out)
+                         bool id_on_disk, struct plog **out)
 {
     *out = NULL;
     if (dir >= m->ndirs)
@@ -412,7 +414,7 @@ static int open_retrying(struct logmgr *m, size_t dir, const char *name, const k
     int rc = 0;
     for (int t = 0; t < OPEN_RESOURCE_TRIES; t++) {
         bool resource = false;
-        rc = open_log(m, ml, topic_id, cfg, defer_sync, &resource);
+        rc = open_log(m, ml, topic_id, cfg, defer_sync, id_on_disk, &resource);
         if (!resource)
             break;
         fdc_shed(fdc_capacity());
@@ -429,13 +431,13 @@ static int open_retrying(struct logmgr *m, size_t dir, const char *name, const k
 int logmgr_open(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
                 const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
 {
-    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, false, out);
+    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, false, false, out);
 }
 
 int logmgr_open_deferred(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
                          const struct plog_config *cfg, logmgr_flushed_fn flushed, void *ctx, struct plog **out)
 {
-    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, true, out);
+    return open_retrying(m, dir, name, topic_id, cfg, flushed, ctx, true, false, out);
 }
 
 /* An fsync of a directory, retried as an open is when out of
@@ -492,7 +494,8 @@ static void *pool_main(void *arg)
         m->pool_active++;
         pthread_mutex_unlock(&m->lock);
         struct plog *l = NULL;
-        int rc = logmgr_open(m, j->dir, j->name, j->has_id ? &j->topic_id : NULL, &j->cfg, j->flushed, j->ctx, &l);
+        int rc = open_retrying(m, j->dir, j->name, j->has_id ? &j->topic_id : NULL, &j->cfg, j->flushed, j->ctx,
+                               false, j->has_id && j->id_on_disk, &l);
         j->done(j->ctx, rc, l);
         free(j->name);
         free(j);
@@ -516,7 +519,7 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
+void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id, bool id_on_disk,
                        const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done, void *ctx)
 {
     struct open_job *j = xcalloc(1, sizeof *j);
@@ -525,6 +528,7 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
     if (topic_id) {
         j->topic_id = *topic_id;
         j->has_id = true;
+        j->id_on_disk = id_on_disk;
     }
     j->cfg = *cfg;
     j->flushed = flushed;

@@ -102,10 +102,12 @@ int logmgr_sync_dir(struct logmgr *m, size_t dir);
 
 /* The same on the recovery pool: done(ctx, rc, log) runs on a pool
  * thread when the log is open (log NULL when rc != 0). topic_id and cfg
- * are copied. */
+ * are copied. id_on_disk: the caller has just read the log's
+ * partition.metadata and it holds topic_id (plog_open_opts). */
 typedef void (*logmgr_opened_fn)(void *ctx, int rc, struct plog *l);
-void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id,
-                       const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done, void *ctx);
+void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuuid_t *topic_id, bool id_on_disk,
+                       const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done,
+                       void *ctx);
 
 /* Waits until no open started with logmgr_open_async is pending, or
  * timeout_ms passed. Returns how many are still pending. start-up waits a

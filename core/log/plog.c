@@ -344,8 +344,8 @@ static bool has_suffix(const char *s, const char *suffix)
 }
 
 struct dir_listing {
-    int64_t *logs, *swaps;
-    size_t nlogs, nswaps;
+    int64_t *logs, *swaps, *snaps;
+    size_t nlogs, nswaps, nsnaps;
 };
 
 static void push_i64(int64_t **v, size_t *n, int64_t x)
@@ -384,6 +384,9 @@ static int list_dir(struct plog *l, struct dir_listing *out)
             free(p);
         } else if (segment_parse_name(name, SEGMENT_LOG_SUFFIX SEGMENT_SWAP_SUFFIX, &base)) {
             push_i64(&out->swaps, &out->nswaps, base);
+        } else if (segment_parse_name(name, PSTATE_SNAPSHOT_SUFFIX, &base)) {
+            /* for plog_producers_load_listed: one listing per open */
+            push_i64(&out->snaps, &out->nsnaps, base);
         }
     }
     int e = errno;
@@ -392,6 +395,7 @@ static int list_dir(struct plog *l, struct dir_listing *out)
         slog_error("log: cannot read directory %s: %s", l->dir, strerror(e));
         free(out->logs);
         free(out->swaps);
+        free(out->snaps);
         return KERR_KAFKA_STORAGE_ERROR;
     }
     if (removed) {
@@ -475,8 +479,13 @@ static int complete_swaps(struct plog *l, struct dir_listing *ls)
     return 0;
 }
 
-static int load_topic_id(struct plog *l, const kuuid_t *given, bool durable)
+static int load_topic_id(struct plog *l, const kuuid_t *given, bool durable, bool given_on_disk)
 {
+    if (given_on_disk && given && !kuuid_is_zero(given)) {
+        l->topic_id = *given;
+        l->has_topic_id = true;
+        return 0;
+    }
     bool found;
     kuuid_t on_disk;
     int rc = partition_metadata_read(l->dir, &found, &on_disk);
@@ -666,7 +675,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto fail;
     }
-    rc = load_topic_id(l, topic_id, !oo.defer_sync);
+    rc = load_topic_id(l, topic_id, !oo.defer_sync, oo.topic_id_on_disk);
     if (rc)
         goto fail;
 
@@ -728,7 +737,9 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_store(&l->recovery_point, rp);
     if (oo.high_watermark >= 0)
         atomic_store(&l->high_watermark, oo.high_watermark < end ? oo.high_watermark : end);
-    rc = plog_producers_load(l);
+    /* The listing's snapshots are still those on disk: nothing since
+     * removed or added one. */
+    rc = plog_producers_load_listed(l, ls.snaps, ls.nsnaps);
     if (rc)
         goto fail;
 
@@ -751,6 +762,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
                    l->dir, took_ms, l->nsegs, start, end, size);
     free(ls.logs);
     free(ls.swaps);
+    free(ls.snaps);
     /* Recovered data is in the page cache only: have it flushed. */
     if (rp < end && l->hooks.flush_wanted)
         l->hooks.flush_wanted(l->hooks.ctx, l);
@@ -760,6 +772,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
 fail:
     free(ls.logs);
     free(ls.swaps);
+    free(ls.snaps);
     plog_free(l);
     return rc;
 }

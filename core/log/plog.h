@@ -177,9 +177,12 @@ struct plog_open_opts {
      * directory or files, or an empty partition.metadata, which the next
      * open creates again. */
     bool defer_sync;
+    /* The caller has just read partition.metadata and it holds the
+     * topic_id given (the registry's start-up scan): not read again. */
+    bool topic_id_on_disk;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then

@@ -183,6 +183,9 @@ void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms);
 int plog_producers_init(struct plog *l);
 void plog_producers_free(struct plog *l);
 int plog_producers_load(struct plog *l);
+/* The same with the snapshot files' offsets already listed (any order;
+ * the open lists the directory once for segments and snapshots). */
+int plog_producers_load_listed(struct plog *l, const int64_t *snaps, size_t n);
 void plog_producers_take_snapshot(struct plog *l, int64_t offset);
 int plog_producers_flush(struct plog *l);
 int plog_producers_close(struct plog *l);

@@ -176,16 +176,40 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
     return 0;
 }
 
+static int load_from(struct plog *l, const int64_t *offs, ssize_t n);
+
 int plog_producers_load(struct plog *l)
 {
-    int64_t end = atomic_load(&l->end_offset);
-    pstate_clear(l->ps);
     int64_t *offs;
     ssize_t n = list_snapshots(l->dir, &offs);
     if (n < 0) {
         slog_error("log: cannot read directory %s: %s", l->dir, strerror(errno));
         return KERR_KAFKA_STORAGE_ERROR;
     }
+    int rc = load_from(l, offs, n);
+    free(offs);
+    return rc;
+}
+
+int plog_producers_load_listed(struct plog *l, const int64_t *snaps, size_t n)
+{
+    int64_t *offs = NULL;
+    if (n > 0) {
+        offs = xmalloc(n * sizeof *offs);
+        memcpy(offs, snaps, n * sizeof *offs);
+        if (n > 1)
+            qsort(offs, n, sizeof *offs, cmp_i64_desc);
+    }
+    int rc = load_from(l, offs, (ssize_t)n);
+    free(offs);
+    return rc;
+}
+
+/* offs: the snapshots' offsets, newest first (the caller's). */
+static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
+{
+    int64_t end = atomic_load(&l->end_offset);
+    pstate_clear(l->ps);
     int64_t from = -1;
     bool removed = false;
     for (ssize_t i = 0; i < n; i++) {
@@ -212,7 +236,6 @@ int plog_producers_load(struct plog *l)
         free(p);
         removed |= remove_snapshot(l, offs[i]);
     }
-    free(offs);
     if (removed)
         fs_sync_dir(l->dir);
     int64_t batches = 0;

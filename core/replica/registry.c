@@ -80,7 +80,7 @@ struct partition_registry {
     } shards[PREG_SHARDS];
     pthread_mutex_t sync_lock;
     bool scanned;
-    struct hmap found;         /* "<topic>-<n>" -> (log dir index + 1), from the scan */
+    struct hmap found;         /* "<topic>-<n>" -> (log dir index + 1) * 2 + id on disk, from the scan */
     size_t ndirs;
     char **dirs;
     int64_t *counts;           /* partitions hosted per log dir (sync_lock) */
@@ -497,8 +497,12 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
                 continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/%s", r->dirs[i], name);
+            /* readdir's type spares a stat per partition (100 000 at
+             * start-up) where the file system reports it; a symlink is
+             * followed as before */
             struct stat st;
-            if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            bool maybe = de->d_type == DT_UNKNOWN || de->d_type == DT_LNK;
+            if (de->d_type != DT_DIR && (!maybe || stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
                 continue;
             if (has_suffix(name, "-delete")) {
                 /* plog_delete renames first; a crash left the rest. */
@@ -524,7 +528,9 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
                            name);
                 continue;
             }
-            hmap_put(&r->found, name, strlen(name), (void *)(uintptr_t)(i + 1));
+            /* (dir index + 1) * 2, plus 1 when partition.metadata holds
+             * the topic's id: the open need not read it again */
+            hmap_put(&r->found, name, strlen(name), (void *)(uintptr_t)((i + 1) * 2 + (has_id ? 1 : 0)));
             const struct mi_partition *part = t ? mi_topic_partition(t, index) : NULL;
             if (part && hosted_here(part, node))
                 r->counts[i]++;
@@ -597,8 +603,10 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     void *where = hmap_del(&r->found, base, strlen(base));
     bool counted = where != NULL;
     bool offline = false;
+    bool id_on_disk = false;
     if (where) {
-        dir = (size_t)(uintptr_t)where - 1;
+        dir = (size_t)(uintptr_t)where / 2 - 1;
+        id_on_disk = ((uintptr_t)where & 1) != 0;
     } else if (first_sync) {
         /* At start-up every hosted partition should be on disk: one that
          * is not is presumed to live in an offline dir (Kafka knows from
@@ -661,7 +669,7 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
         part_config(t, &pc);
         if (where && first_sync && r->async_open) {
             atomic_fetch_add(&p->refs, 1); /* the open's */
-            logmgr_open_async(lm, dir, base, &t->id, &pc, partition_log_flushed, log_opened, pp);
+            logmgr_open_async(lm, dir, base, &t->id, id_on_disk, &pc, partition_log_flushed, log_opened, pp);
         } else {
             pend->pp = pp;
             pend->part = part;
