@@ -53,6 +53,11 @@
 /* How long a re-created partition waits for the log of its deleted
  * predecessor (held by an in-flight request) to be released. */
 #define DELETE_WAIT_SECONDS 10
+/* Threads that create an image's new logs together (create_logs) and
+ * read the partition.metadata files at start-up (scan_dirs): the work
+ * is file system calls, so they overlap their waits even on few cores. */
+#define CREATE_THREADS 8
+#define CREATE_PER_THREAD 16 /* fewer logs than this per thread: fewer threads */
 
 /* Every struct partition is the head of one of these, so partition_put
  * finds the registry's bookkeeping from the handler's pointer. */
@@ -477,11 +482,48 @@ static void mark_stray(const char *dir, const char *name)
     slog_warn("log dir %s: %s belongs to a deleted topic; renamed to %s", dir, name, to);
 }
 
+/* A partition directory the start-up scan found, its partition.metadata
+ * read on the scan's threads. */
+struct scan_entry {
+    char *name; /* malloc'ed */
+    size_t dir;
+    size_t tlen;
+    int32_t index;
+    const struct mi_topic *t;
+    int rc; /* partition_metadata_read's */
+    bool has_id;
+    kuuid_t id;
+};
+
+struct scan_run {
+    struct partition_registry *r;
+    struct scan_entry *e;
+    size_t n;
+    atomic_size_t next;
+};
+
+static void *scan_main(void *arg)
+{
+    struct scan_run *c = arg;
+    for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->n;) {
+        struct scan_entry *e = &c->e[i];
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", c->r->dirs[e->dir], e->name);
+        e->rc = partition_metadata_read(path, &e->has_id, &e->id);
+    }
+    return NULL;
+}
+
 /* First sync: learns where existing partitions live, finishes deletions
- * interrupted by a crash and sets strays aside. */
+ * interrupted by a crash and sets strays aside. The partition.metadata
+ * files (one open and read each: 10 s for 100 000 partitions, serially,
+ * before the broker could be unfenced) are read on up to CREATE_THREADS
+ * threads; everything else is done here in the listing's order. */
 static void scan_dirs(struct partition_registry *r, const struct mimage *img)
 {
     int32_t node = r->env.node_id;
+    struct scan_entry *es = NULL;
+    size_t n = 0, cap = 0;
     for (size_t i = 0; i < r->ndirs; i++) {
         DIR *d = opendir(r->dirs[i]);
         if (!d) {
@@ -514,29 +556,55 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
             int32_t index;
             if (!parse_partition_dir(name, &tlen, &index))
                 continue;
-            const struct mi_topic *t = mimage_topic(img, (kstr_t){name, (int32_t)tlen});
-            bool has_id = false;
-            kuuid_t id;
-            if (partition_metadata_read(path, &has_id, &id) != 0)
-                continue; /* unreadable: leave it for plog_open to report */
-            if (has_id && (!t || !kuuid_eq(&t->id, &id))) {
-                mark_stray(r->dirs[i], name);
-                continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 256;
+                es = xrealloc(es, cap * sizeof *es);
             }
-            if (hmap_get(&r->found, name, strlen(name))) {
-                slog_error("log dir %s: %s also exists in another log dir; using the first", r->dirs[i],
-                           name);
-                continue;
-            }
-            /* (dir index + 1) * 2, plus 1 when partition.metadata holds
-             * the topic's id: the open need not read it again */
-            hmap_put(&r->found, name, strlen(name), (void *)(uintptr_t)((i + 1) * 2 + (has_id ? 1 : 0)));
-            const struct mi_partition *part = t ? mi_topic_partition(t, index) : NULL;
-            if (part && hosted_here(part, node))
-                r->counts[i]++;
+            es[n] = (struct scan_entry){.name = xstrdup(name), .dir = i, .tlen = tlen, .index = index};
+            es[n].t = mimage_topic(img, (kstr_t){name, (int32_t)tlen});
+            n++;
         }
         closedir(d);
     }
+
+    struct scan_run c = {.r = r, .e = es, .n = n};
+    atomic_init(&c.next, 0);
+    size_t want = n / 256;
+    if (want > CREATE_THREADS - 1)
+        want = CREATE_THREADS - 1;
+    pthread_t th[CREATE_THREADS];
+    size_t started = 0;
+    while (started < want && pthread_create(&th[started], NULL, scan_main, &c) == 0)
+        started++;
+    scan_main(&c);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+
+    for (size_t k = 0; k < n; k++) {
+        struct scan_entry *e = &es[k];
+        const char *name = e->name;
+        size_t i = e->dir;
+        const struct mi_topic *t = e->t;
+        if (e->rc != 0)
+            goto next; /* unreadable: leave it for plog_open to report */
+        if (e->has_id && (!t || !kuuid_eq(&t->id, &e->id))) {
+            mark_stray(r->dirs[i], name);
+            goto next;
+        }
+        if (hmap_get(&r->found, name, strlen(name))) {
+            slog_error("log dir %s: %s also exists in another log dir; using the first", r->dirs[i], name);
+            goto next;
+        }
+        /* (dir index + 1) * 2, plus 1 when partition.metadata holds the
+         * topic's id: the open need not read it again */
+        hmap_put(&r->found, name, strlen(name), (void *)(uintptr_t)((i + 1) * 2 + (e->has_id ? 1 : 0)));
+        const struct mi_partition *part = t ? mi_topic_partition(t, e->index) : NULL;
+        if (part && hosted_here(part, node))
+            r->counts[i]++;
+    next:
+        free(e->name);
+    }
+    free(es);
     r->scanned = true;
 }
 
@@ -702,8 +770,6 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
  * it). Only then are they published, and only then does the image's
  * proposal complete: an acknowledged creation is durable; a crash
  * before leaves missing or empty files that the next open creates. */
-#define CREATE_THREADS 8
-#define CREATE_PER_THREAD 16 /* fewer logs than this per thread: fewer threads */
 
 struct create_run {
     struct partition_registry *r;
