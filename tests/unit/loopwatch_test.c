@@ -1,6 +1,8 @@
 /* util/loopwatch: a pass whose callbacks run longer than the threshold is
  * counted (and logged); passes under it, and every pass when the
- * threshold is 0, are not; the watchers alone do not keep a loop alive. */
+ * threshold is 0, are not; the watchers alone do not keep a loop alive.
+ * A pass that waits (sleeps: as a descheduled thread, it uses no CPU) is
+ * a stall in wall time only; one that computes is one on CPU too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +21,26 @@ static void sleep_ms(int ms)
         ;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Keeps the CPU busy for ms of wall time (all of it on CPU unless the
+ * machine deschedules the test). */
+static void spin_ms(int ms)
+{
+    volatile uint64_t x = 0;
+    int64_t end = mono_ns() + (int64_t)ms * 1000000LL;
+    while (mono_ns() < end)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+}
+
 static int busy_ms;
+static int spin; /* spin_ms, not sleep_ms */
 static int fired;
 
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
@@ -28,7 +49,10 @@ static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
     (void)t;
     (void)revents;
     fired++;
-    sleep_ms(busy_ms);
+    if (spin)
+        spin_ms(busy_ms);
+    else
+        sleep_ms(busy_ms);
 }
 
 static void on_nothing(struct ev_loop *loop, ev_timer *t, int revents)
@@ -38,9 +62,10 @@ static void on_nothing(struct ev_loop *loop, ev_timer *t, int revents)
     (void)revents;
 }
 
-/* Runs one timer callback that takes ms under the detector; returns the
- * stalls it added. */
-static uint64_t run_pass(int ms)
+/* Runs one timer callback that takes ms (sleeping, or spinning if
+ * spinning) under the detector; returns the stalls it added, and in
+ * *cpu (if not NULL) the stalls on CPU it added. */
+static uint64_t run_pass_as(int ms, int spinning, uint64_t *cpu)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     assert_non_null(loop);
@@ -53,20 +78,46 @@ static uint64_t run_pass(int ms)
     ev_timer_init(&last, on_nothing, 0.3, 0.);
     ev_timer_start(loop, &last);
     busy_ms = ms;
+    spin = spinning;
     fired = 0;
-    uint64_t before = loopwatch_stalls();
+    uint64_t before = loopwatch_stalls(), before_cpu = loopwatch_cpu_stalls();
     ev_run(loop, 0); /* returns once the timer is done: the watchers hold no reference */
     assert_int_equal(fired, 1);
     loopwatch_stop(&lw, loop);
     ev_loop_destroy(loop);
+    if (cpu)
+        *cpu = loopwatch_cpu_stalls() - before_cpu;
     return loopwatch_stalls() - before;
 }
+
+static uint64_t run_pass(int ms) { return run_pass_as(ms, 0, NULL); }
 
 static void test_long_pass_counts(void **state)
 {
     (void)state;
     loopwatch_set_threshold_ms(20);
     assert_int_equal(run_pass(60), 1);
+}
+
+/* 60 ms asleep is 60 ms of wall time and next to nothing on CPU. */
+static void test_waiting_pass_is_not_on_cpu(void **state)
+{
+    (void)state;
+    loopwatch_set_threshold_ms(20);
+    uint64_t cpu = 99;
+    assert_int_equal(run_pass_as(60, 0, &cpu), 1);
+    assert_int_equal(cpu, 0);
+}
+
+/* 150 ms of computing is over 20 ms on CPU even if a busy machine takes
+ * most of it away. */
+static void test_computing_pass_is_on_cpu(void **state)
+{
+    (void)state;
+    loopwatch_set_threshold_ms(20);
+    uint64_t cpu = 99;
+    assert_int_equal(run_pass_as(150, 1, &cpu), 1);
+    assert_int_equal(cpu, 1);
 }
 
 static void test_short_pass_does_not(void **state)
@@ -80,7 +131,9 @@ static void test_off(void **state)
 {
     (void)state;
     loopwatch_set_threshold_ms(0);
-    assert_int_equal(run_pass(60), 0);
+    uint64_t cpu = 99;
+    assert_int_equal(run_pass_as(60, 1, &cpu), 0);
+    assert_int_equal(cpu, 0);
     loopwatch_set_threshold_ms(50);
 }
 
@@ -88,6 +141,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_long_pass_counts),
+        cmocka_unit_test(test_waiting_pass_is_not_on_cpu),
+        cmocka_unit_test(test_computing_pass_is_on_cpu),
         cmocka_unit_test(test_short_pass_does_not),
         cmocka_unit_test(test_off),
     };

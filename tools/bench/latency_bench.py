@@ -17,7 +17,10 @@ the produce call to the delivery report (samsa-loadgen produce --rate):
 The issue's goal: p99 under 5 ms (2 ms), no stall over 50 ms (the max
 column). The stalls columns count the nodes' event-loop passes over 5 ms
 (samsa.loop.stall.warn.ms=5): a client tail with none of them is the
-machine's (scheduling), not a loop of samsa's that held everything up. Prints one table; the machine's load average is printed too."""
+machine's (scheduling), not a loop of samsa's that held everything up.
+The "on cpu" columns count those of them that were over 5 ms in the
+thread's CPU time too: work of samsa's, where the others waited for one
+of the 2 shared CPUs. Prints one table; the machine's load average is printed too."""
 import json
 import os
 import re
@@ -61,13 +64,18 @@ def loadgen(bootstrap, topic, records, rate, extra=()):
 
 def row(name, r, st):
     lat = r["latency_us"]
-    return "%-44s %8.0f %7.2f %7.2f %7.2f %8.2f %6d %7d %8.1f" % (
+    cpu = ("%6s %7s" % ("-", "-")) if st[3] is None else ("%6d %7.1f" % (st[3], st[4]))
+    return "%-44s %8.0f %7.2f %7.2f %7.2f %8.2f %6d %7d %8.1f %s" % (
         name, r["records_per_s"], lat["p50"] / 1e3, lat["p99"] / 1e3, lat["p99_9"] / 1e3, lat["max"] / 1e3,
-        r["errors"], st[0], st[1])
+        r["errors"], st[0], st[1], cpu)
 
 
-STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms(?:, (\d+) passes over \d+ ms"
-                   r" since the last such line \(the longest ([0-9.]+) ms\))?")
+# util/loopwatch.c's lines; a samsa from before the CPU time was measured
+# writes them without the CPU parts (its CPU columns then print "-").
+STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms(?:, ([0-9.]+) ms of it on CPU)?"
+                   r"(?:[;,] (\d+) passes over \d+ ms since the last such line(?:, (\d+) of them on CPU)?"
+                   r" \(the longest ([0-9.]+) ms(?:, ([0-9.]+) ms on CPU)?\))?")
+STALL_MS = float(SEGMENTS["samsa.loop.stall.warn.ms"])
 
 
 def log_sizes(nodes):
@@ -76,8 +84,11 @@ def log_sizes(nodes):
 
 def stalls(nodes, since):
     """Event-loop passes over samsa.loop.stall.warn.ms logged by the nodes
-    after the sizes in since: (count, longest ms, loops seen)."""
-    count, longest, loops = 0, 0.0, {}
+    after the sizes in since: (count, longest ms, loops seen, count of
+    those over it in CPU time too, longest on CPU in ms); the CPU figures
+    are None for a samsa that does not log them."""
+    count, longest, loops, cpu_count, cpu_longest = 0, 0.0, {}, 0, 0.0
+    with_cpu = None
     for n, off in zip(nodes, since):
         with open(n.log_path, errors="replace") as f:
             f.seek(off)
@@ -85,11 +96,24 @@ def stalls(nodes, since):
                 m = STALL.search(line)
                 if not m:
                     continue
+                has_cpu = m.group(3) is not None
+                with_cpu = has_cpu if with_cpu is None else (with_cpu and has_cpu)
+                wall, cpu = float(m.group(2)), float(m.group(3) or 0)
+                passes = int(m.group(4) or 1)
+                on_cpu = int(m.group(5)) if m.group(5) else (1 if cpu > STALL_MS else 0)
                 k = "n%d/%s" % (n.node_id, m.group(1))
-                loops[k] = loops.get(k, 0) + int(m.group(3) or 1)
-                count += int(m.group(3) or 1)
-                longest = max(longest, float(m.group(2)), float(m.group(4) or 0))
-    return count, longest, " ".join("%s:%d" % kv for kv in sorted(loops.items()))
+                c, cc = loops.get(k, (0, 0))
+                loops[k] = (c + passes, cc + on_cpu)
+                count += passes
+                cpu_count += on_cpu
+                longest = max(longest, wall, float(m.group(6) or 0))
+                cpu_longest = max(cpu_longest, cpu, float(m.group(7) or 0))
+    if with_cpu is False:
+        cpu_count = cpu_longest = None
+    return (count, longest,
+            " ".join("%s:%d%s" % (k, c, "" if with_cpu is False else "(cpu %d)" % cc)
+                     for k, (c, cc) in sorted(loops.items())),
+            cpu_count, cpu_longest)
 
 
 def cleaned(node):
@@ -168,8 +192,8 @@ def main():
 
     print("produce latency, %d records/s x 100 B, acks=all, replication 3, 3 nodes on loopback, "
           "linger.ms=1, %.0f s per phase" % (RATE, SECONDS))
-    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s" % ("phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors",
-                                                 "stalls", "longest"))
+    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s %6s %7s" % (
+        "phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "stalls", "longest", "on cpu", "longest"))
     for r in rows:
         print(r)
     print("compacted side load: %s records/s; cleaner log lines about lat-compact during (b): %d"
@@ -178,7 +202,9 @@ def main():
     for w in where:
         print(w)
     print("stalls: event-loop passes (network workers, replica fetchers, quorum loops of the three nodes) that ran "
-          "their callbacks for over 5 ms, wall time, and the longest in ms (samsa.loop.stall.warn.ms)")
+          "their callbacks for over 5 ms, wall time, and the longest in ms (samsa.loop.stall.warn.ms); on cpu: those "
+          "of them that were over 5 ms in the thread's CPU time too (the rest waited for a CPU), and the longest "
+          "pass's CPU ms")
     print("load average at the end: %s" % open("/proc/loadavg").read().split(" ", 3)[:3])
     cl.stop()
 
