@@ -1,8 +1,9 @@
 /* util/loopwatch: a pass whose callbacks run longer than the threshold is
  * counted (and logged); passes under it, and every pass when the
  * threshold is 0, are not; the watchers alone do not keep a loop alive.
- * A pass that waits (sleeps: as a descheduled thread, it uses no CPU) is
- * a stall in wall time only; one that computes is one on CPU too. */
+ * A pass that sleeps (as one blocked on a disk read or a lock would) is
+ * a stall blocked, not on CPU; one that computes is one on CPU, not
+ * blocked. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -64,8 +65,8 @@ static void on_nothing(struct ev_loop *loop, ev_timer *t, int revents)
 
 /* Runs one timer callback that takes ms (sleeping, or spinning if
  * spinning) under the detector; returns the stalls it added, and in
- * *cpu (if not NULL) the stalls on CPU it added. */
-static uint64_t run_pass_as(int ms, int spinning, uint64_t *cpu)
+ * *cpu and *blocked (if not NULL) the stalls on CPU and blocked it added. */
+static uint64_t run_pass_as(int ms, int spinning, uint64_t *cpu, uint64_t *blocked)
 {
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     assert_non_null(loop);
@@ -81,16 +82,19 @@ static uint64_t run_pass_as(int ms, int spinning, uint64_t *cpu)
     spin = spinning;
     fired = 0;
     uint64_t before = loopwatch_stalls(), before_cpu = loopwatch_cpu_stalls();
+    uint64_t before_blocked = loopwatch_blocked_stalls();
     ev_run(loop, 0); /* returns once the timer is done: the watchers hold no reference */
     assert_int_equal(fired, 1);
     loopwatch_stop(&lw, loop);
     ev_loop_destroy(loop);
     if (cpu)
         *cpu = loopwatch_cpu_stalls() - before_cpu;
+    if (blocked)
+        *blocked = loopwatch_blocked_stalls() - before_blocked;
     return loopwatch_stalls() - before;
 }
 
-static uint64_t run_pass(int ms) { return run_pass_as(ms, 0, NULL); }
+static uint64_t run_pass(int ms) { return run_pass_as(ms, 0, NULL, NULL); }
 
 static void test_long_pass_counts(void **state)
 {
@@ -99,25 +103,28 @@ static void test_long_pass_counts(void **state)
     assert_int_equal(run_pass(60), 1);
 }
 
-/* 60 ms asleep is 60 ms of wall time and next to nothing on CPU. */
-static void test_waiting_pass_is_not_on_cpu(void **state)
+/* 60 ms asleep is 60 ms of wall time, next to nothing on CPU, and (but
+ * for a scheduler slower than 40 ms to wake the test) blocked. */
+static void test_sleeping_pass_is_blocked(void **state)
 {
     (void)state;
     loopwatch_set_threshold_ms(20);
-    uint64_t cpu = 99;
-    assert_int_equal(run_pass_as(60, 0, &cpu), 1);
+    uint64_t cpu = 99, blocked = 99;
+    assert_int_equal(run_pass_as(60, 0, &cpu, &blocked), 1);
     assert_int_equal(cpu, 0);
+    assert_int_equal(blocked, 1);
 }
 
 /* 150 ms of computing is over 20 ms on CPU even if a busy machine takes
- * most of it away. */
+ * most of it away (as waiting for a CPU, not blocked). */
 static void test_computing_pass_is_on_cpu(void **state)
 {
     (void)state;
     loopwatch_set_threshold_ms(20);
-    uint64_t cpu = 99;
-    assert_int_equal(run_pass_as(150, 1, &cpu), 1);
+    uint64_t cpu = 99, blocked = 99;
+    assert_int_equal(run_pass_as(150, 1, &cpu, &blocked), 1);
     assert_int_equal(cpu, 1);
+    assert_int_equal(blocked, 0);
 }
 
 static void test_short_pass_does_not(void **state)
@@ -131,9 +138,10 @@ static void test_off(void **state)
 {
     (void)state;
     loopwatch_set_threshold_ms(0);
-    uint64_t cpu = 99;
-    assert_int_equal(run_pass_as(60, 1, &cpu), 0);
+    uint64_t cpu = 99, blocked = 99;
+    assert_int_equal(run_pass_as(60, 1, &cpu, &blocked), 0);
     assert_int_equal(cpu, 0);
+    assert_int_equal(blocked, 0);
     loopwatch_set_threshold_ms(50);
 }
 
@@ -141,7 +149,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_long_pass_counts),
-        cmocka_unit_test(test_waiting_pass_is_not_on_cpu),
+        cmocka_unit_test(test_sleeping_pass_is_blocked),
         cmocka_unit_test(test_computing_pass_is_on_cpu),
         cmocka_unit_test(test_short_pass_does_not),
         cmocka_unit_test(test_off),

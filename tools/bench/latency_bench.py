@@ -19,8 +19,9 @@ column). The stalls columns count the nodes' event-loop passes over 5 ms
 (samsa.loop.stall.warn.ms=5): a client tail with none of them is the
 machine's (scheduling), not a loop of samsa's that held everything up.
 The "on cpu" columns count those of them that were over 5 ms in the
-thread's CPU time too: work of samsa's, where the others waited for one
-of the 2 shared CPUs. Prints one table; the machine's load average is printed too."""
+thread's CPU time, the "blocked" ones those asleep in the kernel for
+over 5 ms (a disk read, a lock, a throttled write): samsa's to bound;
+the rest of a long pass waited for one of the 2 shared CPUs. Prints one table; the machine's load average is printed too."""
 import json
 import os
 import re
@@ -64,17 +65,21 @@ def loadgen(bootstrap, topic, records, rate, extra=()):
 
 def row(name, r, st):
     lat = r["latency_us"]
-    cpu = ("%6s %7s" % ("-", "-")) if st[3] is None else ("%6d %7.1f" % (st[3], st[4]))
+    cpu = ("%6s %7s %7s %7s" % ("-", "-", "-", "-")) if st[3] is None else (
+        "%6d %7.1f %7d %7.1f" % (st[3], st[4], st[5], st[6]))
     return "%-44s %8.0f %7.2f %7.2f %7.2f %8.2f %6d %7d %8.1f %s" % (
         name, r["records_per_s"], lat["p50"] / 1e3, lat["p99"] / 1e3, lat["p99_9"] / 1e3, lat["max"] / 1e3,
         r["errors"], st[0], st[1], cpu)
 
 
-# util/loopwatch.c's lines; a samsa from before the CPU time was measured
-# writes them without the CPU parts (its CPU columns then print "-").
-STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms(?:, ([0-9.]+) ms of it on CPU)?"
-                   r"(?:[;,] (\d+) passes over \d+ ms since the last such line(?:, (\d+) of them on CPU)?"
-                   r" \(the longest ([0-9.]+) ms(?:, ([0-9.]+) ms on CPU)?\))?")
+# util/loopwatch.c's lines: the pass logged, then, when the line stands
+# for several passes, their count and the longest. A samsa from before the
+# wall time was split writes them without the CPU and blocked parts (its
+# columns for those then print "-").
+STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms"
+                   r"(?: \(([0-9.]+) ms on CPU, [0-9.]+ ms waiting for a CPU, ([0-9.]+) ms blocked)?")
+STALLS = re.compile(r"(\d+) passes over \d+ ms since the last such line(?:, (\d+) of them on CPU, (\d+) blocked)?"
+                    r" \(the longest ([0-9.]+) ms(?:, ([0-9.]+) ms on CPU, ([0-9.]+) ms blocked)?\)")
 STALL_MS = float(SEGMENTS["samsa.loop.stall.warn.ms"])
 
 
@@ -85,10 +90,12 @@ def log_sizes(nodes):
 def stalls(nodes, since):
     """Event-loop passes over samsa.loop.stall.warn.ms logged by the nodes
     after the sizes in since: (count, longest ms, loops seen, count of
-    those over it in CPU time too, longest on CPU in ms); the CPU figures
-    are None for a samsa that does not log them."""
-    count, longest, loops, cpu_count, cpu_longest = 0, 0.0, {}, 0, 0.0
-    with_cpu = None
+    those over it on CPU, longest on CPU in ms, count of those blocked over
+    it, longest blocked in ms); the CPU and blocked figures are None for a
+    samsa that does not log them."""
+    count, longest, loops = 0, 0.0, {}
+    cpu_count, cpu_longest, blk_count, blk_longest = 0, 0.0, 0, 0.0
+    split = None
     for n, off in zip(nodes, since):
         with open(n.log_path, errors="replace") as f:
             f.seek(off)
@@ -96,24 +103,33 @@ def stalls(nodes, since):
                 m = STALL.search(line)
                 if not m:
                     continue
-                has_cpu = m.group(3) is not None
-                with_cpu = has_cpu if with_cpu is None else (with_cpu and has_cpu)
-                wall, cpu = float(m.group(2)), float(m.group(3) or 0)
-                passes = int(m.group(4) or 1)
-                on_cpu = int(m.group(5)) if m.group(5) else (1 if cpu > STALL_MS else 0)
+                agg = STALLS.search(line)
+                has = m.group(3) is not None
+                split = has if split is None else (split and has)
+                wall, cpu, blk = float(m.group(2)), float(m.group(3) or 0), float(m.group(4) or 0)
+                if agg:
+                    passes = int(agg.group(1))
+                    on_cpu, blocked = int(agg.group(2) or 0), int(agg.group(3) or 0)
+                    longest = max(longest, float(agg.group(4)))
+                    cpu_longest = max(cpu_longest, float(agg.group(5) or 0))
+                    blk_longest = max(blk_longest, float(agg.group(6) or 0))
+                else:
+                    passes, on_cpu, blocked = 1, int(cpu > STALL_MS), int(blk > STALL_MS)
+                longest = max(longest, wall)
+                cpu_longest = max(cpu_longest, cpu)
+                blk_longest = max(blk_longest, blk)
                 k = "n%d/%s" % (n.node_id, m.group(1))
-                c, cc = loops.get(k, (0, 0))
-                loops[k] = (c + passes, cc + on_cpu)
+                c, cc, bc = loops.get(k, (0, 0, 0))
+                loops[k] = (c + passes, cc + on_cpu, bc + blocked)
                 count += passes
                 cpu_count += on_cpu
-                longest = max(longest, wall, float(m.group(6) or 0))
-                cpu_longest = max(cpu_longest, cpu, float(m.group(7) or 0))
-    if with_cpu is False:
-        cpu_count = cpu_longest = None
+                blk_count += blocked
+    if split is False:
+        cpu_count = cpu_longest = blk_count = blk_longest = None
     return (count, longest,
-            " ".join("%s:%d%s" % (k, c, "" if with_cpu is False else "(cpu %d)" % cc)
-                     for k, (c, cc) in sorted(loops.items())),
-            cpu_count, cpu_longest)
+            " ".join("%s:%d%s" % (k, c, "" if split is False else "(cpu %d, blocked %d)" % (cc, bc))
+                     for k, (c, cc, bc) in sorted(loops.items())),
+            cpu_count, cpu_longest, blk_count, blk_longest)
 
 
 def cleaned(node):
@@ -192,8 +208,9 @@ def main():
 
     print("produce latency, %d records/s x 100 B, acks=all, replication 3, 3 nodes on loopback, "
           "linger.ms=1, %.0f s per phase" % (RATE, SECONDS))
-    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s %6s %7s" % (
-        "phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "stalls", "longest", "on cpu", "longest"))
+    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s %6s %7s %7s %7s" % (
+        "phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "stalls", "longest", "on cpu", "longest",
+        "blocked", "longest"))
     for r in rows:
         print(r)
     print("compacted side load: %s records/s; cleaner log lines about lat-compact during (b): %d"
@@ -203,8 +220,9 @@ def main():
         print(w)
     print("stalls: event-loop passes (network workers, replica fetchers, quorum loops of the three nodes) that ran "
           "their callbacks for over 5 ms, wall time, and the longest in ms (samsa.loop.stall.warn.ms); on cpu: those "
-          "of them that were over 5 ms in the thread's CPU time too (the rest waited for a CPU), and the longest "
-          "pass's CPU ms")
+          "of them over 5 ms in the thread's CPU time, and the most CPU ms of one pass; blocked: those asleep in the "
+          "kernel (disk, lock, throttled write) for over 5 ms, and the longest such; the rest of a pass's wall "
+          "time waited for a CPU")
     print("load average at the end: %s" % open("/proc/loadavg").read().split(" ", 3)[:3])
     cl.stop()
 
