@@ -38,6 +38,10 @@ from cluster import Cluster, check, create_topics, wait_partitions  # noqa: E402
 LOADGEN = os.environ.get("LOADGEN_BIN", os.path.join(HERE, "..", "loadgen", "samsa-loadgen"))
 RATE = int(os.environ.get("LATENCY_BENCH_RATE", "10000"))
 SECONDS = float(os.environ.get("LATENCY_BENCH_SECONDS", "10"))
+# A directory: phases (b) and (c) run under perf record -a (on-CPU samples
+# and the samsa threads' context switches, with call graphs), into
+# DIR/b.data and DIR/c.data, for finding what a long pass did.
+PERF_DIR = os.environ.get("LATENCY_BENCH_PERF")
 
 SEGMENTS = {
     "log.segment.bytes": str(1 << 20),
@@ -138,6 +142,24 @@ def cleaned(node):
         return sum(1 for l in f if "clean" in l and "lat-compact" in l)
 
 
+def perf_start(phase):
+    """perf record over the whole machine for the phase (LATENCY_BENCH_PERF);
+    None when not asked for."""
+    if not PERF_DIR:
+        return None
+    os.makedirs(PERF_DIR, exist_ok=True)
+    argv = ["perf", "record", "-q", "-a", "-g", "-o", os.path.join(PERF_DIR, phase + ".data"),
+            "-e", "cpu-clock", "-F", "999",
+            "-e", "sched:sched_switch", "--filter", 'prev_comm ~ "samsa-*"',
+            "--", "sleep", str(SECONDS + 1)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_wait(p):
+    if p is not None:
+        p.wait(timeout=SECONDS + 60)
+
+
 def boot_of(cl):
     return ",".join(n.bootstrap for n in cl.nodes)
 
@@ -181,9 +203,11 @@ def main():
     t = threading.Thread(target=lambda: side.update(
         loadgen(boot, "lat-compact", n // 2, RATE // 2, ["--keys", "100"])))
     since = log_sizes(cl.nodes)
+    pf = perf_start("b")
     t.start()
     r = loadgen(boot, "lat", n, RATE)
     t.join()
+    perf_wait(pf)
     st = stalls(cl.nodes, since)
     rows.append(row("(b) (a) + a compacted topic being cleaned", r, st))
     where.append("(b) stalls by loop: %s" % (st[2] or "none"))
@@ -198,9 +222,11 @@ def main():
         follower.start()
     t = threading.Thread(target=restart)
     since = log_sizes(cl.nodes)
+    pf = perf_start("c")
     t.start()
     r = loadgen(boot, "lat", n, RATE)
     t.join()
+    perf_wait(pf)
     st = stalls(cl.nodes, since)
     rows.append(row("(c) a restarted follower catching up", r, st))
     where.append("(c) stalls by loop: %s" % (st[2] or "none"))
