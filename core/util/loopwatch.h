@@ -21,8 +21,9 @@ struct loopwatch {
     ev_check check;
     ev_prepare prepare;
     int64_t pass_start_ns;       /* 0: not in a pass */
-    int64_t pass_start_cpu_ns;   /* the thread's CPU time then */
+    int64_t pass_start_cpu_ns;   /* the thread's CPU time then (or up to 1 ms before) */
     int64_t pass_start_delay_ns; /* its time waiting for a CPU then; -1: unknown */
+    int64_t read_ns;             /* when those two were read */
     int schedstat_fd;            /* /proc/thread-self/schedstat of the loop's thread; -1: none */
     int64_t next_line_ms;        /* one line per 10 s per loop */
     /* since the last line: passes over the threshold in wall time, those

@@ -127,6 +127,51 @@ static void test_computing_pass_is_on_cpu(void **state)
     assert_int_equal(blocked, 0);
 }
 
+static int idle_passes;
+
+/* 20 passes that each compute 0.3 ms, then one that sleeps 60 ms. */
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    if (++idle_passes <= 20) {
+        spin_ms(0); /* a pass of its own, next to no time */
+        int64_t end = mono_ns() + 300000;
+        while (mono_ns() < end)
+            ;
+        return;
+    }
+    sleep_ms(60);
+    ev_idle_stop(loop, w);
+}
+
+/* A pass of a busy loop starts from figures read up to 1 ms before it:
+ * the CPU of the short passes before a long sleeping one is not taken
+ * for its own (it stays a stall blocked, not on CPU). */
+static void test_busy_loop_then_sleep(void **state)
+{
+    (void)state;
+    loopwatch_set_threshold_ms(20);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(loop);
+    struct loopwatch lw;
+    loopwatch_start(&lw, loop, "busy");
+    ev_idle idle;
+    ev_idle_init(&idle, on_idle);
+    ev_idle_start(loop, &idle);
+    ev_timer last;
+    ev_timer_init(&last, on_nothing, 0.5, 0.);
+    ev_timer_start(loop, &last);
+    idle_passes = 0;
+    uint64_t s0 = loopwatch_stalls(), c0 = loopwatch_cpu_stalls(), b0 = loopwatch_blocked_stalls();
+    ev_run(loop, 0);
+    loopwatch_stop(&lw, loop);
+    ev_loop_destroy(loop);
+    assert_int_equal(idle_passes, 21);
+    assert_int_equal(loopwatch_stalls() - s0, 1);
+    assert_int_equal(loopwatch_cpu_stalls() - c0, 0);
+    assert_int_equal(loopwatch_blocked_stalls() - b0, 1);
+}
+
 static void test_short_pass_does_not(void **state)
 {
     (void)state;
@@ -151,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_long_pass_counts),
         cmocka_unit_test(test_sleeping_pass_is_blocked),
         cmocka_unit_test(test_computing_pass_is_on_cpu),
+        cmocka_unit_test(test_busy_loop_then_sleep),
         cmocka_unit_test(test_short_pass_does_not),
         cmocka_unit_test(test_off),
     };

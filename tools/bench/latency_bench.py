@@ -148,9 +148,9 @@ def perf_start(phase):
     if not PERF_DIR:
         return None
     os.makedirs(PERF_DIR, exist_ok=True)
-    argv = ["perf", "record", "-q", "-a", "-g", "-o", os.path.join(PERF_DIR, phase + ".data"),
-            "-e", "cpu-clock", "-F", "999",
-            "-e", "sched:sched_switch", "--filter", 'prev_comm ~ "samsa-*"',
+    argv = ["perf", "record", "-q", "-a", "-o", os.path.join(PERF_DIR, phase + ".data"),
+            "-e", "cpu-clock/call-graph=fp/", "-F", "999",
+            "-e", "sched:sched_switch/call-graph=dwarf,stack-size=8192/", "--filter", 'prev_comm ~ "samsa-*"',
             "--", "sleep", str(SECONDS + 1)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
