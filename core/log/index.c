@@ -296,16 +296,29 @@ void idxf_close(struct idx_file *x)
     x->dirty = false;
 }
 
+/* The file's length through a descriptor of the caller; -1 on error. */
+static off_t file_length(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
 int idxf_resize(struct idx_file *x, size_t bytes)
 {
     bytes -= bytes % x->entry_size;
     if (bytes < x->n * x->entry_size)
         bytes = x->n * x->entry_size;
-    if (bytes == x->map_len)
+    if (bytes == x->map_len && x->map_len == 0)
         return 0;
     int fd = open_fd(x, 0);
     if (fd < 0)
         return errno;
+    /* The same length: nothing to do, unless idxf_shorten left the file
+     * shorter than its mapping (the only case that asks the file). */
+    if (bytes == x->map_len && file_length(fd) == (off_t)bytes) {
+        close(fd);
+        return 0;
+    }
     /* Unmap before shrinking: touching a mapped page past the end of the
      * file would be SIGBUS. The next use maps the new length. */
     drop_map(x);
@@ -323,6 +336,29 @@ int idxf_resize(struct idx_file *x, size_t bytes)
         x->backed = 0;
     }
     x->dirty = true;
+    return e;
+}
+
+int idxf_shorten(struct idx_file *x)
+{
+    size_t bytes = x->n * x->entry_size;
+    if (bytes >= x->map_len)
+        return 0;
+    int fd = open_fd(x, 0);
+    if (fd < 0)
+        return errno;
+    /* Pages past the new end leave the page cache; the entries, before
+     * it, stay where the mapping's readers find them. */
+    int e = 0;
+    while (ftruncate(fd, (off_t)bytes) != 0) {
+        if (errno == EINTR)
+            continue;
+        e = errno;
+        break;
+    }
+    close(fd);
+    if (e == 0)
+        x->backed = 0;
     return e;
 }
 

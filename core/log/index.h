@@ -119,6 +119,15 @@ void idxf_close(struct idx_file *x);
 int idxf_resize(struct idx_file *x, size_t bytes);
 /* Trims the file to its n entries (on roll and close). */
 static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x->entry_size); }
+/* Trims the file to its n entries and leaves its mapping (and map_len,
+ * the mapping's length) as they are, so that readers holding pins, or
+ * taking them meanwhile, need not be excluded: for an index that gets
+ * no more entries (a sealed segment's), whose readers touch only its n
+ * entries, and never past the file's end. The owner excludes other
+ * resizes and stores, and marks the file dirty. A later idxf_resize
+ * finds the file shorter than map_len and sets its length anyway. 0 or
+ * an errno value. */
+int idxf_shorten(struct idx_file *x);
 /* Entries the file can hold at its current length. */
 static inline size_t idxf_capacity(const struct idx_file *x) { return x->map_len / x->entry_size; }
 static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_capacity(x); }
