@@ -390,6 +390,20 @@ int idxf_reserve(struct idx_file *x, size_t entries)
     if (e)
         return e;
     x->backed = to;
+    /* The first store into each of these pages faults it in (a page-cache
+     * page found or zeroed, its block mapped; into a new segment's index,
+     * the file mapped too): the stores come under the log's seg_lock,
+     * which every Fetch of the partition waits for, so the faults are
+     * taken here, under the appender's exclusion only, by a zero stored
+     * into each page past the entries (readers read only the n entries;
+     * the appender, the only writer, overwrites those bytes later). */
+    size_t used = x->n * x->entry_size;
+    uint8_t *m = pin(x);
+    if (m) {
+        for (size_t off = from > used ? from : used; off < to; off += page - off % page)
+            ((volatile uint8_t *)m)[off] = 0;
+        unpin(x);
+    }
     return 0;
 }
 

@@ -136,7 +136,10 @@ static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_cap
  * mapping cannot fault. The files are sparse: on a full disk the first
  * store to a page with no block behind it is SIGBUS, not ENOSPC (tmpfs,
  * ext4, xfs alike), which would kill the server. 0 or an errno value
- * (ENOSPC, EIO); 0 too where the file system cannot preallocate. */
+ * (ENOSPC, EIO); 0 too where the file system cannot preallocate. Also
+ * faults those pages in (mapping the file first if need be), so that the
+ * stores, made under the log's seg_lock, do not wait on the kernel. By
+ * the index's only writer. */
 int idxf_reserve(struct idx_file *x, size_t entries);
 /* fdatasync of the file through an fd opened for the call (pages stored
  * through the mapping included: they are the inode's page cache); 0 at
