@@ -610,9 +610,9 @@ static void in_front(struct conn *c, const uint8_t *a, size_t na, const uint8_t 
 
 /* A plaintext read that puts a large frame's bytes where they belong
  * without the copy from the input buffer process_input would make: the
- * rest of the frame being filled, or, at a frame boundary of a connection
- * whose last frame was large (a producer's), the next frame's size and as
- * much of its body as has arrived into a pool frame. Whatever follows, or
+ * rest of the frame being filled and, on a connection whose frames are
+ * large (a producer's), the next frame's size and as much of its body as
+ * has arrived, into a pool frame, in the same call. Whatever follows, or
  * is not such a frame, lands in the input buffer as a plain read would
  * have left it, for process_input. Returns what read() does; *asked is
  * how much it could have returned. */
@@ -623,40 +623,58 @@ static ssize_t read_framed(struct conn *c, size_t *asked)
         buf_init(&c->w->spare_in);
     }
     uint8_t *tail = buf_reserve(&c->in, READ_CHUNK);
-    if (c->frame) {
-        struct iovec iov[2] = {{c->frame + c->frame_got, c->frame_len - c->frame_got}, {tail, READ_CHUNK}};
-        *asked = iov[0].iov_len + iov[1].iov_len;
-        ssize_t n = readv(c->fd, iov, 2);
-        if (n <= 0)
-            return n;
-        size_t into = (size_t)n < iov[0].iov_len ? (size_t)n : iov[0].iov_len;
-        c->frame_got += into;
-        c->in.len += (size_t)n - into;
-        return n; /* process_input submits the frame once it is full */
-    }
-    size_t cap;
-    uint8_t *f = frame_pool_get(&c->w->frames, c->big_frame, &cap);
+    size_t rest = c->frame ? c->frame_len - c->frame_got : 0;
+    size_t hint = c->frame && c->frame_len >= READ_CHUNK ? c->frame_len : c->big_frame;
+    size_t cap = 0;
+    uint8_t *f = hint >= READ_CHUNK ? frame_pool_get(&c->w->frames, hint, &cap) : NULL;
     uint8_t size_be[4];
-    struct iovec iov[3] = {{size_be, 4}, {f, cap}, {tail, READ_CHUNK}};
-    *asked = 4 + cap + READ_CHUNK;
-    ssize_t n = readv(c->fd, iov, 3);
+    struct iovec iov[4];
+    int k = 0;
+    if (rest)
+        iov[k++] = (struct iovec){c->frame + c->frame_got, rest};
+    if (f) {
+        iov[k++] = (struct iovec){size_be, 4};
+        iov[k++] = (struct iovec){f, cap};
+    }
+    iov[k++] = (struct iovec){tail, READ_CHUNK};
+    *asked = rest + (f ? 4 + cap : 0) + READ_CHUNK;
+    ssize_t n = readv(c->fd, iov, k);
     if (n <= 0) {
         int e = errno;
         frame_pool_put(&c->w->frames, f, cap);
         errno = e;
         return n;
     }
-    size_t body = (size_t)n > 4 ? (size_t)n - 4 : 0;
+    size_t m = (size_t)n, into = m < rest ? m : rest;
+    c->frame_got += into;
+    m -= into; /* bytes after the frame being filled */
+    if (!f) {
+        c->in.len += m;
+        return n; /* process_input submits the frame once it is full */
+    }
+    if (m == 0) {
+        frame_pool_put(&c->w->frames, f, cap);
+        return n;
+    }
+    if (c->frame) { /* full, and the next one has begun */
+        uint8_t *done = c->frame;
+        c->frame = NULL;
+        submit_frame(c, done, c->frame_len, c->frame_cap);
+        if (c->closing) {
+            frame_pool_put(&c->w->frames, f, cap);
+            return n;
+        }
+    }
+    size_t body = m > 4 ? m - 4 : 0;
     size_t in_f = body < cap ? body : cap, in_tail = body - in_f;
-    int32_t size = n >= 4 ? (int32_t)be32_read(size_be) : -1;
+    int32_t size = m >= 4 ? (int32_t)be32_read(size_be) : -1;
     if (size >= READ_CHUNK && size <= c->w->max_request_bytes && (size_t)size <= cap) {
         size_t own = in_f < (size_t)size ? in_f : (size_t)size;
         c->frame = f;
         c->frame_len = (size_t)size;
         c->frame_got = own;
         c->frame_cap = cap;
-        /* bytes past the frame, rare: a client waits for the frame's
-         * window to open before it sends the next one */
+        /* bytes past this frame too (a client pipelining) */
         c->in.len = in_tail;
         if (in_f > own)
             in_front(c, f + own, in_f - own, NULL, 0);
@@ -664,7 +682,7 @@ static ssize_t read_framed(struct conn *c, size_t *asked)
     }
     /* not a frame to adopt: everything to the input buffer, in order */
     c->in.len = in_tail;
-    in_front(c, size_be, (size_t)n < 4 ? (size_t)n : 4, f, in_f);
+    in_front(c, size_be, m < 4 ? m : 4, f, in_f);
     frame_pool_put(&c->w->frames, f, cap);
     return n;
 }
