@@ -26,6 +26,7 @@
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
+#include "util/chgen.h"
 #include "util/clock.h"
 #include "util/sfile.h"
 #include "util/slog.h"
@@ -50,6 +51,7 @@ struct fetch_part {
     int64_t seen_leo;          /* log end at the latest read (replica fetch) */
     int64_t last_hw, last_lso, last_log_start; /* from the session */
     bool answered;
+    int32_t sidx;              /* its index in the session (a hint) */
 
     struct partition *p;       /* ref, NULL when error is set */
     struct partition *kept;    /* the session's (no ref), see fs_partition */
@@ -66,6 +68,17 @@ struct fetch_part {
     int32_t len;
 };
 
+/* A run of the session (struct fs_run) as an incremental consumer fetch
+ * planned it: skipped, or walked as op->parts[first .. first + n). */
+struct fetch_run {
+    bool skipped;
+    bool known;                /* the image had its topic: id, slot, gen */
+    kuuid_t id;
+    uint32_t slot;
+    uint64_t gen;              /* chgen_read(slot) before anything was read */
+    int32_t first, n;
+};
+
 struct fetch_op {
     struct parked pk;          /* first */
     struct request *req;
@@ -80,7 +93,42 @@ struct fetch_op {
     /* A follower's fetch (its replica id; -1 for a consumer): it may read
      * up to the log end, not just the high watermark. */
     int32_t replica_id;
+    /* An incremental consumer fetch: the session's runs (nruns of them,
+     * in layout), nskipped of them skipped; watching: it counts in
+     * chgen_watchers while parked. */
+    struct fetch_run *runs;
+    int32_t nruns, nskipped;
+    uint32_t layout;
+    bool watching;
 };
+
+static void stop_watching(struct fetch_op *op)
+{
+    if (op->watching) {
+        atomic_fetch_sub(&chgen_watchers, 1);
+        op->watching = false;
+    }
+}
+
+/* What a run's walk leaves for the next poll whatever happens: records
+ * the client has not fetched yet, or an error (Kafka answers a
+ * partition with an error in every response). */
+static bool part_pending(const struct fetch_op *op, const struct fetch_part *fp)
+{
+    if (fp->rerr || fp->diverging)
+        return true;
+    int64_t limit = op->isolation == ISOLATION_READ_COMMITTED ? fp->lso : fp->hw;
+    return fp->fetch_offset < limit;
+}
+
+/* A skipped run's topic changed since the plan. */
+static bool skipped_changed(const struct fetch_op *op)
+{
+    for (int32_t i = 0; i < op->nruns; i++)
+        if (op->runs[i].skipped && chgen_read(op->runs[i].slot) != op->runs[i].gen)
+            return true;
+    return false;
+}
 
 static void release_reads(struct fetch_op *op)
 {
@@ -186,6 +234,7 @@ static void respond(struct fetch_op *op)
     struct request *req = op->req;
     struct arena *ar = &req->arena;
     int16_t v = req->api_version;
+    stop_watching(op);
     fetch_response_t resp;
     fetch_response_init(&resp);
     resp.error_code = op->top_error;
@@ -293,7 +342,7 @@ static void respond(struct fetch_op *op)
         if (s) {
             for (int32_t i = 0; i < op->nparts; i++) {
                 struct fetch_part *fp = &op->parts[i];
-                struct fs_partition *sp = fetch_session_part_at(s, i, fp->topic, &fp->topic_id, fp->partition);
+                struct fs_partition *sp = fetch_session_part_at(s, fp->sidx, fp->topic, &fp->topic_id, fp->partition);
                 if (!sp)
                     continue;
                 sp->last_hw = fp->last_hw;
@@ -302,6 +351,24 @@ static void respond(struct fetch_op *op)
                 sp->answered = fp->answered;
                 sp->kept = fp->p;
                 sp->kept_gen = op->gen;
+            }
+            /* and, per walked run, what the next poll's skip relies on */
+            if (op->runs && !s->runs_stale && s->layout == op->layout && s->nruns == op->nruns) {
+                s->isolation = op->isolation;
+                for (int32_t r = 0; r < op->nruns; r++) {
+                    const struct fetch_run *fr = &op->runs[r];
+                    if (fr->skipped)
+                        continue;
+                    struct fs_run *sr = &s->runs[r];
+                    sr->valid = fr->known;
+                    sr->topic_id = fr->id;
+                    sr->slot = fr->slot;
+                    sr->gen = fr->gen;
+                    sr->dirty = false;
+                    sr->pending = false;
+                    for (int32_t j = fr->first; j < fr->first + fr->n && !sr->pending; j++)
+                        sr->pending = part_pending(op, &op->parts[j]);
+                }
             }
         }
         fetch_session_unlock(c, op->session_id);
@@ -339,11 +406,15 @@ static bool nothing_changed(const struct fetch_op *op)
 static bool fetch_try_complete(struct parked *pk, bool expired)
 {
     struct fetch_op *op = (struct fetch_op *)pk;
-    if (!expired && nothing_changed(op))
+    /* A topic the plan skipped changed: answer now (with what the walked
+     * ones have, often nothing) so that the client's next poll, which
+     * walks that topic, comes at once instead of after max_wait_ms. */
+    bool skipped = !expired && skipped_changed(op);
+    if (!expired && !skipped && nothing_changed(op))
         return false;
     int errors;
     int64_t bytes = read_all(op, &errors);
-    if (!expired && errors == 0 && bytes < op->min_bytes) {
+    if (!expired && !skipped && errors == 0 && bytes < op->min_bytes) {
         release_reads(op);
         return false;
     }
@@ -355,6 +426,7 @@ static void fetch_cancel(struct request *req)
 {
     struct fetch_op *op = req->handler_state;
     park_stop(&op->pk);
+    stop_watching(op);
     release_parts(op);
 }
 
@@ -498,9 +570,39 @@ static void fill_from_request_part(struct fetch_part *fp, kstr_t topic, const ku
     fp->last_hw = fp->last_lso = fp->last_log_start = -1;
 }
 
+/* Appends the session's i-th partition to op->parts (at *k). */
+static void from_session_part(struct fetch_op *op, struct arena *ar, bool by_id, const struct fetch_session *s,
+                              int32_t i, int32_t *k)
+{
+    const struct fs_partition *sp = &s->parts[i];
+    struct fetch_part *fp = &op->parts[*k];
+    memset(fp, 0, sizeof *fp);
+    fp->sidx = i;
+    /* a topic's partitions follow each other: one copy of its name */
+    if (by_id)
+        fp->topic = KSTR_LIT("");
+    else if (*k > 0 && kstr_eq(op->parts[*k - 1].topic, (kstr_t){sp->topic, sp->topic_len}))
+        fp->topic = op->parts[*k - 1].topic;
+    else
+        fp->topic = kstr_arena(ar, sp->topic);
+    fp->topic_id = sp->topic_id;
+    fp->partition = sp->partition;
+    fp->fetch_offset = sp->fetch_offset;
+    fp->max_bytes = sp->max_bytes;
+    fp->current_leader_epoch = sp->current_leader_epoch;
+    fp->last_fetched_epoch = -1;
+    fp->last_hw = sp->last_hw;
+    fp->last_lso = sp->last_lso;
+    fp->last_log_start = sp->last_log_start;
+    fp->answered = sp->answered;
+    fp->kept = sp->kept;
+    fp->kept_gen = sp->kept_gen;
+    (*k)++;
+}
+
 /* Builds op->parts from the request and, for sessions, the session.
  * Returns a top-level error code (0 when fine). */
-static int16_t plan(struct request *req, struct fetch_op *op, const fetch_request_t *q)
+static int16_t plan(struct request *req, struct fetch_op *op, const fetch_request_t *q, const struct mimage *img)
 {
     struct arena *ar = &req->arena;
     bool by_id = req->api_version >= 13;
@@ -519,9 +621,11 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         int32_t k = 0;
         for (int32_t t = 0; t < q->topics.n; t++) {
             const fetch_request_fetch_topic_t *ft = &q->topics.a[t];
-            for (int32_t i = 0; i < ft->partitions.n; i++)
-                fill_from_request_part(&op->parts[k++], by_id ? KSTR_LIT("") : ft->topic, &ft->topic_id,
+            for (int32_t i = 0; i < ft->partitions.n; i++, k++) {
+                fill_from_request_part(&op->parts[k], by_id ? KSTR_LIT("") : ft->topic, &ft->topic_id,
                                        &ft->partitions.a[i]);
+                op->parts[k].sidx = k; /* a new session lists them in this order */
+            }
         }
         op->nparts = k;
         if (sid > 0) {
@@ -571,6 +675,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
             sp->fetch_offset = rp->fetch_offset;
             sp->max_bytes = rp->partition_max_bytes;
             sp->current_leader_epoch = rp->current_leader_epoch;
+            fetch_session_part_changed(s, sp);
         }
     }
     for (int32_t t = 0; t < q->forgotten_topics_data.n; t++) {
@@ -582,32 +687,52 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
     fetch_session_touch(c, s, now);
     op->session_id = s->id;
     op->incremental = true;
-    op->parts = arena_alloc(ar, (size_t)(s->nparts > 0 ? s->nparts : 1) * sizeof *op->parts);
-    op->nparts = s->nparts;
-    for (int32_t i = 0; i < s->nparts; i++) {
-        struct fs_partition *sp = &s->parts[i];
-        struct fetch_part *fp = &op->parts[i];
-        memset(fp, 0, sizeof *fp);
-        /* a topic's partitions follow each other: one copy of its name */
-        if (by_id)
-            fp->topic = KSTR_LIT("");
-        else if (i > 0 && kstr_eq(op->parts[i - 1].topic, (kstr_t){sp->topic, sp->topic_len}))
-            fp->topic = op->parts[i - 1].topic;
-        else
-            fp->topic = kstr_arena(ar, sp->topic);
-        fp->topic_id = sp->topic_id;
-        fp->partition = sp->partition;
-        fp->fetch_offset = sp->fetch_offset;
-        fp->max_bytes = sp->max_bytes;
-        fp->current_leader_epoch = sp->current_leader_epoch;
-        fp->last_fetched_epoch = -1;
-        fp->last_hw = sp->last_hw;
-        fp->last_lso = sp->last_lso;
-        fp->last_log_start = sp->last_log_start;
-        fp->answered = sp->answered;
-        fp->kept = sp->kept;
-        fp->kept_gen = sp->kept_gen;
+    /* A consumer's poll skips the runs of the session where nothing
+     * happened since the last poll that answered them (util/chgen.h):
+     * an empty poll then costs a look per topic, not per partition.
+     * Followers walk everything: their fetch offsets move the high
+     * watermark and their ISR standing on every poll. */
+    int32_t nwalk = s->nparts;
+    if (op->replica_id < 0 && !s->privileged) {
+        fetch_session_runs_build(s);
+        op->layout = s->layout;
+        op->nruns = s->nruns;
+        op->runs = arena_alloc(ar, (size_t)(s->nruns > 0 ? s->nruns : 1) * sizeof *op->runs);
+        nwalk = 0;
+        for (int32_t r = 0; r < s->nruns; r++) {
+            const struct fs_run *sr = &s->runs[r];
+            const struct fs_partition *sp = &s->parts[sr->start];
+            struct fetch_run *fr = &op->runs[r];
+            memset(fr, 0, sizeof *fr);
+            const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &sp->topic_id)
+                                             : mimage_topic(img, (kstr_t){sp->topic, sp->topic_len});
+            if (t) {
+                fr->known = true;
+                fr->id = t->id;
+                fr->slot = chgen_slot_of(t->id.b);
+                fr->gen = chgen_read(fr->slot); /* before anything is read */
+            }
+            fr->skipped = t && fetch_session_run_unchanged(s, sr, op->isolation, &t->id, fr->gen) &&
+                          authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, (kstr_t){t->name, t->name_len});
+            if (fr->skipped)
+                op->nskipped++;
+            else
+                nwalk += sr->count;
+        }
     }
+    op->parts = arena_alloc(ar, (size_t)(nwalk > 0 ? nwalk : 1) * sizeof *op->parts);
+    int32_t k = 0;
+    if (!op->runs)
+        for (int32_t i = 0; i < s->nparts; i++)
+            from_session_part(op, ar, by_id, s, i, &k);
+    for (int32_t r = 0; r < op->nruns; r++) {
+        const struct fs_run *sr = &s->runs[r];
+        op->runs[r].first = k;
+        op->runs[r].n = op->runs[r].skipped ? 0 : sr->count;
+        for (int32_t i = sr->start; i < sr->start + op->runs[r].n; i++)
+            from_session_part(op, ar, by_id, s, i, &k);
+    }
+    op->nparts = k;
     fetch_session_unlock(c, sid);
     return 0;
 }
@@ -641,8 +766,10 @@ void api_handle_fetch(struct request *req)
     if (op->replica_id < 0)
         op->replica_id = -1;
 
-    op->top_error = plan(req, op, q);
+    struct mimage *img = controller_image(req->broker->controller);
+    op->top_error = plan(req, op, q, img);
     if (op->top_error) {
+        mimage_release(img);
         fetch_response_t resp;
         fetch_response_init(&resp);
         resp.error_code = op->top_error;
@@ -650,7 +777,6 @@ void api_handle_fetch(struct request *req)
         req_respond(req, &resp);
         return;
     }
-    struct mimage *img = controller_image(req->broker->controller);
     resolve(req, op, img);
     mimage_release(img);
     if (op->replica_id >= 0)
@@ -659,7 +785,7 @@ void api_handle_fetch(struct request *req)
     req->handler_state = op;
     int errors;
     int64_t bytes = read_all(op, &errors);
-    if (errors > 0 || bytes >= op->min_bytes || q->max_wait_ms <= 0 || op->nparts == 0) {
+    if (errors > 0 || bytes >= op->min_bytes || q->max_wait_ms <= 0 || (op->nparts == 0 && op->nskipped == 0)) {
         respond(op);
         return;
     }
@@ -669,5 +795,16 @@ void api_handle_fetch(struct request *req)
     for (int32_t i = 0; i < op->nparts; i++)
         if (op->parts[i].p)
             park_watch(&op->pk, partition_park_key(op->parts[i].p));
+    /* The skipped topics: a key each, announced by their partitions'
+     * changes while anyone counts in chgen_watchers (counted before the
+     * watches and park_start's check: a change that saw no watcher was
+     * bumped before that check, which then sees it). */
+    if (op->nskipped > 0) {
+        atomic_fetch_add(&chgen_watchers, 1);
+        op->watching = true;
+        for (int32_t r = 0; r < op->nruns; r++)
+            if (op->runs[r].skipped)
+                park_watch(&op->pk, chgen_park_key(op->runs[r].slot));
+    }
     park_start(&op->pk, q->max_wait_ms);
 }

@@ -22,6 +22,7 @@
 #include "util/thread.h"
 #include "util/fdcache.h"
 #include "util/buf.h"
+#include "util/chgen.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/slog.h"
@@ -258,6 +259,7 @@ void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why)
 {
     if (!atomic_exchange(&m->dirs[dir].offline, true))
         slog_error("log dir %s is offline: %s; its partitions answer KAFKA_STORAGE_ERROR", m->dirs[dir].path, why);
+    chgen_bump_all(); /* fetch sessions skipping its topics answer the error */
 }
 
 /* ---- hooks ---- */
@@ -299,7 +301,12 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
     m->ls_dirty = true;
     m->retention_poke = true;
     pthread_cond_signal(&m->sched_cond);
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->lock);    /* fetch sessions skipping the topic answer the new log start */
+    const kuuid_t *id = plog_topic_id(l);
+    if (id)
+        chgen_bump(id->b);
+    else
+        chgen_bump_all();
 }
 
 static void hook_failed(void *ctx, struct plog *l)

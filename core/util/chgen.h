@@ -1,0 +1,77 @@
+/* Change generations by topic: what lets an incremental fetch of a
+ * session with many partitions skip the topics where nothing happened
+ * since its last poll (api/fetch.c), instead of looking at every
+ * partition.
+ *
+ * One counter per slot, a topic's slot a hash of its id (all of a
+ * topic's partitions share it). Whatever changes what a Fetch would
+ * answer for a partition (records appended, the high watermark, the
+ * last stable offset, the log start offset, the leader epoch or
+ * leadership, the partition's existence, its log going offline) bumps
+ * its topic's slot after the change; a reader loads the slot before it
+ * looks at the partitions, and a later equal load proves that no change
+ * happened since. Two topics sharing a slot, and a bump of every slot
+ * (a log dir going offline), only cost a walk that finds nothing: a
+ * missed bump would leave a consumer without its records, a spurious one
+ * costs one poll's walk.
+ *
+ * Process-wide (two brokers in one process share the table: spurious
+ * walks only). Any thread; seq_cst, lock-free. */
+#ifndef SAMSA_UTIL_CHGEN_H
+#define SAMSA_UTIL_CHGEN_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define CHGEN_SLOTS 1024 /* a power of 2 */
+
+/* A slot per cache line: bumps of topics written by different workers
+ * do not share a line. */
+struct chgen_slot {
+    _Atomic uint64_t gen;
+    char pad[64 - sizeof(uint64_t)];
+};
+
+extern struct chgen_slot chgen_table[CHGEN_SLOTS];
+extern _Atomic uint64_t chgen_everything; /* bumped by chgen_bump_all */
+/* Fetches parked while watching a topic they skipped (chgen_watch): a
+ * bumper announces the topic's park key only when this is not 0. */
+extern _Atomic int32_t chgen_watchers;
+
+static inline uint32_t chgen_slot_of(const uint8_t topic_id[16])
+{
+    uint64_t a = 0, b = 0;
+    for (int i = 0; i < 8; i++) {
+        a = a << 8 | topic_id[i];
+        b = b << 8 | topic_id[8 + i];
+    }
+    uint64_t x = a ^ (b * 0x9e3779b97f4a7c15ULL);
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return (uint32_t)x & (CHGEN_SLOTS - 1);
+}
+
+/* After the change. */
+static inline void chgen_bump_slot(uint32_t slot) { atomic_fetch_add(&chgen_table[slot].gen, 1); }
+static inline void chgen_bump(const uint8_t topic_id[16]) { chgen_bump_slot(chgen_slot_of(topic_id)); }
+/* Every topic changed (a log dir went offline). */
+static inline void chgen_bump_all(void) { atomic_fetch_add(&chgen_everything, 1); }
+
+/* Before looking at the topic's partitions. Both counters only grow, so
+ * their sum moves whenever either does. */
+static inline uint64_t chgen_read(uint32_t slot)
+{
+    return atomic_load(&chgen_table[slot].gen) + atomic_load(&chgen_everything);
+}
+
+/* The park key (net/park.h) of a topic's changes for a fetch that skipped
+ * it; notified by partition changes while chgen_watchers > 0. */
+static inline uint64_t chgen_park_key(uint32_t slot)
+{
+    uint64_t x = ((uint64_t)slot + 0x5bd1e995ULL) * 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 31;
+    return x | 1;
+}
+
+#endif
