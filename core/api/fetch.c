@@ -689,7 +689,8 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
     op->incremental = true;
     /* A consumer's poll skips the runs of the session where nothing
      * happened since the last poll that answered them (util/chgen.h):
-     * an empty poll then costs a look per topic, not per partition.
+     * an empty poll then costs a look per chunk of CHGEN_CHUNK
+     * partitions and per topic, not the state of every partition.
      * Followers walk everything: their fetch offsets move the high
      * watermark and their ISR standing on every poll. */
     int32_t nwalk = s->nparts;
@@ -699,21 +700,33 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         op->nruns = s->nruns;
         op->runs = arena_alloc(ar, (size_t)(s->nruns > 0 ? s->nruns : 1) * sizeof *op->runs);
         nwalk = 0;
+        /* the topic and its authorization once per topic, not per run */
+        const struct fs_partition *tp = NULL;
+        const struct mi_topic *t = NULL;
+        int readable = -1; /* not asked yet */
         for (int32_t r = 0; r < s->nruns; r++) {
             const struct fs_run *sr = &s->runs[r];
             const struct fs_partition *sp = &s->parts[sr->start];
             struct fetch_run *fr = &op->runs[r];
             memset(fr, 0, sizeof *fr);
-            const struct mi_topic *t = by_id ? mimage_topic_by_id(img, &sp->topic_id)
-                                             : mimage_topic(img, (kstr_t){sp->topic, sp->topic_len});
+            if (!tp || !(by_id ? kuuid_eq(&tp->topic_id, &sp->topic_id)
+                               : (tp->topic_len == sp->topic_len &&
+                                  memcmp(tp->topic, sp->topic, (size_t)sp->topic_len) == 0))) {
+                tp = sp;
+                t = by_id ? mimage_topic_by_id(img, &sp->topic_id)
+                          : mimage_topic(img, (kstr_t){sp->topic, sp->topic_len});
+                readable = -1;
+            }
             if (t) {
                 fr->known = true;
                 fr->id = t->id;
-                fr->slot = chgen_slot_of(t->id.b);
+                fr->slot = chgen_slot_of(t->id.b, chgen_chunk_of(sp->partition));
                 fr->gen = chgen_read(fr->slot); /* before anything is read */
             }
-            fr->skipped = t && fetch_session_run_unchanged(s, sr, op->isolation, &t->id, fr->gen) &&
-                          authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, (kstr_t){t->name, t->name_len});
+            fr->skipped = t && fetch_session_run_unchanged(s, sr, op->isolation, &t->id, fr->gen);
+            if (fr->skipped && readable < 0)
+                readable = authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, (kstr_t){t->name, t->name_len});
+            fr->skipped = fr->skipped && readable > 0;
             if (fr->skipped)
                 op->nskipped++;
             else

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/chgen.h"
 
 /* Sixteen shards: more than the workers of any machine samsa runs on
  * today contend for; a fixed count keeps a session's shard a mask of its
@@ -299,7 +300,8 @@ void fetch_session_runs_build(struct fetch_session *s)
     s->nruns = 0;
     int32_t cap = 0;
     for (int32_t i = 0; i < s->nparts; i++) {
-        if (i == 0 || !same_topic(s, &s->parts[i - 1], &s->parts[i])) {
+        if (i == 0 || !same_topic(s, &s->parts[i - 1], &s->parts[i]) ||
+            chgen_chunk_of(s->parts[i - 1].partition) != chgen_chunk_of(s->parts[i].partition)) {
             if (s->nruns == cap) {
                 cap = cap ? cap * 2 : 8;
                 s->runs = xrealloc(s->runs, (size_t)cap * sizeof *s->runs);

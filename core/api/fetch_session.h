@@ -37,15 +37,16 @@ struct fs_partition {
     int32_t run;            /* its run in s->runs (valid unless runs_stale) */
 };
 
-/* A run: consecutive partitions of the session of one topic, the unit
- * an incremental consumer fetch skips when nothing in it changed
- * (util/chgen.h). A topic added in pieces may have several runs. */
+/* A run: consecutive partitions of the session of one topic and one
+ * chunk of it (util/chgen.h), the unit an incremental consumer fetch
+ * skips when nothing in it changed. A session listing a topic's
+ * partitions in index order has a run per CHGEN_CHUNK of them. */
 struct fs_run {
     int32_t start, count;   /* s->parts[start .. start + count) */
     /* What the last walk that answered the client saw: */
     bool valid;             /* there was one since the runs were built */
     kuuid_t topic_id;       /* the id the image gave the topic then */
-    uint32_t slot;          /* chgen_slot_of(topic_id) */
+    uint32_t slot;          /* chgen_slot_of(topic_id, its chunk) */
     uint64_t gen;           /* chgen_read(slot) before that walk looked */
     /* It left a partition with news whatever happens (records past the
      * fetch offset, an error): the next poll must walk the run again. */
@@ -143,8 +144,8 @@ void fetch_session_runs_build(struct fetch_session *s);
  * its last walk answered everything (nothing pending, nothing changed
  * by a request since), at the same isolation, the image still gives the
  * topic the id it had (id_now; NULL when the topic is gone) and the
- * topic's change generation is what it was then (gen_now, chgen_read of
- * chgen_slot_of(id_now), read before looking at anything else). The
+ * run's change generation is what it was then (gen_now, chgen_read of
+ * its slot, read before looking at anything else). The
  * caller also checks that the client may still read the topic. */
 bool fetch_session_run_unchanged(const struct fetch_session *s, const struct fs_run *r, int8_t isolation,
                                  const kuuid_t *id_now, uint64_t gen_now);

@@ -303,8 +303,11 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
     pthread_cond_signal(&m->sched_cond);
     pthread_mutex_unlock(&m->lock);    /* fetch sessions skipping the topic answer the new log start */
     const kuuid_t *id = plog_topic_id(l);
-    if (id)
-        chgen_bump(id->b);
+    const char *topic;
+    size_t topic_len;
+    int32_t index;
+    if (id && plog_topic_partition(l, &topic, &topic_len, &index))
+        chgen_bump(id->b, index);
     else
         chgen_bump_all();
 }

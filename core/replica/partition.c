@@ -76,11 +76,11 @@ static bool raise_hw(struct partition *p, struct plog *l)
     return moved;
 }
 
-/* Tells fetch sessions that skip unchanged topics (util/chgen.h) that
- * p's topic changed, and wakes the fetches parked on it while skipping it. */
+/* Tells fetch sessions that skip unchanged partitions (util/chgen.h)
+ * that p changed, and wakes the fetches parked while skipping it. */
 static void changed(struct partition *p)
 {
-    uint32_t slot = chgen_slot_of(p->topic_id.b);
+    uint32_t slot = chgen_slot_of(p->topic_id.b, chgen_chunk_of(p->index));
     chgen_bump_slot(slot);
     if (atomic_load(&chgen_watchers) > 0)
         park_notify(p->wake, chgen_park_key(slot));

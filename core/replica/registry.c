@@ -757,7 +757,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         /* Its partitions' leadership or existence may have changed: fetch
          * sessions that skipped the topic look again (the image is
          * visible already: a reader after this bump sees it). */
-        chgen_bump(t->id.b);
+        chgen_bump_topic(t->id.b, t->npartitions);
         for (int32_t pi = 0; pi < t->npartitions; pi++) {
             const struct mi_partition *part = &t->partitions[pi];
             if (!hosted_here(part, node))

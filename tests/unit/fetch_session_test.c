@@ -290,7 +290,7 @@ static void test_run_skipped_only_when_nothing_changed(void **state)
     struct fetch_session *s = runs_session(&c);
     fetch_session_runs_build(s);
     kuuid_t id = {{1, 2, 3}}, other = {{9}};
-    uint32_t slot = chgen_slot_of(id.b);
+    uint32_t slot = chgen_slot_of(id.b, 0);
     uint64_t g = chgen_read(slot);
     struct fs_run *r = &s->runs[0];
     /* never walked since the layout: not skipped */
@@ -303,17 +303,17 @@ static void test_run_skipped_only_when_nothing_changed(void **state)
     s->isolation = 0;
     assert_true(fetch_session_run_unchanged(s, r, 0, &id, g));
     /* a change anywhere in the topic: its generation moved */
-    chgen_bump(id.b);
+    chgen_bump(id.b, CHGEN_CHUNK - 1); /* the run's chunk: partitions 0..CHUNK-1 */
     uint64_t g2 = chgen_read(slot);
     assert_true(g2 != g);
     assert_false(fetch_session_run_unchanged(s, r, 0, &id, g2));
     r->gen = g2;
     assert_true(fetch_session_run_unchanged(s, r, 0, &id, g2));
     /* every topic changed (a log dir offline) */
-    uint64_t go = chgen_read(chgen_slot_of(other.b));
+    uint64_t go = chgen_read(chgen_slot_of(other.b, 0));
     chgen_bump_all();
     assert_true(chgen_read(slot) != g2);
-    assert_true(chgen_read(chgen_slot_of(other.b)) != go);
+    assert_true(chgen_read(chgen_slot_of(other.b, 0)) != go);
     assert_false(fetch_session_run_unchanged(s, r, 0, &id, chgen_read(slot)));
     g2 = r->gen = chgen_read(slot);
     /* another topic of the same name (deleted and created again) */
@@ -345,17 +345,45 @@ static void test_run_skipped_only_when_nothing_changed(void **state)
 static void test_chgen_slots(void **state)
 {
     (void)state;
-    /* a topic's partitions share its slot; bumping one slot leaves the
-     * others (two topics may share a slot: a spurious walk only) */
+    /* a chunk's partitions share its slot; bumping one slot leaves the
+     * others (two chunks may share a slot: a spurious walk only) */
     kuuid_t a = {{0xaa, 1}}, b = {{0xbb, 2}};
-    uint32_t sa = chgen_slot_of(a.b), sb = chgen_slot_of(b.b);
-    assert_true(sa < CHGEN_SLOTS && sb < CHGEN_SLOTS);
-    uint64_t ga = chgen_read(sa), gb = chgen_read(sb);
-    chgen_bump(a.b);
+    uint32_t sa = chgen_slot_of(a.b, 0), sb = chgen_slot_of(b.b, 0), sa1 = chgen_slot_of(a.b, 1);
+    assert_true(sa < CHGEN_SLOTS && sb < CHGEN_SLOTS && sa1 < CHGEN_SLOTS);
+    assert_int_equal(chgen_chunk_of(CHGEN_CHUNK - 1), 0);
+    assert_int_equal(chgen_chunk_of(CHGEN_CHUNK), 1);
+    uint64_t ga = chgen_read(sa), gb = chgen_read(sb), ga1 = chgen_read(sa1);
+    chgen_bump(a.b, 3);
     assert_true(chgen_read(sa) == ga + 1);
     if (sa != sb)
         assert_true(chgen_read(sb) == gb);
+    if (sa != sa1)
+        assert_true(chgen_read(sa1) == ga1);
+    /* a topic's image change: every chunk */
+    ga = chgen_read(sa);
+    chgen_bump_topic(a.b, CHGEN_CHUNK + 1);
+    assert_true(chgen_read(sa) != ga);
+    assert_true(chgen_read(sa1) != ga1);
     assert_true(chgen_park_key(sa) != chgen_park_key(sb) || sa == sb);
+}
+
+static void test_runs_split_at_chunks(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    fetch_session_cache_init(&c, 4);
+    struct fetch_session *s = fetch_session_new(&c, false, false, 4, 0);
+    int32_t idx[] = {0, CHGEN_CHUNK - 1, CHGEN_CHUNK, CHGEN_CHUNK + 1, 1};
+    for (int i = 0; i < 5; i++)
+        fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, idx[i], true);
+    fetch_session_unlock(&c, s->id);
+    fetch_session_runs_build(s);
+    /* chunk 0 (0, 31), chunk 1 (32, 33), chunk 0 again (1) */
+    assert_int_equal(s->nruns, 3);
+    assert_int_equal(s->runs[0].count, 2);
+    assert_int_equal(s->runs[1].count, 2);
+    assert_int_equal(s->runs[2].start, 4);
+    fetch_session_cache_destroy(&c);
 }
 
 int main(void)
@@ -371,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_runs_follow_the_partitions),
         cmocka_unit_test(test_run_skipped_only_when_nothing_changed),
         cmocka_unit_test(test_chgen_slots),
+        cmocka_unit_test(test_runs_split_at_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
