@@ -13,7 +13,12 @@ partition at its end, then one incremental), then
         request (acks=1) to "busy" at --rate requests/s, minus the CPU of
         the same producer alone over the same time (measured right
         after): the skip of unchanged topics must hold while unrelated
-        topics change.
+        topics change;
+  hot:  the same producer writes to one partition of the session (s0-500)
+        instead, and each poll takes what it finds there and moves that
+        partition's fetch offset in the next request (a consumer
+        following one busy partition among its 10 000), minus the
+        producer alone again.
 Server CPU is the sum over the process's threads of
 /proc/PID/task/TID/schedstat's on-CPU nanoseconds. Prints the median
 and range over the rounds per node. Loopback only; data on /dev/shm when
@@ -110,14 +115,14 @@ def fetch(c, body):
     return err, sid, max(n, 0)
 
 
-def neighbour(port, rate, stop):
+def neighbour(port, rate, stop, topic="busy", parts=range(10)):
     c = kwire.Conn(port, timeout=30)
     batch = kwire.build_batch([(b"k", b"x" * 100, [])])
-    bodies = [kwire.produce_body("busy", p, batch, acks=1) for p in range(10)]
+    bodies = [kwire.produce_body(topic, p, batch, acks=1) for p in parts]
     i = 0
     t0 = time.monotonic()
     while not stop.is_set():
-        c.request(kwire.PRODUCE, 8, bodies[i % 10])
+        c.request(kwire.PRODUCE, 8, bodies[i % len(bodies)])
         i += 1
         delay = t0 + i / rate - time.monotonic()
         if delay > 0:
@@ -168,6 +173,47 @@ def polls(c, sid, epoch, n):
     return epoch
 
 
+def hot_polls(c, sid, epoch, n, offset):
+    """Polls that take what s0-500 has and move its offset. Returns
+    (epoch, offset)."""
+    for _ in range(n):
+        r = c.request(kwire.FETCH, 7, fetch_body(sid, epoch, [("s0", [(500, offset)])]))
+        r.i32()
+        err, s = r.i16(), r.i32()
+        if (err, s) != (0, sid):
+            raise SystemExit("hot poll answered (%d, %d)" % (err, s))
+        for _ in range(r.i32()):
+            name = r.string()
+            for _ in range(r.i32()):
+                p, e, hw = r.i32(), r.i16(), r.i64()
+                r.i64()
+                r.i64()
+                r.array(lambda r: (r.i64(), r.i64()))
+                r.bytes_()
+                if (name, p) != ("s0", 500) or e:
+                    raise SystemExit("hot poll named %s-%d (error %d)" % (name, p, e))
+                offset = hw
+        epoch += 1
+    return epoch, offset
+
+
+def with_producer(node, args, topic, parts, work):
+    """CPU of work() while a producer runs, minus the producer alone."""
+    pid = node.proc.pid
+    stop = multiprocessing.Event()
+    nb = multiprocessing.Process(target=neighbour, args=(node.port, args.rate, stop, topic, parts))
+    nb.start()
+    time.sleep(0.3)
+    c0, t0 = cpu_ns(pid), time.monotonic()
+    work()
+    c1, t1 = cpu_ns(pid), time.monotonic()
+    time.sleep(t1 - t0)
+    c2 = cpu_ns(pid)
+    stop.set()
+    nb.join()
+    return ((c1 - c0) - (c2 - c1)) / args.polls / 1e6, (c2 - c1) / (t1 - t0) / 1e9
+
+
 def round_on(node, topics, args):
     c = kwire.Conn(node.port, timeout=60)
     err, sid, nt = fetch(c, fetch_body(0, 0, topics))
@@ -179,22 +225,22 @@ def round_on(node, topics, args):
     epoch = polls(c, sid, epoch, args.polls)
     idle = (cpu_ns(pid) - c0) / args.polls / 1e6
 
-    stop = multiprocessing.Event()
-    nb = multiprocessing.Process(target=neighbour, args=(node.port, args.rate, stop))
-    nb.start()
-    time.sleep(0.3)
-    c0, t0 = cpu_ns(pid), time.monotonic()
-    epoch = polls(c, sid, epoch, args.polls)
-    c1, t1 = cpu_ns(pid), time.monotonic()
-    time.sleep(t1 - t0)
-    c2 = cpu_ns(pid)
-    stop.set()
-    nb.join()
-    busy = ((c1 - c0) - (c2 - c1)) / args.polls / 1e6
-    alone = (c2 - c1) / (t1 - t0) / 1e9
+    st = {"epoch": epoch, "offset": 0}
+
+    def busy_polls():
+        st["epoch"] = polls(c, sid, st["epoch"], args.polls)
+
+    busy, alone = with_producer(node, args, "busy", range(10), busy_polls)
+    # s0-500 from its current end (the earlier rounds' records)
+    st["epoch"], st["offset"] = hot_polls(c, sid, st["epoch"], 1, 0)
+
+    def hot():
+        st["epoch"], st["offset"] = hot_polls(c, sid, st["epoch"], args.polls, st["offset"])
+
+    hot_ms, _ = with_producer(node, args, "s0", [500], hot)
     fetch(c, fetch_body(sid, -1, []))  # close the session
     c.close()
-    return idle, busy, alone
+    return idle, busy, alone, hot_ms
 
 
 def main():
@@ -225,19 +271,20 @@ def main():
         for r in range(args.rounds):
             order = nodes if r % 2 == 0 else nodes[::-1]
             for n in order:
-                idle, busy, alone = round_on(n, topics[n.name], args)
-                res[n.name].append((idle, busy))
-                print("round %d %-6s idle %.4f ms/poll, busy neighbour %.4f ms/poll (neighbour alone %.0f%% CPU)"
-                      % (r + 1, n.name, idle, busy, alone * 100), flush=True)
+                idle, busy, alone, hot = round_on(n, topics[n.name], args)
+                res[n.name].append((idle, busy, hot))
+                print("round %d %-6s idle %.4f ms/poll, busy neighbour %.4f ms/poll (neighbour alone %.0f%% CPU), "
+                      "one hot partition %.4f ms/poll" % (r + 1, n.name, idle, busy, alone * 100, hot), flush=True)
         print()
-        print("| empty incremental poll, %d partitions | server CPU per poll | with a busy neighbour topic |"
-              % (args.topics * args.per_topic))
-        print("|---|---|---|")
+        print("| incremental poll, %d partitions, server CPU per poll | empty | empty, a busy neighbour topic "
+              "| one session partition busy |" % (args.topics * args.per_topic))
+        print("|---|---|---|---|")
         for n in nodes:
-            idle = sorted(x[0] for x in res[n.name])
-            busy = sorted(x[1] for x in res[n.name])
-            print("| %s | %.3f ms (%.3f-%.3f) | %.3f ms (%.3f-%.3f) |" % (
-                n.name, statistics.median(idle), idle[0], idle[-1], statistics.median(busy), busy[0], busy[-1]))
+            cols = []
+            for k in range(3):
+                v = sorted(x[k] for x in res[n.name])
+                cols.append("%.3f ms (%.3f-%.3f)" % (statistics.median(v), v[0], v[-1]))
+            print("| %s | %s |" % (n.name, " | ".join(cols)))
     finally:
         for n in nodes:
             n.stop()
