@@ -808,16 +808,21 @@ void api_handle_fetch(struct request *req)
     for (int32_t i = 0; i < op->nparts; i++)
         if (op->parts[i].p)
             park_watch(&op->pk, partition_park_key(op->parts[i].p));
-    /* The skipped topics: a key each, announced by their partitions'
+    /* The skipped runs: a key per topic, announced by its partitions'
      * changes while anyone counts in chgen_watchers (counted before the
      * watches and park_start's check: a change that saw no watcher was
      * bumped before that check, which then sees it). */
     if (op->nskipped > 0) {
         atomic_fetch_add(&chgen_watchers, 1);
         op->watching = true;
-        for (int32_t r = 0; r < op->nruns; r++)
-            if (op->runs[r].skipped)
-                park_watch(&op->pk, chgen_park_key(op->runs[r].slot));
+        const kuuid_t *last = NULL;
+        for (int32_t r = 0; r < op->nruns; r++) {
+            const struct fetch_run *fr = &op->runs[r];
+            if (!fr->skipped || (last && kuuid_eq(last, &fr->id)))
+                continue;
+            park_watch(&op->pk, chgen_park_key(fr->id.b));
+            last = &fr->id;
+        }
     }
     park_start(&op->pk, q->max_wait_ms);
 }

@@ -80,10 +80,9 @@ static bool raise_hw(struct partition *p, struct plog *l)
  * that p changed, and wakes the fetches parked while skipping it. */
 static void changed(struct partition *p)
 {
-    uint32_t slot = chgen_slot_of(p->topic_id.b, chgen_chunk_of(p->index));
-    chgen_bump_slot(slot);
+    chgen_bump(p->topic_id.b, p->index);
     if (atomic_load(&chgen_watchers) > 0)
-        park_notify(p->wake, chgen_park_key(slot));
+        park_notify(p->wake, chgen_park_key(p->topic_id.b));
 }
 
 /* Wakes the requests parked on p: Fetches, acks=all and durable-ack

@@ -80,12 +80,15 @@ static inline uint64_t chgen_read(uint32_t slot)
     return atomic_load(&chgen_table[slot].gen) + atomic_load(&chgen_everything);
 }
 
-/* The park key (net/park.h) of a slot's changes, for a fetch that
- * skipped its chunks; notified by partition changes while
- * chgen_watchers > 0. */
-static inline uint64_t chgen_park_key(uint32_t slot)
+/* The park key (net/park.h) of a topic's changes, for a fetch parked
+ * while skipping chunks of it (one key per topic, not per chunk: a
+ * parked poll watches a key per topic); notified by partition changes
+ * while chgen_watchers > 0. */
+static inline uint64_t chgen_park_key(const uint8_t topic_id[16])
 {
-    uint64_t x = ((uint64_t)slot + 0x5bd1e995ULL) * 0x9e3779b97f4a7c15ULL;
+    uint64_t x = 0xcbf29ce484222325ULL ^ 0x5bd1e995ULL; /* FNV-1a, apart from park_key_partition */
+    for (int i = 0; i < 16; i++)
+        x = (x ^ topic_id[i]) * 0x100000001b3ULL;
     x ^= x >> 31;
     return x | 1;
 }

@@ -364,7 +364,7 @@ static void test_chgen_slots(void **state)
     chgen_bump_topic(a.b, CHGEN_CHUNK + 1);
     assert_true(chgen_read(sa) != ga);
     assert_true(chgen_read(sa1) != ga1);
-    assert_true(chgen_park_key(sa) != chgen_park_key(sb) || sa == sb);
+    assert_true(chgen_park_key(a.b) != chgen_park_key(b.b));
 }
 
 static void test_runs_split_at_chunks(void **state)

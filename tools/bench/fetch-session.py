@@ -68,6 +68,7 @@ class Node:
         self.data = os.path.join(base, name)
         os.makedirs(self.data)
         self.port, self.cport = free_port(), free_port()
+        self.hot_end = 0  # s0-500's end
         self.log = open(os.path.join(base, name + ".log"), "ab")
         argv = [samsa, "--override", "node.id=1", "--override", "process.roles=broker,controller",
                 "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, self.cport),
@@ -216,6 +217,8 @@ def with_producer(node, args, topic, parts, work):
 
 def round_on(node, topics, args):
     c = kwire.Conn(node.port, timeout=60)
+    # s0-500 at its end (the earlier rounds' hot records)
+    topics = [(t, [(p, node.hot_end if (t, p) == ("s0", 500) else o) for p, o in ps]) for t, ps in topics]
     err, sid, nt = fetch(c, fetch_body(0, 0, topics))
     if err or sid <= 0:
         raise SystemExit("%s: no session (%d, %d)" % (node.name, err, sid))
@@ -231,13 +234,13 @@ def round_on(node, topics, args):
         st["epoch"] = polls(c, sid, st["epoch"], args.polls)
 
     busy, alone = with_producer(node, args, "busy", range(10), busy_polls)
-    # s0-500 from its current end (the earlier rounds' records)
-    st["epoch"], st["offset"] = hot_polls(c, sid, st["epoch"], 1, 0)
+    st["offset"] = node.hot_end
 
     def hot():
         st["epoch"], st["offset"] = hot_polls(c, sid, st["epoch"], args.polls, st["offset"])
 
     hot_ms, _ = with_producer(node, args, "s0", [500], hot)
+    st["epoch"], node.hot_end = hot_polls(c, sid, st["epoch"], 1, st["offset"])  # the last records
     fetch(c, fetch_body(sid, -1, []))  # close the session
     c.close()
     return idle, busy, alone, hot_ms
