@@ -56,6 +56,7 @@ struct fetch_part {
     struct partition *p;       /* ref, NULL when error is set */
     struct partition *kept;    /* the session's (no ref), see fs_partition */
     uint64_t kept_gen;
+    uint64_t found_gen;        /* registry generation before the lookup of p */
     int16_t error;             /* resolution error (unknown topic...) */
 
     /* result of the latest read */
@@ -89,7 +90,6 @@ struct fetch_op {
     int32_t min_bytes, max_bytes;
     int8_t isolation;
     int16_t top_error;
-    uint64_t gen;              /* registry generation before resolve's lookups */
     /* A follower's fetch (its replica id; -1 for a consumer): it may read
      * up to the log end, not just the high watermark. */
     int32_t replica_id;
@@ -99,6 +99,7 @@ struct fetch_op {
     struct fetch_run *runs;
     int32_t nruns, nskipped;
     uint32_t layout;
+    int32_t session_epoch;     /* the session's after the plan */
     bool watching;
 };
 
@@ -350,7 +351,7 @@ static void respond(struct fetch_op *op)
                 sp->last_log_start = fp->last_log_start;
                 sp->answered = fp->answered;
                 sp->kept = fp->p;
-                sp->kept_gen = op->gen;
+                sp->kept_gen = fp->found_gen;
             }
             /* and, per walked run, what the next poll's skip relies on */
             if (op->runs && !s->runs_stale && s->layout == op->layout && s->nruns == op->nruns) {
@@ -403,18 +404,84 @@ static bool nothing_changed(const struct fetch_op *op)
     return true;
 }
 
+static void from_session_part(struct fetch_op *op, struct arena *ar, bool by_id, const struct fetch_session *s,
+                              int32_t i, int32_t *k);
+static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img, int32_t from);
+
+/* A parked poll whose skipped runs changed: those runs join op->parts
+ * (resolved and watched) as if the plan had walked them, so that the
+ * poll answers their news itself. Returns false when the session moved
+ * on meanwhile (gone, another request, partitions added or forgotten):
+ * then the caller answers with what it has. */
+static bool expand(struct fetch_op *op)
+{
+    struct request *req = op->req;
+    struct arena *ar = &req->arena;
+    struct fetch_session_cache *c = req->broker->fetch_sessions;
+    fetch_session_lock(c, op->session_id);
+    struct fetch_session *s = fetch_session_find(c, op->session_id);
+    if (!s || s->runs_stale || s->layout != op->layout || s->nruns != op->nruns || s->epoch != op->session_epoch) {
+        fetch_session_unlock(c, op->session_id);
+        return false;
+    }
+    /* which runs join, decided once: their generation is read before
+     * the state their partitions' read will see */
+    int32_t add = 0;
+    for (int32_t r = 0; r < op->nruns; r++) {
+        struct fetch_run *fr = &op->runs[r];
+        if (!fr->skipped)
+            continue;
+        uint64_t now = chgen_read(fr->slot);
+        if (now == fr->gen)
+            continue;
+        fr->gen = now;
+        fr->skipped = false;
+        fr->first = -1; /* placed below */
+        fr->n = s->runs[r].count;
+        op->nskipped--;
+        add += fr->n;
+    }
+    struct fetch_part *parts = arena_alloc(ar, (size_t)(op->nparts + add > 0 ? op->nparts + add : 1) * sizeof *parts);
+    if (op->nparts > 0)
+        memcpy(parts, op->parts, (size_t)op->nparts * sizeof *parts); /* refs move with them */
+    op->parts = parts;
+    int32_t from = op->nparts, k = op->nparts;
+    for (int32_t r = 0; r < op->nruns; r++) {
+        struct fetch_run *fr = &op->runs[r];
+        if (fr->first != -1)
+            continue;
+        fr->first = k;
+        for (int32_t i = s->runs[r].start; i < s->runs[r].start + fr->n; i++)
+            from_session_part(op, ar, req->api_version >= 13, s, i, &k);
+    }
+    op->nparts = k;
+    fetch_session_unlock(c, op->session_id);
+    struct mimage *img = controller_image(req->broker->controller);
+    resolve(req, op, img, from);
+    mimage_release(img);
+    /* watched before read_all looks at them */
+    for (int32_t i = from; i < op->nparts; i++)
+        if (op->parts[i].p)
+            park_watch(&op->pk, partition_park_key(op->parts[i].p));
+    return true;
+}
+
 static bool fetch_try_complete(struct parked *pk, bool expired)
 {
     struct fetch_op *op = (struct fetch_op *)pk;
-    /* A topic the plan skipped changed: answer now (with what the walked
-     * ones have, often nothing) so that the client's next poll, which
-     * walks that topic, comes at once instead of after max_wait_ms. */
-    bool skipped = !expired && skipped_changed(op);
-    if (!expired && !skipped && nothing_changed(op))
+    /* A run the plan skipped changed: it joins the walk (expand), or,
+     * when the session moved on, the poll answers now with what it has
+     * and the client's next poll walks the run. */
+    bool grew = false, now = false;
+    if (!expired && skipped_changed(op)) {
+        grew = expand(op);
+        now = !grew;
+    }
+    if (!expired && !grew && !now && nothing_changed(op))
         return false;
     int errors;
     int64_t bytes = read_all(op, &errors);
-    if (!expired && !skipped && errors == 0 && bytes < op->min_bytes) {
+    if (!expired && !now && errors == 0 && bytes < op->min_bytes) {
         release_reads(op);
         return false;
     }
@@ -430,8 +497,9 @@ static void fetch_cancel(struct request *req)
     release_parts(op);
 }
 
-/* Resolves names/ids against the image and takes partition refs. */
-static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img)
+/* Resolves names/ids against the image and takes partition refs, for
+ * op->parts[from ..]. */
+static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img, int32_t from)
 {
     bool by_id = req->api_version >= 13;
     /* a follower needs CLUSTER_ACTION on the cluster instead of READ on
@@ -440,10 +508,11 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
     struct partition_registry *reg = req->broker->partitions;
     /* Read before any lookup whose result the session keeps. */
-    op->gen = preg_generation(reg);
+    uint64_t gen = preg_generation(reg);
     /* Partitions the session kept from its last fetch, taken back at
      * once after the loop instead of one map lookup each. */
-    struct partition **kept = arena_alloc(&req->arena, (size_t)(op->nparts > 0 ? op->nparts : 1) * sizeof *kept);
+    int32_t n = op->nparts - from;
+    struct partition **kept = arena_alloc(&req->arena, (size_t)(n > 0 ? n : 1) * sizeof *kept); /* [i - from] */
     int32_t nkept = 0;
     /* A request lists a topic's partitions together: the topic and its
      * authorization are looked up once per run (Kafka authorizes each
@@ -451,9 +520,10 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     const struct fetch_part *run = NULL;
     const struct mi_topic *run_t = NULL;
     bool run_auth = false;
-    for (int32_t i = 0; i < op->nparts; i++) {
+    for (int32_t i = from; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
-        kept[i] = NULL;
+        kept[i - from] = NULL;
+        fp->found_gen = gen;
         bool same = run && (by_id ? kuuid_eq(&run->topic_id, &fp->topic_id) : kstr_eq(run->topic, fp->topic));
         if (!same) {
             run = fp;
@@ -497,8 +567,8 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
             fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
             continue;
         }
-        if (fp->kept && fp->kept_gen == op->gen) {
-            kept[i] = fp->kept;
+        if (fp->kept && fp->kept_gen == gen) {
+            kept[i - from] = fp->kept;
             nkept++;
             continue;
         }
@@ -508,12 +578,12 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     }
     if (nkept == 0)
         return;
-    preg_get_cached(reg, op->gen, kept, (size_t)op->nparts);
-    for (int32_t i = 0; i < op->nparts; i++) {
+    preg_get_cached(reg, gen, kept, (size_t)n);
+    for (int32_t i = from; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
-        if (!fp->kept || fp->kept_gen != op->gen || fp->error || fp->p)
+        if (!fp->kept || fp->kept_gen != gen || fp->error || fp->p)
             continue;
-        fp->p = kept[i];
+        fp->p = kept[i - from];
         if (fp->p)
             continue;
         /* gone or changed since: what a lookup answers now */
@@ -746,6 +816,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
             from_session_part(op, ar, by_id, s, i, &k);
     }
     op->nparts = k;
+    op->session_epoch = s->epoch;
     fetch_session_unlock(c, sid);
     return 0;
 }
@@ -790,7 +861,7 @@ void api_handle_fetch(struct request *req)
         req_respond(req, &resp);
         return;
     }
-    resolve(req, op, img);
+    resolve(req, op, img, 0);
     mimage_release(img);
     if (op->replica_id >= 0)
         follower_fetch(op);
