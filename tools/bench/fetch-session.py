@@ -14,6 +14,8 @@ partition at its end, then one incremental), then
         the same producer alone over the same time (measured right
         after): the skip of unchanged topics must hold while unrelated
         topics change;
+  parked: a third of --polls empty polls with max wait 1 ms (each
+        parks, watching what it waits for, and expires);
   hot:  the same producer writes to one partition of the session (s0-500)
         instead, and each poll takes what it finds there and moves that
         partition's fetch offset in the next request (a consumer
@@ -98,9 +100,9 @@ class Node:
             self.proc.wait()
 
 
-def fetch_body(session_id, epoch, topics):
-    """Fetch v7: topics [(name, [(partition, offset)])], max wait 0."""
-    w = kwire.W().i32(-1).i32(0).i32(1).i32(64 << 20).i8(0).i32(session_id).i32(epoch)
+def fetch_body(session_id, epoch, topics, max_wait_ms=0):
+    """Fetch v7: topics [(name, [(partition, offset)])]."""
+    w = kwire.W().i32(-1).i32(max_wait_ms).i32(1).i32(64 << 20).i8(0).i32(session_id).i32(epoch)
     w.array(topics, lambda w, t: w.string(t[0]).array(
         t[1], lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
     w.array([], None)
@@ -165,9 +167,9 @@ def setup(node, names, per_topic):
     return topics
 
 
-def polls(c, sid, epoch, n):
+def polls(c, sid, epoch, n, max_wait_ms=0):
     for _ in range(n):
-        err, s, nt = fetch(c, fetch_body(sid, epoch, []))
+        err, s, nt = fetch(c, fetch_body(sid, epoch, [], max_wait_ms))
         if (err, s, nt) != (0, sid, 0):
             raise SystemExit("empty poll answered (%d, %d, %d topics)" % (err, s, nt))
         epoch += 1
@@ -227,6 +229,10 @@ def round_on(node, topics, args):
     c0 = cpu_ns(pid)
     epoch = polls(c, sid, epoch, args.polls)
     idle = (cpu_ns(pid) - c0) / args.polls / 1e6
+    nparked = max(args.polls // 3, 1)
+    c0 = cpu_ns(pid)
+    epoch = polls(c, sid, epoch, nparked, max_wait_ms=1)
+    parked = (cpu_ns(pid) - c0) / nparked / 1e6
 
     st = {"epoch": epoch, "offset": 0}
 
@@ -243,7 +249,7 @@ def round_on(node, topics, args):
     st["epoch"], node.hot_end = hot_polls(c, sid, st["epoch"], 1, st["offset"])  # the last records
     fetch(c, fetch_body(sid, -1, []))  # close the session
     c.close()
-    return idle, busy, alone, hot_ms
+    return idle, busy, alone, hot_ms, parked
 
 
 def main():
@@ -274,17 +280,18 @@ def main():
         for r in range(args.rounds):
             order = nodes if r % 2 == 0 else nodes[::-1]
             for n in order:
-                idle, busy, alone, hot = round_on(n, topics[n.name], args)
-                res[n.name].append((idle, busy, hot))
+                idle, busy, alone, hot, parked = round_on(n, topics[n.name], args)
+                res[n.name].append((idle, busy, hot, parked))
                 print("round %d %-6s idle %.4f ms/poll, busy neighbour %.4f ms/poll (neighbour alone %.0f%% CPU), "
-                      "one hot partition %.4f ms/poll" % (r + 1, n.name, idle, busy, alone * 100, hot), flush=True)
+                      "one hot partition %.4f ms/poll, parked 1 ms %.4f ms/poll"
+                      % (r + 1, n.name, idle, busy, alone * 100, hot, parked), flush=True)
         print()
         print("| incremental poll, %d partitions, server CPU per poll | empty | empty, a busy neighbour topic "
-              "| one session partition busy |" % (args.topics * args.per_topic))
-        print("|---|---|---|---|")
+              "| one session partition busy | empty, parked 1 ms |" % (args.topics * args.per_topic))
+        print("|---|---|---|---|---|")
         for n in nodes:
             cols = []
-            for k in range(3):
+            for k in range(4):
                 v = sorted(x[k] for x in res[n.name])
                 cols.append("%.3f ms (%.3f-%.3f)" % (statistics.median(v), v[0], v[-1]))
             print("| %s | %s |" % (n.name, " | ".join(cols)))
