@@ -268,7 +268,8 @@ def main():
     base = tempfile.mkdtemp(prefix="samsa-fetch-session.", dir=shm if room else None)
     nodes = []
     try:
-        nodes = [Node("before", args.before, base), Node("after", args.samsa, base)]
+        for name, binary in (("before", args.before), ("after", args.samsa)):
+            nodes.append(Node(name, binary, base))  # one at a time: a failed start stops the other
         names = ["s%d" % i for i in range(args.topics)]
         topics = {}
         for n in nodes:
