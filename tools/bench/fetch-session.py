@@ -88,6 +88,7 @@ class Node:
             except (OSError, kwire.Closed):
                 pass
             if time.monotonic() - t0 > 60 or self.proc.poll() is not None:
+                self.stop()
                 raise SystemExit("%s: samsa did not start" % name)
             time.sleep(0.05)
 
