@@ -16,7 +16,8 @@ partition at its end, then one incremental), then
         topics change;
   parked: a third of --polls empty polls with max wait 1 ms (each
         parks, watching what it waits for, and expires);
-  hot:  the same producer writes to one partition of the session (s0-500)
+  hot:  the same producer writes to one partition of the session (s0-HOT,
+        HOT = --per-topic / 2)
         instead, and each poll takes what it finds there and moves that
         partition's fetch offset in the next request (a consumer
         following one busy partition among its 10 000), minus the
@@ -42,6 +43,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "interop"))
 import kwire  # noqa: E402
+
+
+HOT = 500  # the busy partition of s0 (main sets --per-topic / 2)
 
 
 def free_port():
@@ -70,7 +74,7 @@ class Node:
         self.data = os.path.join(base, name)
         os.makedirs(self.data)
         self.port, self.cport = free_port(), free_port()
-        self.hot_end = 0  # s0-500's end
+        self.hot_end = 0  # s0-HOT's end
         self.log = open(os.path.join(base, name + ".log"), "ab")
         argv = [samsa, "--override", "node.id=1", "--override", "process.roles=broker,controller",
                 "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, self.cport),
@@ -178,10 +182,10 @@ def polls(c, sid, epoch, n, max_wait_ms=0):
 
 
 def hot_polls(c, sid, epoch, n, offset):
-    """Polls that take what s0-500 has and move its offset. Returns
+    """Polls that take what s0-HOT has and move its offset. Returns
     (epoch, offset)."""
     for _ in range(n):
-        r = c.request(kwire.FETCH, 7, fetch_body(sid, epoch, [("s0", [(500, offset)])]))
+        r = c.request(kwire.FETCH, 7, fetch_body(sid, epoch, [("s0", [(HOT, offset)])]))
         r.i32()
         err, s = r.i16(), r.i32()
         if (err, s) != (0, sid):
@@ -194,7 +198,7 @@ def hot_polls(c, sid, epoch, n, offset):
                 r.i64()
                 r.array(lambda r: (r.i64(), r.i64()))
                 r.bytes_()
-                if (name, p) != ("s0", 500) or e:
+                if (name, p) != ("s0", HOT) or e:
                     raise SystemExit("hot poll named %s-%d (error %d)" % (name, p, e))
                 offset = hw
         epoch += 1
@@ -220,8 +224,8 @@ def with_producer(node, args, topic, parts, work):
 
 def round_on(node, topics, args):
     c = kwire.Conn(node.port, timeout=60)
-    # s0-500 at its end (the earlier rounds' hot records)
-    topics = [(t, [(p, node.hot_end if (t, p) == ("s0", 500) else o) for p, o in ps]) for t, ps in topics]
+    # s0-HOT at its end (the earlier rounds' hot records)
+    topics = [(t, [(p, node.hot_end if (t, p) == ("s0", HOT) else o) for p, o in ps]) for t, ps in topics]
     err, sid, nt = fetch(c, fetch_body(0, 0, topics))
     if err or sid <= 0:
         raise SystemExit("%s: no session (%d, %d)" % (node.name, err, sid))
@@ -246,7 +250,7 @@ def round_on(node, topics, args):
     def hot():
         st["epoch"], st["offset"] = hot_polls(c, sid, st["epoch"], args.polls, st["offset"])
 
-    hot_ms, _ = with_producer(node, args, "s0", [500], hot)
+    hot_ms, _ = with_producer(node, args, "s0", [HOT], hot)
     st["epoch"], node.hot_end = hot_polls(c, sid, st["epoch"], 1, st["offset"])  # the last records
     fetch(c, fetch_body(sid, -1, []))  # close the session
     c.close()
@@ -263,6 +267,8 @@ def main():
     ap.add_argument("--topics", type=int, default=10)
     ap.add_argument("--per-topic", type=int, default=1000)
     args = ap.parse_args()
+    global HOT
+    HOT = args.per_topic // 2
     shm = "/dev/shm"
     room = os.path.isdir(shm) and os.access(shm, os.W_OK) and \
         os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize >= (2 << 30)
