@@ -195,12 +195,12 @@ def confluent_produce_and_consume_1000_partitions():
         c.close()
 
 
-def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0, isolation=0, detail=None):
+def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0, isolation=0, detail=None, min_bytes=1):
     """topics: [(name, [(partition, offset)])]. Returns (error, session id,
     {(topic, partition): (error, hw, values)}, request body size); values
     leave out control records. detail, a dict, gets {(topic, partition):
     (last stable offset, log start offset)}."""
-    w = kwire.W().i32(-1).i32(max_wait_ms).i32(1).i32(64 << 20).i8(isolation).i32(session_id).i32(epoch)
+    w = kwire.W().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(64 << 20).i8(isolation).i32(session_id).i32(epoch)
     w.array(topics, lambda w, t: w.string(t[0]).array(
         t[1], lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
     w.array([], None)
@@ -309,12 +309,36 @@ def session_of_10000_partitions():
         e += 1
         err, s, parts, _ = fetch_v7(c, sid, e, [("sess-3", [(500, 1)])])
         eq((err, s, parts), (0, sid, {}), "the client moved sess-3/500 past the record")
+        # the same with a min_bytes the record does not reach: the poll
+        # takes the record's chunk into its walk but waits its full time
+        e += 1
+        box = {}
+
+        def long_poll_min(epoch=e):
+            t0 = time.monotonic()
+            box["r"] = fetch_v7(c, sid, epoch, [], max_wait_ms=1500, min_bytes=1 << 20)
+            box["took"] = time.monotonic() - t0
+
+        th = threading.Thread(target=long_poll_min)
+        th.start()
+        time.sleep(0.3)
+        eq(kwire.produce(q, "sess-5", 5, kwire.build_batch([(b"k", b"small", [])]))["error_code"], 0,
+           "produce to sess-5/5 during the long poll")
+        th.join(bound(15))
+        check(not th.is_alive(), "the long poll with min_bytes answered")
+        err, s, parts, _ = box["r"]
+        check(1.4 <= box["took"] < bound(5), "min_bytes not reached: waited its max wait (%.2f s)" % box["took"])
+        eq((err, s, parts), (0, sid, {("sess-5", 5): (0, 1, [b"small"])}), "then answered with the record")
+        e += 1
+        err, s, parts, _ = fetch_v7(c, sid, e, [("sess-5", [(5, 1)])])
+        eq((err, s, parts), (0, sid, {}), "the client moved sess-5/5 past the record")
 
         # The same empty polls without a session (what a client without
         # KIP-227 sends): every poll names and answers 10 000 partitions.
         ends = {(WIDE, p): 5 for p in range(NWIDE)}
         ends[("sess-6", 321)] = 1
         ends[("sess-3", 500)] = 1
+        ends[("sess-5", 5)] = 1
         nosess = [(t, [(p, ends.get((t, p), 0)) for p in range(NWIDE)]) for t in [WIDE] + SESS]
         t0 = server_ticks()
         for _ in range(polls):
@@ -344,6 +368,7 @@ def read_committed_session_sees_the_lso_move():
     ends = {(WIDE, p): 5 for p in range(NWIDE)}
     ends[("sess-6", 321)] = 1
     ends[("sess-3", 500)] = 1
+    ends[("sess-5", 5)] = 1
     topics = [(t, [(p, ends.get((t, p), 0)) for p in range(NWIDE)]) for t in [WIDE] + SESS]
     c = kwire.Conn(srv.port, timeout=bound(30))
     q = kwire.Conn(srv.port, timeout=bound(30))
