@@ -301,7 +301,8 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
     m->ls_dirty = true;
     m->retention_poke = true;
     pthread_cond_signal(&m->sched_cond);
-    pthread_mutex_unlock(&m->lock);    /* fetch sessions skipping the topic answer the new log start */
+    pthread_mutex_unlock(&m->lock);
+    /* fetch sessions skipping the partition answer its new log start */
     const kuuid_t *id = plog_topic_id(l);
     const char *topic;
     size_t topic_len;
