@@ -294,7 +294,6 @@ static void hook_flush_wanted(void *ctx, struct plog *l)
 
 static void hook_start_offset_moved(void *ctx, struct plog *l)
 {
-    (void)l;
     struct mlog *ml = ctx;
     struct logmgr *m = ml->m;
     pthread_mutex_lock(&m->lock);
