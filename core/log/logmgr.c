@@ -95,7 +95,7 @@ struct logmgr {
     pthread_cond_t idle_cond;  /* a log's busy count fell, a pool thread ended */
     pthread_cond_t clean_cond; /* cleaner backoff, stop */
     struct mlog logs;          /* sentinel */
-    struct hmap by_log;        /* plog pointer bytes -> mlog */
+    struct hmap by_log;        /* plog pointer bytes (borrowed: ml->l) -> mlog */
     struct mlog *qhead, *qtail;
     bool stop;
     atomic_bool stop_flag;     /* for plog_clean */
@@ -379,7 +379,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     ml->prev = m->logs.prev;
     m->logs.prev->next = ml;
     m->logs.prev = ml;
-    hmap_put(&m->by_log, &l, sizeof l, ml);
+    hmap_put_borrowed(&m->by_log, &ml->l, sizeof ml->l, ml); /* the key lies in ml */
     /* The log holds its checkpointed values now (write_ckpt reads them
      * from the log, and logmgr_close puts them back): the start-up maps'
      * entries would only cost memory, four keys and slots per log (0.3
@@ -571,9 +571,10 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
         map_set(&d->co, ml->name, plog_cleaner_offset(l));
         map_set(&d->hw, ml->name, plog_known_high_watermark(l));
         pthread_mutex_unlock(&m->lock);
-        mlog_free(ml);
     }
+    /* The log keeps ml->hooks by pointer: ml goes after it. */
     plog_close(l, clean);
+    mlog_free(ml);
 }
 
 int logmgr_delete(struct logmgr *m, struct plog *l)
@@ -587,9 +588,10 @@ int logmgr_delete(struct logmgr *m, struct plog *l)
         map_set(&d->co, ml->name, -1);
         map_set(&d->hw, ml->name, -1);
         pthread_mutex_unlock(&m->lock);
-        mlog_free(ml);
     }
-    return plog_delete(l);
+    int rc = plog_delete(l); /* before ml: the log keeps ml->hooks by pointer */
+    mlog_free(ml);
+    return rc;
 }
 
 int logmgr_set_config(struct logmgr *m, struct plog *l, const struct plog_config *cfg)

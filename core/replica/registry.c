@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ struct partition_registry {
     struct logmgr *logs;       /* env.logs, else own_logs */
     struct preg_shard {
         pthread_rwlock_t lock;
-        struct hmap map;       /* 20-byte key -> struct preg_part* */
+        struct hmap map;       /* 20-byte key (make_key, borrowed from p) -> struct preg_part* */
     } shards[PREG_SHARDS];
     pthread_mutex_t sync_lock;
     bool scanned;
@@ -130,13 +131,15 @@ static void count_replicated(struct partition_registry *r, struct preg_part *pp,
 
 size_t preg_replicated(struct partition_registry *r) { return atomic_load(&r->nreplicated); }
 
+_Static_assert(sizeof(kuuid_t) == 16 && offsetof(struct partition, index) == 16,
+               "the registry's map key is struct partition's first 20 bytes");
+
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
 {
+    /* The bytes of struct partition's topic_id and index (in memory only:
+     * the map borrows them from the partition). */
     memcpy(key, id->b, 16);
-    key[16] = (uint8_t)((uint32_t)index >> 24);
-    key[17] = (uint8_t)((uint32_t)index >> 16);
-    key[18] = (uint8_t)((uint32_t)index >> 8);
-    key[19] = (uint8_t)index;
+    memcpy(key + 16, &index, 4);
 }
 
 static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -581,6 +584,8 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     snprintf(base, sizeof base, "%s-%d", t->name, (int)part->index);
     size_t dir = 0;
     void *where = hmap_del(&r->found, base, strlen(base));
+    if (where && hmap_count(&r->found) == 0)
+        hmap_free(&r->found); /* its slots: ~50 B a partition after a restart */
     bool counted = where != NULL;
     bool offline = false;
     if (where) {
@@ -794,7 +799,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
                 continue;
             }
             pthread_rwlock_wrlock(&sh->lock);
-            hmap_put(&sh->map, mk, sizeof mk, pp);
+            hmap_put_borrowed(&sh->map, &pp->p.topic_id, sizeof mk, pp); /* = mk, in pp */
             pthread_rwlock_unlock(&sh->lock);
         }
     }
