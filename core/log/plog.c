@@ -1527,6 +1527,8 @@ int plog_segment_bases(struct plog *l, int64_t *bases, int max)
 const kuuid_t *plog_topic_id(const struct plog *l) { return l->has_topic_id ? &l->topic_id : NULL; }
 
 const char *plog_dir(const struct plog *l) { return l->dir; }
+const char *plog_name(const struct plog *l) { return l->name; }
+const struct plog_hooks *plog_hooks(const struct plog *l) { return l->hooks; }
 
 bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition)
 {

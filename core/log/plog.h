@@ -313,6 +313,10 @@ int plog_segment_bases(struct plog *l, int64_t *bases, int max);
  * none. Points into l. */
 const kuuid_t *plog_topic_id(const struct plog *l);
 const char *plog_dir(const struct plog *l);
+/* The last component of the dir ("<topic>-<partition>"). */
+const char *plog_name(const struct plog *l);
+/* The hooks given at open (an empty set when none: never NULL). */
+const struct plog_hooks *plog_hooks(const struct plog *l);
 /* "<topic>-<partition>" split from the directory name: topic (points into
  * l, not NUL-terminated: *topic_len bytes) and partition; false when the
  * name is not of that form. */

@@ -60,15 +60,18 @@
 struct preg_part {
     struct partition p;
     struct partition_registry *reg;
-    char *path;      /* the partition directory; after the struct, in its allocation */
-    size_t dir;      /* index of its log dir */
+    uint32_t dir;    /* index of its log dir */
     bool close_clean;
     bool replicated; /* counted in the registry's nreplicated (sync_lock) */
     /* false while the log is being opened on the recovery pool (p.log is
      * NULL until then); set with release order after p.log. */
     atomic_bool ready;
     atomic_bool offline; /* the log could not be opened: storage error */
+    /* After the struct, in its allocation (no pointer to it: 8 bytes a
+     * partition): the partition directory's path, then p.topic. */
 };
+
+static char *part_path(struct preg_part *pp) { return (char *)(pp + 1); }
 
 #define PREG_SHARDS 16
 
@@ -197,20 +200,20 @@ void partition_put(struct partition *p)
         if (atomic_load(&p->deleted)) {
             struct partition_registry *r = pp->reg;
             pthread_mutex_lock(&r->del_lock);
-            hmap_del(&r->deleting, pp->path, strlen(pp->path));
+            hmap_del(&r->deleting, part_path(pp), strlen(part_path(pp)));
             pthread_cond_broadcast(&r->del_cond);
             pthread_mutex_unlock(&r->del_lock);
         }
     } else if (atomic_load(&p->deleted)) {
         int rc = logmgr_delete(lm, p->log);
         if (rc != 0)
-            slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, pp->path,
+            slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, part_path(pp),
                        kerr_name((int16_t)rc));
         else
             slog_info("partition %s-%d: log deleted", p->topic, (int)p->index);
         struct partition_registry *r = pp->reg;
         pthread_mutex_lock(&r->del_lock);
-        hmap_del(&r->deleting, pp->path, strlen(pp->path));
+        hmap_del(&r->deleting, part_path(pp), strlen(part_path(pp)));
         pthread_cond_broadcast(&r->del_cond);
         pthread_mutex_unlock(&r->del_lock);
     } else {
@@ -552,7 +555,7 @@ static void log_opened(void *ctx, int rc, struct plog *l)
     struct partition *p = &pp->p;
     if (rc) {
         slog_error("partition %s-%d: cannot open its log in %s: %s; the partition is offline", p->topic,
-                   (int)p->index, pp->path, kerr_name((int16_t)rc));
+                   (int)p->index, part_path(pp), kerr_name((int16_t)rc));
         atomic_store(&pp->offline, true);
     } else {
         p->log = l;
@@ -622,13 +625,13 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     size_t pl = strlen(path) + 1, tl = strlen(t->name) + 1;
     struct preg_part *pp = xcalloc(1, sizeof *pp + pl + tl);
     pp->reg = r;
-    pp->path = memcpy((char *)(pp + 1), path, pl);
-    pp->dir = dir;
+    memcpy(part_path(pp), path, pl);
+    pp->dir = (uint32_t)dir;
     atomic_init(&pp->ready, false);
     atomic_init(&pp->offline, offline);
     struct partition *p = &pp->p;
     p->topic_id = t->id;
-    p->topic = memcpy(pp->path + pl, t->name, tl);
+    p->topic = memcpy(part_path(pp) + pl, t->name, tl);
     p->index = part->index;
     p->log = NULL;
     atomic_init(&p->high_watermark, 0);
@@ -743,7 +746,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         struct preg_part *pp = gone[i];
         r->counts[pp->dir]--;
         pthread_mutex_lock(&r->del_lock);
-        hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
+        hmap_put(&r->deleting, part_path(pp), strlen(part_path(pp)), pp);
         pthread_mutex_unlock(&r->del_lock);
         count_replicated(r, pp, NULL);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
