@@ -203,6 +203,8 @@ static void open_broker_listeners(void *arg)
 static void follow_config(void *arg, const struct samsa_config *old, const struct samsa_config *now)
 {
     struct broker *b = arg;
+    if (tls_any())
+        tls_follow_config(now);
     for (size_t i = 0; i < config_defs_count; i++) {
         const char *k = config_defs[i].name;
         if (strncmp(k, "plugin.", 7) != 0)

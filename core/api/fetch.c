@@ -26,6 +26,7 @@
 #include "proto/kerr.h"
 #include "replica/partition.h"
 #include "replica/repl.h"
+#include "util/chgen.h"
 #include "util/clock.h"
 #include "util/sfile.h"
 #include "util/slog.h"
@@ -50,10 +51,12 @@ struct fetch_part {
     int64_t seen_leo;          /* log end at the latest read (replica fetch) */
     int64_t last_hw, last_lso, last_log_start; /* from the session */
     bool answered;
+    int32_t sidx;              /* its index in the session (a hint) */
 
     struct partition *p;       /* ref, NULL when error is set */
     struct partition *kept;    /* the session's (no ref), see fs_partition */
     uint64_t kept_gen;
+    uint64_t found_gen;        /* registry generation before the lookup of p */
     int16_t error;             /* resolution error (unknown topic...) */
 
     /* result of the latest read */
@@ -66,6 +69,17 @@ struct fetch_part {
     int32_t len;
 };
 
+/* A run of the session (struct fs_run) as an incremental consumer fetch
+ * planned it: skipped, or walked as op->parts[first .. first + n). */
+struct fetch_run {
+    bool skipped;
+    bool known;                /* the image had its topic: id, slot, gen */
+    kuuid_t id;
+    uint32_t slot;
+    uint64_t gen;              /* chgen_read(slot) before anything was read */
+    int32_t first, n;
+};
+
 struct fetch_op {
     struct parked pk;          /* first */
     struct request *req;
@@ -76,11 +90,46 @@ struct fetch_op {
     int32_t min_bytes, max_bytes;
     int8_t isolation;
     int16_t top_error;
-    uint64_t gen;              /* registry generation before resolve's lookups */
     /* A follower's fetch (its replica id; -1 for a consumer): it may read
      * up to the log end, not just the high watermark. */
     int32_t replica_id;
+    /* An incremental consumer fetch: the session's runs (nruns of them,
+     * in layout), nskipped of them skipped; watching: it counts in
+     * chgen_watchers while parked. */
+    struct fetch_run *runs;
+    int32_t nruns, nskipped;
+    uint32_t layout;
+    int32_t session_epoch;     /* the session's after the plan */
+    bool watching;
 };
+
+static void stop_watching(struct fetch_op *op)
+{
+    if (op->watching) {
+        atomic_fetch_sub(&chgen_watchers, 1);
+        op->watching = false;
+    }
+}
+
+/* What a run's walk leaves for the next poll whatever happens: records
+ * the client has not fetched yet, or an error (Kafka answers a
+ * partition with an error in every response). */
+static bool part_pending(const struct fetch_op *op, const struct fetch_part *fp)
+{
+    if (fp->rerr || fp->diverging)
+        return true;
+    int64_t limit = op->isolation == ISOLATION_READ_COMMITTED ? fp->lso : fp->hw;
+    return fp->fetch_offset < limit;
+}
+
+/* A skipped run's topic changed since the plan. */
+static bool skipped_changed(const struct fetch_op *op)
+{
+    for (int32_t i = 0; i < op->nruns; i++)
+        if (op->runs[i].skipped && chgen_read(op->runs[i].slot) != op->runs[i].gen)
+            return true;
+    return false;
+}
 
 static void release_reads(struct fetch_op *op)
 {
@@ -186,6 +235,7 @@ static void respond(struct fetch_op *op)
     struct request *req = op->req;
     struct arena *ar = &req->arena;
     int16_t v = req->api_version;
+    stop_watching(op);
     fetch_response_t resp;
     fetch_response_init(&resp);
     resp.error_code = op->top_error;
@@ -293,7 +343,7 @@ static void respond(struct fetch_op *op)
         if (s) {
             for (int32_t i = 0; i < op->nparts; i++) {
                 struct fetch_part *fp = &op->parts[i];
-                struct fs_partition *sp = fetch_session_part_at(s, i, fp->topic, &fp->topic_id, fp->partition);
+                struct fs_partition *sp = fetch_session_part_at(s, fp->sidx, fp->topic, &fp->topic_id, fp->partition);
                 if (!sp)
                     continue;
                 sp->last_hw = fp->last_hw;
@@ -301,7 +351,25 @@ static void respond(struct fetch_op *op)
                 sp->last_log_start = fp->last_log_start;
                 sp->answered = fp->answered;
                 sp->kept = fp->p;
-                sp->kept_gen = op->gen;
+                sp->kept_gen = fp->found_gen;
+            }
+            /* and, per walked run, what the next poll's skip relies on */
+            if (op->runs && !s->runs_stale && s->layout == op->layout && s->nruns == op->nruns) {
+                s->isolation = op->isolation;
+                for (int32_t r = 0; r < op->nruns; r++) {
+                    const struct fetch_run *fr = &op->runs[r];
+                    if (fr->skipped)
+                        continue;
+                    struct fs_run *sr = &s->runs[r];
+                    sr->valid = fr->known;
+                    sr->topic_id = fr->id;
+                    sr->slot = fr->slot;
+                    sr->gen = fr->gen;
+                    sr->dirty = false;
+                    sr->pending = false;
+                    for (int32_t j = fr->first; j < fr->first + fr->n && !sr->pending; j++)
+                        sr->pending = part_pending(op, &op->parts[j]);
+                }
             }
         }
         fetch_session_unlock(c, op->session_id);
@@ -336,14 +404,84 @@ static bool nothing_changed(const struct fetch_op *op)
     return true;
 }
 
+static void from_session_part(struct fetch_op *op, struct arena *ar, bool by_id, const struct fetch_session *s,
+                              int32_t i, int32_t *k);
+static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img, int32_t from);
+
+/* A parked poll whose skipped runs changed: those runs join op->parts
+ * (resolved and watched) as if the plan had walked them, so that the
+ * poll answers their news itself. Returns false when the session moved
+ * on meanwhile (gone, another request, partitions added or forgotten):
+ * then the caller answers with what it has. */
+static bool expand(struct fetch_op *op)
+{
+    struct request *req = op->req;
+    struct arena *ar = &req->arena;
+    struct fetch_session_cache *c = req->broker->fetch_sessions;
+    fetch_session_lock(c, op->session_id);
+    struct fetch_session *s = fetch_session_find(c, op->session_id);
+    if (!s || s->runs_stale || s->layout != op->layout || s->nruns != op->nruns || s->epoch != op->session_epoch) {
+        fetch_session_unlock(c, op->session_id);
+        return false;
+    }
+    /* which runs join, decided once: their generation is read before
+     * the state their partitions' read will see */
+    int32_t add = 0;
+    for (int32_t r = 0; r < op->nruns; r++) {
+        struct fetch_run *fr = &op->runs[r];
+        if (!fr->skipped)
+            continue;
+        uint64_t now = chgen_read(fr->slot);
+        if (now == fr->gen)
+            continue;
+        fr->gen = now;
+        fr->skipped = false;
+        fr->first = -1; /* placed below */
+        fr->n = s->runs[r].count;
+        op->nskipped--;
+        add += fr->n;
+    }
+    struct fetch_part *parts = arena_alloc(ar, (size_t)(op->nparts + add > 0 ? op->nparts + add : 1) * sizeof *parts);
+    if (op->nparts > 0)
+        memcpy(parts, op->parts, (size_t)op->nparts * sizeof *parts); /* refs move with them */
+    op->parts = parts;
+    int32_t from = op->nparts, k = op->nparts;
+    for (int32_t r = 0; r < op->nruns; r++) {
+        struct fetch_run *fr = &op->runs[r];
+        if (fr->first != -1)
+            continue;
+        fr->first = k;
+        for (int32_t i = s->runs[r].start; i < s->runs[r].start + fr->n; i++)
+            from_session_part(op, ar, req->api_version >= 13, s, i, &k);
+    }
+    op->nparts = k;
+    fetch_session_unlock(c, op->session_id);
+    struct mimage *img = controller_image(req->broker->controller);
+    resolve(req, op, img, from);
+    mimage_release(img);
+    /* watched before read_all looks at them */
+    for (int32_t i = from; i < op->nparts; i++)
+        if (op->parts[i].p)
+            park_watch(&op->pk, partition_park_key(op->parts[i].p));
+    return true;
+}
+
 static bool fetch_try_complete(struct parked *pk, bool expired)
 {
     struct fetch_op *op = (struct fetch_op *)pk;
-    if (!expired && nothing_changed(op))
+    /* A run the plan skipped changed: it joins the walk (expand), or,
+     * when the session moved on, the poll answers now with what it has
+     * and the client's next poll walks the run. */
+    bool grew = false, now = false;
+    if (!expired && skipped_changed(op)) {
+        grew = expand(op);
+        now = !grew;
+    }
+    if (!expired && !grew && !now && nothing_changed(op))
         return false;
     int errors;
     int64_t bytes = read_all(op, &errors);
-    if (!expired && errors == 0 && bytes < op->min_bytes) {
+    if (!expired && !now && errors == 0 && bytes < op->min_bytes) {
         release_reads(op);
         return false;
     }
@@ -355,11 +493,13 @@ static void fetch_cancel(struct request *req)
 {
     struct fetch_op *op = req->handler_state;
     park_stop(&op->pk);
+    stop_watching(op);
     release_parts(op);
 }
 
-/* Resolves names/ids against the image and takes partition refs. */
-static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img)
+/* Resolves names/ids against the image and takes partition refs, for
+ * op->parts[from ..]. */
+static void resolve(struct request *req, struct fetch_op *op, const struct mimage *img, int32_t from)
 {
     bool by_id = req->api_version >= 13;
     /* a follower needs CLUSTER_ACTION on the cluster instead of READ on
@@ -368,10 +508,11 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
     struct partition_registry *reg = req->broker->partitions;
     /* Read before any lookup whose result the session keeps. */
-    op->gen = preg_generation(reg);
+    uint64_t gen = preg_generation(reg);
     /* Partitions the session kept from its last fetch, taken back at
      * once after the loop instead of one map lookup each. */
-    struct partition **kept = arena_alloc(&req->arena, (size_t)(op->nparts > 0 ? op->nparts : 1) * sizeof *kept);
+    int32_t n = op->nparts - from;
+    struct partition **kept = arena_alloc(&req->arena, (size_t)(n > 0 ? n : 1) * sizeof *kept); /* [i - from] */
     int32_t nkept = 0;
     /* A request lists a topic's partitions together: the topic and its
      * authorization are looked up once per run (Kafka authorizes each
@@ -379,9 +520,10 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     const struct fetch_part *run = NULL;
     const struct mi_topic *run_t = NULL;
     bool run_auth = false;
-    for (int32_t i = 0; i < op->nparts; i++) {
+    for (int32_t i = from; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
-        kept[i] = NULL;
+        kept[i - from] = NULL;
+        fp->found_gen = gen;
         bool same = run && (by_id ? kuuid_eq(&run->topic_id, &fp->topic_id) : kstr_eq(run->topic, fp->topic));
         if (!same) {
             run = fp;
@@ -425,8 +567,8 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
             fp->error = KERR_NOT_LEADER_OR_FOLLOWER;
             continue;
         }
-        if (fp->kept && fp->kept_gen == op->gen) {
-            kept[i] = fp->kept;
+        if (fp->kept && fp->kept_gen == gen) {
+            kept[i - from] = fp->kept;
             nkept++;
             continue;
         }
@@ -436,12 +578,12 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     }
     if (nkept == 0)
         return;
-    preg_get_cached(reg, op->gen, kept, (size_t)op->nparts);
-    for (int32_t i = 0; i < op->nparts; i++) {
+    preg_get_cached(reg, gen, kept, (size_t)n);
+    for (int32_t i = from; i < op->nparts; i++) {
         struct fetch_part *fp = &op->parts[i];
-        if (!fp->kept || fp->kept_gen != op->gen || fp->error || fp->p)
+        if (!fp->kept || fp->kept_gen != gen || fp->error || fp->p)
             continue;
-        fp->p = kept[i];
+        fp->p = kept[i - from];
         if (fp->p)
             continue;
         /* gone or changed since: what a lookup answers now */
@@ -498,9 +640,39 @@ static void fill_from_request_part(struct fetch_part *fp, kstr_t topic, const ku
     fp->last_hw = fp->last_lso = fp->last_log_start = -1;
 }
 
+/* Appends the session's i-th partition to op->parts (at *k). */
+static void from_session_part(struct fetch_op *op, struct arena *ar, bool by_id, const struct fetch_session *s,
+                              int32_t i, int32_t *k)
+{
+    const struct fs_partition *sp = &s->parts[i];
+    struct fetch_part *fp = &op->parts[*k];
+    memset(fp, 0, sizeof *fp);
+    fp->sidx = i;
+    /* a topic's partitions follow each other: one copy of its name */
+    if (by_id)
+        fp->topic = KSTR_LIT("");
+    else if (*k > 0 && kstr_eq(op->parts[*k - 1].topic, (kstr_t){sp->topic, sp->topic_len}))
+        fp->topic = op->parts[*k - 1].topic;
+    else
+        fp->topic = kstr_arena(ar, sp->topic);
+    fp->topic_id = sp->topic_id;
+    fp->partition = sp->partition;
+    fp->fetch_offset = sp->fetch_offset;
+    fp->max_bytes = sp->max_bytes;
+    fp->current_leader_epoch = sp->current_leader_epoch;
+    fp->last_fetched_epoch = -1;
+    fp->last_hw = sp->last_hw;
+    fp->last_lso = sp->last_lso;
+    fp->last_log_start = sp->last_log_start;
+    fp->answered = sp->answered;
+    fp->kept = sp->kept;
+    fp->kept_gen = sp->kept_gen;
+    (*k)++;
+}
+
 /* Builds op->parts from the request and, for sessions, the session.
  * Returns a top-level error code (0 when fine). */
-static int16_t plan(struct request *req, struct fetch_op *op, const fetch_request_t *q)
+static int16_t plan(struct request *req, struct fetch_op *op, const fetch_request_t *q, const struct mimage *img)
 {
     struct arena *ar = &req->arena;
     bool by_id = req->api_version >= 13;
@@ -519,9 +691,11 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
         int32_t k = 0;
         for (int32_t t = 0; t < q->topics.n; t++) {
             const fetch_request_fetch_topic_t *ft = &q->topics.a[t];
-            for (int32_t i = 0; i < ft->partitions.n; i++)
-                fill_from_request_part(&op->parts[k++], by_id ? KSTR_LIT("") : ft->topic, &ft->topic_id,
+            for (int32_t i = 0; i < ft->partitions.n; i++, k++) {
+                fill_from_request_part(&op->parts[k], by_id ? KSTR_LIT("") : ft->topic, &ft->topic_id,
                                        &ft->partitions.a[i]);
+                op->parts[k].sidx = k; /* a new session lists them in this order */
+            }
         }
         op->nparts = k;
         if (sid > 0) {
@@ -571,6 +745,7 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
             sp->fetch_offset = rp->fetch_offset;
             sp->max_bytes = rp->partition_max_bytes;
             sp->current_leader_epoch = rp->current_leader_epoch;
+            fetch_session_part_changed(s, sp);
         }
     }
     for (int32_t t = 0; t < q->forgotten_topics_data.n; t++) {
@@ -582,32 +757,66 @@ static int16_t plan(struct request *req, struct fetch_op *op, const fetch_reques
     fetch_session_touch(c, s, now);
     op->session_id = s->id;
     op->incremental = true;
-    op->parts = arena_alloc(ar, (size_t)(s->nparts > 0 ? s->nparts : 1) * sizeof *op->parts);
-    op->nparts = s->nparts;
-    for (int32_t i = 0; i < s->nparts; i++) {
-        struct fs_partition *sp = &s->parts[i];
-        struct fetch_part *fp = &op->parts[i];
-        memset(fp, 0, sizeof *fp);
-        /* a topic's partitions follow each other: one copy of its name */
-        if (by_id)
-            fp->topic = KSTR_LIT("");
-        else if (i > 0 && kstr_eq(op->parts[i - 1].topic, (kstr_t){sp->topic, sp->topic_len}))
-            fp->topic = op->parts[i - 1].topic;
-        else
-            fp->topic = kstr_arena(ar, sp->topic);
-        fp->topic_id = sp->topic_id;
-        fp->partition = sp->partition;
-        fp->fetch_offset = sp->fetch_offset;
-        fp->max_bytes = sp->max_bytes;
-        fp->current_leader_epoch = sp->current_leader_epoch;
-        fp->last_fetched_epoch = -1;
-        fp->last_hw = sp->last_hw;
-        fp->last_lso = sp->last_lso;
-        fp->last_log_start = sp->last_log_start;
-        fp->answered = sp->answered;
-        fp->kept = sp->kept;
-        fp->kept_gen = sp->kept_gen;
+    /* A consumer's poll skips the runs of the session where nothing
+     * happened since the last poll that answered them (util/chgen.h):
+     * an empty poll then costs a look per chunk of CHGEN_CHUNK
+     * partitions and per topic, not the state of every partition.
+     * Followers walk everything: their fetch offsets move the high
+     * watermark and their ISR standing on every poll. */
+    int32_t nwalk = s->nparts;
+    if (op->replica_id < 0 && !s->privileged) {
+        fetch_session_runs_build(s);
+        op->layout = s->layout;
+        op->nruns = s->nruns;
+        op->runs = arena_alloc(ar, (size_t)(s->nruns > 0 ? s->nruns : 1) * sizeof *op->runs);
+        nwalk = 0;
+        /* the topic and its authorization once per topic, not per run */
+        const struct fs_partition *tp = NULL;
+        const struct mi_topic *t = NULL;
+        int readable = -1; /* not asked yet */
+        for (int32_t r = 0; r < s->nruns; r++) {
+            const struct fs_run *sr = &s->runs[r];
+            const struct fs_partition *sp = &s->parts[sr->start];
+            struct fetch_run *fr = &op->runs[r];
+            memset(fr, 0, sizeof *fr);
+            if (!tp || !(by_id ? kuuid_eq(&tp->topic_id, &sp->topic_id)
+                               : (tp->topic_len == sp->topic_len &&
+                                  memcmp(tp->topic, sp->topic, (size_t)sp->topic_len) == 0))) {
+                tp = sp;
+                t = by_id ? mimage_topic_by_id(img, &sp->topic_id)
+                          : mimage_topic(img, (kstr_t){sp->topic, sp->topic_len});
+                readable = -1;
+            }
+            if (t) {
+                fr->known = true;
+                fr->id = t->id;
+                fr->slot = chgen_slot_of(t->id.b, chgen_chunk_of(sp->partition));
+                fr->gen = chgen_read(fr->slot); /* before anything is read */
+            }
+            fr->skipped = t && fetch_session_run_unchanged(s, sr, op->isolation, &t->id, fr->gen);
+            if (fr->skipped && readable < 0)
+                readable = authz_allowed(req, ACL_OP_READ, ACL_RES_TOPIC, (kstr_t){t->name, t->name_len});
+            fr->skipped = fr->skipped && readable > 0;
+            if (fr->skipped)
+                op->nskipped++;
+            else
+                nwalk += sr->count;
+        }
     }
+    op->parts = arena_alloc(ar, (size_t)(nwalk > 0 ? nwalk : 1) * sizeof *op->parts);
+    int32_t k = 0;
+    if (!op->runs)
+        for (int32_t i = 0; i < s->nparts; i++)
+            from_session_part(op, ar, by_id, s, i, &k);
+    for (int32_t r = 0; r < op->nruns; r++) {
+        const struct fs_run *sr = &s->runs[r];
+        op->runs[r].first = k;
+        op->runs[r].n = op->runs[r].skipped ? 0 : sr->count;
+        for (int32_t i = sr->start; i < sr->start + op->runs[r].n; i++)
+            from_session_part(op, ar, by_id, s, i, &k);
+    }
+    op->nparts = k;
+    op->session_epoch = s->epoch;
     fetch_session_unlock(c, sid);
     return 0;
 }
@@ -641,8 +850,10 @@ void api_handle_fetch(struct request *req)
     if (op->replica_id < 0)
         op->replica_id = -1;
 
-    op->top_error = plan(req, op, q);
+    struct mimage *img = controller_image(req->broker->controller);
+    op->top_error = plan(req, op, q, img);
     if (op->top_error) {
+        mimage_release(img);
         fetch_response_t resp;
         fetch_response_init(&resp);
         resp.error_code = op->top_error;
@@ -650,8 +861,7 @@ void api_handle_fetch(struct request *req)
         req_respond(req, &resp);
         return;
     }
-    struct mimage *img = controller_image(req->broker->controller);
-    resolve(req, op, img);
+    resolve(req, op, img, 0);
     mimage_release(img);
     if (op->replica_id >= 0)
         follower_fetch(op);
@@ -659,7 +869,7 @@ void api_handle_fetch(struct request *req)
     req->handler_state = op;
     int errors;
     int64_t bytes = read_all(op, &errors);
-    if (errors > 0 || bytes >= op->min_bytes || q->max_wait_ms <= 0 || op->nparts == 0) {
+    if (errors > 0 || bytes >= op->min_bytes || q->max_wait_ms <= 0 || (op->nparts == 0 && op->nskipped == 0)) {
         respond(op);
         return;
     }
@@ -669,5 +879,21 @@ void api_handle_fetch(struct request *req)
     for (int32_t i = 0; i < op->nparts; i++)
         if (op->parts[i].p)
             park_watch(&op->pk, partition_park_key(op->parts[i].p));
+    /* The skipped runs: a key per topic, announced by its partitions'
+     * changes while anyone counts in chgen_watchers (counted before the
+     * watches and park_start's check: a change that saw no watcher was
+     * bumped before that check, which then sees it). */
+    if (op->nskipped > 0) {
+        atomic_fetch_add(&chgen_watchers, 1);
+        op->watching = true;
+        const kuuid_t *last = NULL;
+        for (int32_t r = 0; r < op->nruns; r++) {
+            const struct fetch_run *fr = &op->runs[r];
+            if (!fr->skipped || (last && kuuid_eq(last, &fr->id)))
+                continue;
+            park_watch(&op->pk, chgen_park_key(fr->id.b));
+            last = &fr->id;
+        }
+    }
     park_start(&op->pk, q->max_wait_ms);
 }

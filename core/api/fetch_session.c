@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/chgen.h"
 
 /* Sixteen shards: more than the workers of any machine samsa runs on
  * today contend for; a fixed count keeps a session's shard a mask of its
@@ -36,6 +37,7 @@ static void session_free(struct fetch_session *s)
     for (int32_t i = 0; i < s->nparts; i++)
         free(s->parts[i].topic);
     free(s->parts);
+    free(s->runs);
     free(s);
 }
 
@@ -245,6 +247,7 @@ struct fs_partition *fetch_session_part(struct fetch_session *s, kstr_t topic, c
     }
     struct fs_partition *p = &s->parts[s->nparts++];
     memset(p, 0, sizeof *p);
+    s->runs_stale = true;
     p->topic = s->uses_topic_ids ? xstrdup("") : xstrndup(topic.p, topic.len > 0 ? (size_t)topic.len : 0);
     p->topic_len = (int32_t)strlen(p->topic);
     if (topic_id)
@@ -269,7 +272,55 @@ void fetch_session_forget(struct fetch_session *s, kstr_t topic, const kuuid_t *
             free(s->parts[i].topic);
             memmove(&s->parts[i], &s->parts[i + 1], (size_t)(s->nparts - i - 1) * sizeof *s->parts);
             s->nparts--;
+            s->runs_stale = true;
             return;
         }
     }
+}
+
+void fetch_session_part_changed(struct fetch_session *s, struct fs_partition *sp)
+{
+    if (!s->runs_stale && sp->run >= 0 && sp->run < s->nruns)
+        s->runs[sp->run].dirty = true;
+}
+
+static bool same_topic(const struct fetch_session *s, const struct fs_partition *a, const struct fs_partition *b)
+{
+    if (s->uses_topic_ids)
+        return kuuid_eq(&a->topic_id, &b->topic_id);
+    return a->topic_len == b->topic_len && memcmp(a->topic, b->topic, (size_t)a->topic_len) == 0;
+}
+
+void fetch_session_runs_build(struct fetch_session *s)
+{
+    if (!s->runs_stale && (s->runs || s->nparts == 0))
+        return;
+    free(s->runs);
+    s->runs = NULL;
+    s->nruns = 0;
+    int32_t cap = 0;
+    for (int32_t i = 0; i < s->nparts; i++) {
+        if (i == 0 || !same_topic(s, &s->parts[i - 1], &s->parts[i]) ||
+            chgen_chunk_of(s->parts[i - 1].partition) != chgen_chunk_of(s->parts[i].partition)) {
+            if (s->nruns == cap) {
+                cap = cap ? cap * 2 : 8;
+                s->runs = xrealloc(s->runs, (size_t)cap * sizeof *s->runs);
+            }
+            struct fs_run *r = &s->runs[s->nruns++];
+            memset(r, 0, sizeof *r); /* not valid: walked at the next fetch */
+            r->start = i;
+        }
+        s->runs[s->nruns - 1].count++;
+        s->parts[i].run = s->nruns - 1;
+    }
+    s->runs_stale = false;
+    s->layout++;
+}
+
+bool fetch_session_run_unchanged(const struct fetch_session *s, const struct fs_run *r, int8_t isolation,
+                                 const kuuid_t *id_now, uint64_t gen_now)
+{
+    if (s->runs_stale || !r->valid || r->pending || r->dirty || s->isolation != isolation || !id_now)
+        return false;
+    return kuuid_eq(&r->topic_id, id_now) && r->gen == gen_now;
 }

@@ -34,6 +34,26 @@ struct fs_partition {
      * back through preg_get_cached instead of a map lookup. */
     struct partition *kept;
     uint64_t kept_gen;
+    int32_t run;            /* its run in s->runs (valid unless runs_stale) */
+};
+
+/* A run: consecutive partitions of the session of one topic and one
+ * chunk of it (util/chgen.h), the unit an incremental consumer fetch
+ * skips when nothing in it changed. A session listing a topic's
+ * partitions in index order has a run per CHGEN_CHUNK of them. */
+struct fs_run {
+    int32_t start, count;   /* s->parts[start .. start + count) */
+    /* What the last walk that answered the client saw: */
+    bool valid;             /* there was one since the runs were built */
+    kuuid_t topic_id;       /* the id the image gave the topic then */
+    uint32_t slot;          /* chgen_slot_of(topic_id, its chunk) */
+    uint64_t gen;           /* chgen_read(slot) before that walk looked */
+    /* It left a partition with news whatever happens (records past the
+     * fetch offset, an error): the next poll must walk the run again. */
+    bool pending;
+    /* A request changed one of its partitions (fetch offset, max bytes,
+     * epoch) since: that walk's answer no longer stands. */
+    bool dirty;
 };
 
 struct fetch_session {
@@ -44,6 +64,14 @@ struct fetch_session {
     int64_t created_ms;
     struct fs_partition *parts;
     int32_t nparts, cap;
+    /* The runs of parts, rebuilt (all invalid) when partitions are added
+     * or forgotten (runs_stale); layout counts the rebuilds, so a fetch
+     * that planned with one layout stores nothing into another. */
+    struct fs_run *runs;
+    int32_t nruns;
+    bool runs_stale;
+    uint32_t layout;
+    int8_t isolation;       /* of the last walk's fetch (read_committed: 1) */
     int64_t last_used_ms;
     struct lru_node lru;    /* in its shard's list */
 };
@@ -106,6 +134,22 @@ struct fs_partition *fetch_session_part_at(struct fetch_session *s, int32_t i, k
                                            const kuuid_t *topic_id, int32_t partition);
 void fetch_session_forget(struct fetch_session *s, kstr_t topic, const kuuid_t *topic_id,
                           int32_t partition);
+/* A request named sp (an update of its fetch state): its run's last
+ * answer no longer stands. */
+void fetch_session_part_changed(struct fetch_session *s, struct fs_partition *sp);
+/* Rebuilds s->runs when partitions were added or forgotten since (every
+ * run then invalid: the next fetch walks all). */
+void fetch_session_runs_build(struct fetch_session *s);
+/* Whether an incremental consumer fetch at isolation may skip run r:
+ * its last walk answered everything (nothing pending, nothing changed
+ * by a request since), at the same isolation, the image still gives the
+ * topic the id it had (id_now; NULL when the topic is gone) and the
+ * run's change generation is what it was then (gen_now, chgen_read of
+ * its slot, read before looking at anything else). The
+ * caller also checks that the client may still read the topic. */
+bool fetch_session_run_unchanged(const struct fetch_session *s, const struct fs_run *r, int8_t isolation,
+                                 const kuuid_t *id_now, uint64_t gen_now);
+
 static inline int32_t fetch_session_next_epoch(int32_t e)
 {
     return e < 0 ? 0 : (e == INT32_MAX ? 1 : e + 1);

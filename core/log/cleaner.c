@@ -824,23 +824,35 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     srw_rdlock(&l->seg_lock);
     clean_state_locked(l, &c, now_ms, &cs);
     /* The segments the map reads: copy what the scan needs, then read
-     * without the lock (appends only add segments after these). */
+     * without the lock (appends only add segments after these). Their
+     * files are taken after it, too: an open (fd cache miss) is a system
+     * call, and the cleaner runs at nice +5: preempted while it holds
+     * seg_lock, it would hold every append of this log (a network worker,
+     * a replica fetcher) waiting for its wrlock until it gets a CPU back.
+     * The segments stay listed meanwhile: only holders of maint_lock
+     * (held here) remove segments. */
     size_t from = plog_floor_index(l, cs.first_dirty), nseg = 0;
+    struct segment **segs = xmalloc((l->nsegs ? l->nsegs : 1) * sizeof *segs);
     struct sfile **files = xmalloc((l->nsegs ? l->nsegs : 1) * sizeof *files);
     int64_t *sizes = xmalloc((l->nsegs ? l->nsegs : 1) * sizeof *sizes);
     int rc = 0, fe;
     for (size_t i = from; i + 1 < l->nsegs && l->segs[i]->base_offset < cs.first_uncleanable; i++) {
-        files[nseg] = segment_file(l->segs[i], &fe);
-        if (!files[nseg]) {
-            /* Out of descriptors (or the file is gone): no clean this
-             * time; the cleaner comes back after its backoff. */
-            rc = KERR_KAFKA_STORAGE_ERROR;
-            break;
-        }
+        segs[nseg] = l->segs[i];
         sizes[nseg] = l->segs[i]->size;
         nseg++;
     }
     srw_unlock(&l->seg_lock);
+    for (size_t i = 0; i < nseg; i++) {
+        files[i] = segment_file(segs[i], &fe);
+        if (!files[i]) {
+            /* Out of descriptors (or the file is gone): no clean this
+             * time; the cleaner comes back after its backoff. */
+            rc = KERR_KAFKA_STORAGE_ERROR;
+            nseg = i;
+            break;
+        }
+    }
+    free(segs);
     if (rc) {
         for (size_t i = 0; i < nseg; i++)
             sfile_unref(files[i]);
@@ -936,15 +948,19 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         int ge = 0;
         for (size_t j = 0; j < k; j++) {
             group[j] = l->segs[i + j];
-            gf[j] = ge ? NULL : segment_file(group[j], &ge);
             gs[j] = group[j]->size;
-            int64_t mt = segment_last_modified(group[j]);
-            if (mt > mtime)
-                mtime = mt;
         }
         int64_t base = group[0]->base_offset;
         struct segment_opts so = plog_segment_opts(l);
         srw_unlock(&l->seg_lock);
+        /* Opens and stats without seg_lock (see the map's files above):
+         * the group stays listed while maint_lock is held. */
+        for (size_t j = 0; j < k; j++) {
+            gf[j] = ge ? NULL : segment_file(group[j], &ge);
+            int64_t mt = segment_last_modified(group[j]);
+            if (mt > mtime)
+                mtime = mt;
+        }
 
         struct segment *cleaned = NULL;
         rc = ge ? KERR_KAFKA_STORAGE_ERROR : segment_create(l->dir, base, &so, SEGMENT_CLEANED_SUFFIX, true, &cleaned);

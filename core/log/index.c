@@ -296,16 +296,29 @@ void idxf_close(struct idx_file *x)
     x->dirty = false;
 }
 
+/* The file's length through a descriptor of the caller; -1 on error. */
+static off_t file_length(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
 int idxf_resize(struct idx_file *x, size_t bytes)
 {
     bytes -= bytes % x->entry_size;
     if (bytes < x->n * x->entry_size)
         bytes = x->n * x->entry_size;
-    if (bytes == x->map_len)
+    if (bytes == x->map_len && x->map_len == 0)
         return 0;
     int fd = open_fd(x, 0);
     if (fd < 0)
         return errno;
+    /* The same length: nothing to do, unless idxf_shorten left the file
+     * shorter than its mapping (the only case that asks the file). */
+    if (bytes == x->map_len && file_length(fd) == (off_t)bytes) {
+        close(fd);
+        return 0;
+    }
     /* Unmap before shrinking: touching a mapped page past the end of the
      * file would be SIGBUS. The next use maps the new length. */
     drop_map(x);
@@ -323,6 +336,29 @@ int idxf_resize(struct idx_file *x, size_t bytes)
         x->backed = 0;
     }
     x->dirty = true;
+    return e;
+}
+
+int idxf_shorten(struct idx_file *x)
+{
+    size_t bytes = x->n * x->entry_size;
+    if (bytes >= x->map_len)
+        return 0;
+    int fd = open_fd(x, 0);
+    if (fd < 0)
+        return errno;
+    /* Pages past the new end leave the page cache; the entries, before
+     * it, stay where the mapping's readers find them. */
+    int e = 0;
+    while (ftruncate(fd, (off_t)bytes) != 0) {
+        if (errno == EINTR)
+            continue;
+        e = errno;
+        break;
+    }
+    close(fd);
+    if (e == 0)
+        x->backed = 0;
     return e;
 }
 
@@ -354,6 +390,20 @@ int idxf_reserve(struct idx_file *x, size_t entries)
     if (e)
         return e;
     x->backed = to;
+    /* The first store into each of these pages faults it in (a page-cache
+     * page found or zeroed, its block mapped; into a new segment's index,
+     * the file mapped too): the stores come under the log's seg_lock,
+     * which every Fetch of the partition waits for, so the faults are
+     * taken here, under the appender's exclusion only, by a zero stored
+     * into each page past the entries (readers read only the n entries;
+     * the appender, the only writer, overwrites those bytes later). */
+    size_t used = x->n * x->entry_size;
+    uint8_t *m = pin(x);
+    if (m) {
+        for (size_t off = from > used ? from : used; off < to; off += page - off % page)
+            ((volatile uint8_t *)m)[off] = 0;
+        unpin(x);
+    }
     return 0;
 }
 

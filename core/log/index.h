@@ -119,6 +119,15 @@ void idxf_close(struct idx_file *x);
 int idxf_resize(struct idx_file *x, size_t bytes);
 /* Trims the file to its n entries (on roll and close). */
 static inline int idxf_trim(struct idx_file *x) { return idxf_resize(x, x->n * x->entry_size); }
+/* Trims the file to its n entries and leaves its mapping (and map_len,
+ * the mapping's length) as they are, so that readers holding pins, or
+ * taking them meanwhile, need not be excluded: for an index that gets
+ * no more entries (a sealed segment's), whose readers touch only its n
+ * entries, and never past the file's end. The owner excludes other
+ * resizes and stores, and marks the file dirty. A later idxf_resize
+ * finds the file shorter than map_len and sets its length anyway. 0 or
+ * an errno value. */
+int idxf_shorten(struct idx_file *x);
 /* Entries the file can hold at its current length. */
 static inline size_t idxf_capacity(const struct idx_file *x) { return x->map_len / x->entry_size; }
 static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_capacity(x); }
@@ -127,7 +136,10 @@ static inline bool idxf_full(const struct idx_file *x) { return x->n >= idxf_cap
  * mapping cannot fault. The files are sparse: on a full disk the first
  * store to a page with no block behind it is SIGBUS, not ENOSPC (tmpfs,
  * ext4, xfs alike), which would kill the server. 0 or an errno value
- * (ENOSPC, EIO); 0 too where the file system cannot preallocate. */
+ * (ENOSPC, EIO); 0 too where the file system cannot preallocate. Also
+ * faults those pages in (mapping the file first if need be), so that the
+ * stores, made under the log's seg_lock, do not wait on the kernel. By
+ * the index's only writer. */
 int idxf_reserve(struct idx_file *x, size_t entries);
 /* fdatasync of the file through an fd opened for the call (pages stored
  * through the mapping included: they are the inode's page cache); 0 at

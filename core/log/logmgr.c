@@ -22,6 +22,7 @@
 #include "util/thread.h"
 #include "util/fdcache.h"
 #include "util/buf.h"
+#include "util/chgen.h"
 #include "util/clock.h"
 #include "util/hmap.h"
 #include "util/slog.h"
@@ -258,6 +259,7 @@ void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why)
 {
     if (!atomic_exchange(&m->dirs[dir].offline, true))
         slog_error("log dir %s is offline: %s; its partitions answer KAFKA_STORAGE_ERROR", m->dirs[dir].path, why);
+    chgen_bump_all(); /* fetch sessions skipping its topics answer the error */
 }
 
 /* ---- hooks ---- */
@@ -292,7 +294,6 @@ static void hook_flush_wanted(void *ctx, struct plog *l)
 
 static void hook_start_offset_moved(void *ctx, struct plog *l)
 {
-    (void)l;
     struct mlog *ml = ctx;
     struct logmgr *m = ml->m;
     pthread_mutex_lock(&m->lock);
@@ -300,6 +301,15 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
     m->retention_poke = true;
     pthread_cond_signal(&m->sched_cond);
     pthread_mutex_unlock(&m->lock);
+    /* fetch sessions skipping the partition answer its new log start */
+    const kuuid_t *id = plog_topic_id(l);
+    const char *topic;
+    size_t topic_len;
+    int32_t index;
+    if (id && plog_topic_partition(l, &topic, &topic_len, &index))
+        chgen_bump(id->b, index);
+    else
+        chgen_bump_all();
 }
 
 static void hook_failed(void *ctx, struct plog *l)

@@ -246,6 +246,22 @@ int segment_seal(struct segment *s)
     return e;
 }
 
+void segment_seal_entries(struct segment *s)
+{
+    if (s->max_timestamp != RB_NO_TIMESTAMP)
+        tidx_maybe_append(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp);
+    s->oidx.f.dirty = true;
+    s->tidx.f.dirty = true;
+}
+
+int segment_seal_files(struct segment *s)
+{
+    int e = idxf_shorten(&s->oidx.f);
+    if (e == 0)
+        e = idxf_shorten(&s->tidx.f);
+    return e;
+}
+
 void segment_mark_indexes_synced(struct segment *s)
 {
     s->oidx.f.dirty = false;

@@ -165,6 +165,15 @@ int segment_reserve_index(struct segment *s, size_t nbatches);
  * index files are trimmed to their entries. 0 or an errno value. */
 int segment_seal(struct segment *s);
 
+/* segment_seal in two steps, for a roll that must not hold readers out
+ * while the files are trimmed: segment_seal_entries stores the final
+ * time-index entry and marks both index files dirty (under the
+ * exclusion a store needs); segment_seal_files then trims the files to
+ * their entries without unmapping them (idxf_shorten), which readers
+ * need not be excluded from. 0 or an errno value. */
+void segment_seal_entries(struct segment *s);
+int segment_seal_files(struct segment *s);
+
 /* The segment is sealed and its index files were just made durable
  * (plog_flush): nothing to sync for them until they change again. */
 void segment_mark_indexes_synced(struct segment *s);

@@ -514,6 +514,7 @@ static void on_write(struct ev_loop *loop, ev_io *io, int revents)
 
 static void submit_frame(struct conn *c, uint8_t *frame, size_t len, size_t cap)
 {
+    c->big_frame = len >= READ_CHUNK ? len : 0;
     struct request *r = xcalloc(1, sizeof *r);
     r->conn = c;
     r->worker = c->w;
@@ -594,6 +595,98 @@ static void give_back_input(struct conn *c)
     }
 }
 
+/* Puts a then b (copies) in front of what the input buffer holds. */
+static void in_front(struct conn *c, const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+    size_t had = c->in.len;
+    buf_reserve(&c->in, na + nb);
+    memmove(c->in.data + na + nb, c->in.data, had);
+    if (na)
+        memcpy(c->in.data, a, na);
+    if (nb)
+        memcpy(c->in.data + na, b, nb);
+    c->in.len = had + na + nb;
+}
+
+/* A plaintext read that puts a large frame's bytes where they belong
+ * without the copy from the input buffer process_input would make: the
+ * rest of the frame being filled and, on a connection whose frames are
+ * large (a producer's), the next frame's size and as much of its body as
+ * has arrived, into a pool frame, in the same call. Whatever follows, or
+ * is not such a frame, lands in the input buffer as a plain read would
+ * have left it, for process_input. Returns what read() does; *asked is
+ * how much it could have returned. */
+static ssize_t read_framed(struct conn *c, size_t *asked)
+{
+    if (c->in.cap == 0 && c->w->spare_in.cap) {
+        c->in = c->w->spare_in; /* the worker's, see struct worker */
+        buf_init(&c->w->spare_in);
+    }
+    uint8_t *tail = buf_reserve(&c->in, READ_CHUNK);
+    size_t rest = c->frame ? c->frame_len - c->frame_got : 0;
+    size_t hint = c->frame && c->frame_len >= READ_CHUNK ? c->frame_len : c->big_frame;
+    size_t cap = 0;
+    uint8_t *f = hint >= READ_CHUNK ? frame_pool_get(&c->w->frames, hint, &cap) : NULL;
+    uint8_t size_be[4];
+    struct iovec iov[4];
+    int k = 0;
+    if (rest)
+        iov[k++] = (struct iovec){c->frame + c->frame_got, rest};
+    if (f) {
+        iov[k++] = (struct iovec){size_be, 4};
+        iov[k++] = (struct iovec){f, cap};
+    }
+    iov[k++] = (struct iovec){tail, READ_CHUNK};
+    *asked = rest + (f ? 4 + cap : 0) + READ_CHUNK;
+    ssize_t n = readv(c->fd, iov, k);
+    if (n <= 0) {
+        int e = errno;
+        frame_pool_put(&c->w->frames, f, cap);
+        errno = e;
+        return n;
+    }
+    size_t m = (size_t)n, into = m < rest ? m : rest;
+    c->frame_got += into;
+    m -= into; /* bytes after the frame being filled */
+    if (!f) {
+        c->in.len += m;
+        return n; /* process_input submits the frame once it is full */
+    }
+    if (m == 0) {
+        frame_pool_put(&c->w->frames, f, cap);
+        return n;
+    }
+    if (c->frame) { /* full, and the next one has begun */
+        uint8_t *done = c->frame;
+        c->frame = NULL;
+        submit_frame(c, done, c->frame_len, c->frame_cap);
+        if (c->closing) {
+            frame_pool_put(&c->w->frames, f, cap);
+            return n;
+        }
+    }
+    size_t body = m > 4 ? m - 4 : 0;
+    size_t in_f = body < cap ? body : cap, in_tail = body - in_f;
+    int32_t size = m >= 4 ? (int32_t)be32_read(size_be) : -1;
+    if (size >= READ_CHUNK && size <= c->w->max_request_bytes && (size_t)size <= cap) {
+        size_t own = in_f < (size_t)size ? in_f : (size_t)size;
+        c->frame = f;
+        c->frame_len = (size_t)size;
+        c->frame_got = own;
+        c->frame_cap = cap;
+        /* bytes past this frame too (a client pipelining) */
+        c->in.len = in_tail;
+        if (in_f > own)
+            in_front(c, f + own, in_f - own, NULL, 0);
+        return n;
+    }
+    /* not a frame to adopt: everything to the input buffer, in order */
+    c->in.len = in_tail;
+    in_front(c, size_be, m < 4 ? m : 4, f, in_f);
+    frame_pool_put(&c->w->frames, f, cap);
+    return n;
+}
+
 static void on_read(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop;
@@ -611,7 +704,17 @@ static void on_read(struct ev_loop *loop, ev_io *io, int revents)
                          !ev_is_active(&c->mute_timer);
          rounds++) {
         ssize_t n;
-        if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
+        if (!c->ssl && !c->headerless_frames && c->in.len == 0 && (c->frame || c->big_frame)) {
+            size_t asked;
+            n = read_framed(c, &asked);
+            if (n > 0) {
+                if (process_input(c) < 0)
+                    break;
+                if ((size_t)n < asked)
+                    break; /* the socket is empty */
+                continue;
+            }
+        } else if (c->frame && c->frame_len - c->frame_got >= READ_CHUNK) {
             /* big frame: read straight into it, no extra copy */
             n = conn_recv(c, c->frame + c->frame_got, c->frame_len - c->frame_got);
             if (n > 0) {

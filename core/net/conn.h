@@ -29,6 +29,7 @@ struct conn {
     uint8_t *frame;               /* frame being filled (owned) */
     size_t frame_len, frame_got;
     size_t frame_cap;             /* net/framepool.h: 0 when malloc'ed */
+    size_t big_frame;             /* size of the last frame if large (conn.c's read_framed) */
 
     struct request *head, *tail;  /* requests in arrival order */
     int inflight;

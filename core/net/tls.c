@@ -55,12 +55,16 @@ static struct {
     unsigned prep_seen;      /* prep_gen when prep was last looked at */
     struct ctx_prep prep;
     struct tls_rules *rules; /* ssl.principal.mapping.rules */
+    const struct samsa_config *refused; /* a published config whose
+                              * change tls_follow_config refused (logged) */
 } ctxs[TLS_MAX_LISTENERS];
 static size_t n_ctxs;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint prep_gen; /* bumped when any prep is set */
 
 static bool listener_known(const char *name);
+static int check_listener(const struct samsa_config *next, const struct config_endpoint *l, bool prepare, char *err,
+                          size_t errlen);
 
 void tls_errors(char *out, size_t outlen)
 {
@@ -805,10 +809,11 @@ SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host)
 /* Replaces listener i's context, for later connections, when cfg
  * changed the keys it was built from or the AlterConfigs check left a
  * new one in prep (a key store changed in place, set again under the
- * same path). The check built and checked that context off the worker;
- * only when cfg changed keys without one (a change this node did not
- * check, or a race with another change) is it built here, and a failure
- * keeps the previous context, with one line. Net thread. */
+ * same path). The AlterConfigs check or tls_follow_config built and
+ * checked that context off the worker; only when cfg is seen here before
+ * tls_follow_config ran for it is it built and checked here (the same
+ * checks), and a failure keeps the previous context, with one line. Net
+ * thread. */
 static void maybe_reload(size_t i, const struct samsa_config *cfg)
 {
     unsigned gen = atomic_load(&prep_gen);
@@ -829,21 +834,39 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
         ctxs[i].prep.stamp = NULL;
         prep_clear(&ctxs[i].prep);
     }
-    bool same = !strcmp(sig, ctxs[i].sig);
+    bool same = !strcmp(sig, ctxs[i].sig), refused = ctxs[i].refused == cfg;
     pthread_mutex_unlock(&ctx_lock);
     if (!ctx && same) {
         free(sig);
         return;
     }
+    if (!ctx && refused) {
+        free(sig);
+        return;
+    }
     if (!ctx) {
-        char err[512];
-        stamp = file_stamp(cfg, ctxs[i].name);
-        if (build(cfg, ctxs[i].name, ctxs[i].protocol, false, &ctx, err, sizeof err) < 0 ||
-            peer_side(cfg, ctxs[i].name, &cctx, err, sizeof err) < 0) {
+        /* published before tls_follow_config prepared it (a race with
+         * the quorum thread): the same checks, here */
+        char err[1024];
+        const struct config_endpoint *l = NULL;
+        for (size_t k = 0; k < cfg->n_listeners && !l; k++)
+            if (!strcmp(cfg->listeners[k].name, ctxs[i].name))
+                l = &cfg->listeners[k];
+        if (l && check_listener(cfg, l, true, err, sizeof err) < 0) {
             slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the "
                        "previous one: %s", ctxs[i].name, err);
-            SSL_CTX_free(ctx);
-            ctx = NULL;
+        } else {
+            pthread_mutex_lock(&ctx_lock);
+            if (ctxs[i].prep.ctx && !strcmp(ctxs[i].prep.sig, sig)) {
+                ctx = ctxs[i].prep.ctx;
+                cctx = ctxs[i].prep.cctx;
+                stamp = ctxs[i].prep.stamp;
+                ctxs[i].prep.ctx = NULL;
+                ctxs[i].prep.cctx = NULL;
+                ctxs[i].prep.stamp = NULL;
+                prep_clear(&ctxs[i].prep);
+            }
+            pthread_mutex_unlock(&ctx_lock);
         }
     }
     pthread_mutex_lock(&ctx_lock);
@@ -971,89 +994,111 @@ static int check_same_identity(const struct samsa_config *next, const char *l, X
     return rc;
 }
 
-int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err, size_t errlen)
+/* The check of tls_check_reconfig for one listener (l of next); with
+ * prepare a context that passed waits in prep. A change whose context
+ * already waits there (checked when it was asked for) is not built
+ * again. Reads files: never on a network worker. */
+static int check_listener(const struct samsa_config *next, const struct config_endpoint *l, bool prepare, char *err,
+                          size_t errlen)
 {
-    for (size_t i = 0; i < next->n_listeners; i++) {
-        const struct config_endpoint *l = &next->listeners[i];
-        if (!listener_known(l->name))
-            continue;
-        char *sig = ctx_signature(next, l->name), *stamp = file_stamp(next, l->name);
-        X509 *old = NULL;
-        SSL_CTX *old_srv = NULL, *old_cli = NULL;
-        bool same = false;
-        size_t at = 0;
-        pthread_mutex_lock(&ctx_lock);
-        for (size_t k = 0; k < n_ctxs; k++)
-            if (!strcmp(ctxs[k].name, l->name)) {
-                at = k;
-                /* the same keys and the same files: nothing to reload */
-                same = !strcmp(ctxs[k].sig, sig) && !strcmp(ctxs[k].stamp, stamp);
-                old = SSL_CTX_get0_certificate(ctxs[k].ctx);
-                if (old)
-                    X509_up_ref(old);
-                if (ctxs[k].cctx) {
-                    old_srv = ctxs[k].ctx;
-                    old_cli = ctxs[k].cctx;
-                    SSL_CTX_up_ref(old_srv);
-                    SSL_CTX_up_ref(old_cli);
-                }
+    char *sig = ctx_signature(next, l->name), *stamp = file_stamp(next, l->name);
+    X509 *old = NULL;
+    SSL_CTX *old_srv = NULL, *old_cli = NULL;
+    bool same = false, prepared = false;
+    size_t at = 0;
+    pthread_mutex_lock(&ctx_lock);
+    for (size_t k = 0; k < n_ctxs; k++)
+        if (!strcmp(ctxs[k].name, l->name)) {
+            at = k;
+            /* the same keys and the same files: nothing to reload */
+            same = !strcmp(ctxs[k].sig, sig) && !strcmp(ctxs[k].stamp, stamp);
+            prepared = ctxs[k].prep.ctx && !strcmp(ctxs[k].prep.sig, sig) && !strcmp(ctxs[k].prep.stamp, stamp);
+            old = SSL_CTX_get0_certificate(ctxs[k].ctx);
+            if (old)
+                X509_up_ref(old);
+            if (ctxs[k].cctx) {
+                old_srv = ctxs[k].ctx;
+                old_cli = ctxs[k].cctx;
+                SSL_CTX_up_ref(old_srv);
+                SSL_CTX_up_ref(old_cli);
             }
-        pthread_mutex_unlock(&ctx_lock);
-        if (same) {
-            /* a context prepared by an earlier change not yet adopted
-             * (the file changed, then changed back) must not be */
-            if (prepare) {
-                pthread_mutex_lock(&ctx_lock);
-                prep_clear(&ctxs[at].prep);
-                pthread_mutex_unlock(&ctx_lock);
-            }
-            X509_free(old);
-            SSL_CTX_free(old_srv);
-            SSL_CTX_free(old_cli);
-            free(sig);
-            free(stamp);
-            continue;
         }
-        SSL_CTX *ctx = NULL, *cctx = NULL;
-        char why[768];
-        int rc = build(next, l->name, l->protocol, false, &ctx, why, sizeof why);
-        if (rc < 0) {
-            snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
-        } else {
-            /* Kafka's SslFactory.validateReconfiguration compares the new
-             * key store's certificate with the one in use, also when the
-             * same file changed in place */
-            X509 *now = SSL_CTX_get0_certificate(ctx);
-            if (old && now)
-                rc = check_same_identity(next, l->name, old, now, err, errlen);
-        }
-        if (rc == 0 && peer_side(next, l->name, &cctx, why, sizeof why) < 0) {
-            snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
-            rc = -1;
-        }
-        /* the inter-broker listener: the new stores must work with the
-         * current ones both ways (Kafka's SslEngineValidator) */
-        if (rc == 0 && cctx && old_srv)
-            rc = check_handshakes(l->name, old_srv, old_cli, ctx, cctx, err, errlen);
+    /* a context prepared by an earlier change not yet adopted (the
+     * file changed, then changed back) must not be */
+    if (same && prepare)
+        prep_clear(&ctxs[at].prep);
+    pthread_mutex_unlock(&ctx_lock);
+    if (same || (prepared && prepare)) {
         X509_free(old);
         SSL_CTX_free(old_srv);
         SSL_CTX_free(old_cli);
-        if (rc == 0 && prepare) {
-            pthread_mutex_lock(&ctx_lock);
-            prep_clear(&ctxs[at].prep);
-            ctxs[at].prep = (struct ctx_prep){ctx, cctx, sig, stamp};
-            pthread_mutex_unlock(&ctx_lock);
-            atomic_fetch_add(&prep_gen, 1);
-        } else {
-            SSL_CTX_free(ctx);
-            SSL_CTX_free(cctx);
-            free(sig);
-            free(stamp);
-        }
-        if (rc < 0)
-            return -1;
+        free(sig);
+        free(stamp);
+        return 0;
     }
+    SSL_CTX *ctx = NULL, *cctx = NULL;
+    char why[768];
+    int rc = build(next, l->name, l->protocol, false, &ctx, why, sizeof why);
+    if (rc < 0) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
+    } else {
+        /* Kafka's SslFactory.validateReconfiguration compares the new
+         * key store's certificate with the one in use, also when the
+         * same file changed in place */
+        X509 *now = SSL_CTX_get0_certificate(ctx);
+        if (old && now)
+            rc = check_same_identity(next, l->name, old, now, err, errlen);
+    }
+    if (rc == 0 && peer_side(next, l->name, &cctx, why, sizeof why) < 0) {
+        snprintf(err, errlen, "Validation of dynamic config update of SSLFactory failed: %s", why);
+        rc = -1;
+    }
+    /* the inter-broker listener: the new stores must work with the
+     * current ones both ways (Kafka's SslEngineValidator) */
+    if (rc == 0 && cctx && old_srv)
+        rc = check_handshakes(l->name, old_srv, old_cli, ctx, cctx, err, errlen);
+    X509_free(old);
+    SSL_CTX_free(old_srv);
+    SSL_CTX_free(old_cli);
+    if (rc == 0 && prepare) {
+        pthread_mutex_lock(&ctx_lock);
+        prep_clear(&ctxs[at].prep);
+        ctxs[at].prep = (struct ctx_prep){ctx, cctx, sig, stamp};
+        pthread_mutex_unlock(&ctx_lock);
+        atomic_fetch_add(&prep_gen, 1);
+    } else {
+        SSL_CTX_free(ctx);
+        SSL_CTX_free(cctx);
+        free(sig);
+        free(stamp);
+    }
+    return rc;
+}
+
+int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < next->n_listeners; i++)
+        if (listener_known(next->listeners[i].name) &&
+            check_listener(next, &next->listeners[i], prepare, err, errlen) < 0)
+            return -1;
     return 0;
+}
+
+void tls_follow_config(const struct samsa_config *now)
+{
+    for (size_t i = 0; i < now->n_listeners; i++) {
+        const struct config_endpoint *l = &now->listeners[i];
+        char err[1024];
+        if (!listener_known(l->name) || check_listener(now, l, true, err, sizeof err) == 0)
+            continue;
+        pthread_mutex_lock(&ctx_lock);
+        for (size_t k = 0; k < n_ctxs; k++)
+            if (!strcmp(ctxs[k].name, l->name))
+                ctxs[k].refused = now;
+        pthread_mutex_unlock(&ctx_lock);
+        slog_error("listener %s: the changed TLS configuration cannot be used; new connections keep the previous "
+                   "one: %s", l->name, err);
+    }
 }
 
 bool tls_any(void) { return n_ctxs > 0; }

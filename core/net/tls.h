@@ -43,6 +43,13 @@ SSL_CTX *tls_listener_ctx_ref(const struct samsa_config *cfg, const char *name);
  * on the net thread. 0, or -1 with one line in err. Any thread but a
  * network worker or the net thread: reads files. */
 int tls_check_reconfig(const struct samsa_config *next, bool prepare, char *err, size_t errlen);
+/* The config in effect became now (published by the quorum thread,
+ * e.g. stored dynamic keys replayed at startup, or a change this node's
+ * AlterConfigs did not check): each TLS listener's changed keys are
+ * checked as tls_check_reconfig does and prepared, so that the net
+ * thread adopts them without reading a file; a change that fails keeps
+ * the previous context, with one line. Not on a network worker. */
+void tls_follow_config(const struct samsa_config *now);
 /* A client context for the connections this node opens to its peers'
  * listener (the inter-broker or the controller listener), from that
  * listener's ssl.* keys: its trust store verifies the peer, its key

@@ -371,29 +371,51 @@ static inline bool fast_skip_bytes(const uint8_t **pp, const uint8_t *end, bool 
     return true;
 }
 
-static bool fast_walk = true;
+static bool use_fast_walk = true;
 
-void rb_validate_use_fast_walk(bool on) { fast_walk = on; }
+void rb_validate_use_fast_walk(bool on) { use_fast_walk = on; }
 
-static bool validate_records_fast(const uint8_t *p, size_t recs_len, const struct rb_header *h,
-                                  const struct rb_validate_opts *o, int64_t *max_ts_out, int32_t *max_delta_out)
+/* The walk's state between calls, so that it can follow the CRC through
+ * the batch block by block (rb_validate_produce) while the bytes are in
+ * the cache the CRC just loaded them into. */
+struct fast_walk {
+    const uint8_t *p, *end;
+    int32_t i, count;
+    int64_t max_ts;
+    int32_t max_delta;
+    bool failed;
+};
+
+static bool fast_walk_init(struct fast_walk *w, const uint8_t *p, size_t recs_len, const struct rb_header *h)
 {
-    if (!p || rb_timestamp_type(h) == RB_LOG_APPEND_TIME || h->records_count <= 0)
+    *w = (struct fast_walk){.p = p, .end = p ? p + recs_len : NULL, .count = h->records_count,
+                            .max_ts = RB_NO_TIMESTAMP, .max_delta = -1};
+    w->failed = !p || rb_timestamp_type(h) == RB_LOG_APPEND_TIME || h->records_count <= 0;
+    return !w->failed;
+}
+
+/* Walks the records that start before limit (all of them when limit is
+ * the end). Returns false once the walk has failed. */
+static bool fast_walk_run(struct fast_walk *w, const uint8_t *limit, const struct rb_header *h,
+                          const struct rb_validate_opts *o)
+{
+    if (w->failed)
         return false;
-    const uint8_t *end = p + recs_len;
+    const uint8_t *p = w->p, *end = w->end;
     const bool check_ts = o->timestamp_type == RB_CREATE_TIME;
-    int64_t max_ts = RB_NO_TIMESTAMP;
-    int32_t max_delta = -1;
-    for (int32_t i = 0; i < h->records_count; i++) {
+    int64_t max_ts = w->max_ts;
+    int32_t max_delta = w->max_delta;
+    int32_t i = w->i;
+    for (; i < w->count && p < limit; i++) {
         int32_t len;
         if (!fast_varint(&p, end, &len) || len < 1 || (size_t)len > (size_t)(end - p))
-            return false;
+            goto fail;
         const uint8_t *rend = p + len;
         p++; /* attributes */
         uint64_t u;
         size_t k = varint_decode_u64(p, (size_t)(rend - p), &u);
         if (!k)
-            return false;
+            goto fail;
         p += k;
         int64_t ts = wadd64(h->base_timestamp, unzigzag64(u));
         int32_t off, nh;
@@ -401,12 +423,12 @@ static bool validate_records_fast(const uint8_t *p, size_t recs_len, const struc
         if (!fast_varint(&p, rend, &off) || off != i || !fast_skip_bytes(&p, rend, true, &null_key) ||
             (null_key && o->compacted) || !fast_skip_bytes(&p, rend, true, &null_value) ||
             !fast_varint(&p, rend, &nh) || nh < 0 || (size_t)nh > (size_t)(rend - p))
-            return false;
+            goto fail;
         for (int32_t j = 0; j < nh; j++)
             if (!fast_skip_bytes(&p, rend, false, &null_key) || !fast_skip_bytes(&p, rend, true, &null_value))
-                return false;
+                goto fail;
         if (p != rend)
-            return false;
+            goto fail;
         if (ts > max_ts) {
             max_ts = ts;
             max_delta = off;
@@ -414,18 +436,68 @@ static bool validate_records_fast(const uint8_t *p, size_t recs_len, const struc
         if (check_ts && ts != RB_NO_TIMESTAMP) {
             int64_t diff = wsub64(o->now_ms, ts);
             if (diff > o->timestamp_before_max_ms || wneg64(diff) > o->timestamp_after_max_ms)
-                return false;
+                goto fail;
         }
     }
-    if (p != end)
+    w->p = p;
+    w->i = i;
+    w->max_ts = max_ts;
+    w->max_delta = max_delta;
+    return true;
+fail:
+    w->failed = true;
+    return false;
+}
+
+/* After the last run: whether every record passed and the records end
+ * exactly where the batch does. */
+static bool fast_walk_ok(const struct fast_walk *w)
+{
+    return !w->failed && w->i == w->count && w->p == w->end;
+}
+
+static bool validate_records_fast(const uint8_t *p, size_t recs_len, const struct rb_header *h,
+                                  const struct rb_validate_opts *o, int64_t *max_ts_out, int32_t *max_delta_out)
+{
+    struct fast_walk w;
+    if (!fast_walk_init(&w, p, recs_len, h) || !fast_walk_run(&w, w.end, h, o) || !fast_walk_ok(&w))
         return false;
-    *max_ts_out = max_ts;
-    *max_delta_out = max_delta;
+    *max_ts_out = w.max_ts;
+    *max_delta_out = w.max_delta;
     return true;
 }
 
+/* Bytes of CRC between two steps of the walk in crc_and_walk: three of
+ * crc32c's 8 KiB blocks (its fastest stride), well inside L1. */
+#define FUSED_BLOCK (3 * 8192)
+
+/* The batch's CRC with the single-pass walk of its (uncompressed)
+ * records run behind it block by block: both read every byte, and run
+ * one after the other over a whole 1 MB batch the walk found it gone from
+ * L1/L2 (validation 16 -> 10.7 ns per 100-byte record cold, micro-benchmark).
+ * The walk's outcome is in *w; the CRC is returned, and is checked
+ * before anything the walk found, as Kafka does. */
+static uint32_t crc_and_walk(const uint8_t *batch, size_t size, const struct rb_header *h,
+                             const struct rb_validate_opts *o, struct fast_walk *w)
+{
+    const uint8_t *p = batch + RB_OFF_ATTRIBUTES, *end = batch + size;
+    uint32_t crc = 0;
+    bool walking = fast_walk_init(w, batch + RB_OFF_RECORDS, size - RB_OFF_RECORDS, h);
+    while (p < end) {
+        size_t n = (size_t)(end - p) < FUSED_BLOCK ? (size_t)(end - p) : FUSED_BLOCK;
+        crc = crc32c(crc, p, n);
+        p += n;
+        if (walking)
+            walking = fast_walk_run(w, p, h, o);
+    }
+    return crc;
+}
+
+/* pre: the single-pass walk crc_and_walk already ran over these records,
+ * or NULL. */
 static int validate_records(const uint8_t *recs, size_t recs_len, const struct rb_header *h,
-                            const struct rb_validate_opts *o, struct rb_validate_result *out)
+                            const struct rb_validate_opts *o, const struct fast_walk *pre,
+                            struct rb_validate_result *out)
 {
     struct rb_record_iter it;
     struct rb_record rec;
@@ -437,8 +509,15 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
     bool bad_ts_type = false;
     int r;
 
-    if (fast_walk && validate_records_fast(recs, recs_len, h, o, &max_ts, &max_ts_delta))
+    if (pre) {
+        if (fast_walk_ok(pre)) {
+            max_ts = pre->max_ts;
+            max_ts_delta = pre->max_delta;
+            goto valid;
+        }
+    } else if (use_fast_walk && validate_records_fast(recs, recs_len, h, o, &max_ts, &max_ts_delta)) {
         goto valid;
+    }
     max_ts = RB_NO_TIMESTAMP;
     max_ts_delta = -1;
     rb_record_iter_init(&it, recs, recs_len, h->records_count);
@@ -606,7 +685,9 @@ int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
                     size, RB_HEADER_SIZE);
     struct rb_header h;
     rb_parse_header(p, size, &h);
-    uint32_t crc = rb_compute_crc(p, size);
+    struct fast_walk walked;
+    bool fused = use_fast_walk && rb_codec(&h) == RB_CODEC_NONE;
+    uint32_t crc = fused ? crc_and_walk(p, size, &h, o, &walked) : rb_compute_crc(p, size);
     if (crc != h.crc)
         return verr(out, KERR_CORRUPT_MESSAGE, -1, "Record is corrupt (stored crc = %u, computed crc = %u)",
                     h.crc, crc);
@@ -662,7 +743,7 @@ int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
         recs = dec.data;
         recs_len = dec.len;
     }
-    rc = validate_records(recs, recs_len, &h, o, out);
+    rc = validate_records(recs, recs_len, &h, o, fused ? &walked : NULL, out);
     buf_free(&dec);
     return rc;
 }

@@ -16,6 +16,7 @@
 #include "log/plog.h"
 #include "net/park.h"
 #include "proto/kerr.h"
+#include "util/chgen.h"
 #include "util/clock.h"
 #include "util/buf.h"
 #include "util/slog.h"
@@ -75,12 +76,25 @@ static bool raise_hw(struct partition *p, struct plog *l)
     return moved;
 }
 
+/* Tells fetch sessions that skip unchanged partitions (util/chgen.h)
+ * that p changed, and wakes the fetches parked while skipping it. */
+static void changed(struct partition *p)
+{
+    chgen_bump(p->topic_id.b, p->index);
+    if (atomic_load(&chgen_watchers) > 0)
+        park_notify(p->wake, chgen_park_key(p->topic_id.b));
+}
+
 /* Wakes the requests parked on p: Fetches, acks=all and durable-ack
- * Produces, group coordinator writes. */
+ * Produces, group coordinator writes. Every change that wakes them is
+ * one a fetch session must see (changed). */
 static void wake(struct partition *p)
 {
+    changed(p);
     park_notify(p->wake, partition_park_key(p));
 }
+
+void partition_changed(struct partition *p) { changed(p); }
 
 int partition_append(struct partition *p, uint8_t *batches, size_t len, bool log_append_time,
                      struct plog_append_result *res)
@@ -282,6 +296,8 @@ int partition_append_follower(struct partition *p, const uint8_t *batches, size_
     if (len > 0)
         err = plog_append_follower(p->log, batches, len, NULL);
     partition_follower_hw(p, leader_hw);
+    if (len > 0)
+        changed(p);
     return err;
 }
 
@@ -291,7 +307,8 @@ void partition_follower_hw(struct partition *p, int64_t leader_hw)
     if (leader_hw > p->leader_hw)
         p->leader_hw = leader_hw;
     slock_unlock(&p->repl_lock);
-    raise_hw(p, p->log);
+    if (raise_hw(p, p->log))
+        changed(p);
 }
 
 int partition_truncate(struct partition *p, int64_t offset)
@@ -305,6 +322,7 @@ int partition_truncate(struct partition *p, int64_t offset)
         atomic_store(&p->high_watermark, leo);
     plog_set_high_watermark(p->log, atomic_load(&p->high_watermark));
     slock_unlock(&p->repl_lock);
+    changed(p);
     return err;
 }
 

@@ -72,6 +72,11 @@ struct partition {
  * high watermark, log end, leadership or existence changes. */
 uint64_t partition_park_key(const struct partition *p);
 
+/* Bumps p's topic's change generation (util/chgen.h) and wakes the
+ * fetches parked while skipping it: for a change that does not go
+ * through the calls below (the registry removing p). */
+void partition_changed(struct partition *p);
+
 /* Creates the registry of this node's partitions (env is copied). It
  * follows the images the controller publishes through preg_sync (main
  * makes that the controller's image_published hook). */

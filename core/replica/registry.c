@@ -47,6 +47,7 @@
 #include "proto/kerr.h"
 #include "topic_config.h"
 #include "util/buf.h"
+#include "util/chgen.h"
 #include "util/slog.h"
 #include "util/uuid.h"
 
@@ -750,6 +751,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         pthread_mutex_unlock(&r->del_lock);
         count_replicated(r, pp, NULL);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
+        partition_changed(&pp->p);
         park_notify(r->env.wake, partition_park_key(&pp->p));
         partition_put(&pp->p);
     }
@@ -760,6 +762,10 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         const struct mi_topic *t = img->topics[ti];
         if (prev && mimage_topic_by_id(prev, &t->id) == t)
             continue; /* the same topic as at the last complete sync */
+        /* Its partitions' leadership or existence may have changed: fetch
+         * sessions that skipped the topic look again (the image is
+         * visible already: a reader after this bump sees it). */
+        chgen_bump_topic(t->id.b, t->npartitions);
         for (int32_t pi = 0; pi < t->npartitions; pi++) {
             const struct mi_partition *part = &t->partitions[pi];
             if (!hosted_here(part, node))

@@ -12,4 +12,5 @@ core_libsamsacore_a_SOURCES += \
 	core/util/rate.c core/util/rate.h \
 	core/util/throttle.c core/util/throttle.h \
 	core/util/thread.c core/util/thread.h \
-	core/util/loopwatch.c core/util/loopwatch.h
+	core/util/loopwatch.c core/util/loopwatch.h \
+	core/util/chgen.c core/util/chgen.h

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "api/fetch_session.h"
+#include "util/chgen.h"
 
 #define EV FETCH_SESSION_EVICTION_MS
 
@@ -237,6 +238,154 @@ static void test_concurrent_churn(void **state)
     fetch_session_cache_destroy(&c);
 }
 
+/* Runs: consecutive partitions of one topic, the unit an incremental
+ * consumer poll skips (util/chgen.h). */
+static struct fetch_session *runs_session(struct fetch_session_cache *c)
+{
+    fetch_session_cache_init(c, 4);
+    struct fetch_session *s = fetch_session_new(c, false, false, 4, 0);
+    fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, 0, true);
+    fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, 1, true);
+    fetch_session_part(s, KSTR_LIT("b"), &(kuuid_t){{0}}, 0, true);
+    fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, 2, true); /* added later: a run of its own */
+    fetch_session_unlock(c, s->id);
+    return s;
+}
+
+static void test_runs_follow_the_partitions(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    struct fetch_session *s = runs_session(&c);
+    assert_true(s->runs_stale);
+    fetch_session_runs_build(s);
+    assert_false(s->runs_stale);
+    assert_int_equal(s->nruns, 3);
+    int32_t want[3][2] = {{0, 2}, {2, 1}, {3, 1}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s->runs[i].start, want[i][0]);
+        assert_int_equal(s->runs[i].count, want[i][1]);
+        assert_false(s->runs[i].valid); /* a new layout is walked whole */
+    }
+    int32_t run_of[4] = {0, 0, 1, 2};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(s->parts[i].run, run_of[i]);
+    uint32_t layout = s->layout;
+    fetch_session_runs_build(s); /* nothing changed: kept */
+    assert_int_equal(s->layout, layout);
+    /* forgetting b-0 merges the a runs */
+    fetch_session_forget(s, KSTR_LIT("b"), &(kuuid_t){{0}}, 0);
+    assert_true(s->runs_stale);
+    fetch_session_runs_build(s);
+    assert_int_equal(s->nruns, 1);
+    assert_int_equal(s->runs[0].count, 3);
+    assert_int_not_equal(s->layout, layout);
+    fetch_session_cache_destroy(&c);
+}
+
+static void test_run_skipped_only_when_nothing_changed(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    struct fetch_session *s = runs_session(&c);
+    fetch_session_runs_build(s);
+    kuuid_t id = {{1, 2, 3}}, other = {{9}};
+    uint32_t slot = chgen_slot_of(id.b, 0);
+    uint64_t g = chgen_read(slot);
+    struct fs_run *r = &s->runs[0];
+    /* never walked since the layout: not skipped */
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, g));
+    /* what a walk that answered everything stores */
+    r->valid = true;
+    r->topic_id = id;
+    r->slot = slot;
+    r->gen = g;
+    s->isolation = 0;
+    assert_true(fetch_session_run_unchanged(s, r, 0, &id, g));
+    /* a change anywhere in the topic: its generation moved */
+    chgen_bump(id.b, CHGEN_CHUNK - 1); /* the run's chunk: partitions 0..CHUNK-1 */
+    uint64_t g2 = chgen_read(slot);
+    assert_true(g2 != g);
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    r->gen = g2;
+    assert_true(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    /* every topic changed (a log dir offline) */
+    uint64_t go = chgen_read(chgen_slot_of(other.b, 0));
+    chgen_bump_all();
+    assert_true(chgen_read(slot) != g2);
+    assert_true(chgen_read(chgen_slot_of(other.b, 0)) != go);
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, chgen_read(slot)));
+    g2 = r->gen = chgen_read(slot);
+    /* another topic of the same name (deleted and created again) */
+    assert_false(fetch_session_run_unchanged(s, r, 0, &other, g2));
+    /* the topic is gone from the image */
+    assert_false(fetch_session_run_unchanged(s, r, 0, NULL, g2));
+    /* a read_committed poll after read_uncommitted walks */
+    assert_false(fetch_session_run_unchanged(s, r, 1, &id, g2));
+    /* news left behind (records past the fetch offset, an error) */
+    r->pending = true;
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    r->pending = false;
+    /* the request moved a fetch offset of the run: dirty */
+    fetch_session_lock(&c, s->id);
+    struct fs_partition *sp = fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, 1, false);
+    fetch_session_part_changed(s, sp);
+    fetch_session_unlock(&c, s->id);
+    assert_true(r->dirty);
+    assert_false(s->runs[1].dirty);
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    r->dirty = false;
+    assert_true(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    /* a partition added: the layout is stale, nothing is skipped */
+    fetch_session_part(s, KSTR_LIT("c"), &(kuuid_t){{0}}, 0, true);
+    assert_false(fetch_session_run_unchanged(s, r, 0, &id, g2));
+    fetch_session_cache_destroy(&c);
+}
+
+static void test_chgen_slots(void **state)
+{
+    (void)state;
+    /* a chunk's partitions share its slot; bumping one slot leaves the
+     * others (two chunks may share a slot: a spurious walk only) */
+    kuuid_t a = {{0xaa, 1}}, b = {{0xbb, 2}};
+    uint32_t sa = chgen_slot_of(a.b, 0), sb = chgen_slot_of(b.b, 0), sa1 = chgen_slot_of(a.b, 1);
+    assert_true(sa < CHGEN_SLOTS && sb < CHGEN_SLOTS && sa1 < CHGEN_SLOTS);
+    assert_int_equal(chgen_chunk_of(CHGEN_CHUNK - 1), 0);
+    assert_int_equal(chgen_chunk_of(CHGEN_CHUNK), 1);
+    uint64_t ga = chgen_read(sa), gb = chgen_read(sb), ga1 = chgen_read(sa1);
+    chgen_bump(a.b, 3);
+    assert_true(chgen_read(sa) == ga + 1);
+    if (sa != sb)
+        assert_true(chgen_read(sb) == gb);
+    if (sa != sa1)
+        assert_true(chgen_read(sa1) == ga1);
+    /* a topic's image change: every chunk */
+    ga = chgen_read(sa);
+    chgen_bump_topic(a.b, CHGEN_CHUNK + 1);
+    assert_true(chgen_read(sa) != ga);
+    assert_true(chgen_read(sa1) != ga1);
+    assert_true(chgen_park_key(a.b) != chgen_park_key(b.b));
+}
+
+static void test_runs_split_at_chunks(void **state)
+{
+    (void)state;
+    struct fetch_session_cache c;
+    fetch_session_cache_init(&c, 4);
+    struct fetch_session *s = fetch_session_new(&c, false, false, 4, 0);
+    int32_t idx[] = {0, CHGEN_CHUNK - 1, CHGEN_CHUNK, CHGEN_CHUNK + 1, 1};
+    for (int i = 0; i < 5; i++)
+        fetch_session_part(s, KSTR_LIT("a"), &(kuuid_t){{0}}, idx[i], true);
+    fetch_session_unlock(&c, s->id);
+    fetch_session_runs_build(s);
+    /* chunk 0 (0, 31), chunk 1 (32, 33), chunk 0 again (1) */
+    assert_int_equal(s->nruns, 3);
+    assert_int_equal(s->runs[0].count, 2);
+    assert_int_equal(s->runs[1].count, 2);
+    assert_int_equal(s->runs[2].start, 4);
+    fetch_session_cache_destroy(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +396,10 @@ int main(void)
         cmocka_unit_test(test_larger_evicts_old_smaller),
         cmocka_unit_test(test_bound_and_lru_span_shards),
         cmocka_unit_test(test_concurrent_churn),
+        cmocka_unit_test(test_runs_follow_the_partitions),
+        cmocka_unit_test(test_run_skipped_only_when_nothing_changed),
+        cmocka_unit_test(test_chgen_slots),
+        cmocka_unit_test(test_runs_split_at_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -470,6 +471,66 @@ static void test_segment_roll(void **state)
     buf_free(&big);
     assert_int_equal(plog_log_end_offset(l), 28);
 
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+static int64_t index_size(const char *dir, int64_t base)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%020" PRId64 ".index", dir, base);
+    return file_size(p);
+}
+
+/* A roll trims the old segment's offset index to its entries without
+ * unmapping it (outside seg_lock): reads through it go on; a truncation
+ * that makes that segment active again gives the file back its room,
+ * and appends index into it again. */
+static void test_roll_trims_mapped_index(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 1); /* an entry per batch */
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    for (int k = 0; k < 10; k++)
+        append_one(l, &e, 2, NULL, 50);
+    assert_int_equal(plog_segment_count(l), 4);
+    /* Sealed: two entries of 8 bytes each (for the second and third
+     * batches: the first is at the segment's start); the active one has
+     * its room. */
+    assert_int_equal(index_size(f->dir, 0), 16);
+    assert_int_equal(index_size(f->dir, 6), 16);
+    assert_int_equal(index_size(f->dir, 12), 16);
+    assert_true(index_size(f->dir, 18) > 16);
+    check_all(l, &e);
+
+    /* Back into segment 6 (offsets 6..11): it is active again. */
+    assert_int_equal(plog_truncate_to(l, 8), 0);
+    assert_int_equal(plog_segment_count(l), 2);
+    assert_true(index_size(f->dir, 6) > 16);
+    struct buf more = BUF_INIT;
+    for (int k = 0; k < 3; k++) {
+        buf_reset(&more);
+        add_batch(&more, 2, NULL, 1, 300 + k, 50);
+        assert_int_equal(plog_append(l, more.data, more.len, 7, -1, NULL), 0);
+    }
+    buf_free(&more);
+    assert_int_equal(plog_log_end_offset(l), 14);
+    /* Every batch is found through the index again, the new ones too. */
+    for (int64_t off = 0; off < 14; off += 2) {
+        struct plog_read_result r;
+        assert_int_equal(plog_read(l, off, (int32_t)s, false, -1, &r), 0);
+        assert_int_equal(r.len, (int64_t)s);
+        uint8_t *got = read_bytes(&r);
+        struct rb_header h;
+        assert_int_equal(rb_parse_header(got, (size_t)r.len, &h), 0);
+        assert_int_equal(h.base_offset, off);
+        free(got);
+        sfile_unref(r.file);
+    }
     expect_free(&e);
     plog_close(l, true);
 }
@@ -1880,6 +1941,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_roll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_trims_mapped_index, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_corrupt, setup, teardown),

@@ -1214,6 +1214,65 @@ static void test_varint_boundaries(void **state)
     assert_int_equal(varint_decode_u32(six, 6, &v), 0); /* more than five bytes */
 }
 
+/* The same on batches of several of crc_and_walk's 24 KiB blocks, with
+ * records of up to 3 000 bytes across the block edges, mutated in their
+ * lengths and fields: the walk that follows the CRC block by block agrees
+ * with the general walk, and an unmutated batch passes. */
+static void test_fused_walk_agrees(void **state)
+{
+    (void)state;
+    static uint8_t val[3000];
+    for (size_t i = 0; i < sizeof val; i++)
+        val[i] = (uint8_t)rnd();
+    int mismatches = 0, accepted = 0;
+    for (int iter = 0; iter < 400; iter++) {
+        struct buf b = BUF_INIT;
+        struct rb_builder bl;
+        rb_builder_begin(&bl, &b, 0, GOLDEN_TS, NULL);
+        int n = 20 + (int)(rnd() % 200);
+        for (int i = 0; i < n; i++) {
+            int64_t ts = GOLDEN_TS + (int64_t)(rnd() % 5000) - 2500;
+            kbytes_t v = {.p = val, .len = (int32_t)(rnd() % 4 ? rnd() % 3000 : rnd() % 100)};
+            kbytes_t k = rnd() % 2 ? (kbytes_t){.p = val + 7, .len = (int32_t)(rnd() % 20)} : kb(NULL);
+            assert_int_equal(rb_builder_add(&bl, ts, k, v, NULL, 0), 0);
+        }
+        size_t len;
+        assert_int_equal(rb_builder_finish(&bl, &len), 0);
+        uint8_t *q = dup_exact(b.data, len);
+        buf_free(&b);
+        int flips = iter % 4 == 0 ? 0 : 1 + (int)(rnd() % 2);
+        for (int k = 0; k < flips; k++)
+            q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 4 ? rnd() % 8 : rnd());
+        rb_recompute_crc(q, len);
+        struct rb_validate_opts o = vopts();
+        o.compacted = rnd() % 4 == 0;
+        if (rnd() % 3 == 0) {
+            o.timestamp_before_max_ms = 1000;
+            o.timestamp_after_max_ms = 1000;
+            o.now_ms = GOLDEN_TS;
+        }
+        struct rb_validate_result fast, slow;
+        int rf = rb_validate_produce(q, len, 9, &o, &fast);
+        rb_validate_use_fast_walk(false);
+        int rs = rb_validate_produce(q, len, 9, &o, &slow);
+        rb_validate_use_fast_walk(true);
+        if (rf != rs || fast.error_record_index != slow.error_record_index ||
+            fast.max_timestamp != slow.max_timestamp ||
+            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
+            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
+            print_error("iter %d (%zu bytes): fast %s (%s) slow %s (%s)\n", iter, len, kerr_name((int16_t)rf),
+                        fast.reason, kerr_name((int16_t)rs), slow.reason);
+            mismatches++;
+        }
+        if (flips == 0 && !o.compacted && o.timestamp_after_max_ms == INT64_MAX)
+            assert_int_equal(rf, 0);
+        accepted += rf == 0;
+        free(q);
+    }
+    assert_int_equal(mismatches, 0);
+    assert_true(accepted > 50 && accepted < 400);
+}
+
 /* The single-pass walk and the general one give the same answer (code,
  * reason, failing record, max timestamp) on mutations of batches with keys,
  * nulls and headers, under each option that changes the checks. */
@@ -1294,6 +1353,7 @@ int main(void)
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_bit_flips),
         cmocka_unit_test(test_fast_walk_agrees),
+        cmocka_unit_test(test_fused_walk_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,11 @@ the produce call to the delivery report (samsa-loadgen produce --rate):
 The issue's goal: p99 under 5 ms (2 ms), no stall over 50 ms (the max
 column). The stalls columns count the nodes' event-loop passes over 5 ms
 (samsa.loop.stall.warn.ms=5): a client tail with none of them is the
-machine's (scheduling), not a loop of samsa's that held everything up. Prints one table; the machine's load average is printed too."""
+machine's (scheduling), not a loop of samsa's that held everything up.
+The "on cpu" columns count those of them that were over 5 ms in the
+thread's CPU time, the "blocked" ones those asleep in the kernel for
+over 5 ms (a disk read, a lock, a throttled write): samsa's to bound;
+the rest of a long pass waited for one of the 2 shared CPUs. Prints one table; the machine's load average is printed too."""
 import json
 import os
 import re
@@ -34,6 +38,10 @@ from cluster import Cluster, check, create_topics, wait_partitions  # noqa: E402
 LOADGEN = os.environ.get("LOADGEN_BIN", os.path.join(HERE, "..", "loadgen", "samsa-loadgen"))
 RATE = int(os.environ.get("LATENCY_BENCH_RATE", "10000"))
 SECONDS = float(os.environ.get("LATENCY_BENCH_SECONDS", "10"))
+# A directory: phases (b) and (c) run under perf record -a (on-CPU samples
+# and the samsa threads' context switches, with call graphs), into
+# DIR/b.data and DIR/c.data, for finding what a long pass did.
+PERF_DIR = os.environ.get("LATENCY_BENCH_PERF")
 
 SEGMENTS = {
     "log.segment.bytes": str(1 << 20),
@@ -61,13 +69,22 @@ def loadgen(bootstrap, topic, records, rate, extra=()):
 
 def row(name, r, st):
     lat = r["latency_us"]
-    return "%-44s %8.0f %7.2f %7.2f %7.2f %8.2f %6d %7d %8.1f" % (
+    cpu = ("%6s %7s %7s %7s" % ("-", "-", "-", "-")) if st[3] is None else (
+        "%6d %7.1f %7d %7.1f" % (st[3], st[4], st[5], st[6]))
+    return "%-44s %8.0f %7.2f %7.2f %7.2f %8.2f %6d %7d %8.1f %s" % (
         name, r["records_per_s"], lat["p50"] / 1e3, lat["p99"] / 1e3, lat["p99_9"] / 1e3, lat["max"] / 1e3,
-        r["errors"], st[0], st[1])
+        r["errors"], st[0], st[1], cpu)
 
 
-STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms(?:, (\d+) passes over \d+ ms"
-                   r" since the last such line \(the longest ([0-9.]+) ms\))?")
+# util/loopwatch.c's lines: the pass logged, then, when the line stands
+# for several passes, their count and the longest. A samsa from before the
+# wall time was split writes them without the CPU and blocked parts (its
+# columns for those then print "-").
+STALL = re.compile(r"event loop (\S+): one pass ran its callbacks for ([0-9.]+) ms"
+                   r"(?: \(([0-9.]+) ms on CPU, [0-9.]+ ms waiting for a CPU, ([0-9.]+) ms blocked)?")
+STALLS = re.compile(r"(\d+) passes over \d+ ms since the last such line(?:, (\d+) of them on CPU, (\d+) blocked)?"
+                    r" \(the longest ([0-9.]+) ms(?:, ([0-9.]+) ms on CPU, ([0-9.]+) ms blocked)?\)")
+STALL_MS = float(SEGMENTS["samsa.loop.stall.warn.ms"])
 
 
 def log_sizes(nodes):
@@ -76,8 +93,13 @@ def log_sizes(nodes):
 
 def stalls(nodes, since):
     """Event-loop passes over samsa.loop.stall.warn.ms logged by the nodes
-    after the sizes in since: (count, longest ms, loops seen)."""
+    after the sizes in since: (count, longest ms, loops seen, count of
+    those over it on CPU, longest on CPU in ms, count of those blocked over
+    it, longest blocked in ms); the CPU and blocked figures are None for a
+    samsa that does not log them."""
     count, longest, loops = 0, 0.0, {}
+    cpu_count, cpu_longest, blk_count, blk_longest = 0, 0.0, 0, 0.0
+    split = None
     for n, off in zip(nodes, since):
         with open(n.log_path, errors="replace") as f:
             f.seek(off)
@@ -85,17 +107,57 @@ def stalls(nodes, since):
                 m = STALL.search(line)
                 if not m:
                     continue
+                agg = STALLS.search(line)
+                has = m.group(3) is not None
+                split = has if split is None else (split and has)
+                wall, cpu, blk = float(m.group(2)), float(m.group(3) or 0), float(m.group(4) or 0)
+                if agg:
+                    passes = int(agg.group(1))
+                    on_cpu, blocked = int(agg.group(2) or 0), int(agg.group(3) or 0)
+                    longest = max(longest, float(agg.group(4)))
+                    cpu_longest = max(cpu_longest, float(agg.group(5) or 0))
+                    blk_longest = max(blk_longest, float(agg.group(6) or 0))
+                else:
+                    passes, on_cpu, blocked = 1, int(cpu > STALL_MS), int(blk > STALL_MS)
+                longest = max(longest, wall)
+                cpu_longest = max(cpu_longest, cpu)
+                blk_longest = max(blk_longest, blk)
                 k = "n%d/%s" % (n.node_id, m.group(1))
-                loops[k] = loops.get(k, 0) + int(m.group(3) or 1)
-                count += int(m.group(3) or 1)
-                longest = max(longest, float(m.group(2)), float(m.group(4) or 0))
-    return count, longest, " ".join("%s:%d" % kv for kv in sorted(loops.items()))
+                c, cc, bc = loops.get(k, (0, 0, 0))
+                loops[k] = (c + passes, cc + on_cpu, bc + blocked)
+                count += passes
+                cpu_count += on_cpu
+                blk_count += blocked
+    if split is False:
+        cpu_count = cpu_longest = blk_count = blk_longest = None
+    return (count, longest,
+            " ".join("%s:%d%s" % (k, c, "" if split is False else "(cpu %d, blocked %d)" % (cc, bc))
+                     for k, (c, cc, bc) in sorted(loops.items())),
+            cpu_count, cpu_longest, blk_count, blk_longest)
 
 
 def cleaned(node):
     """Lines of the node's log that say the cleaner compacted something."""
     with open(node.log_path, errors="replace") as f:
         return sum(1 for l in f if "clean" in l and "lat-compact" in l)
+
+
+def perf_start(phase):
+    """perf record over the whole machine for the phase (LATENCY_BENCH_PERF);
+    None when not asked for."""
+    if not PERF_DIR:
+        return None
+    os.makedirs(PERF_DIR, exist_ok=True)
+    argv = ["perf", "record", "-q", "-a", "-o", os.path.join(PERF_DIR, phase + ".data"),
+            "-e", "cpu-clock/call-graph=fp/", "-F", "999",
+            "-e", "sched:sched_switch/call-graph=dwarf,stack-size=8192/", "--filter", 'prev_comm ~ "samsa-*"',
+            "--", "sleep", str(SECONDS + 1)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_wait(p):
+    if p is not None:
+        p.wait(timeout=SECONDS + 60)
 
 
 def boot_of(cl):
@@ -141,9 +203,11 @@ def main():
     t = threading.Thread(target=lambda: side.update(
         loadgen(boot, "lat-compact", n // 2, RATE // 2, ["--keys", "100"])))
     since = log_sizes(cl.nodes)
+    pf = perf_start("b")
     t.start()
     r = loadgen(boot, "lat", n, RATE)
     t.join()
+    perf_wait(pf)
     st = stalls(cl.nodes, since)
     rows.append(row("(b) (a) + a compacted topic being cleaned", r, st))
     where.append("(b) stalls by loop: %s" % (st[2] or "none"))
@@ -158,9 +222,11 @@ def main():
         follower.start()
     t = threading.Thread(target=restart)
     since = log_sizes(cl.nodes)
+    pf = perf_start("c")
     t.start()
     r = loadgen(boot, "lat", n, RATE)
     t.join()
+    perf_wait(pf)
     st = stalls(cl.nodes, since)
     rows.append(row("(c) a restarted follower catching up", r, st))
     where.append("(c) stalls by loop: %s" % (st[2] or "none"))
@@ -168,8 +234,9 @@ def main():
 
     print("produce latency, %d records/s x 100 B, acks=all, replication 3, 3 nodes on loopback, "
           "linger.ms=1, %.0f s per phase" % (RATE, SECONDS))
-    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s" % ("phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors",
-                                                 "stalls", "longest"))
+    print("%-44s %8s %7s %7s %7s %8s %6s %7s %8s %6s %7s %7s %7s" % (
+        "phase", "rec/s", "p50 ms", "p99 ms", "p99.9", "max ms", "errors", "stalls", "longest", "on cpu", "longest",
+        "blocked", "longest"))
     for r in rows:
         print(r)
     print("compacted side load: %s records/s; cleaner log lines about lat-compact during (b): %d"
@@ -178,7 +245,10 @@ def main():
     for w in where:
         print(w)
     print("stalls: event-loop passes (network workers, replica fetchers, quorum loops of the three nodes) that ran "
-          "their callbacks for over 5 ms, wall time, and the longest in ms (samsa.loop.stall.warn.ms)")
+          "their callbacks for over 5 ms, wall time, and the longest in ms (samsa.loop.stall.warn.ms); on cpu: those "
+          "of them over 5 ms in the thread's CPU time, and the most CPU ms of one pass; blocked: those asleep in the "
+          "kernel (disk, lock, throttled write) for over 5 ms, and the longest such; the rest of a pass's wall "
+          "time waited for a CPU")
     print("load average at the end: %s" % open("/proc/loadavg").read().split(" ", 3)[:3])
     cl.stop()
 

@@ -40,6 +40,9 @@
 #   BENCH_NO_BUILD=1          use the binaries as they are
 #   BENCH_BUILDDIR=dir        where samsa and samsa-loadgen are built
 #   BENCH_KEEP=1              keep the temp dir (data, logs) for a post-mortem
+#   BENCH_SERVER_OVERRIDES="k=v ..."  server configs for the run, e.g.
+#                             socket.receive.buffer.bytes=-1 (see README,
+#                             "Produce path, CPU per record")
 #
 # Server CPU is utime+stime of the samsa process from /proc/<pid>/stat
 # around each phase; peak RSS is its VmHWM. Everything goes to stdout and
@@ -59,6 +62,8 @@ E2E_RECORDS=${BENCH_E2E_RECORDS:-100000}
 E2E_RATE=${BENCH_E2E_RATE:-10000}
 E2E_TXN=${BENCH_E2E_TXN:-100}
 SAMSA=$BUILD/samsa
+SERVER_OVERRIDES=()
+for kv in ${BENCH_SERVER_OVERRIDES:-}; do SERVER_OVERRIDES+=(--override "$kv"); done
 LOADGEN=$BUILD/tools/loadgen/samsa-loadgen
 OUT=$SRC/tools/bench/last-run.txt
 HZ=$(getconf CLK_TCK)
@@ -149,7 +154,7 @@ mkdir -p "$DATA"
 "$SAMSA" --override node.id=1 \
     --override "listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT" \
     --override "controller.quorum.voters=1@127.0.0.1:$CPORT" \
-    --override "log.dirs=$DATA" >"$TMP/samsa.log" 2>&1 &
+    --override "log.dirs=$DATA" "${SERVER_OVERRIDES[@]}" >"$TMP/samsa.log" 2>&1 &
 SPID=$!
 for _ in $(seq 100); do
     alive || { server_log_tail; die "samsa exited during start-up"; }

@@ -20,6 +20,7 @@ about ten seconds on tmpfs."""
 import os
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -33,6 +34,8 @@ WIDE = "wide"          # 1 000 partitions: the Produce and Fetch of 1 000
 NWIDE = 1000
 SESS = ["sess-%d" % i for i in range(9)]  # with WIDE: 10 000 partitions
 HZ = os.sysconf("SC_CLK_TCK")
+DELETE_RECORDS = 21
+TXN = 0x10  # the transactional bit of a batch's attributes
 
 
 def shm_free():
@@ -42,7 +45,9 @@ def shm_free():
 
 def setup():
     global srv, shm
-    over = {"num.network.threads": "2"}
+    # transactional batches are produced raw and made final with
+    # WriteTxnMarkers, as the coordinator would (37_txn_partition.py)
+    over = {"num.network.threads": "2", "transaction.partition.verification.enable": "false"}
     # a container's /dev/shm may be 64 MiB: 30 000 files of a page each
     # need more, so a small one is left alone
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) and shm_free() >= (1 << 30):
@@ -72,6 +77,18 @@ def server_ticks():
         stat = f.read()
     fields = stat[stat.rindex(")") + 2:].split()
     return int(fields[11]) + int(fields[12])
+
+
+def delete_records_v0(c, topic, p, offset, timeout_ms=5000):
+    """Raw DeleteRecords v0: (error_code, low_watermark)."""
+    w = kwire.W()
+    w.array([topic], lambda w, t: w.string(t).array([p], lambda w, q: w.i32(q).i64(offset)))
+    w.i32(timeout_ms)
+    r = c.request(DELETE_RECORDS, 0, w.bytes())
+    r.i32()  # throttle
+    (name, ((idx, low, err),)), = r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.i16()))))
+    eq((name, idx), (topic, p), "DeleteRecords answer names the partition")
+    return err, low
 
 
 def value(p, i, tag):
@@ -178,10 +195,12 @@ def confluent_produce_and_consume_1000_partitions():
         c.close()
 
 
-def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0):
+def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0, isolation=0, detail=None, min_bytes=1):
     """topics: [(name, [(partition, offset)])]. Returns (error, session id,
-    {(topic, partition): (error, hw, values)}, request body size)."""
-    w = kwire.W().i32(-1).i32(max_wait_ms).i32(1).i32(64 << 20).i8(0).i32(session_id).i32(epoch)
+    {(topic, partition): (error, hw, values)}, request body size); values
+    leave out control records. detail, a dict, gets {(topic, partition):
+    (last stable offset, log start offset)}."""
+    w = kwire.W().i32(-1).i32(max_wait_ms).i32(min_bytes).i32(64 << 20).i8(isolation).i32(session_id).i32(epoch)
     w.array(topics, lambda w, t: w.string(t[0]).array(
         t[1], lambda w, p: w.i32(p[0]).i64(p[1]).i64(-1).i32(1 << 20)))
     w.array([], None)
@@ -192,16 +211,17 @@ def fetch_v7(c, session_id, epoch, topics, max_wait_ms=0):
 
     def part(r):
         p, e, hw = r.i32(), r.i16(), r.i64()
-        r.i64()
-        r.i64()
+        lso, start = r.i64(), r.i64()
         r.array(lambda r: (r.i64(), r.i64()))
-        vals = [x["value"] for x in kwire.parse_batches(r.bytes_() or b"")]
-        return p, (e, hw, vals)
+        vals = [x["value"] for x in kwire.parse_batches(r.bytes_() or b"") if not x["control"]]
+        return p, (e, hw, vals), (lso, start)
 
     out = {}
     for name, ps in r.array(lambda r: (r.string(), r.array(part))) or []:
-        for p, v in ps:
+        for p, v, d in ps:
             out[(name, p)] = v
+            if detail is not None:
+                detail[(name, p)] = d
     return err, sid, out, len(body)
 
 
@@ -244,10 +264,81 @@ def session_of_10000_partitions():
         err, s, parts, _ = fetch_v7(c, sid, e, [])
         eq((err, s, parts), (0, sid, {("sess-6", 321): (0, 1, [b"news"])}), "the poll after one record")
 
+        # Every kind of news for one partition among the 10 000 comes in
+        # the next poll, alone, although the poll skips the topics where
+        # nothing changed (util/chgen.h).
+        e += 1
+        err, s, parts, _ = fetch_v7(c, sid, e, [("sess-6", [(321, 1)])])
+        eq((err, s, parts), (0, sid, {}), "the client moved sess-6/321 past the record")
+        for _ in range(3):
+            e += 1
+            eq(fetch_v7(c, sid, e, [])[:3], (0, sid, {}), "empty poll %d" % e)
+        # a log start offset moved by DeleteRecords
+        eq(delete_records_v0(q, WIDE, 7, 2), (0, 2), "DeleteRecords wide-7 to 2 (error, low watermark)")
+        e += 1
+        d = {}
+        err, s, parts, _ = fetch_v7(c, sid, e, [], detail=d)
+        eq((err, s, parts), (0, sid, {(WIDE, 7): (0, 5, [])}), "the poll after DeleteRecords")
+        eq(d[(WIDE, 7)], (5, 2), "wide-7's last stable offset and new log start offset")
+        e += 1
+        eq(fetch_v7(c, sid, e, [])[:3], (0, sid, {}), "empty poll after the log start moved")
+        # a record arriving while a long poll is parked with every topic
+        # skipped: the poll walks the chunk that changed and answers at
+        # once (not after its 10 s) with the record
+        e += 1
+        box = {}
+
+        def long_poll(epoch=e):
+            box["r"] = fetch_v7(c, sid, epoch, [], max_wait_ms=10000)
+            box["t"] = time.monotonic()
+
+        th = threading.Thread(target=long_poll)
+        th.start()
+        time.sleep(0.5)
+        eq(box, {}, "the long poll is parked")
+        t_produce = time.monotonic()
+        eq(kwire.produce(q, "sess-3", 500, kwire.build_batch([(b"k", b"late", [])]))["error_code"], 0,
+           "produce to sess-3/500 during the long poll")
+        th.join(bound(15))
+        check(not th.is_alive(), "the long poll answered")
+        err, s, parts, _ = box["r"]
+        waited = box["t"] - t_produce
+        check(waited < 3, "the long poll answered %.3f s after the record (max wait 10 s)" % waited)
+        log("parked poll answered %.1f ms after the record", waited * 1000)
+        eq((err, s, parts), (0, sid, {("sess-3", 500): (0, 1, [b"late"])}), "the record produced during the long poll")
+        e += 1
+        err, s, parts, _ = fetch_v7(c, sid, e, [("sess-3", [(500, 1)])])
+        eq((err, s, parts), (0, sid, {}), "the client moved sess-3/500 past the record")
+        # the same with a min_bytes the record does not reach: the poll
+        # takes the record's chunk into its walk but waits its full time
+        e += 1
+        box = {}
+
+        def long_poll_min(epoch=e):
+            t0 = time.monotonic()
+            box["r"] = fetch_v7(c, sid, epoch, [], max_wait_ms=1500, min_bytes=1 << 20)
+            box["took"] = time.monotonic() - t0
+
+        th = threading.Thread(target=long_poll_min)
+        th.start()
+        time.sleep(0.3)
+        eq(kwire.produce(q, "sess-5", 5, kwire.build_batch([(b"k", b"small", [])]))["error_code"], 0,
+           "produce to sess-5/5 during the long poll")
+        th.join(bound(15))
+        check(not th.is_alive(), "the long poll with min_bytes answered")
+        err, s, parts, _ = box["r"]
+        check(1.4 <= box["took"] < bound(5), "min_bytes not reached: waited its max wait (%.2f s)" % box["took"])
+        eq((err, s, parts), (0, sid, {("sess-5", 5): (0, 1, [b"small"])}), "then answered with the record")
+        e += 1
+        err, s, parts, _ = fetch_v7(c, sid, e, [("sess-5", [(5, 1)])])
+        eq((err, s, parts), (0, sid, {}), "the client moved sess-5/5 past the record")
+
         # The same empty polls without a session (what a client without
         # KIP-227 sends): every poll names and answers 10 000 partitions.
         ends = {(WIDE, p): 5 for p in range(NWIDE)}
         ends[("sess-6", 321)] = 1
+        ends[("sess-3", 500)] = 1
+        ends[("sess-5", 5)] = 1
         nosess = [(t, [(p, ends.get((t, p), 0)) for p in range(NWIDE)]) for t in [WIDE] + SESS]
         t0 = server_ticks()
         for _ in range(polls):
@@ -262,6 +353,61 @@ def session_of_10000_partitions():
         eq((err, s), (0, 0), "epoch -1 closes the session")
         err, _, _, _ = fetch_v7(c, sid, e + 1, [])
         eq(err, 70, "the closed session is gone (FETCH_SESSION_ID_NOT_FOUND)")
+    finally:
+        c.close()
+        q.close()
+
+
+@S.case
+def read_committed_session_sees_the_lso_move():
+    """A read_committed session of the same 10 000 partitions: an open
+    transaction's records raise sess-2/77's high watermark but not its
+    last stable offset (the next poll names the partition alone, without
+    records), the commit marker moves the LSO (the next poll brings the
+    records), and the polls in between are empty."""
+    ends = {(WIDE, p): 5 for p in range(NWIDE)}
+    ends[("sess-6", 321)] = 1
+    ends[("sess-3", 500)] = 1
+    ends[("sess-5", 5)] = 1
+    topics = [(t, [(p, ends.get((t, p), 0)) for p in range(NWIDE)]) for t in [WIDE] + SESS]
+    c = kwire.Conn(srv.port, timeout=bound(30))
+    q = kwire.Conn(srv.port, timeout=bound(30))
+    try:
+        err, sid, parts, _ = fetch_v7(c, 0, 0, topics, isolation=1)
+        eq(err, 0, "full read_committed fetch error")
+        check(sid > 0, "a read_committed session (got id %d)" % sid)
+        eq(len(parts), 10000, "partitions answered by the full fetch")
+        e = 1
+        for _ in range(3):
+            eq(fetch_v7(c, sid, e, [], isolation=1)[:3], (0, sid, {}), "empty read_committed poll %d" % e)
+            e += 1
+        pid = 7001
+        b = kwire.build_batch([(b"k", b"txn-%d" % i, []) for i in range(2)], attributes=TXN, producer_id=pid,
+                              producer_epoch=0, base_sequence=0)
+        r = kwire.produce(q, "sess-2", 77, b, transactional_id="tx89")
+        eq((r["error_code"], r["base_offset"]), (0, 0), "transactional records to sess-2/77")
+        d = {}
+        eq(fetch_v7(c, sid, e, [], isolation=1, detail=d)[:3], (0, sid, {("sess-2", 77): (0, 2, [])}),
+           "open transaction: the high watermark moves, no records")
+        eq(d[("sess-2", 77)], (0, 0), "the last stable offset held at the open transaction")
+        e += 1
+        eq(fetch_v7(c, sid, e, [], isolation=1)[:3], (0, sid, {}), "nothing new while the transaction is open")
+        e += 1
+        res = kwire.write_txn_markers(q, [{"producer_id": pid, "producer_epoch": 0, "commit": True,
+                                           "coordinator_epoch": 0, "topics": {"sess-2": [77]}}])
+        eq([p for p, _ in res], [pid], "WriteTxnMarkers answers the producer")
+        eq(res[0][1][("sess-2", 77)], 0, "COMMIT marker")
+        d = {}
+        eq(fetch_v7(c, sid, e, [], isolation=1, detail=d)[:3],
+           (0, sid, {("sess-2", 77): (0, 3, [b"txn-0", b"txn-1"])}), "after the commit: the records")
+        eq(d[("sess-2", 77)], (3, 0), "the last stable offset past the marker")
+        e += 1
+        eq(fetch_v7(c, sid, e, [("sess-2", [(77, 3)])], isolation=1)[:3], (0, sid, {}),
+           "the client moved sess-2/77 past the marker")
+        e += 1
+        eq(fetch_v7(c, sid, e, [], isolation=1)[:3], (0, sid, {}), "empty read_committed poll after all")
+        err, s, _, _ = fetch_v7(c, sid, -1, [], isolation=1)
+        eq((err, s), (0, 0), "epoch -1 closes the session")
     finally:
         c.close()
         q.close()

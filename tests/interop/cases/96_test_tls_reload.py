@@ -26,6 +26,7 @@ the ones asserted here.)"""
 # limit: 200
 import json
 import os
+import re
 import sys
 import time
 
@@ -465,6 +466,33 @@ def survives_restart():
     got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("newca"))
     h.check(got[0]["offset"] >= 0, "new CA client after the restart: %s", got)
     refused("ca")
+
+
+@suite.case
+def stored_store_refused_at_restart():
+    """A stored dynamic key store that fails Kafka's checks when the node
+    starts again (rewritten while it was down with another subject): the
+    listener keeps the store of its static configuration, with one line,
+    as a Kafka broker whose dynamic update fails keeps its old one."""
+    s = srv()
+    s.stop()
+    with open(path("server2-ks.pem"), "rb") as f:
+        kept = f.read()
+    copy_file("other-ks.pem", "server2-ks.pem")
+    since = s.log_size()
+    try:
+        s.start()
+        got = h.ck_produce(ssl_bs(), TOPIC, [h.rec(b"k", b"v")], conf=ck("ca"))
+        h.check(got[0]["offset"] >= 0, "old CA client (the static store) after the restart: %s", got)
+        refused("newca")
+        line = r"listener SSL: the changed TLS configuration cannot be used; new connections keep the previous one"
+        s.wait_log(line, since)
+        text = s.log_text(since)
+        h.eq(len(re.findall(line, text)), 1, "lines naming the refused store:\n%s" % text[-3000:])
+        h.check("Keystore DistinguishedName does not match" in text, "reason in the log:\n%s", text[-3000:])
+    finally:
+        with open(path("server2-ks.pem"), "wb") as f:
+            f.write(kept)
 
 
 suite.run(setup)
