@@ -84,9 +84,9 @@ bool plog_cleanable(struct plog *l, int64_t now_ms, struct plog_clean_state *st)
     plog_get_config(l, &c);
     if (!c.cleanup_compact || plog_has_failed(l))
         return false;
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     clean_state_locked(l, &c, now_ms, st);
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     return (st->first_dirty < st->first_uncleanable && st->dirty_bytes > 0) || st->tombstones_due;
 }
 
@@ -128,10 +128,10 @@ static int records_of(struct plog *l, const uint8_t *p, size_t size, const struc
 {
     if (rb_codec(h) == RB_CODEC_NONE)
         return rb_record_iter_init_batch(it, p, size) == 0 ? 0 : KERR_CORRUPT_MESSAGE;
-    if (!l->codecs.decompress)
+    if (!l->codecs->decompress)
         return KERR_UNSUPPORTED_COMPRESSION_TYPE;
     buf_reset(scratch);
-    int rc = l->codecs.decompress(l->codecs.ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
+    int rc = l->codecs->decompress(l->codecs->ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
     if (rc)
         return rc;
     rb_record_iter_init(it, scratch->data, scratch->len, h->records_count);
@@ -565,9 +565,9 @@ static int write_rebuilt(struct filter_ctx *fc, struct writer *w, const uint8_t 
         attrs = (int16_t)(attrs | RB_ATTR_DELETE_HORIZON);
     if (rb_codec(h) != RB_CODEC_NONE) {
         bool recompressed = false;
-        if (l->codecs.compress) {
+        if (l->codecs->compress) {
             size_t before = fc->out.len;
-            if (l->codecs.compress(l->codecs.ctx, rb_codec(h), fc->recs.data, fc->recs.len, &fc->out) == 0)
+            if (l->codecs->compress(l->codecs->ctx, rb_codec(h), fc->recs.data, fc->recs.len, &fc->out) == 0)
                 recompressed = true;
             else
                 fc->out.len = before;
@@ -758,9 +758,9 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
 {
     /* The aborted transactions of the replaced segments go with the
      * cleaned one (its .txnindex is renamed with it from here on). */
-    pthread_rwlock_rdlock(&l->seg_lock); /* a roll may grow the list meanwhile */
+    srw_rdlock(&l->seg_lock); /* a roll may grow the list meanwhile */
     int64_t first_base = l->segs[from]->base_offset, last_base = l->segs[from + k - 1]->base_offset;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     int rc = plog_txn_write_merged(l, cleaned->base_offset, first_base, last_base + 1, cleaned->suffix, t->drop,
                                    t->ndrop);
     if (rc)
@@ -775,7 +775,7 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
     }
     struct segment **old = xmalloc(k * sizeof *old);
     int64_t old_bytes = 0;
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     for (size_t i = 0; i < k; i++) {
         old[i] = l->segs[from + i];
         old_bytes += old[i]->size;
@@ -783,7 +783,7 @@ static int swap_in(struct plog *l, size_t from, size_t k, struct segment *cleane
     l->segs[from] = cleaned;
     memmove(l->segs + from + 1, l->segs + from + k, (l->nsegs - from - k) * sizeof *l->segs);
     l->nsegs -= k - 1;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     atomic_fetch_add(&l->size_bytes, cleaned->size - old_bytes);
     /* From here a crash leaves the .swap file, which plog_open puts in
      * place of whatever of the old segments is still there. */
@@ -821,7 +821,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     struct plog_config c;
     plog_get_config(l, &c);
     struct plog_clean_state cs;
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     clean_state_locked(l, &c, now_ms, &cs);
     /* The segments the map reads: copy what the scan needs, then read
      * without the lock (appends only add segments after these). Their
@@ -841,7 +841,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         sizes[nseg] = l->segs[i]->size;
         nseg++;
     }
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     for (size_t i = 0; i < nseg; i++) {
         files[i] = segment_file(segs[i], &fe);
         if (!files[i]) {
@@ -924,7 +924,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         if ((stop && atomic_load(stop)) || atomic_load(&l->abort_clean))
             break;
         /* The next group, from the list as it is now. */
-        pthread_rwlock_rdlock(&l->seg_lock);
+        srw_rdlock(&l->seg_lock);
         size_t i = first, k = 0;
         int64_t bytes = 0, entries = 0;
         int64_t max_entries = c.segment_index_bytes / OIDX_ENTRY_SIZE;
@@ -938,7 +938,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
             k++;
         }
         if (k == 0) {
-            pthread_rwlock_unlock(&l->seg_lock);
+            srw_unlock(&l->seg_lock);
             break;
         }
         struct segment **group = xmalloc(k * sizeof *group);
@@ -952,7 +952,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         }
         int64_t base = group[0]->base_offset;
         struct segment_opts so = plog_segment_opts(l);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         /* Opens and stats without seg_lock (see the map's files above):
          * the group stays listed while maint_lock is held. */
         for (size_t j = 0; j < k; j++) {

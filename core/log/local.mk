@@ -6,7 +6,7 @@ core_libsamsacore_a_SOURCES += \
 	core/log/partition_metadata.c core/log/partition_metadata.h \
 	core/log/segment.c core/log/segment.h \
 	core/log/checkpoint.c core/log/checkpoint.h \
-	core/log/plog.c core/log/plog.h core/log/plog_internal.h \
+	core/log/plog.c core/log/plog.h core/log/plog_internal.h core/log/plog_config.c \
 	core/log/producer_state.c core/log/producer_state.h \
 	core/log/plog_producers.c \
 	core/log/plog_txn.c core/log/txnindex.c core/log/txnindex.h \

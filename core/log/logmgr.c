@@ -38,23 +38,25 @@
 /* Key map memory when log.cleaner.dedupe.buffer.size is unset. */
 #define DEFAULT_DEDUPE_BYTES (128LL * 1024 * 1024)
 
+/* One per partition: no padding, no name of its own (the log's, once
+ * open: mlog_name). */
 struct mlog {
     struct mlog *prev, *next; /* m->logs, a list with a sentinel */
     struct mlog *qnext;       /* flush queue */
     struct logmgr *m;
     struct plog *l;           /* NULL until open */
-    size_t dir;
-    /* "<topic>-<partition>", in the same allocation, after the struct
-     * (one malloc chunk less per partition); the sentinel has none. */
-    const char *name;
     logmgr_flushed_fn flushed;
     void *ctx;
     struct plog_hooks hooks;  /* ctx = this */
+    uint32_t dir;
     int busy;                 /* background users; close waits for 0 */
     bool registered;          /* in m->logs */
     bool flush_queued, flush_pending_open;
     bool cleaning, closing;
 };
+
+/* "<topic>-<partition>": the last component of the log's dir. */
+static const char *mlog_name(const struct mlog *ml) { return plog_name(ml->l); }
 
 struct mdir {
     char *path;
@@ -98,7 +100,6 @@ struct logmgr {
     pthread_cond_t idle_cond;  /* a log's busy count fell, a pool thread ended */
     pthread_cond_t clean_cond; /* cleaner backoff, stop */
     struct mlog logs;          /* sentinel */
-    struct hmap by_log;        /* plog pointer bytes -> mlog */
     struct mlog *qhead, *qtail;
     bool stop;
     atomic_bool stop_flag;     /* for plog_clean */
@@ -185,7 +186,6 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     clock_cond_init_mono(&m->idle_cond);
     clock_cond_init_mono(&m->clean_cond);
     m->logs.next = m->logs.prev = &m->logs;
-    hmap_init(&m->by_log);
     atomic_init(&m->stop_flag, false);
 
     m->retention_check_ms = cfg->log_retention_check_interval_ms;
@@ -324,14 +324,11 @@ static void hook_failed(void *ctx, struct plog *l)
 
 /* ---- registration ---- */
 
-static struct mlog *mlog_new(struct logmgr *m, size_t dir, const char *name, logmgr_flushed_fn flushed, void *ctx)
+static struct mlog *mlog_new(struct logmgr *m, size_t dir, logmgr_flushed_fn flushed, void *ctx)
 {
-    struct mlog *ml = xcalloc(1, sizeof *ml + strlen(name) + 1);
+    struct mlog *ml = xcalloc(1, sizeof *ml);
     ml->m = m;
-    ml->dir = dir;
-    char *n = (char *)(ml + 1);
-    memcpy(n, name, strlen(name) + 1);
-    ml->name = n;
+    ml->dir = (uint32_t)dir;
     ml->flushed = flushed;
     ml->ctx = ctx;
     ml->hooks = (struct plog_hooks){ml, hook_flush_wanted, hook_start_offset_moved, hook_failed};
@@ -348,25 +345,25 @@ static void mlog_free(struct mlog *ml)
 #define OPEN_RESOURCE_TRIES 5
 #define OPEN_RESOURCE_BACKOFF_US 25000
 
-static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, const struct plog_config *cfg,
-                    bool defer_sync, bool id_on_disk, bool *resource)
+static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const kuuid_t *topic_id,
+                    const struct plog_config *cfg, bool defer_sync, bool id_on_disk, bool *resource)
 {
     struct mdir *d = &m->dirs[ml->dir];
     if (atomic_load(&d->offline))
         return KERR_KAFKA_STORAGE_ERROR;
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     pthread_mutex_lock(&m->lock);
-    o.recovery_point = map_get(&d->rp, ml->name);
-    o.log_start_offset = map_get(&d->ls, ml->name);
-    o.cleaner_offset = map_get(&d->co, ml->name);
-    o.high_watermark = map_get(&d->hw, ml->name);
+    o.recovery_point = map_get(&d->rp, name);
+    o.log_start_offset = map_get(&d->ls, name);
+    o.cleaner_offset = map_get(&d->co, name);
+    o.high_watermark = map_get(&d->hw, name);
     pthread_mutex_unlock(&m->lock);
     o.dir_offline = &d->offline;
     o.hooks = &ml->hooks;
     o.codecs = &m->codecs;
     o.defer_sync = defer_sync;
     o.topic_id_on_disk = id_on_disk;
-    char *path = path_in(d->path, ml->name);
+    char *path = path_in(d->path, name);
     struct plog *l;
     uint64_t res0 = fdc_resource_failures();
     int rc = plog_open_ex(path, topic_id, cfg, &o, &l);
@@ -393,14 +390,13 @@ static int open_log(struct logmgr *m, struct mlog *ml, const kuuid_t *topic_id, 
     ml->prev = m->logs.prev;
     m->logs.prev->next = ml;
     m->logs.prev = ml;
-    hmap_put(&m->by_log, &l, sizeof l, ml);
     /* The log holds its checkpointed values now (write_ckpt reads them
      * from the log, and logmgr_close puts them back): the start-up maps'
      * entries would only cost memory, four keys and slots per log (0.3
      * KiB per idle partition after a restart). */
     struct hmap *maps[] = {&d->rp, &d->ls, &d->co, &d->hw};
     for (size_t i = 0; i < 4; i++) {
-        hmap_del(maps[i], ml->name, strlen(ml->name));
+        hmap_del(maps[i], name, strlen(name));
         if (hmap_count(maps[i]) == 0 && maps[i]->cap > 0) {
             hmap_free(maps[i]); /* its slots too */
         }
@@ -420,11 +416,11 @@ static int open_retrying(struct logmgr *m, size_t dir, const char *name, const k
         return KERR_KAFKA_STORAGE_ERROR;
     /* Out of descriptors: the fd cache shed what it could; other opens
      * and requests finishing free more, so try again a few times. */
-    struct mlog *ml = mlog_new(m, dir, name, flushed, ctx);
+    struct mlog *ml = mlog_new(m, dir, flushed, ctx);
     int rc = 0;
     for (int t = 0; t < OPEN_RESOURCE_TRIES; t++) {
         bool resource = false;
-        rc = open_log(m, ml, topic_id, cfg, defer_sync, id_on_disk, &resource);
+        rc = open_log(m, ml, name, topic_id, cfg, defer_sync, id_on_disk, &resource);
         if (!resource)
             break;
         fdc_shed(fdc_capacity());
@@ -603,11 +599,24 @@ static void dequeue_flush(struct logmgr *m, struct mlog *ml)
     ml->flush_queued = false;
 }
 
+/* l's mlog when m registered it (under m->lock), else NULL. No map from
+ * logs to mlogs (a slot per partition, issue 12): a log opened here has
+ * its mlog's hooks, whose ctx is the mlog; the hook function tells
+ * those from other hooks. */
+static struct mlog *mlog_of(struct logmgr *m, struct plog *l)
+{
+    const struct plog_hooks *h = plog_hooks(l);
+    if (h->flush_wanted != hook_flush_wanted)
+        return NULL;
+    struct mlog *ml = h->ctx;
+    return ml->m == m && ml->l == l && ml->registered ? ml : NULL;
+}
+
 /* Takes l's mlog out of every list once no background work uses it. */
 static struct mlog *unregister(struct logmgr *m, struct plog *l)
 {
     pthread_mutex_lock(&m->lock);
-    struct mlog *ml = hmap_get(&m->by_log, &l, sizeof l);
+    struct mlog *ml = mlog_of(m, l);
     if (!ml) {
         pthread_mutex_unlock(&m->lock);
         return NULL;
@@ -616,7 +625,6 @@ static struct mlog *unregister(struct logmgr *m, struct plog *l)
     dequeue_flush(m, ml);
     while (ml->busy > 0)
         pthread_cond_wait(&m->idle_cond, &m->lock);
-    hmap_del(&m->by_log, &l, sizeof l);
     ml->prev->next = ml->next;
     ml->next->prev = ml->prev;
     ml->registered = false;
@@ -634,14 +642,15 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
     if (ml) {
         struct mdir *d = &m->dirs[ml->dir];
         pthread_mutex_lock(&m->lock);
-        map_set(&d->rp, ml->name, plog_recovery_point(l));
-        map_set(&d->ls, ml->name, plog_log_start_offset(l));
-        map_set(&d->co, ml->name, plog_cleaner_offset(l));
-        map_set(&d->hw, ml->name, plog_known_high_watermark(l));
+        map_set(&d->rp, mlog_name(ml), plog_recovery_point(l));
+        map_set(&d->ls, mlog_name(ml), plog_log_start_offset(l));
+        map_set(&d->co, mlog_name(ml), plog_cleaner_offset(l));
+        map_set(&d->hw, mlog_name(ml), plog_known_high_watermark(l));
         pthread_mutex_unlock(&m->lock);
-        mlog_free(ml);
     }
+    /* The log keeps ml->hooks by pointer: ml goes after it. */
     plog_close(l, clean);
+    mlog_free(ml);
 }
 
 int logmgr_delete(struct logmgr *m, struct plog *l)
@@ -650,14 +659,15 @@ int logmgr_delete(struct logmgr *m, struct plog *l)
     if (ml) {
         struct mdir *d = &m->dirs[ml->dir];
         pthread_mutex_lock(&m->lock);
-        map_set(&d->rp, ml->name, -1);
-        map_set(&d->ls, ml->name, -1);
-        map_set(&d->co, ml->name, -1);
-        map_set(&d->hw, ml->name, -1);
+        map_set(&d->rp, mlog_name(ml), -1);
+        map_set(&d->ls, mlog_name(ml), -1);
+        map_set(&d->co, mlog_name(ml), -1);
+        map_set(&d->hw, mlog_name(ml), -1);
         pthread_mutex_unlock(&m->lock);
-        mlog_free(ml);
     }
-    return plog_delete(l);
+    int rc = plog_delete(l); /* before ml: the log keeps ml->hooks by pointer */
+    mlog_free(ml);
+    return rc;
 }
 
 int logmgr_set_config(struct logmgr *m, struct plog *l, const struct plog_config *cfg)
@@ -762,7 +772,7 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
         struct mlog *ml = s->v[i];
         if (ml->dir != dir)
             continue;
-        hmap_put(&seen, ml->name, strlen(ml->name), ml);
+        hmap_put_borrowed(&seen, mlog_name(ml), strlen(mlog_name(ml)), ml); /* the log is busy: its name stays */
         const char *topic;
         size_t tl;
         int32_t part;
@@ -1145,7 +1155,6 @@ void logmgr_destroy(struct logmgr *m)
     free(m->dirs);
     free(m->flushers);
     free(m->cleaners);
-    hmap_free(&m->by_log);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->work_cond);
     pthread_cond_destroy(&m->sched_cond);

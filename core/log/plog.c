@@ -35,8 +35,8 @@
 
 void plog_mark_failed(struct plog *l)
 {
-    if (!atomic_exchange(&l->failed, true) && l->hooks.failed)
-        l->hooks.failed(l->hooks.ctx, l);
+    if (!atomic_exchange(&l->failed, true) && l->hooks->failed)
+        l->hooks->failed(l->hooks->ctx, l);
 }
 
 bool plog_has_failed(const struct plog *l)
@@ -59,9 +59,14 @@ static char *path_in(const char *dir, const char *name)
 static void push_segment(struct plog *l, struct segment *s)
 {
     if (l->nsegs == l->segcap) {
-        /* An idle partition has one segment: start at one. */
-        l->segcap = l->segcap ? l->segcap * 2 : 1;
-        l->segs = xrealloc(l->segs, l->segcap * sizeof *l->segs);
+        /* An idle partition has one segment: the log's seg1 holds it. */
+        l->segcap *= 2;
+        if (l->segs == &l->seg1) {
+            l->segs = xmalloc(l->segcap * sizeof *l->segs);
+            l->segs[0] = l->seg1;
+        } else {
+            l->segs = xrealloc(l->segs, l->segcap * sizeof *l->segs);
+        }
     }
     l->segs[l->nsegs++] = s;
 }
@@ -103,6 +108,10 @@ size_t plog_index_after(const struct plog *l, int64_t base)
     return lo;
 }
 
+/* A log opened without hooks or codecs points at these. */
+static const struct plog_hooks no_hooks;
+static const struct plog_codecs no_codecs;
+
 /* xorshift64*: jitter draws need spread, not secrecy. */
 static uint64_t next_random(uint64_t *s)
 {
@@ -116,10 +125,10 @@ static uint64_t next_random(uint64_t *s)
 
 struct segment_opts plog_segment_opts(struct plog *l)
 {
-    struct segment_opts o = {l->cfg.index_interval_bytes, l->cfg.segment_index_bytes, 0};
+    struct segment_opts o = {l->cfg->index_interval_bytes, l->cfg->segment_index_bytes, 0};
     /* Kafka's LogConfig.randomSegmentJitter. */
-    if (l->cfg.segment_jitter_ms > 0) {
-        int64_t range = l->cfg.segment_jitter_ms < l->cfg.segment_ms ? l->cfg.segment_jitter_ms : l->cfg.segment_ms;
+    if (l->cfg->segment_jitter_ms > 0) {
+        int64_t range = l->cfg->segment_jitter_ms < l->cfg->segment_ms ? l->cfg->segment_jitter_ms : l->cfg->segment_ms;
         if (range > 0)
             o.roll_jitter_ms = (int64_t)(next_random(&l->rng) % (uint64_t)range);
     }
@@ -144,18 +153,20 @@ long plog_trashed_segments(void) { return atomic_load(&trashed_segments); }
 
 static void plog_free(struct plog *l)
 {
-    count_timed(&l->cfg, -1);
-    atomic_fetch_sub(&trashed_segments, (long)l->ntrash);
+    if (l->cfg)
+        count_timed(l->cfg, -1);
+    plog_config_release(l->cfg);
+    struct plog_txs *t = atomic_load(&l->txs);
+    atomic_fetch_sub(&trashed_segments, (long)t->ntrash);
     for (size_t i = 0; i < l->nsegs; i++)
         segment_free(l->segs[i]);
-    free(l->segs);
-    for (size_t i = 0; i < l->ntrash; i++)
-        segment_free(l->trash[i].seg);
-    free(l->trash);
+    if (l->segs != &l->seg1)
+        free(l->segs);
+    for (size_t i = 0; i < t->ntrash; i++)
+        segment_free(t->trash[i].seg);
     free(l->epochs);
     plog_producers_free(l);
     plog_txn_free(l);
-    pthread_rwlock_destroy(&l->seg_lock);
     free(l);
 }
 
@@ -641,14 +652,14 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         l->dir[--dl] = '\0';
     const char *slash = strrchr(l->dir, '/');
     l->name = slash ? slash + 1 : l->dir;
-    l->cfg = c;
-    count_timed(&l->cfg, 1);
-    if (oo.hooks)
-        l->hooks = *oo.hooks;
-    if (oo.codecs)
-        l->codecs = *oo.codecs;
+    l->cfg = plog_config_intern(&c);
+    count_timed(l->cfg, 1);
+    l->hooks = oo.hooks ? oo.hooks : &no_hooks;
+    l->codecs = oo.codecs ? oo.codecs : &no_codecs;
     l->dir_offline = oo.dir_offline;
-    pthread_rwlock_init(&l->seg_lock, NULL);
+    srw_init(&l->seg_lock);
+    l->segs = &l->seg1;
+    l->segcap = 1;
     struct dir_listing ls = {0};
     plog_txn_init(l);
     if (plog_producers_init(l) != 0) {
@@ -764,8 +775,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     free(ls.swaps);
     free(ls.snaps);
     /* Recovered data is in the page cache only: have it flushed. */
-    if (rp < end && l->hooks.flush_wanted)
-        l->hooks.flush_wanted(l->hooks.ctx, l);
+    if (rp < end && l->hooks->flush_wanted)
+        l->hooks->flush_wanted(l->hooks->ctx, l);
     *out = l;
     return 0;
 
@@ -788,24 +799,28 @@ int plog_set_config(struct plog *l, const struct plog_config *cfg)
     int rc = check_config(l->dir, &c);
     if (rc)
         return rc;
+    const struct plog_config *nc = plog_config_intern(&c);
     slock_lock(&l->append_lock);
     slock_lock(&l->cfg_lock);
-    count_timed(&l->cfg, -1);
-    l->cfg = c;
-    count_timed(&l->cfg, 1);
+    const struct plog_config *old = l->cfg;
+    count_timed(old, -1);
+    l->cfg = nc;
+    count_timed(l->cfg, 1);
     slock_unlock(&l->cfg_lock);
     /* The active segment indexes at the new interval from now on. */
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     l->segs[l->nsegs - 1]->index_interval_bytes = c.index_interval_bytes;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     slock_unlock(&l->append_lock);
+    /* Every reader of the old one held append_lock or cfg_lock. */
+    plog_config_release(old);
     return 0;
 }
 
 void plog_get_config(struct plog *l, struct plog_config *out)
 {
     slock_lock(&l->cfg_lock);
-    *out = l->cfg;
+    *out = *l->cfg;
     slock_unlock(&l->cfg_lock);
 }
 
@@ -817,8 +832,8 @@ void plog_get_config(struct plog *l, struct plog_config *out)
 static void want_meta_flush(struct plog *l)
 {
     atomic_store(&l->roll_flush_pending, true);
-    if (l->hooks.flush_wanted)
-        l->hooks.flush_wanted(l->hooks.ctx, l);
+    if (l->hooks->flush_wanted)
+        l->hooks->flush_wanted(l->hooks->ctx, l);
 }
 
 /* Called with append_lock held. Starts a new active segment at base. The
@@ -852,13 +867,13 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
      * meanwhile; when one of them holds it, the trim is done as before. */
     bool quick = slock_trylock(&l->maint_lock);
     int e = 0;
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     if (quick)
         segment_seal_entries(old);
     else
         e = segment_seal(old);
     push_segment(l, s);
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     if (quick) {
         e = segment_seal_files(old);
         slock_unlock(&l->maint_lock);
@@ -877,14 +892,14 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
 static bool should_roll(const struct plog *l, const struct segment *seg, size_t len, int64_t last, size_t nbatches,
                         int64_t max_ts, int64_t now)
 {
-    if (seg->size > l->cfg.segment_bytes - (int64_t)len)
+    if (seg->size > l->cfg->segment_bytes - (int64_t)len)
         return true;
     if (last - seg->base_offset > INT32_MAX)
         return true;
     if (segment_index_room(seg) < nbatches)
         return true;
     int64_t waited = seg->first_batch_timestamp >= 0 ? max_ts - seg->first_batch_timestamp : now - seg->created_ms;
-    return waited > l->cfg.segment_ms - seg->roll_jitter_ms;
+    return waited > l->cfg->segment_ms - seg->roll_jitter_ms;
 }
 
 /* Who appends: Kafka's AppendOrigin. */
@@ -906,7 +921,7 @@ static void producers_marker(struct plog *l, const uint8_t *batch, size_t size, 
     struct ps_completed_txn done;
     if (l->txs->nverify)
         plog_txn_verify_clear(l, h->producer_id);
-    int c = pstate_update_marker(l->ps, h, type, cepoch, &done);
+    int c = pstate_update_marker(&l->ps, h, type, cepoch, &done);
     if (c != 0 && c != 1) {
         slog_warn("log: %s: out of memory recording the marker of producer %" PRId64, l->dir, h->producer_id);
         return;
@@ -1008,7 +1023,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
     for (size_t pos = 0; pos < len;) {
         size_t size = (size_t)be32_read(batches + pos + RB_OFF_BATCH_LENGTH) + RB_LOG_OVERHEAD;
-        if ((int64_t)size > l->cfg.segment_bytes) {
+        if ((int64_t)size > l->cfg->segment_bytes) {
             rc = KERR_RECORD_LIST_TOO_LARGE;
             goto out;
         }
@@ -1044,11 +1059,11 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
                 int32_t cepoch;
                 c = plog_marker_of(batches + pos, (size_t)rb_batch_size(&h), &type, &cepoch);
                 if (c == 0)
-                    c = pstate_check_marker(l->ps, &h, cepoch);
+                    c = pstate_check_marker(&l->ps, &h, cepoch);
             } else {
-                c = origin == ORIGIN_COORDINATOR ? pstate_check_coordinator(l->ps, &h) : pstate_check(l->ps, &h, &dup);
+                c = origin == ORIGIN_COORDINATOR ? pstate_check_coordinator(&l->ps, &h) : pstate_check(&l->ps, &h, &dup);
                 if (c == 0 && guard != PLOG_GUARD_UNCHECKED && rb_is_transactional(&h)) {
-                    const struct ps_entry *pe = pstate_find(l->ps, h.producer_id);
+                    const struct ps_entry *pe = pstate_find(&l->ps, h.producer_id);
                     if (!pe || pe->current_txn_first_offset < 0)
                         c = plog_txn_verify_check(l, h.producer_id, guard);
                 }
@@ -1145,7 +1160,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         rc = KERR_KAFKA_STORAGE_ERROR;
         goto out;
     }
-    if (l->cfg.fsync_each_append) {
+    if (l->cfg->fsync_each_append) {
         e = segment_sync(seg);
         if (e) {
             /* After a failed fsync the page cache may say "clean" for data
@@ -1160,14 +1175,14 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
 
     int64_t start_pos = seg->size;
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     for (size_t pos = 0; pos < len;) {
         struct rb_header h;
         rb_parse_header(batches + pos, len - pos, &h);
         segment_note_batch(seg, &h, start_pos + (int64_t)pos);
         pos += (size_t)rb_batch_size(&h);
     }
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     for (size_t pos = 0; has_pid && pos < len;) {
         struct rb_header h;
         rb_parse_header(batches + pos, len - pos, &h);
@@ -1175,9 +1190,9 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         if (rb_is_control(&h)) {
             producers_marker(l, batches + pos, size, &h, seg->base_offset);
         } else {
-            const struct ps_entry *pe = rb_is_transactional(&h) ? pstate_find(l->ps, h.producer_id) : NULL;
+            const struct ps_entry *pe = rb_is_transactional(&h) ? pstate_find(&l->ps, h.producer_id) : NULL;
             bool opens = rb_is_transactional(&h) && (!pe || pe->current_txn_first_offset < 0);
-            if (pstate_update(l->ps, &h) != 0)
+            if (pstate_update(&l->ps, &h) != 0)
                 slog_warn("log: %s: out of memory recording producer %" PRId64 "; a retry of this batch may be "
                           "appended again", l->dir, h.producer_id);
             else if (opens)
@@ -1190,9 +1205,9 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     atomic_fetch_add(&l->size_bytes, (int64_t)len);
     atomic_store_explicit(&l->end_offset, next, memory_order_release);
 
-    if (!l->cfg.fsync_each_append && l->hooks.flush_wanted &&
-        next - atomic_load(&l->recovery_point) >= l->cfg.flush_messages)
-        l->hooks.flush_wanted(l->hooks.ctx, l);
+    if (!l->cfg->fsync_each_append && l->hooks->flush_wanted &&
+        next - atomic_load(&l->recovery_point) >= l->cfg->flush_messages)
+        l->hooks->flush_wanted(l->hooks->ctx, l);
 
     if (res) {
         res->base_offset = base;
@@ -1284,10 +1299,10 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
      * or after offset (offsets can have gaps), as in Kafka's LocalLog.read. */
     int64_t seg_base = -1;
     for (;;) {
-        pthread_rwlock_rdlock(&l->seg_lock);
+        srw_rdlock(&l->seg_lock);
         size_t i = seg_base < 0 ? plog_floor_index(l, offset) : plog_index_after(l, seg_base);
         if (i >= l->nsegs) {
-            pthread_rwlock_unlock(&l->seg_lock);
+            srw_unlock(&l->seg_lock);
             return 0;
         }
         struct segment *s = l->segs[i];
@@ -1296,7 +1311,7 @@ int plog_read(struct plog *l, int64_t offset, int32_t max_bytes, bool min_one_ba
         int64_t limit = s->size;
         int fe;
         struct sfile *f = segment_file(s, &fe);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         if (!f)
             return KERR_KAFKA_STORAGE_ERROR; /* retriable; nothing goes offline (fdc_is_resource) */
 
@@ -1326,10 +1341,10 @@ static int batch_records(struct plog *l, struct bcursor *c, const struct rb_head
         return st == BCUR_IOERR ? KERR_KAFKA_STORAGE_ERROR : KERR_CORRUPT_MESSAGE;
     if (rb_codec(h) == RB_CODEC_NONE)
         return rb_record_iter_init_batch(it, p, size) == 0 ? 0 : KERR_CORRUPT_MESSAGE;
-    if (!l->codecs.decompress)
+    if (!l->codecs->decompress)
         return KERR_UNSUPPORTED_COMPRESSION_TYPE;
     buf_reset(scratch);
-    int rc = l->codecs.decompress(l->codecs.ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
+    int rc = l->codecs->decompress(l->codecs->ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
     if (rc)
         return rc;
     rb_record_iter_init(it, scratch->data, scratch->len, h->records_count);
@@ -1417,17 +1432,17 @@ int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64
     int64_t start = atomic_load(&l->start_offset);
     int64_t seg_base = -1;
     for (;;) {
-        pthread_rwlock_rdlock(&l->seg_lock);
+        srw_rdlock(&l->seg_lock);
         size_t i = seg_base < 0 ? 0 : plog_index_after(l, seg_base);
         if (i >= l->nsegs) {
-            pthread_rwlock_unlock(&l->seg_lock);
+            srw_unlock(&l->seg_lock);
             return 0;
         }
         struct segment *s = l->segs[i];
         seg_base = s->base_offset;
         /* Kafka picks the first segment whose largest timestamp reaches ts. */
         if (s->max_timestamp < ts || s->next_offset <= start) {
-            pthread_rwlock_unlock(&l->seg_lock);
+            srw_unlock(&l->seg_lock);
             continue;
         }
         int64_t from = tidx_lookup(&s->tidx, ts).offset;
@@ -1437,7 +1452,7 @@ int plog_offset_for_timestamp(struct plog *l, int64_t ts, int64_t *offset, int64
         int64_t limit = s->size;
         int fe;
         struct sfile *f = segment_file(s, &fe);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         if (!f)
             return KERR_KAFKA_STORAGE_ERROR;
 
@@ -1456,7 +1471,7 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
     *timestamp = -1;
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     /* The first segment holding the largest timestamp (Scala's maxBy). */
     struct segment *best = NULL;
     for (size_t i = 0; i < l->nsegs; i++)
@@ -1464,7 +1479,7 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
             (!best || l->segs[i]->max_timestamp > best->max_timestamp))
             best = l->segs[i];
     if (!best) {
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         return 0;
     }
     int64_t max_ts = best->max_timestamp;
@@ -1472,7 +1487,7 @@ int plog_max_timestamp(struct plog *l, int64_t *offset, int64_t *timestamp)
     int64_t limit = best->size;
     int fe;
     struct sfile *f = segment_file(best, &fe);
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     if (!f)
         return KERR_KAFKA_STORAGE_ERROR;
 
@@ -1530,25 +1545,27 @@ int64_t plog_cleaner_offset(const struct plog *l) { return atomic_load(&l->clean
 
 int plog_segment_count(struct plog *l)
 {
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     int n = (int)l->nsegs;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     return n;
 }
 
 int plog_segment_bases(struct plog *l, int64_t *bases, int max)
 {
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     int n = (int)l->nsegs;
     for (int i = 0; i < n && i < max; i++)
         bases[i] = l->segs[i]->base_offset;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     return n;
 }
 
 const kuuid_t *plog_topic_id(const struct plog *l) { return l->has_topic_id ? &l->topic_id : NULL; }
 
 const char *plog_dir(const struct plog *l) { return l->dir; }
+const char *plog_name(const struct plog *l) { return l->name; }
+const struct plog_hooks *plog_hooks(const struct plog *l) { return l->hooks; }
 
 bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition)
 {
@@ -1605,7 +1622,7 @@ int plog_flush(struct plog *l)
      * the dirty index files' opened for the sync. Running out of
      * descriptors is no disk failure: the flush gives up without taking
      * the log offline and the next one tries again. */
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     size_t from = plog_floor_index(l, rp), to = plog_floor_index(l, target);
     size_t n = (to - from + 1) * 3;
     struct sfile **files = xmalloc(n * sizeof *files);
@@ -1633,7 +1650,7 @@ int plog_flush(struct plog *l)
             files[k++] = sfile_wrap(fd);
         }
     }
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     int rc = 0;
     if (fe) {
         for (size_t i = 0; i < k; i++)
@@ -1692,10 +1709,10 @@ int plog_flush(struct plog *l)
         atomic_store(&l->last_flush_ms, clock_wall_ms());
         /* The sealed segments just synced never change again (but for a
          * truncation, which reopens): their indexes are durable. */
-        pthread_rwlock_wrlock(&l->seg_lock);
+        srw_wrlock(&l->seg_lock);
         for (size_t i = 0; i < l->nsegs && l->segs[i]->base_offset < sealed_below; i++)
             segment_mark_indexes_synced(l->segs[i]);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
     }
     slock_unlock(&l->flush_lock);
     return rc;
@@ -1712,7 +1729,7 @@ bool plog_flush_due(struct plog *l, int64_t now_ms, int64_t *next_due_ms)
     if (unflushed <= 0)
         return false;
     slock_lock(&l->cfg_lock);
-    int64_t fm = l->cfg.flush_messages, fms = l->cfg.flush_ms;
+    int64_t fm = l->cfg->flush_messages, fms = l->cfg->flush_ms;
     slock_unlock(&l->cfg_lock);
     if (unflushed >= fm)
         return true;
@@ -1737,14 +1754,15 @@ void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms)
         return;
     }
     slock_lock(&l->cfg_lock);
-    int64_t delay = l->cfg.file_delete_delay_ms;
+    int64_t delay = l->cfg->file_delete_delay_ms;
     slock_unlock(&l->cfg_lock);
     slock_lock(&l->trash_lock);
-    if (l->ntrash == l->trashcap) {
-        l->trashcap = l->trashcap ? l->trashcap * 2 : 8;
-        l->trash = xrealloc(l->trash, l->trashcap * sizeof *l->trash);
+    struct plog_txs *t = plog_txs_own(l);
+    if (t->ntrash == t->trashcap) {
+        t->trashcap = t->trashcap ? t->trashcap * 2 : 8;
+        t->trash = xrealloc(t->trash, t->trashcap * sizeof *t->trash);
     }
-    l->trash[l->ntrash++] = (struct plog_trash){s, delay > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay};
+    t->trash[t->ntrash++] = (struct plog_trash){s, delay > INT64_MAX - now_ms ? INT64_MAX : now_ms + delay};
     atomic_fetch_add(&trashed_segments, 1);
     slock_unlock(&l->trash_lock);
 }
@@ -1752,19 +1770,20 @@ void plog_trash_segment(struct plog *l, struct segment *s, int64_t now_ms)
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force)
 {
     slock_lock(&l->trash_lock);
-    if (l->ntrash == 0) {
+    struct plog_txs *t = atomic_load(&l->txs); /* the empty one has ntrash 0 */
+    if (t->ntrash == 0) {
         slock_unlock(&l->trash_lock);
         return 0;
     }
-    struct segment **due = xmalloc(l->ntrash * sizeof *due);
+    struct segment **due = xmalloc(t->ntrash * sizeof *due);
     size_t nd = 0, k = 0;
-    for (size_t i = 0; i < l->ntrash; i++) {
-        if (force || l->trash[i].due_ms <= now_ms)
-            due[nd++] = l->trash[i].seg;
+    for (size_t i = 0; i < t->ntrash; i++) {
+        if (force || t->trash[i].due_ms <= now_ms)
+            due[nd++] = t->trash[i].seg;
         else
-            l->trash[k++] = l->trash[i];
+            t->trash[k++] = t->trash[i];
     }
-    l->ntrash = k;
+    t->ntrash = k;
     atomic_fetch_sub(&trashed_segments, (long)nd);
     slock_unlock(&l->trash_lock);
     for (size_t i = 0; i < nd; i++) {
@@ -1786,14 +1805,14 @@ static void drop_front(struct plog *l, size_t k, int64_t now_ms)
         return;
     struct segment **gone = xmalloc(k * sizeof *gone);
     int64_t bytes = 0;
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     for (size_t i = 0; i < k; i++) {
         gone[i] = l->segs[i];
         bytes += l->segs[i]->size;
     }
     memmove(l->segs, l->segs + k, (l->nsegs - k) * sizeof *l->segs);
     l->nsegs -= k;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     atomic_fetch_sub(&l->size_bytes, bytes);
     for (size_t i = 0; i < k; i++)
         plog_trash_segment(l, gone[i], now_ms);
@@ -1848,10 +1867,10 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     plog_get_config(l, &c);
     int64_t hw = plog_high_watermark(l);
     const char *why;
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     size_t k = deletable(l, &c, now_ms, hw, &why);
     bool all = k == l->nsegs;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     if (k == 0) {
         slock_unlock(&l->maint_lock);
         return 0;
@@ -1869,21 +1888,21 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         }
         /* Appends may have come in meanwhile: decide again (the new
          * active segment is empty, so it stays). */
-        pthread_rwlock_rdlock(&l->seg_lock);
+        srw_rdlock(&l->seg_lock);
         k = deletable(l, &c, now_ms, plog_high_watermark(l), &why);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         if (k == 0) {
             slock_unlock(&l->maint_lock);
             return 0;
         }
     }
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     int64_t new_start = l->segs[k]->base_offset;
     int64_t first = l->segs[0]->base_offset;
     int64_t *bases = xmalloc(k * sizeof *bases);
     for (size_t i = 0; i < k; i++)
         bases[i] = l->segs[i]->base_offset;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     /* Readers see the new start before the segments go, so they get
      * OFFSET_OUT_OF_RANGE rather than a missing file. */
     int64_t old_start = atomic_load(&l->start_offset);
@@ -1902,8 +1921,8 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
               l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
     if (deleted)
         *deleted = (int)k;
-    if (atomic_load(&l->start_offset) != old_start && l->hooks.start_offset_moved)
-        l->hooks.start_offset_moved(l->hooks.ctx, l);
+    if (atomic_load(&l->start_offset) != old_start && l->hooks->start_offset_moved)
+        l->hooks->start_offset_moved(l->hooks->ctx, l);
     return 0;
 }
 
@@ -1930,8 +1949,8 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
         slock_unlock(&l->epoch_lock);
         slog_info("log: %s: log start offset moved from %" PRId64 " to %" PRId64 " (DeleteRecords)", l->dir, old,
                   now);
-        if (l->hooks.start_offset_moved)
-            l->hooks.start_offset_moved(l->hooks.ctx, l);
+        if (l->hooks->start_offset_moved)
+            l->hooks->start_offset_moved(l->hooks->ctx, l);
     }
     return 0;
 }
@@ -1944,13 +1963,13 @@ static void drop_back(struct plog *l, size_t from, int64_t now_ms)
         return;
     struct segment **gone = xmalloc(k * sizeof *gone);
     int64_t bytes = 0;
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     for (size_t i = 0; i < k; i++) {
         gone[i] = l->segs[from + i];
         bytes += gone[i]->size;
     }
     l->nsegs = from;
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     atomic_fetch_sub(&l->size_bytes, bytes);
     for (size_t i = 0; i < k; i++)
         plog_trash_segment(l, gone[i], now_ms);
@@ -1975,9 +1994,9 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
     drop_back(l, 0, now);
     int rc = segment_create(l->dir, offset, &o, "", true, &s);
     if (rc == 0) {
-        pthread_rwlock_wrlock(&l->seg_lock);
+        srw_wrlock(&l->seg_lock);
         push_segment(l, s);
-        pthread_rwlock_unlock(&l->seg_lock);
+        srw_unlock(&l->seg_lock);
         atomic_store(&l->size_bytes, 0);
         atomic_store(&l->start_offset, offset);
         atomic_store_explicit(&l->end_offset, offset, memory_order_release);
@@ -2032,14 +2051,14 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         return plog_truncate_fully(l, offset);
     }
     int64_t now = clock_wall_ms();
-    pthread_rwlock_rdlock(&l->seg_lock);
+    srw_rdlock(&l->seg_lock);
     size_t keep = plog_index_after(l, offset - 1);
     /* The segment cut below, pinned before anything changes: without a
      * descriptor the truncation fails whole (retriable) instead of
      * half-done. */
     int pin_err;
     struct sfile *pin = segment_file(l->segs[keep - 1], &pin_err);
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     if (!pin) {
         slock_unlock(&l->flush_lock);
         slock_unlock(&l->append_lock);
@@ -2049,7 +2068,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     /* Segments from the first with base >= offset go whole. */
     drop_back(l, keep, now);
     struct segment *s = l->segs[l->nsegs - 1];
-    pthread_rwlock_wrlock(&l->seg_lock);
+    srw_wrlock(&l->seg_lock);
     rc = segment_truncate_to(s, offset);
     if (rc == 0) {
         int e = segment_unseal(s);
@@ -2058,7 +2077,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
             rc = KERR_KAFKA_STORAGE_ERROR;
         }
     }
-    pthread_rwlock_unlock(&l->seg_lock);
+    srw_unlock(&l->seg_lock);
     sfile_unref(pin);
     if (rc) {
         plog_mark_failed(l);

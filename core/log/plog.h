@@ -167,8 +167,10 @@ struct plog_open_opts {
     /* Set by the owner when the log dir fails: the log then refuses
      * everything with KERR_KAFKA_STORAGE_ERROR. May be NULL. */
     const atomic_bool *dir_offline;
-    const struct plog_hooks *hooks;   /* may be NULL; copied */
-    const struct plog_codecs *codecs; /* may be NULL; copied */
+    /* May be NULL; kept by pointer (not copied: 56 bytes a partition),
+     * so both must outlive the log. */
+    const struct plog_hooks *hooks;
+    const struct plog_codecs *codecs;
     /* A new log's directory, partition.metadata and first segment are
      * created without a single fsync: the caller makes them durable
      * (plog_sync_created, then an fsync of the log's parent directory)
@@ -194,8 +196,9 @@ struct plog_open_opts {
  *
  * Returns 0 with *out set, KERR_INVALID_CONFIG for a config out of range,
  * KERR_INCONSISTENT_TOPIC_ID, or KERR_KAFKA_STORAGE_ERROR when the
- * directory cannot be created or read. cfg and opts are copied (opts may
- * be NULL). The caller owns *out and releases it with plog_close or
+ * directory cannot be created or read. cfg is shared with the logs of
+ * an equal config (interned, see plog_set_config); opts is copied (it
+ * may be NULL), its hooks and codecs kept by pointer. The caller owns *out and releases it with plog_close or
  * plog_delete. */
 int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg,
                  const struct plog_open_opts *opts, struct plog **out);
@@ -208,7 +211,9 @@ int plog_sync_created(struct plog *l);
 int plog_open(const char *dir, const kuuid_t *topic_id, const struct plog_config *cfg, struct plog **out);
 
 /* Replaces the config (a topic config change). KERR_INVALID_CONFIG when
- * out of range (nothing changes then). */
+ * out of range (nothing changes then). A log keeps no copy of its own:
+ * every log with an equal config shares one (log/plog_config.c), and
+ * this moves the log to the shared copy of the new one. */
 int plog_set_config(struct plog *l, const struct plog_config *cfg);
 /* A copy of the config in effect. */
 void plog_get_config(struct plog *l, struct plog_config *out);
@@ -324,6 +329,10 @@ int plog_segment_bases(struct plog *l, int64_t *bases, int max);
  * none. Points into l. */
 const kuuid_t *plog_topic_id(const struct plog *l);
 const char *plog_dir(const struct plog *l);
+/* The last component of the dir ("<topic>-<partition>"). */
+const char *plog_name(const struct plog *l);
+/* The hooks given at open (an empty set when none: never NULL). */
+const struct plog_hooks *plog_hooks(const struct plog *l);
 /* "<topic>-<partition>" split from the directory name: topic (points into
  * l, not NUL-terminated: *topic_len bytes) and partition; false when the
  * name is not of that form. */

@@ -12,6 +12,8 @@
 #include "log/segment.h"
 #include "util/buf.h"
 #include "util/slock.h"
+#include "util/srwlock.h"
+#include "log/producer_state.h"
 
 /* A segment renamed .deleted, its files to be removed at due_ms. */
 struct plog_trash {
@@ -22,8 +24,10 @@ struct plog_trash {
 struct plog {
     const char *name; /* last component of dir ("topic-3"), for log lines */
     kuuid_t topic_id;
-    struct plog_hooks hooks;
-    struct plog_codecs codecs;
+    /* The owner's, kept by pointer (never NULL: an empty set stands for
+     * none); they outlive the log (plog_open_ex). */
+    const struct plog_hooks *hooks;
+    const struct plog_codecs *codecs;
     const atomic_bool *dir_offline;
 
     /* Lock order: maint_lock, append_lock, flush_lock, seg_lock, then the
@@ -45,18 +49,23 @@ struct plog {
     struct slock append_lock;
     struct slock flush_lock;
     struct slock cfg_lock;
-    pthread_rwlock_t seg_lock;
-    struct plog_config cfg;
-    struct segment **segs; /* ascending base offsets; the last one is active */
-    size_t nsegs, segcap;
-
-    /* Segments renamed .deleted, waiting for file.delete.delay.ms.
+    /* A 4-byte rwlock (pthread's is 56: issue 12, memory per idle
+     * partition). */
+    struct srwlock seg_lock;
+    /* Guards the trash (Segments renamed .deleted, waiting for
+     * file.delete.delay.ms, in the lazily allocated part: txs below).
      * (The small fields sit in pairs, here and below: a struct plog per
      * partition, its padding counts.) */
     struct slock trash_lock;
     struct slock epoch_lock;
-    struct plog_trash *trash;
-    size_t ntrash, trashcap;
+    /* Shared by every log with the same config (log/plog_config.c,
+     * interned, refcounted); replaced whole by plog_set_config under
+     * append_lock and cfg_lock, so either lock keeps it alive. */
+    const struct plog_config *cfg;
+    struct segment **segs; /* ascending base offsets; the last one is active */
+    size_t nsegs, segcap;
+    /* segs of a one-segment log: no malloc chunk of its own. */
+    struct segment *seg1;
 
     /* Leader-epoch cache, persisted in leader-epoch-checkpoint (under
      * epoch_lock, above). */
@@ -96,12 +105,9 @@ struct plog {
 
     uint64_t rng; /* segment.jitter.ms draws; under append_lock */
 
-    /* Producer state (log/plog_producers.c), under append_lock. */
-    struct pstate *ps;
-    /* The snapshot a roll took, for the next plog_flush to write (no file
-     * I/O under append_lock); offset -1: none. Under snap_lock (a leaf). */
-    struct buf snap_pending;
-    int64_t snap_pending_offset;
+    /* Producer state (log/plog_producers.c), under append_lock; in the
+     * log's allocation. */
+    struct pstate ps;
 
     /* Transactions (log/plog_txn.c). first_unstable: the smallest first
      * offset of the open transactions, -1 when none; written under
@@ -115,11 +121,12 @@ struct plog {
     atomic_size_t nunrepl_pub;
     struct slock txn_lock;
     bool txn_files_loaded;
-    /* The rest of the transaction state (struct plog_txs), most logs
-     * never have any: until their first transaction or verification,
-     * txs points to one shared empty instance, never written; the first
-     * writer swaps in an own copy (plog_txn.c, txs_own), which stays
-     * for the log's life. Saves ~100 B per idle partition (issue 12). */
+    /* The rest of the transaction state, the trash and the pending
+     * producer snapshot (struct plog_txs), which most logs never have:
+     * until their first transaction, verification, roll or trashed
+     * segment, txs points to one shared empty instance, never written;
+     * the first writer swaps in an own copy (plog_txs_own), which stays
+     * for the log's life. Saves ~150 B per idle partition (issue 12). */
     struct plog_txs *_Atomic txs;
 
     /* Without trailing slashes; in the log's own allocation (one malloc
@@ -128,6 +135,13 @@ struct plog {
 };
 
 struct plog_txs {
+    /* Under trash_lock. */
+    struct plog_trash *trash;
+    size_t ntrash, trashcap;
+    /* The snapshot a roll took, for the next plog_flush to write (no file
+     * I/O under append_lock); offset -1: none. Under snap_lock (a leaf). */
+    struct buf snap_pending;
+    int64_t snap_pending_offset;
     /* Under txn_lock. */
     struct plog_aborted_entry *aborted;
     size_t naborted, abortedcap;
@@ -158,6 +172,17 @@ struct plog_aborted_entry {
 struct plog_txn_range {
     int64_t first_offset, last_offset;
 };
+
+/* l's own struct plog_txs, allocated now if l still has the shared
+ * empty one; call before any write to it (any lock: two racing writers
+ * CAS, the loser frees its copy). */
+struct plog_txs *plog_txs_own(struct plog *l);
+
+/* The shared copy of a config (log/plog_config.c): intern takes a
+ * reference on the one equal to *c (made now if none), release drops it
+ * (NULL: nothing). Any thread. */
+const struct plog_config *plog_config_intern(const struct plog_config *c);
+void plog_config_release(const struct plog_config *c);
 
 bool plog_has_failed(const struct plog *l);
 void plog_mark_failed(struct plog *l);

@@ -42,17 +42,13 @@
 
 int plog_producers_init(struct plog *l)
 {
-    l->ps = pstate_new();
-    buf_init(&l->snap_pending);
-    l->snap_pending_offset = -1;
-    return l->ps ? 0 : KERR_KAFKA_STORAGE_ERROR;
+    pstate_init(&l->ps);
+    return 0;
 }
 
 void plog_producers_free(struct plog *l)
 {
-    pstate_free(l->ps);
-    l->ps = NULL;
-    buf_free(&l->snap_pending);
+    pstate_clear(&l->ps);
 }
 
 static int cmp_i64_desc(const void *a, const void *b)
@@ -104,9 +100,10 @@ static bool remove_snapshot(struct plog *l, int64_t offset)
 static void remove_snapshots_above(struct plog *l, int64_t offset)
 {
     slock_lock(&l->snap_lock);
-    if (l->snap_pending_offset > offset) {
-        buf_reset(&l->snap_pending);
-        l->snap_pending_offset = -1;
+    struct plog_txs *t = atomic_load(&l->txs); /* the empty one: offset -1 */
+    if (t->snap_pending_offset > offset) {
+        buf_reset(&t->snap_pending);
+        t->snap_pending_offset = -1;
     }
     slock_unlock(&l->snap_lock);
     int64_t *offs;
@@ -146,7 +143,7 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
                 struct ps_completed_txn done;
                 size_t size = (size_t)rb_batch_size(&h);
                 if (bcur_batch(&c, size, &b) == BCUR_OK && plog_marker_of(b, size, &type, &cepoch) == 0) {
-                    int u = pstate_update_marker(l->ps, &h, type, cepoch, &done);
+                    int u = pstate_update_marker(&l->ps, &h, type, cepoch, &done);
                     if ((u != 0 && u != 1) || (u == 1 && plog_txn_completed(l, &done, s->base_offset) != 0)) {
                         bcur_free(&c);
                         sfile_unref(f);
@@ -155,7 +152,7 @@ static int replay(struct plog *l, int64_t from, int64_t *batches)
                 }
                 (*batches)++;
             } else if (rb_last_offset(&h) >= from) {
-                if (pstate_update(l->ps, &h) != 0) {
+                if (pstate_update(&l->ps, &h) != 0) {
                     bcur_free(&c);
                     sfile_unref(f);
                     return KERR_KAFKA_STORAGE_ERROR;
@@ -209,7 +206,7 @@ int plog_producers_load_listed(struct plog *l, const int64_t *snaps, size_t n)
 static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
 {
     int64_t end = atomic_load(&l->end_offset);
-    pstate_clear(l->ps);
+    pstate_clear(&l->ps);
     int64_t from = -1;
     bool removed = false;
     for (ssize_t i = 0; i < n; i++) {
@@ -222,7 +219,7 @@ static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
         char *data;
         size_t len;
         int e = fs_read_small(p, SNAPSHOT_MAX_BYTES, &data, &len);
-        int rc = e ? KERR_KAFKA_STORAGE_ERROR : pstate_snapshot_decode(l->ps, (const uint8_t *)data, len);
+        int rc = e ? KERR_KAFKA_STORAGE_ERROR : pstate_snapshot_decode(&l->ps, (const uint8_t *)data, len);
         if (!e)
             free(data);
         if (rc == 0) {
@@ -246,9 +243,9 @@ static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
         rc = replay(l, from < 0 ? 0 : from, &batches);
     if (rc == 0)
         plog_txn_publish_first_unstable(l);
-    if (rc == 0 && (batches > 0 || pstate_count(l->ps) > 0))
+    if (rc == 0 && (batches > 0 || pstate_count(&l->ps) > 0))
         slog_debug("log: %s: producer state of %zu producer(s) from %s%" PRId64 " and %" PRId64 " batch(es)",
-                   l->dir, pstate_count(l->ps), from < 0 ? "no snapshot, offset " : "the snapshot at ",
+                   l->dir, pstate_count(&l->ps), from < 0 ? "no snapshot, offset " : "the snapshot at ",
                    from < 0 ? 0 : from, batches);
     return rc;
 }
@@ -257,14 +254,15 @@ void plog_producers_take_snapshot(struct plog *l, int64_t offset)
 {
     struct buf b;
     buf_init(&b);
-    if (pstate_snapshot_encode(l->ps, &b) != 0) {
+    if (pstate_snapshot_encode(&l->ps, &b) != 0) {
         buf_free(&b);
         return; /* out of memory: the next open replays more */
     }
     slock_lock(&l->snap_lock);
-    struct buf old = l->snap_pending;
-    l->snap_pending = b;
-    l->snap_pending_offset = offset;
+    struct plog_txs *t = plog_txs_own(l);
+    struct buf old = t->snap_pending;
+    t->snap_pending = b;
+    t->snap_pending_offset = offset;
     slock_unlock(&l->snap_lock);
     buf_free(&old);
 }
@@ -272,10 +270,15 @@ void plog_producers_take_snapshot(struct plog *l, int64_t offset)
 int plog_producers_flush(struct plog *l)
 {
     slock_lock(&l->snap_lock);
-    struct buf b = l->snap_pending;
-    int64_t offset = l->snap_pending_offset;
-    buf_init(&l->snap_pending);
-    l->snap_pending_offset = -1;
+    struct plog_txs *t = atomic_load(&l->txs);
+    struct buf b;
+    buf_init(&b);
+    int64_t offset = t->snap_pending_offset;
+    if (offset >= 0) { /* never the shared empty one, which stays unwritten */
+        b = t->snap_pending;
+        buf_init(&t->snap_pending);
+        t->snap_pending_offset = -1;
+    }
     slock_unlock(&l->snap_lock);
     if (offset < 0) {
         buf_free(&b);
@@ -308,7 +311,7 @@ int plog_producers_close(struct plog *l)
      * empty state. An idle node of 100 000 partitions spares three
      * syncs per partition at shutdown. */
     int64_t end = atomic_load(&l->end_offset);
-    if (end == 0 && pstate_count(l->ps) == 0)
+    if (end == 0 && pstate_count(&l->ps) == 0)
         return 0;
     char *p = segment_file_path(l->dir, end, PSTATE_SNAPSHOT_SUFFIX);
     struct stat st;
@@ -343,7 +346,7 @@ int plog_producers_truncated(struct plog *l, int64_t end)
 size_t plog_expire_producers(struct plog *l, int64_t now_ms, int64_t expiration_ms)
 {
     slock_lock(&l->append_lock);
-    size_t n = pstate_expire(l->ps, now_ms, expiration_ms);
+    size_t n = pstate_expire(&l->ps, now_ms, expiration_ms);
     slock_unlock(&l->append_lock);
     return n;
 }
@@ -351,7 +354,7 @@ size_t plog_expire_producers(struct plog *l, int64_t now_ms, int64_t expiration_
 void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct ps_entry *e), void *ctx)
 {
     slock_lock(&l->append_lock);
-    pstate_foreach(l->ps, fn, ctx);
+    pstate_foreach(&l->ps, fn, ctx);
     slock_unlock(&l->append_lock);
 }
 

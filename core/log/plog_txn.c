@@ -51,7 +51,7 @@
 
 /* Every log's transaction state until its first write (txs_own): all
  * empty, never written (writers check for it). */
-static struct plog_txs empty_txs;
+static struct plog_txs empty_txs = {.snap_pending_offset = -1};
 
 void plog_txn_init(struct plog *l)
 {
@@ -66,6 +66,8 @@ void plog_txn_free(struct plog *l)
     struct plog_txs *t = atomic_load(&l->txs);
     if (!t || t == &empty_txs)
         return;
+    free(t->trash);
+    buf_free(&t->snap_pending);
     free(t->aborted);
     free(t->unrepl);
     free(t->txn_dirty);
@@ -76,12 +78,13 @@ void plog_txn_free(struct plog *l)
 /* l's own transaction state, allocated now if l still has the shared
  * empty one; before any write to it. Two writers may race here (one under
  * txn_lock, one under append_lock): the loser frees its copy. */
-static struct plog_txs *txs_own(struct plog *l)
+struct plog_txs *plog_txs_own(struct plog *l)
 {
     struct plog_txs *cur = atomic_load(&l->txs);
     if (cur != &empty_txs)
         return cur;
     struct plog_txs *t = xcalloc(1, sizeof *t);
+    t->snap_pending_offset = -1;
     if (atomic_compare_exchange_strong(&l->txs, &cur, t))
         return t;
     free(t);
@@ -107,7 +110,7 @@ static struct plog_verify_entry *verify_find(struct plog *l, int64_t pid)
 int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64_t *guard)
 {
     slock_lock(&l->append_lock);
-    const struct ps_entry *pe = pstate_find(l->ps, producer_id);
+    const struct ps_entry *pe = pstate_find(&l->ps, producer_id);
     if (pe && pe->current_txn_first_offset >= 0) {
         *guard = 0;
         slock_unlock(&l->append_lock);
@@ -116,7 +119,7 @@ int plog_verify_begin(struct plog *l, int64_t producer_id, int16_t epoch, uint64
     int64_t now = clock_mono_ms();
     struct plog_verify_entry *v = verify_find(l, producer_id);
     if (!v) {
-        txs_own(l);
+        plog_txs_own(l);
         /* few at a time: producers between their verification and
          * their first append */
         size_t kept = 0;
@@ -166,7 +169,7 @@ void plog_txn_verify_clear(struct plog *l, int64_t producer_id)
 /* Under txn_lock. */
 static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64_t seg_base)
 {
-    txs_own(l);
+    plog_txs_own(l);
     if (l->txs->naborted == l->txs->abortedcap) {
         l->txs->abortedcap = l->txs->abortedcap ? l->txs->abortedcap * 2 : 16;
         l->txs->aborted = xrealloc(l->txs->aborted, l->txs->abortedcap * sizeof *l->txs->aborted);
@@ -181,7 +184,7 @@ static void push_aborted(struct plog *l, const struct plog_aborted_txn *a, int64
 /* Under txn_lock: the file of seg_base wants an fsync at the next flush. */
 static void mark_dirty(struct plog *l, int64_t seg_base)
 {
-    txs_own(l);
+    plog_txs_own(l);
     for (size_t i = 0; i < l->txs->ntxn_dirty; i++)
         if (l->txs->txn_dirty[i] == seg_base)
             return;
@@ -310,7 +313,7 @@ int plog_txn_reset(struct plog *l, int64_t from)
 
 void plog_txn_publish_first_unstable(struct plog *l)
 {
-    atomic_store_explicit(&l->first_unstable, pstate_first_unstable_offset(l->ps, -1), memory_order_release);
+    atomic_store_explicit(&l->first_unstable, pstate_first_unstable_offset(&l->ps, -1), memory_order_release);
 }
 
 void plog_txn_opened(struct plog *l, int64_t first_offset)
@@ -326,9 +329,9 @@ int plog_txn_completed(struct plog *l, const struct ps_completed_txn *t, int64_t
     /* Kafka's lastStableOffset(completedTxn): the next open transaction's
      * first offset (this one is already closed in the state), else the
      * offset after the marker. */
-    int64_t next_open = pstate_first_unstable_offset(l->ps, t->producer_id);
+    int64_t next_open = pstate_first_unstable_offset(&l->ps, t->producer_id);
     slock_lock(&l->txn_lock);
-    txs_own(l);
+    plog_txs_own(l);
     if (l->txs->nunrepl == l->txs->unreplcap) {
         l->txs->unreplcap = l->txs->unreplcap ? l->txs->unreplcap * 2 : 8;
         l->txs->unrepl = xrealloc(l->txs->unrepl, l->txs->unreplcap * sizeof *l->txs->unrepl);

@@ -16,11 +16,7 @@
 #define SNAP_HEADER_SIZE 10
 #define SNAP_ENTRY_SIZE 46 /* 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8 */
 
-/* The map owns its entries (malloc'ed, keyed by the 8 bytes of the
- * producer id as stored in the entry). */
-struct pstate {
-    struct hmap producers;
-};
+void pstate_init(struct pstate *s) { hmap_init(&s->producers); }
 
 struct pstate *pstate_new(void)
 {

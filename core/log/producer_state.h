@@ -36,6 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/hmap.h"
+
 #include "proto/record_batch.h"
 #include "util/buf.h"
 
@@ -64,8 +66,16 @@ struct ps_entry {
     struct ps_batch batches[PSTATE_BATCHES_RETAINED]; /* oldest first */
 };
 
-struct pstate;
+/* The map owns its entries (malloc'ed, keyed by the 8 bytes of the
+ * producer id as stored in the entry). Public so that a log can hold one
+ * in its own allocation (pstate_init, pstate_clear to free what it
+ * holds). */
+struct pstate {
+    struct hmap producers;
+};
 
+/* An empty state in s (the caller's memory). */
+void pstate_init(struct pstate *s);
 /* An empty state; NULL when out of memory. The caller owns it
  * (pstate_free). */
 struct pstate *pstate_new(void);

@@ -194,10 +194,13 @@ static void free_followers(struct partition *p)
     p->followers = NULL;
 }
 
-static void copy_ids(int32_t **dst, int32_t *n, const int32_t *src, int32_t m)
+/* inl: the partition's inline array (PARTITION_INLINE_IDS), used when
+ * the ids fit. */
+static void copy_ids(int32_t **dst, int32_t *n, const int32_t *src, int32_t m, int32_t *inl)
 {
-    free(*dst);
-    *dst = xcalloc(m > 0 ? (size_t)m : 1, sizeof **dst);
+    if (*dst != inl)
+        free(*dst);
+    *dst = m <= PARTITION_INLINE_IDS ? inl : xcalloc((size_t)m, sizeof **dst);
     if (m > 0)
         memcpy(*dst, src, (size_t)m * sizeof **dst);
     *n = m;
@@ -211,8 +214,8 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
     bool leads = mp->leader == node;
     bool new_leadership = leads && (!was_leader || atomic_load(&p->leader_epoch) != mp->leader_epoch ||
                                     p->followers == NULL);
-    copy_ids(&p->replicas, &p->nreplicas, mp->replicas, mp->nreplicas);
-    copy_ids(&p->isr, &p->nisr, mp->isr, mp->nisr);
+    copy_ids(&p->replicas, &p->nreplicas, mp->replicas, mp->nreplicas, p->rep_inline);
+    copy_ids(&p->isr, &p->nisr, mp->isr, mp->nisr, p->isr_inline);
     if (mp->partition_epoch != p->partition_epoch || !leads) {
         /* The controller decided (or the leadership went): whatever
          * AlterPartition was in flight is settled by this state. */
@@ -325,8 +328,10 @@ int partition_truncate(struct partition *p, int64_t offset)
 
 void partition_repl_free(struct partition *p)
 {
-    free(p->replicas);
-    free(p->isr);
+    if (p->replicas != p->rep_inline)
+        free(p->replicas);
+    if (p->isr != p->isr_inline)
+        free(p->isr);
     free_followers(p);
     free(p->pending_isr);
 }

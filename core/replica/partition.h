@@ -23,40 +23,49 @@ struct partition_registry;
 struct topic_config;
 
 struct partition {
+    /* topic_id and index are the registry's map key, 20 bytes in a row
+     * (borrowed by its hash map: no key copy per partition). The fields
+     * are ordered so that the struct has no padding: there is one per
+     * hosted partition (issue 12, memory per idle partition). */
     kuuid_t topic_id;
-    char *topic;                  /* NUL-terminated; the registry allocates it with p */
     int32_t index;
+    atomic_int refs;
+    char *topic;                  /* NUL-terminated; the registry allocates it with p */
     struct plog *log;
     atomic_int_least64_t high_watermark;
     atomic_int leader_epoch;
-    atomic_int refs;
+    atomic_int leader_id;         /* -1: none */
+    atomic_int min_isr;           /* min.insync.replicas of the topic */
+    struct slock repl_lock;       /* guards the replication fields below */
+    struct logmgr *logmgr;        /* the registry's log manager */
+    struct park_hub *wake;        /* where changes are announced (net/park.h) */
     atomic_bool deleted;          /* removed from the registry */
     /* flush.messages=1: a record counts as written (acknowledged, below
      * the high watermark) only once the flusher has fsynced it. */
     atomic_bool ack_after_flush;
-    struct logmgr *logmgr;        /* the registry's log manager */
-    struct park_hub *wake;        /* where changes are announced (net/park.h) */
 
     /* Replication (core/replica/partition.c, fetcher.c). The state the
      * metadata image gives (leader, ISR, partition epoch, replicas), and
      * on the leader what each follower's fetches told it. is_leader and
      * leader_id are readable without the lock. */
     atomic_bool is_leader;
-    atomic_int leader_id;         /* -1: none */
-    atomic_int min_isr;           /* min.insync.replicas of the topic */
-    struct slock repl_lock;       /* guards the fields below */
-    int32_t partition_epoch;
-    int32_t *replicas, nreplicas;
-    int32_t *isr, nisr;
-    struct repl_follower *followers; /* leader: one per other replica */
-    int32_t nfollowers;
     /* Leader: an AlterPartition in flight (its ISR; the high watermark
      * counts its members too until the image answers). */
     bool alter_inflight;
-    int32_t *pending_isr, npending;
+    int32_t partition_epoch;
+    /* Up to PARTITION_INLINE_IDS replicas (ISR members) live in
+     * rep_inline (isr_inline), not in a malloc chunk of their own. */
+    int32_t *replicas;
+    int32_t *isr;
+    int32_t nreplicas, nisr;
+    struct repl_follower *followers; /* leader: one per other replica */
+    int32_t nfollowers, npending;
+    int32_t *pending_isr;
     int64_t alter_sent_ms, alter_retry_ms;
     /* Follower: the leader's high watermark at the last fetch. */
     int64_t leader_hw;
+#define PARTITION_INLINE_IDS 3
+    int32_t rep_inline[PARTITION_INLINE_IDS], isr_inline[PARTITION_INLINE_IDS];
 };
 
 /* The key requests parked on p watch (net/park.h): notified whenever its

@@ -27,6 +27,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,15 +66,18 @@
 struct preg_part {
     struct partition p;
     struct partition_registry *reg;
-    char *path;      /* the partition directory; after the struct, in its allocation */
-    size_t dir;      /* index of its log dir */
+    uint32_t dir;    /* index of its log dir */
     bool close_clean;
     bool replicated; /* counted in the registry's nreplicated (sync_lock) */
     /* false while the log is being opened on the recovery pool (p.log is
      * NULL until then); set with release order after p.log. */
     atomic_bool ready;
     atomic_bool offline; /* the log could not be opened: storage error */
+    /* After the struct, in its allocation (no pointer to it: 8 bytes a
+     * partition): the partition directory's path, then p.topic. */
 };
+
+static char *part_path(struct preg_part *pp) { return (char *)(pp + 1); }
 
 #define PREG_SHARDS 16
 
@@ -82,7 +86,7 @@ struct partition_registry {
     struct logmgr *logs;       /* env.logs, else own_logs */
     struct preg_shard {
         pthread_rwlock_t lock;
-        struct hmap map;       /* 20-byte key -> struct preg_part* */
+        struct hmap map;       /* 20-byte key (make_key, borrowed from p) -> struct preg_part* */
     } shards[PREG_SHARDS];
     pthread_mutex_t sync_lock;
     bool scanned;
@@ -136,13 +140,15 @@ static void count_replicated(struct partition_registry *r, struct preg_part *pp,
 
 size_t preg_replicated(struct partition_registry *r) { return atomic_load(&r->nreplicated); }
 
+_Static_assert(sizeof(kuuid_t) == 16 && offsetof(struct partition, index) == 16,
+               "the registry's map key is struct partition's first 20 bytes");
+
 static void make_key(uint8_t key[20], const kuuid_t *id, int32_t index)
 {
+    /* The bytes of struct partition's topic_id and index (in memory only:
+     * the map borrows them from the partition). */
     memcpy(key, id->b, 16);
-    key[16] = (uint8_t)((uint32_t)index >> 24);
-    key[17] = (uint8_t)((uint32_t)index >> 16);
-    key[18] = (uint8_t)((uint32_t)index >> 8);
-    key[19] = (uint8_t)index;
+    memcpy(key + 16, &index, 4);
 }
 
 static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -200,20 +206,20 @@ void partition_put(struct partition *p)
         if (atomic_load(&p->deleted)) {
             struct partition_registry *r = pp->reg;
             pthread_mutex_lock(&r->del_lock);
-            hmap_del(&r->deleting, pp->path, strlen(pp->path));
+            hmap_del(&r->deleting, part_path(pp), strlen(part_path(pp)));
             pthread_cond_broadcast(&r->del_cond);
             pthread_mutex_unlock(&r->del_lock);
         }
     } else if (atomic_load(&p->deleted)) {
         int rc = logmgr_delete(lm, p->log);
         if (rc != 0)
-            slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, pp->path,
+            slog_error("partition %s-%d: removing %s failed: %s", p->topic, (int)p->index, part_path(pp),
                        kerr_name((int16_t)rc));
         else
             slog_info("partition %s-%d: log deleted", p->topic, (int)p->index);
         struct partition_registry *r = pp->reg;
         pthread_mutex_lock(&r->del_lock);
-        hmap_del(&r->deleting, pp->path, strlen(pp->path));
+        hmap_del(&r->deleting, part_path(pp), strlen(part_path(pp)));
         pthread_cond_broadcast(&r->del_cond);
         pthread_mutex_unlock(&r->del_lock);
     } else {
@@ -624,7 +630,7 @@ static void log_opened(void *ctx, int rc, struct plog *l)
     struct partition *p = &pp->p;
     if (rc) {
         slog_error("partition %s-%d: cannot open its log in %s: %s; the partition is offline", p->topic,
-                   (int)p->index, pp->path, kerr_name((int16_t)rc));
+                   (int)p->index, part_path(pp), kerr_name((int16_t)rc));
         atomic_store(&pp->offline, true);
     } else {
         p->log = l;
@@ -647,7 +653,6 @@ static void log_opened(void *ctx, int rc, struct plog *l)
 struct pending_log {
     struct preg_part *pp;
     struct preg_shard *sh;
-    uint8_t key[20];
     const struct mi_partition *part; /* in the image being applied */
     struct plog_config pc;
     struct plog *log; /* NULL until opened */
@@ -670,6 +675,8 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     snprintf(base, sizeof base, "%s-%d", t->name, (int)part->index);
     size_t dir = 0;
     void *where = hmap_del(&r->found, base, strlen(base));
+    if (where && hmap_count(&r->found) == 0)
+        hmap_free(&r->found); /* its slots: ~50 B a partition after a restart */
     bool counted = where != NULL;
     bool offline = false;
     bool id_on_disk = false;
@@ -708,13 +715,13 @@ static int open_partition(struct partition_registry *r, const struct mi_topic *t
     size_t pl = strlen(path) + 1, tl = strlen(t->name) + 1;
     struct preg_part *pp = xcalloc(1, sizeof *pp + pl + tl);
     pp->reg = r;
-    pp->path = memcpy((char *)(pp + 1), path, pl);
-    pp->dir = dir;
+    memcpy(part_path(pp), path, pl);
+    pp->dir = (uint32_t)dir;
     atomic_init(&pp->ready, false);
     atomic_init(&pp->offline, offline);
     struct partition *p = &pp->p;
     p->topic_id = t->id;
-    p->topic = memcpy(pp->path + pl, t->name, tl);
+    p->topic = memcpy(part_path(pp) + pl, t->name, tl);
     p->index = part->index;
     p->log = NULL;
     atomic_init(&p->high_watermark, 0);
@@ -786,8 +793,8 @@ static void *create_main(void *arg)
     for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->n;) {
         struct pending_log *pl = &c->pend[i];
         struct preg_part *pp = pl->pp;
-        const char *slash = strrchr(pp->path, '/');
-        const char *base = slash ? slash + 1 : pp->path;
+        const char *slash = strrchr(part_path(pp), '/');
+        const char *base = slash ? slash + 1 : part_path(pp);
         pl->rc = logmgr_open_deferred(lm, pp->dir, base, &pp->p.topic_id, &pl->pc, partition_log_flushed, &pp->p,
                                       &pl->log);
         if (pl->rc == 0)
@@ -836,8 +843,8 @@ static int create_logs(struct partition_registry *r, struct pending_log *pend, s
             if (pl->log)
                 logmgr_close(r->logs, pl->log, false);
             if (rc == 0 && note_err)
-                snprintf(err, errlen, "%s: cannot create the log: %s", pp->path, kerr_name((int16_t)pl->rc));
-            slog_error("partition registry: %s: cannot create the log: %s", pp->path, kerr_name((int16_t)pl->rc));
+                snprintf(err, errlen, "%s: cannot create the log: %s", part_path(pp), kerr_name((int16_t)pl->rc));
+            slog_error("partition registry: %s: cannot create the log: %s", part_path(pp), kerr_name((int16_t)pl->rc));
             rc = -1;
             r->counts[pp->dir]--;
             partition_repl_free(p);
@@ -849,7 +856,7 @@ static int create_logs(struct partition_registry *r, struct pending_log *pend, s
         atomic_store_explicit(&pp->ready, true, memory_order_release);
         count_replicated(r, pp, pl->part);
         pthread_rwlock_wrlock(&pl->sh->lock);
-        hmap_put(&pl->sh->map, pl->key, sizeof pl->key, pp);
+        hmap_put_borrowed(&pl->sh->map, &pp->p.topic_id, 20, pp); /* make_key's bytes, in pp */
         pthread_rwlock_unlock(&pl->sh->lock);
     }
     return rc;
@@ -925,7 +932,7 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
         struct preg_part *pp = gone[i];
         r->counts[pp->dir]--;
         pthread_mutex_lock(&r->del_lock);
-        hmap_put(&r->deleting, pp->path, strlen(pp->path), pp);
+        hmap_put(&r->deleting, part_path(pp), strlen(part_path(pp)), pp);
         pthread_mutex_unlock(&r->del_lock);
         count_replicated(r, pp, NULL);
         /* requests parked on it answer (UNKNOWN_TOPIC_OR_PARTITION...) */
@@ -995,12 +1002,11 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
             }
             if (pending) {
                 pend[npend].sh = sh;
-                memcpy(pend[npend].key, mk, sizeof mk);
                 npend++;
                 continue;
             }
             pthread_rwlock_wrlock(&sh->lock);
-            hmap_put(&sh->map, mk, sizeof mk, pp);
+            hmap_put_borrowed(&sh->map, &pp->p.topic_id, sizeof mk, pp); /* = mk, in pp */
             pthread_rwlock_unlock(&sh->lock);
         }
     }

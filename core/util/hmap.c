@@ -13,7 +13,7 @@ void hmap_init(struct hmap *m) { memset(m, 0, sizeof *m); }
 void hmap_free(struct hmap *m)
 {
     for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key && m->slots[i].key != HMAP_TOMBSTONE)
+        if (m->slots[i].key && m->slots[i].key != HMAP_TOMBSTONE && !(m->slots[i].klen & HMAP_BORROWED))
             free(m->slots[i].key);
     free(m->slots);
     hmap_init(m);
@@ -31,7 +31,7 @@ uint64_t hmap_hash(const void *key, size_t klen)
     return h;
 }
 
-static struct hmap_slot *find(const struct hmap *m, const void *key, size_t klen, uint64_t h)
+static struct hmap_slot *find(const struct hmap *m, const void *key, size_t klen, uint32_t h)
 {
     if (!m->cap)
         return NULL;
@@ -39,10 +39,16 @@ static struct hmap_slot *find(const struct hmap *m, const void *key, size_t klen
         struct hmap_slot *s = &m->slots[i];
         if (!s->key)
             return NULL;
-        if (s->key != HMAP_TOMBSTONE && s->hash == h && s->klen == klen &&
+        if (s->key != HMAP_TOMBSTONE && s->hash == h && (s->klen & ~HMAP_BORROWED) == klen &&
             memcmp(s->key, key, klen) == 0)
             return s;
     }
+}
+
+static void free_key(struct hmap_slot *s)
+{
+    if (!(s->klen & HMAP_BORROWED))
+        free(s->key);
 }
 
 static void grow(struct hmap *m)
@@ -69,17 +75,22 @@ static void grow(struct hmap *m)
 
 void *hmap_get(const struct hmap *m, const void *key, size_t klen)
 {
-    struct hmap_slot *s = find(m, key, klen, hmap_hash(key, klen));
+    struct hmap_slot *s = find(m, key, klen, (uint32_t)hmap_hash(key, klen));
     return s ? s->value : NULL;
 }
 
-void *hmap_put(struct hmap *m, const void *key, size_t klen, void *value)
+static void *put(struct hmap *m, const void *key, size_t klen, void *value, bool borrow)
 {
-    uint64_t h = hmap_hash(key, klen);
+    uint32_t h = (uint32_t)hmap_hash(key, klen);
     struct hmap_slot *s = find(m, key, klen, h);
     if (s) {
         void *old = s->value;
         s->value = value;
+        if (borrow) {
+            free_key(s);
+            s->key = (void *)key;
+            s->klen = (uint32_t)klen | HMAP_BORROWED;
+        }
         return old;
     }
     if ((m->used + 1) * 4 > m->cap * 3)
@@ -89,20 +100,35 @@ void *hmap_put(struct hmap *m, const void *key, size_t klen, void *value)
         i = (i + 1) & (m->cap - 1);
     if (!m->slots[i].key)
         m->used++;
-    void *k = xmalloc(klen ? klen : 1);
-    memcpy(k, key, klen);
-    m->slots[i] = (struct hmap_slot){k, klen, h, value};
+    void *k = (void *)key;
+    uint32_t kl = (uint32_t)klen;
+    if (borrow) {
+        kl |= HMAP_BORROWED;
+    } else {
+        k = xmalloc(klen ? klen : 1);
+        memcpy(k, key, klen);
+    }
+    m->slots[i] = (struct hmap_slot){k, h, kl, value};
     m->count++;
     return NULL;
 }
 
+void *hmap_put(struct hmap *m, const void *key, size_t klen, void *value) { return put(m, key, klen, value, false); }
+
+void *hmap_put_borrowed(struct hmap *m, const void *key, size_t klen, void *value)
+{
+    /* the empty-slot mark is a NULL key */
+    static const char empty_key;
+    return put(m, klen ? key : &empty_key, klen, value, true);
+}
+
 void *hmap_del(struct hmap *m, const void *key, size_t klen)
 {
-    struct hmap_slot *s = find(m, key, klen, hmap_hash(key, klen));
+    struct hmap_slot *s = find(m, key, klen, (uint32_t)hmap_hash(key, klen));
     if (!s)
         return NULL;
     void *v = s->value;
-    free(s->key);
+    free_key(s);
     s->key = HMAP_TOMBSTONE;
     s->value = NULL;
     m->count--;
@@ -117,7 +143,7 @@ bool hmap_next(const struct hmap *m, size_t *iter, const void **key, size_t *kle
             if (key)
                 *key = s->key;
             if (klen)
-                *klen = s->klen;
+                *klen = s->klen & ~HMAP_BORROWED;
             if (value)
                 *value = s->value;
             *iter = i + 1;

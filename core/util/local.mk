@@ -6,7 +6,7 @@ core_libsamsacore_a_SOURCES += \
 	core/util/sfile.c core/util/sfile.h \
 	core/util/fdcache.c core/util/fdcache.h \
 	core/util/shed.c core/util/shed.h core/util/lru.h \
-	core/util/slock.c core/util/slock.h \
+	core/util/slock.c core/util/slock.h core/util/srwlock.h \
 	core/util/hmap.c core/util/hmap.h \
 	core/util/uuid.c core/util/uuid.h \
 	core/util/rate.c core/util/rate.h \

@@ -667,6 +667,51 @@ static void h_failed(void *ctx, struct plog *l)
     ((struct hook_counts *)ctx)->failed++;
 }
 
+/* Logs with equal configs share one copy (log/plog_config.c): a config
+ * change of one log is copy on write, the others keep theirs, and a
+ * log moved to the new config gets exactly it; the configs stay right
+ * through a reopen. */
+static void test_shared_config(void **state)
+{
+    struct fx *f = *state;
+    char d2[512];
+    snprintf(d2, sizeof d2, "%s/topic-1", f->root);
+    struct plog_config c = cfg_with(1 << 20, 100);
+    c.retention_ms = 1000;
+    struct plog *a = open_log(f->dir, &c), *b = open_log(d2, &c);
+    struct plog_config got;
+    struct plog_config c2 = c;
+    c2.retention_ms = 2000;
+    c2.cleanup_compact = true;
+    assert_int_equal(plog_set_config(a, &c2), 0);
+    plog_get_config(a, &got);
+    assert_int_equal(got.retention_ms, 2000);
+    assert_true(got.cleanup_compact);
+    plog_get_config(b, &got);
+    assert_int_equal(got.retention_ms, 1000);
+    assert_false(got.cleanup_compact);
+    assert_int_equal(plog_set_config(b, &c2), 0);
+    plog_get_config(b, &got);
+    assert_int_equal(got.retention_ms, 2000);
+    assert_true(got.cleanup_compact);
+    /* back to the first one, then an invalid one changes nothing */
+    assert_int_equal(plog_set_config(a, &c), 0);
+    struct plog_config bad = c;
+    bad.segment_bytes = 1;
+    assert_int_equal(plog_set_config(a, &bad), KERR_INVALID_CONFIG);
+    plog_get_config(a, &got);
+    assert_int_equal(got.retention_ms, 1000);
+    assert_int_equal(got.segment_bytes, 1 << 20);
+    plog_close(a, true);
+    plog_get_config(b, &got);
+    assert_int_equal(got.retention_ms, 2000);
+    plog_close(b, true);
+    a = open_log(f->dir, &c2);
+    plog_get_config(a, &got);
+    assert_int_equal(got.retention_ms, 2000);
+    plog_close(a, true);
+}
+
 static void test_flush_policy(void **state)
 {
     struct fx *f = *state;
@@ -1610,6 +1655,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_recovery_random_corruption, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leftovers_at_open, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_config, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flush_policy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_ms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_retention_time, setup, teardown),
