@@ -806,6 +806,21 @@ SSL *tls_new_client(SSL_CTX *ctx, int fd, const char *host, bool verify_host)
     return s;
 }
 
+/* Under ctx_lock: listener i's prepared context when it was built from
+ * sig, moved to the caller (*ctx, *cctx, *stamp: owned); else nothing. */
+static void take_prep(size_t i, const char *sig, SSL_CTX **ctx, SSL_CTX **cctx, char **stamp)
+{
+    if (!ctxs[i].prep.ctx || strcmp(ctxs[i].prep.sig, sig))
+        return;
+    *ctx = ctxs[i].prep.ctx;
+    *cctx = ctxs[i].prep.cctx;
+    *stamp = ctxs[i].prep.stamp;
+    ctxs[i].prep.ctx = NULL;
+    ctxs[i].prep.cctx = NULL;
+    ctxs[i].prep.stamp = NULL;
+    prep_clear(&ctxs[i].prep);
+}
+
 /* Replaces listener i's context, for later connections, when cfg
  * changed the keys it was built from or the AlterConfigs check left a
  * new one in prep (a key store changed in place, set again under the
@@ -825,22 +840,10 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
     SSL_CTX *ctx = NULL, *old = NULL, *cctx = NULL, *old_cctx = NULL;
     char *stamp = NULL;
     pthread_mutex_lock(&ctx_lock);
-    if (ctxs[i].prep.ctx && !strcmp(ctxs[i].prep.sig, sig)) {
-        ctx = ctxs[i].prep.ctx;
-        cctx = ctxs[i].prep.cctx;
-        stamp = ctxs[i].prep.stamp;
-        ctxs[i].prep.ctx = NULL;
-        ctxs[i].prep.cctx = NULL;
-        ctxs[i].prep.stamp = NULL;
-        prep_clear(&ctxs[i].prep);
-    }
+    take_prep(i, sig, &ctx, &cctx, &stamp);
     bool same = !strcmp(sig, ctxs[i].sig), refused = ctxs[i].refused == cfg;
     pthread_mutex_unlock(&ctx_lock);
-    if (!ctx && same) {
-        free(sig);
-        return;
-    }
-    if (!ctx && refused) {
+    if (!ctx && (same || refused)) {
         free(sig);
         return;
     }
@@ -857,15 +860,7 @@ static void maybe_reload(size_t i, const struct samsa_config *cfg)
                        "previous one: %s", ctxs[i].name, err);
         } else {
             pthread_mutex_lock(&ctx_lock);
-            if (ctxs[i].prep.ctx && !strcmp(ctxs[i].prep.sig, sig)) {
-                ctx = ctxs[i].prep.ctx;
-                cctx = ctxs[i].prep.cctx;
-                stamp = ctxs[i].prep.stamp;
-                ctxs[i].prep.ctx = NULL;
-                ctxs[i].prep.cctx = NULL;
-                ctxs[i].prep.stamp = NULL;
-                prep_clear(&ctxs[i].prep);
-            }
+            take_prep(i, sig, &ctx, &cctx, &stamp);
             pthread_mutex_unlock(&ctx_lock);
         }
     }

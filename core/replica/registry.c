@@ -337,6 +337,27 @@ static bool wait_deleted(struct partition_registry *r, const char *path)
     return gone;
 }
 
+/* Runs fn(arg) on this thread and on up to max_threads - 1 more, one
+ * more for every per_thread of the n items fn takes from arg in turn
+ * (each fn loops until the items run out); returns when all are done. A
+ * thread that cannot start only leaves more for the others. */
+#define PARALLEL_MAX_THREADS 8
+static void run_parallel(void *(*fn)(void *), void *arg, size_t n, size_t per_thread, size_t max_threads)
+{
+    size_t want = n / per_thread;
+    if (max_threads > PARALLEL_MAX_THREADS)
+        max_threads = PARALLEL_MAX_THREADS;
+    if (want > max_threads - 1)
+        want = max_threads - 1;
+    pthread_t t[PARALLEL_MAX_THREADS];
+    size_t started = 0;
+    while (started < want && pthread_create(&t[started], NULL, fn, arg) == 0)
+        started++;
+    fn(arg); /* this thread too: all done here if none started */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
 /* A clean close of a log is a few fsyncs (its index trims, its
  * shutdown marker) and no CPU to speak of: closed one after the other,
  * 100 000 idle partitions took as many fsync round trips as that. Closed
@@ -366,16 +387,7 @@ static void close_parallel(struct preg_part **all, size_t n)
 {
     struct close_run c = {.all = all, .n = n};
     atomic_init(&c.next, 0);
-    size_t want = n / CLOSE_PER_THREAD;
-    if (want > CLOSE_THREADS - 1)
-        want = CLOSE_THREADS - 1;
-    pthread_t t[CLOSE_THREADS];
-    size_t started = 0;
-    while (started < want && pthread_create(&t[started], NULL, close_main, &c) == 0)
-        started++;
-    close_main(&c); /* this thread too: all done here if none started */
-    for (size_t i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
+    run_parallel(close_main, &c, n, CLOSE_PER_THREAD, CLOSE_THREADS);
 }
 
 void preg_destroy(struct partition_registry *r, bool clean)
@@ -576,16 +588,7 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
 
     struct scan_run c = {.r = r, .e = es, .n = n};
     atomic_init(&c.next, 0);
-    size_t want = n / 256;
-    if (want > CREATE_THREADS - 1)
-        want = CREATE_THREADS - 1;
-    pthread_t th[CREATE_THREADS];
-    size_t started = 0;
-    while (started < want && pthread_create(&th[started], NULL, scan_main, &c) == 0)
-        started++;
-    scan_main(&c);
-    for (size_t k = 0; k < started; k++)
-        pthread_join(th[k], NULL);
+    run_parallel(scan_main, &c, n, 256, CREATE_THREADS);
 
     for (size_t k = 0; k < n; k++) {
         struct scan_entry *e = &es[k];
@@ -812,16 +815,7 @@ static int create_logs(struct partition_registry *r, struct pending_log *pend, s
 {
     struct create_run c = {.r = r, .pend = pend, .n = n};
     atomic_init(&c.next, 0);
-    size_t want = n / CREATE_PER_THREAD;
-    if (want > CREATE_THREADS - 1)
-        want = CREATE_THREADS - 1;
-    pthread_t t[CREATE_THREADS];
-    size_t started = 0;
-    while (started < want && pthread_create(&t[started], NULL, create_main, &c) == 0)
-        started++;
-    create_main(&c); /* this thread too: all done here if none started */
-    for (size_t i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
+    run_parallel(create_main, &c, n, CREATE_PER_THREAD, CREATE_THREADS);
 
     /* The new directories' entries in their log dirs: one fsync each. */
     for (size_t d = 0; d < r->ndirs; d++) {
