@@ -263,19 +263,39 @@ void idxf_path(const struct idx_file *x, char *buf, size_t n)
     snprintf(buf, n, "%.*s%s%s", (int)(dot - lp), lp, ext, rest);
 }
 
-int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate)
+int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate,
+              bool *missing)
 {
     memset(x, 0, sizeof *x);
     x->entry_size = (uint8_t)entry_size;
     x->log_path = log_path;
     x->time_index = strcmp(ext, TIMEINDEX_SUFFIX) == 0;
+    if (missing)
+        *missing = false;
+    struct stat st;
+    if (!truncate) {
+        /* The usual case at start-up: the file is there, its length is
+         * all that is needed now (no fd: mapped when first used). */
+        char path[PATH_MAX];
+        idxf_path(x, path, sizeof path);
+        if (stat(path, &st) == 0) {
+            x->map_len = (size_t)st.st_size;
+            return 0;
+        }
+        if (errno != ENOENT) {
+            int e = errno;
+            x->log_path = NULL;
+            return e;
+        }
+        if (missing)
+            *missing = true;
+    }
     int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
     if (fd < 0) {
         int e = errno;
         x->log_path = NULL;
         return e;
     }
-    struct stat st;
     int e = fstat(fd, &st) != 0 ? errno : 0;
     close(fd); /* mapped when first used */
     if (e) {

@@ -105,10 +105,13 @@ void idxf_set_mmap_hook(idxf_mmap_fn fn);
 
 /* Opens (creating when missing, emptying when truncate) path and notes
  * its length (the mapping comes with the first use); n is 0, the caller
- * validates what is there. 0 or an errno value. On failure x is left
- * closed (idxf_close is a no-op). */
+ * validates what is there. An existing file is only stat'ed (one system
+ * call: an idle log's restart opens thousands); *missing (may be NULL)
+ * tells whether it did not exist and was created empty. 0 or an errno
+ * value. On failure x is left closed (idxf_close is a no-op). */
 /* ext is INDEX_SUFFIX or TIMEINDEX_SUFFIX; entry_size at most 255. */
-int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate);
+int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t entry_size, bool truncate,
+              bool *missing);
 /* x's file name, into buf (size n). */
 void idxf_path(const struct idx_file *x, char *buf, size_t n);
 /* Unmaps. Idempotent. */

@@ -123,6 +123,27 @@ static uint64_t next_random(uint64_t *s)
     return x * 0x2545F4914F6CDD1DULL;
 }
 
+/* A log's jitter seed: one getrandom per process, then a splitmix64
+ * step per log (a system call per log was one of ~40 per idle log's
+ * open at start-up). Never 0 (xorshift's fixed point). */
+static uint64_t log_seed(void)
+{
+    static _Atomic uint64_t state;
+    uint64_t s = atomic_load_explicit(&state, memory_order_relaxed);
+    if (s == 0) {
+        uint64_t r;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)clock_mono_us();
+        uint64_t zero = 0;
+        atomic_compare_exchange_strong(&state, &zero, r | 1);
+    }
+    uint64_t z = atomic_fetch_add_explicit(&state, 0x9E3779B97F4A7C15ULL, memory_order_relaxed) + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
 struct segment_opts plog_segment_opts(struct plog *l)
 {
     struct segment_opts o = {l->cfg->index_interval_bytes, l->cfg->segment_index_bytes, 0};
@@ -677,8 +698,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_init(&l->roll_flush_pending, false);
     atomic_init(&l->abort_clean, false);
     atomic_init(&l->failed, false);
-    if (getrandom(&l->rng, sizeof l->rng, 0) != (ssize_t)sizeof l->rng || l->rng == 0)
-        l->rng = (uint64_t)clock_mono_us() | 1;
+    l->rng = log_seed();
 
     int e = fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
     if (e) {
@@ -1085,6 +1105,19 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
     }
     int64_t last = base + noffsets - 1;
     struct segment *seg = l->segs[l->nsegs - 1];
+    if (seg->unseal_pending) {
+        /* The first append since a clean open: the index files get their
+         * room now (segment.h, unseal_pending). Once per log life; a
+         * resize unmaps, so readers are held out meanwhile. */
+        srw_wrlock(&l->seg_lock);
+        int e = segment_unseal(seg);
+        srw_unlock(&l->seg_lock);
+        if (e) {
+            slog_error("log: %s: cannot resize indexes: %s", l->dir, strerror(e));
+            rc = KERR_KAFKA_STORAGE_ERROR; /* nothing written; retriable */
+            goto out;
+        }
+    }
     /* An empty segment takes anything (a batch above segment.bytes was
      * refused above). */
     if (seg->size > 0 && should_roll(l, seg, len, last, nbatches, max_ts, clock_wall_ms())) {
@@ -2121,8 +2154,9 @@ void plog_close(struct plog *l, bool clean)
         struct segment *active = l->segs[l->nsegs - 1];
         /* As Kafka's LogSegment.close: the final max timestamp goes into
          * the time index and both files are trimmed, so the next open
-         * takes them as they are. */
-        int e = segment_seal(active);
+         * takes them as they are (untouched since a clean open when
+         * unseal_pending: nothing to do). */
+        int e = active->unseal_pending ? 0 : segment_seal(active);
         if (e)
             slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, active->log_path, strerror(e));
         int rc = plog_flush(l);

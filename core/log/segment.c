@@ -139,29 +139,24 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
         return KERR_KAFKA_STORAGE_ERROR;
     }
     s->lf = fdc_file_new_borrowed(s->log_path, O_RDWR, fd);
-    if (index_missing) {
+    if (index_missing)
         *index_missing = false;
-        for (size_t i = 1; i < NEXTS; i++) {
-            char *p = file_path(dir, base, exts[i], suffix);
-            if (access(p, F_OK) != 0)
-                *index_missing = true;
-            free(p);
-        }
-    }
     struct idx_file *fs[] = {&s->oidx.f, &s->tidx.f};
     size_t sizes[] = {OIDX_ENTRY_SIZE, TIDX_ENTRY_SIZE};
     for (int i = 0; i < 2; i++) {
-        char *p = file_path(dir, base, exts[i + 1], suffix);
-        int e = idxf_open(fs[i], &s->log_path, exts[i + 1], sizes[i], create);
+        bool missing = false;
+        int e = idxf_open(fs[i], &s->log_path, exts[i + 1], sizes[i], create, &missing);
         if (e == 0 && create)
             e = idxf_resize(fs[i], (size_t)s->max_index_bytes);
         if (e) {
+            char *p = file_path(dir, base, exts[i + 1], suffix);
             slog_error("log: cannot %s index %s: %s", create ? "create" : "open", p, strerror(e));
             free(p);
             segment_free(s);
             return KERR_KAFKA_STORAGE_ERROR;
         }
-        free(p);
+        if (missing && index_missing)
+            *index_missing = true;
     }
     *out = s;
     return 0;
@@ -281,6 +276,8 @@ int segment_unseal(struct segment *s)
     int e = idxf_resize(&s->oidx.f, (size_t)s->max_index_bytes);
     if (e == 0)
         e = idxf_resize(&s->tidx.f, (size_t)s->max_index_bytes);
+    if (e == 0)
+        s->unseal_pending = false;
     return e;
 }
 
@@ -510,6 +507,12 @@ static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, i
     }
 
 sized:
+    if (active && !res->rebuilt) {
+        /* Trusted as the clean close left it: sized for appends by the
+         * first one (segment_unseal), not now. */
+        s->unseal_pending = true;
+        return 0;
+    }
     e = active ? segment_unseal(s) : segment_seal(s);
     if (e) {
         slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));

@@ -81,6 +81,12 @@ struct segment {
     int64_t bytes_since_last_index_entry;
     struct offset_index oidx;
     struct time_index tidx;
+    /* The active segment of a log opened after a clean shutdown keeps its
+     * index files as that close trimmed them (exactly their entries, which
+     * the load validated) until its first append or truncation sizes them
+     * back to max_index_bytes (segment_unseal): an idle log's
+     * restart resizes nothing, and its next close trims nothing. */
+    bool unseal_pending;
 };
 
 /* "<dir>/<20-digit base><suffix>", malloc'ed (the caller frees). */

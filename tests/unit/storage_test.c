@@ -236,10 +236,12 @@ static void test_index_files(void **state)
     close(ifd);
     close(lfd);
 
-    /* A clean open takes them as they are (no rebuild) and reads. */
+    /* A clean open takes them as they are (no rebuild, and not sized
+     * for appends before the first one) and reads. */
     l = open_log(f->dir, &c);
     assert_int_equal(plog_log_end_offset(l), leo);
-    assert_int_equal(fsize_of(f->dir, 0, ".index"), 4096); /* active again */
+    assert_int_equal(fsize_of(f->dir, 0, ".index"), isz);
+    assert_int_equal(fsize_of(f->dir, 0, ".timeindex"), tsz);
     int64_t off, ts;
     assert_int_equal(plog_offset_for_timestamp(l, 1203, &off, &ts), 0);
     assert_int_equal(ts, 1203);
@@ -294,6 +296,28 @@ static void test_index_files(void **state)
         free(now);
     }
     free(orig);
+
+    /* The first append after a clean open sizes the indexes for appends
+     * (active again), and the next close trims them to their entries. */
+    l = open_log(f->dir, &c);
+    assert_int_equal(fsize_of(f->dir, 0, ".index"), isz);
+    int64_t tsz1 = fsize_of(f->dir, 0, ".timeindex");
+    append_n(l, 5, (int)leo, 2000);
+    assert_int_equal(fsize_of(f->dir, 0, ".index"), 4096);
+    assert_int_equal(fsize_of(f->dir, 0, ".timeindex"), 4092);
+    assert_int_equal(plog_log_end_offset(l), leo + 5);
+    assert_int_equal(plog_max_timestamp(l, &off, &ts), 0);
+    assert_int_equal(ts, 2000 + 4);
+    plog_close(l, true);
+    int64_t isz2 = fsize_of(f->dir, 0, ".index"), tsz2 = fsize_of(f->dir, 0, ".timeindex");
+    assert_true(isz2 >= isz && isz2 < 4096 && isz2 % 8 == 0);
+    assert_true(tsz2 > tsz1 && tsz2 < 4092 && tsz2 % 12 == 0);
+    l = open_log(f->dir, &c);
+    assert_int_equal(plog_log_end_offset(l), leo + 5);
+    assert_int_equal(scan_log(l, 0, NULL, NULL), leo + 5);
+    assert_int_equal(plog_offset_for_timestamp(l, 2000, &off, &ts), 0);
+    assert_int_equal(off, leo);
+    plog_close(l, true);
     free(ip);
     free(lp);
     free(tp);
