@@ -378,6 +378,7 @@ static bool has_suffix(const char *s, const char *suffix)
 struct dir_listing {
     int64_t *logs, *swaps, *snaps;
     size_t nlogs, nswaps, nsnaps;
+    bool clean_marker; /* PLOG_CLEAN_SHUTDOWN_FILE is there */
 };
 
 static void push_i64(int64_t **v, size_t *n, int64_t x)
@@ -419,6 +420,8 @@ static int list_dir(struct plog *l, struct dir_listing *out)
         } else if (segment_parse_name(name, PSTATE_SNAPSHOT_SUFFIX, &base)) {
             /* for plog_producers_load_listed: one listing per open */
             push_i64(&out->snaps, &out->nsnaps, base);
+        } else if (strcmp(name, PLOG_CLEAN_SHUTDOWN_FILE) == 0) {
+            out->clean_marker = true; /* the listing answers what an lstat would */
         }
     }
     int e = errno;
@@ -711,16 +714,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         goto fail;
 
     char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
-    struct stat st;
-    bool clean = lstat(marker, &st) == 0;
-    if (!clean && errno != ENOENT) {
-        slog_error("log: cannot stat %s: %s", marker, strerror(errno));
-        free(marker);
-        rc = KERR_KAFKA_STORAGE_ERROR;
-        goto fail;
-    }
-
     rc = list_dir(l, &ls);
+    bool clean = rc == 0 && ls.clean_marker;
     if (rc == 0)
         rc = complete_swaps(l, &ls);
     if (rc == 0)
