@@ -570,9 +570,11 @@ def ck_produce_errors(bootstrap, topic, records, conf=None, limit=30.0, metadata
     return out, errs
 
 
-def ck_consume(bootstrap, topic, partition, start, count, conf=None, limit=30.0):
+def ck_consume(bootstrap, topic, partition, start, count, conf=None, limit=30.0, until_offset=None):
     """Manual assignment, no group. Reads exactly `count` records from
-    `start` (fails on fewer within the bound)."""
+    `start` (fails on fewer within the bound); with until_offset, reads
+    until the record at that offset instead (at most `count`: a
+    compacted log's count may shrink while it is read)."""
     from confluent_kafka import Consumer, TopicPartition, KafkaError
     c = ck_conf(bootstrap, **{"group.id": "samsa-interop-unused", "enable.auto.commit": False,
                               "enable.auto.offset.store": False, "enable.partition.eof": False,
@@ -583,7 +585,7 @@ def ck_consume(bootstrap, topic, partition, start, count, conf=None, limit=30.0)
         cons.assign([TopicPartition(topic, partition, start)])
         out = []
         deadline = time.monotonic() + bound(limit)
-        while len(out) < count:
+        while len(out) < count and (until_offset is None or not out or out[-1]["offset"] < until_offset):
             if time.monotonic() > deadline:
                 raise Failure("confluent-kafka consumer: %d of %d records after %.0fs" % (len(out), count, bound(limit)))
             batch = cons.consume(num_messages=min(10000, count - len(out)), timeout=0.5)
@@ -644,7 +646,7 @@ def kp_consume(bootstrap, topic, partition, start, count, limit=30.0, **extra):
         c.seek(tp, start)
         out = []
         deadline = time.monotonic() + bound(limit)
-        while len(out) < count:
+        while len(out) < count and (until_offset is None or not out or out[-1]["offset"] < until_offset):
             if time.monotonic() > deadline:
                 raise Failure("kafka-python consumer: %d of %d records after %.0fs" % (len(out), count, bound(limit)))
             polled = c.poll(timeout_ms=500, max_records=10000)
