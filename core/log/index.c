@@ -322,6 +322,15 @@ static off_t file_length(int fd)
     struct stat st;
     return fstat(fd, &st) == 0 ? st.st_size : -1;
 }
+/* ftruncate, retried on EINTR: 0 or the errno. */
+static int truncate_fd(int fd, size_t bytes)
+{
+    while (ftruncate(fd, (off_t)bytes) != 0)
+        if (errno != EINTR)
+            return errno;
+    return 0;
+}
+
 
 int idxf_resize(struct idx_file *x, size_t bytes)
 {
@@ -342,13 +351,7 @@ int idxf_resize(struct idx_file *x, size_t bytes)
     /* Unmap before shrinking: touching a mapped page past the end of the
      * file would be SIGBUS. The next use maps the new length. */
     drop_map(x);
-    int e = 0;
-    while (ftruncate(fd, (off_t)bytes) != 0) {
-        if (errno == EINTR)
-            continue;
-        e = errno;
-        break;
-    }
+    int e = truncate_fd(fd, bytes);
     close(fd);
     if (e == 0) {
         /* A new length may have dropped blocks (a trim) or added holes. */
@@ -369,13 +372,7 @@ int idxf_shorten(struct idx_file *x)
         return errno;
     /* Pages past the new end leave the page cache; the entries, before
      * it, stay where the mapping's readers find them. */
-    int e = 0;
-    while (ftruncate(fd, (off_t)bytes) != 0) {
-        if (errno == EINTR)
-            continue;
-        e = errno;
-        break;
-    }
+    int e = truncate_fd(fd, bytes);
     close(fd);
     if (e == 0)
         x->backed = 0;
