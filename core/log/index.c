@@ -322,6 +322,7 @@ static off_t file_length(int fd)
     struct stat st;
     return fstat(fd, &st) == 0 ? st.st_size : -1;
 }
+
 /* ftruncate, retried on EINTR: 0 or the errno. */
 static int truncate_fd(int fd, size_t bytes)
 {
