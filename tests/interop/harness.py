@@ -646,7 +646,7 @@ def kp_consume(bootstrap, topic, partition, start, count, limit=30.0, **extra):
         c.seek(tp, start)
         out = []
         deadline = time.monotonic() + bound(limit)
-        while len(out) < count and (until_offset is None or not out or out[-1]["offset"] < until_offset):
+        while len(out) < count:
             if time.monotonic() > deadline:
                 raise Failure("kafka-python consumer: %d of %d records after %.0fs" % (len(out), count, bound(limit)))
             polled = c.poll(timeout_ms=500, max_records=10000)
