@@ -879,19 +879,27 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
      * without unmapping: readers read only the entries. maint_lock (tried,
      * never waited for: it is taken before append_lock) keeps the cleaner,
      * retention and truncations from renaming or dropping the segment
-     * meanwhile; when one of them holds it, the trim is done as before. */
+     * meanwhile. When one of them holds it (a cleaning holds it for its
+     * whole pass), the trim is left to that holder, which does it when it
+     * lets go (plog_maint_unlock); a trim still pending at a crash makes
+     * the next open rebuild that segment's indexes. */
     bool quick = slock_trylock(&l->maint_lock);
     int e = 0;
     srw_wrlock(&l->seg_lock);
-    if (quick)
-        segment_seal_entries(old);
-    else
-        e = segment_seal(old);
+    segment_seal_entries(old);
+    if (!quick) {
+        old->trim_pending = true;
+        atomic_store(&l->trims_pending, true);
+    }
     push_segment(l, s);
     srw_unlock(&l->seg_lock);
     if (quick) {
         e = segment_seal_files(old);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
+    } else if (slock_trylock(&l->maint_lock)) {
+        /* Let go between the two tries: the holder may have looked for
+         * pending trims before this one was set. */
+        plog_maint_unlock(l);
     }
     if (e) {
         /* Untrimmed index files are rebuilt at the next open. */
@@ -900,6 +908,48 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     *active = s;
     want_meta_flush(l);
     return 0;
+}
+
+/* With maint_lock held: the trims rolls left to its holder. */
+static void trim_pending_segments(struct plog *l)
+{
+    if (!atomic_exchange(&l->trims_pending, false))
+        return;
+    /* The list changes only under maint_lock, but for rolls, which
+     * append to it under seg_lock; a listed segment stays alive while
+     * maint_lock is held. */
+    struct segment **todo = NULL;
+    size_t n = 0;
+    srw_rdlock(&l->seg_lock);
+    for (size_t i = 0; i < l->nsegs; i++) {
+        if (!l->segs[i]->trim_pending)
+            continue;
+        if (!todo)
+            todo = xmalloc(l->nsegs * sizeof *todo);
+        todo[n++] = l->segs[i];
+    }
+    srw_unlock(&l->seg_lock);
+    for (size_t i = 0; i < n; i++) {
+        int e = segment_seal_files(todo[i]);
+        if (e)
+            slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, todo[i]->log_path, strerror(e));
+        srw_wrlock(&l->seg_lock);
+        todo[i]->trim_pending = false;
+        srw_unlock(&l->seg_lock);
+    }
+    free(todo);
+}
+
+void plog_maint_unlock(struct plog *l)
+{
+    for (;;) {
+        trim_pending_segments(l);
+        slock_unlock(&l->maint_lock);
+        /* A roll that set trims_pending after the look above tries the
+         * lock after setting it: one of the two sees the other. */
+        if (!atomic_load(&l->trims_pending) || !slock_trylock(&l->maint_lock))
+            return;
+    }
 }
 
 /* Kafka's LogSegment.shouldRoll (all but "empty segments take anything",
@@ -1900,7 +1950,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     bool all = k == l->nsegs;
     srw_unlock(&l->seg_lock);
     if (k == 0) {
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return 0;
     }
     if (all) {
@@ -1911,7 +1961,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         int rc = seg->size > 0 ? roll(l, plog_log_end_offset(l), &seg) : 0;
         slock_unlock(&l->append_lock);
         if (rc) {
-            slock_unlock(&l->maint_lock);
+            plog_maint_unlock(l);
             return rc;
         }
         /* Appends may have come in meanwhile: decide again (the new
@@ -1920,7 +1970,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         k = deletable(l, &c, now_ms, plog_high_watermark(l), &why);
         srw_unlock(&l->seg_lock);
         if (k == 0) {
-            slock_unlock(&l->maint_lock);
+            plog_maint_unlock(l);
             return 0;
         }
     }
@@ -1944,7 +1994,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         epoch_changed_locked(l);
     slock_unlock(&l->epoch_lock);
     epoch_persist(l);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     slog_info("log: %s: deleted %zu segment(s) (offsets %" PRId64 "..%" PRId64 ") for %s; log start offset %" PRId64,
               l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
     if (deleted)
@@ -2054,7 +2104,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
     }
     slock_unlock(&l->flush_lock);
     slock_unlock(&l->append_lock);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     return rc;
 }
 
@@ -2075,7 +2125,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     if (l->segs[0]->base_offset >= offset) {
         slock_unlock(&l->flush_lock);
         slock_unlock(&l->append_lock);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return plog_truncate_fully(l, offset);
     }
     int64_t now = clock_wall_ms();
@@ -2090,7 +2140,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     if (!pin) {
         slock_unlock(&l->flush_lock);
         slock_unlock(&l->append_lock);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return KERR_KAFKA_STORAGE_ERROR;
     }
     /* Segments from the first with base >= offset go whole. */
@@ -2135,7 +2185,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     }
     slock_unlock(&l->flush_lock);
     slock_unlock(&l->append_lock);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     return rc;
 }
 
@@ -2146,6 +2196,14 @@ void plog_close(struct plog *l, bool clean)
     if (!l)
         return;
     if (clean && !plog_has_failed(l)) {
+        /* Trims a roll left to a maint_lock holder that has not let go
+         * yet cannot be pending here (every holder is done with the log);
+         * this takes care of any all the same, so the next open trusts
+         * the indexes. */
+        if (atomic_load(&l->trims_pending)) {
+            slock_lock(&l->maint_lock);
+            plog_maint_unlock(l);
+        }
         struct segment *active = l->segs[l->nsegs - 1];
         /* As Kafka's LogSegment.close: the final max timestamp goes into
          * the time index and both files are trimmed, so the next open

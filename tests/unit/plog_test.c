@@ -26,6 +26,7 @@
 #include "log/cleaner.h"
 #include "log/fsutil.h"
 #include "log/plog.h"
+#include "log/plog_internal.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "util/buf.h"
@@ -531,6 +532,38 @@ static void test_roll_trims_mapped_index(void **state)
         free(got);
         sfile_unref(r.file);
     }
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+/* A roll while another holder has maint_lock (a cleaning holds it for
+ * its whole pass) leaves the old segment's index trim to that holder,
+ * done as it lets go, instead of trimming under seg_lock; reads go on
+ * meanwhile, and the trimmed files are trusted by the next open. */
+static void test_roll_under_maint_lock_trims_at_unlock(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 1); /* an entry per batch */
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    slock_lock(&l->maint_lock);
+    for (int k = 0; k < 7; k++)
+        append_one(l, &e, 2, NULL, 50);
+    assert_int_equal(plog_segment_count(l), 3);
+    assert_true(index_size(f->dir, 0) > 16);
+    assert_true(index_size(f->dir, 6) > 16);
+    check_all(l, &e);
+    plog_maint_unlock(l);
+    assert_int_equal(index_size(f->dir, 0), 16);
+    assert_int_equal(index_size(f->dir, 6), 16);
+    assert_true(index_size(f->dir, 12) > 16);
+    check_all(l, &e);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    check_all(l, &e);
     expect_free(&e);
     plog_close(l, true);
 }
@@ -2006,6 +2039,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_trims_mapped_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_under_maint_lock_trims_at_unlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_corrupt, setup, teardown),
