@@ -873,17 +873,22 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     /* Trimming the old segment's index files (open, ftruncate, close of
      * two files; unmapping too, for a plain segment_seal) waits on the
      * filesystem: 2-4 ms here on a quiet machine, up to 95 ms on a busy
-     * one, during which every Fetch of the partition (the followers'
-     * included) waited for seg_lock. So the roll publishes the new segment
-     * with the final time-index entry stored, and trims after the lock,
-     * without unmapping: readers read only the entries. maint_lock (tried,
-     * never waited for: it is taken before append_lock) keeps the cleaner,
-     * retention and truncations from renaming or dropping the segment
-     * meanwhile. When one of them holds it (a cleaning holds it for its
-     * whole pass), the trim is left to that holder, which does it when it
-     * lets go (plog_maint_unlock); a trim still pending at a crash makes
-     * the next open rebuild that segment's indexes. */
-    bool quick = slock_trylock(&l->maint_lock);
+     * one, 1-3 ms of it on a CPU. Under seg_lock every Fetch of the
+     * partition (the followers' included) waited for it; after it, on
+     * the appender's thread, everything else on that network worker or
+     * replica fetcher loop did. So the roll publishes the new segment with
+     * the final time-index entry stored and leaves the trim, without
+     * unmapping (readers read only the entries), to the flusher, whose
+     * flush the roll asks for anyway (plog_flush trims before it syncs).
+     * The trim needs maint_lock, which keeps the cleaner, retention and
+     * truncations from renaming or dropping the segment meanwhile: the
+     * flusher only tries it, and a holder trims what is pending as it
+     * lets go (plog_maint_unlock). A log without a flusher (no
+     * flush_wanted hook) trims here, after seg_lock, when maint_lock is
+     * free. A trim still pending at a crash makes the next open rebuild
+     * that segment's indexes. */
+    bool flusher = l->hooks->flush_wanted != NULL;
+    bool quick = !flusher && slock_trylock(&l->maint_lock);
     int e = 0;
     srw_wrlock(&l->seg_lock);
     segment_seal_entries(old);
@@ -896,9 +901,10 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     if (quick) {
         e = segment_seal_files(old);
         plog_maint_unlock(l);
-    } else if (slock_trylock(&l->maint_lock)) {
+    } else if (!flusher && slock_trylock(&l->maint_lock)) {
         /* Let go between the two tries: the holder may have looked for
-         * pending trims before this one was set. */
+         * pending trims before this one was set. (The flusher tries after
+         * this roll's flush_wanted, later than the flag.) */
         plog_maint_unlock(l);
     }
     if (e) {
@@ -945,8 +951,9 @@ void plog_maint_unlock(struct plog *l)
     for (;;) {
         trim_pending_segments(l);
         slock_unlock(&l->maint_lock);
-        /* A roll that set trims_pending after the look above tries the
-         * lock after setting it: one of the two sees the other. */
+        /* A roll that set trims_pending after the look above, or the
+         * flusher, tries the lock after the flag is set: one of the two
+         * sees the other. */
         if (!atomic_load(&l->trims_pending) || !slock_trylock(&l->maint_lock))
             return;
     }
@@ -1682,6 +1689,11 @@ int plog_flush(struct plog *l)
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     uint64_t res0 = fdc_resource_failures();
+    /* Rolls leave the old segments' index trims here (roll), done before
+     * the sync so that it covers the trimmed lengths; a holder of
+     * maint_lock does them instead as it lets go. */
+    if (atomic_load(&l->trims_pending) && slock_trylock(&l->maint_lock))
+        plog_maint_unlock(l);
     slock_lock(&l->flush_lock);
     int64_t target = atomic_load_explicit(&l->end_offset, memory_order_acquire);
     int64_t rp = atomic_load(&l->recovery_point);
@@ -2196,10 +2208,9 @@ void plog_close(struct plog *l, bool clean)
     if (!l)
         return;
     if (clean && !plog_has_failed(l)) {
-        /* Trims a roll left to a maint_lock holder that has not let go
-         * yet cannot be pending here (every holder is done with the log);
-         * this takes care of any all the same, so the next open trusts
-         * the indexes. */
+        /* Trims rolls left to the flusher or a maint_lock holder that
+         * nobody did yet: done now, so the next open trusts the
+         * indexes. */
         if (atomic_load(&l->trims_pending)) {
             slock_lock(&l->maint_lock);
             plog_maint_unlock(l);
