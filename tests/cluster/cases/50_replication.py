@@ -186,8 +186,9 @@ def isr_shrinks_when_a_follower_stalls_and_expands_when_it_catches_up():
 @S.case
 def follower_catches_up_over_answers_appended_in_slices():
     """A follower held back for 4 MiB catches up from answers of 1 MiB
-    (replica.fetch.max.bytes), which its fetcher appends 256 KiB per loop
-    pass: the logs end up identical, and the follower back in the ISR."""
+    (replica.fetch.max.bytes), which its fetcher appends 128 KiB per loop
+    pass (about 8 per answer): the logs end up identical, the follower back
+    in the ISR."""
     leader, replicas, isr = partition_state(CL.node(1))
     ctl = CL.quorum()[0]
     lead = CL.node(leader)
