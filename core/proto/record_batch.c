@@ -371,28 +371,6 @@ static inline bool fast_skip_bytes(const uint8_t **pp, const uint8_t *end, bool 
     return true;
 }
 
-/* A varint of one or two bytes at p, where two bytes may be read: its
- * length, or 0 for a longer one (the checked steps decode those). A
- * varlong that short has the same value as a varint. */
-static inline size_t varint12(const uint8_t *p, int32_t *v)
-{
-    uint32_t b0 = p[0];
-    if (b0 < 0x80) {
-        *v = unzigzag32(b0);
-        return 1;
-    }
-    uint32_t b1 = p[1];
-    if (b1 >= 0x80)
-        return 0;
-    *v = unzigzag32((b0 & 0x7f) | b1 << 7);
-    return 2;
-}
-
-/* Bytes the unchecked steps of fast_walk_run may read past a record's
- * end (they read 8 at most: a varint of two bytes after each of four
- * fields that may themselves have run two bytes past it). */
-#define WALK_SLACK 16
-
 static bool use_fast_walk = true;
 
 void rb_validate_use_fast_walk(bool on) { use_fast_walk = on; }
@@ -429,71 +407,18 @@ static bool fast_walk_run(struct fast_walk *w, const uint8_t *limit, const struc
     int32_t max_delta = w->max_delta;
     int32_t i = w->i;
     for (; i < w->count && p < limit; i++) {
-        int64_t ts;
-        int32_t len, off;
-        const uint8_t *rend;
-        size_t k;
-        {
-            /* The shape clients write (every varint one or two bytes, no
-             * headers) without a bounds check per field: the record ends
-             * WALK_SLACK bytes or more before the data does, so reading a
-             * few bytes past it is safe, and a record is taken here only
-             * when its fields end exactly at its end, so every byte they
-             * used was its own. Anything else goes through the checked
-             * steps below, which decide. */
-            int32_t d, klen, vlen;
-            const uint8_t *q = p;
-            if ((size_t)(end - q) < WALK_SLACK || !(k = varint12(q, &len)) || len < 1)
-                goto checked;
-            q += k;
-            if ((size_t)len > (size_t)(end - q) || (size_t)(end - q) - (size_t)len < WALK_SLACK)
-                goto checked;
-            rend = q + len;
-            q++; /* attributes */
-            if (!(k = varint12(q, &d)))
-                goto checked;
-            q += k;
-            if (!(k = varint12(q, &off)) || off != i)
-                goto checked;
-            q += k;
-            if (!(k = varint12(q, &klen)))
-                goto checked;
-            q += k;
-            if (klen >= 0) {
-                if (q > rend || klen > rend - q)
-                    goto checked;
-                q += klen;
-            } else if (klen != -1 || o->compacted) {
-                goto checked;
-            }
-            if (!(k = varint12(q, &vlen)))
-                goto checked;
-            q += k;
-            if (vlen >= 0) {
-                if (q > rend || vlen > rend - q)
-                    goto checked;
-                q += vlen;
-            } else if (vlen != -1) {
-                goto checked;
-            }
-            if (q >= rend || *q != 0 || q + 1 != rend) /* no headers, and the end */
-                goto checked;
-            ts = wadd64(h->base_timestamp, d);
-            p = rend;
-            goto walked;
-        }
-    checked:
+        int32_t len;
         if (!fast_varint(&p, end, &len) || len < 1 || (size_t)len > (size_t)(end - p))
             goto fail;
-        rend = p + len;
+        const uint8_t *rend = p + len;
         p++; /* attributes */
         uint64_t u;
-        k = varint_decode_u64(p, (size_t)(rend - p), &u);
+        size_t k = varint_decode_u64(p, (size_t)(rend - p), &u);
         if (!k)
             goto fail;
         p += k;
-        ts = wadd64(h->base_timestamp, unzigzag64(u));
-        int32_t nh;
+        int64_t ts = wadd64(h->base_timestamp, unzigzag64(u));
+        int32_t off, nh;
         bool null_key, null_value;
         if (!fast_varint(&p, rend, &off) || off != i || !fast_skip_bytes(&p, rend, true, &null_key) ||
             (null_key && o->compacted) || !fast_skip_bytes(&p, rend, true, &null_value) ||
@@ -504,7 +429,6 @@ static bool fast_walk_run(struct fast_walk *w, const uint8_t *limit, const struc
                 goto fail;
         if (p != rend)
             goto fail;
-    walked:
         if (ts > max_ts) {
             max_ts = ts;
             max_delta = off;

@@ -1333,9 +1333,9 @@ static void test_fast_walk_agrees(void **state)
 /* The same on batches shaped like a producer's (tens of small records,
  * null or short keys, now and then a header), mutated anywhere in the
  * records with any byte (so that varints grow, lengths overrun and
- * continuation bits appear): fast_walk_run's unchecked steps, which take
- * such records without a bounds check per field, accept exactly what the
- * general walk accepts. */
+ * continuation bits appear): the single-pass walk accepts exactly what
+ * the general walk accepts, on the records a faster walk would most want
+ * to take shortcuts over. */
 static void test_unchecked_walk_agrees(void **state)
 {
     (void)state;
