@@ -24,15 +24,19 @@ uint8_t *frame_pool_get(struct frame_pool *fp, size_t len, size_t *cap)
         *cap = 0;
         return xmalloc(len ? len : 1);
     }
+    /* Of the smallest that fit, the one put back last: its lines are the
+     * likeliest still to be in this core's caches for the copy into it. */
     int best = -1;
-    for (int i = 0; i < fp->n; i++)
+    for (int i = fp->n - 1; i >= 0; i--)
         if (fp->slot[i].cap >= len && (best < 0 || fp->slot[i].cap < fp->slot[best].cap))
             best = i;
     if (best >= 0) {
         uint8_t *p = fp->slot[best].p;
         *cap = fp->slot[best].cap;
         fp->bytes -= *cap;
-        fp->slot[best] = fp->slot[--fp->n];
+        fp->n--;
+        for (int i = best; i < fp->n; i++) /* keep the order of puts */
+            fp->slot[i] = fp->slot[i + 1];
         return p;
     }
     *cap = size_class(len);
@@ -59,7 +63,9 @@ void frame_pool_put(struct frame_pool *fp, uint8_t *p, size_t cap)
         }
         free(fp->slot[small].p);
         fp->bytes -= fp->slot[small].cap;
-        fp->slot[small] = fp->slot[--fp->n];
+        fp->n--;
+        for (int i = small; i < fp->n; i++)
+            fp->slot[i] = fp->slot[i + 1];
     }
     fp->slot[fp->n].p = p;
     fp->slot[fp->n].cap = cap;

@@ -101,18 +101,18 @@ static void test_random_agree(void **state)
     free(buf);
 }
 
-/* Lengths around the hardware path's three-stream blocks (3 x 8192 and
- * 3 x 256 bytes) and their remainders. */
+/* Lengths around the hardware path's six-stream blocks (6 x 4096 and
+ * 6 x 256 bytes) and their remainders. */
 static void test_long_buffers_agree(void **state)
 {
     (void)state;
-    enum { MAX = 2 * 3 * 8192 + 4 * 3 * 256 + 64 };
+    enum { MAX = 2 * 6 * 4096 + 4 * 6 * 256 + 64 };
     uint8_t *buf = malloc(MAX + 16);
     assert_non_null(buf);
     for (size_t i = 0; i < MAX + 16; i++)
         buf[i] = (uint8_t)rnd();
-    size_t lens[] = {3 * 256 - 1, 3 * 256, 3 * 256 + 7, 3 * 8192 - 8, 3 * 8192, 3 * 8192 + 3 * 256 + 5,
-                     2 * 3 * 8192 + 3 * 3 * 256 + 63, MAX};
+    size_t lens[] = {6 * 256 - 1, 6 * 256, 6 * 256 + 7, 6 * 4096 - 8, 6 * 4096, 6 * 4096 + 6 * 256 + 5,
+                     2 * 6 * 4096 + 3 * 6 * 256 + 63, MAX};
     bool hw = crc32c_hw_available();
     for (int iter = 0; iter < 60; iter++) {
         size_t len = iter < (int)(sizeof lens / sizeof lens[0]) ? lens[iter] : rnd() % MAX;

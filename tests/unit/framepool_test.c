@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "net/framepool.h"
@@ -70,6 +71,35 @@ static void test_best_fit(void **state)
     frame_pool_clear(&fp);
 }
 
+/* Of equal fits, the buffer put back last is handed out first: the copy
+ * of the next frame into it finds more of its lines in the cache. */
+static void test_most_recent_first(void **state)
+{
+    (void)state;
+    struct frame_pool fp = {0};
+    size_t ca, cb, cc;
+    uint8_t *a = frame_pool_get(&fp, 700 * 1000, &ca);
+    uint8_t *b = frame_pool_get(&fp, 700 * 1000, &cb);
+    uint8_t *c = frame_pool_get(&fp, 700 * 1000, &cc);
+    frame_pool_put(&fp, a, ca);
+    frame_pool_put(&fp, b, cb);
+    frame_pool_put(&fp, c, cc);
+    size_t cap;
+    uint8_t *p = frame_pool_get(&fp, 600 * 1000, &cap);
+    assert_ptr_equal(p, c);
+    uint8_t *q = frame_pool_get(&fp, 600 * 1000, &cap);
+    assert_ptr_equal(q, b);
+    frame_pool_put(&fp, q, cap); /* b again, then c */
+    frame_pool_put(&fp, p, cap);
+    assert_ptr_equal(frame_pool_get(&fp, 600 * 1000, &cap), c);
+    assert_ptr_equal(frame_pool_get(&fp, 600 * 1000, &cap), b);
+    assert_ptr_equal(frame_pool_get(&fp, 600 * 1000, &cap), a);
+    assert_int_equal(fp.n, 0);
+    free(a);
+    free(b);
+    free(c);
+}
+
 static void test_bounded(void **state)
 {
     (void)state;
@@ -105,6 +135,7 @@ int main(void)
         cmocka_unit_test(test_small_frames_are_not_pooled),
         cmocka_unit_test(test_big_frame_buffer_is_reused),
         cmocka_unit_test(test_best_fit),
+        cmocka_unit_test(test_most_recent_first),
         cmocka_unit_test(test_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

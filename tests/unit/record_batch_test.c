@@ -1330,6 +1330,66 @@ static void test_fast_walk_agrees(void **state)
     assert_true(accepted > 1000 && accepted < 19000);
 }
 
+/* The same on batches shaped like a producer's (tens of small records,
+ * null or short keys, now and then a header), mutated anywhere in the
+ * records with any byte (so that varints grow, lengths overrun and
+ * continuation bits appear): the single-pass walk accepts exactly what
+ * the general walk accepts, on the records a faster walk would most want
+ * to take shortcuts over. */
+static void test_unchecked_walk_agrees(void **state)
+{
+    (void)state;
+    static uint8_t val[200];
+    for (size_t i = 0; i < sizeof val; i++)
+        val[i] = (uint8_t)rnd();
+    int mismatches = 0, accepted = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        struct buf b = BUF_INIT;
+        struct rb_builder bl;
+        rb_builder_begin(&bl, &b, 0, GOLDEN_TS, NULL);
+        int n = 2 + (int)(rnd() % 80);
+        for (int i = 0; i < n; i++) {
+            struct rb_header_kv hd[1] = {{KSTR_LIT("h"), {.p = val, .len = (int32_t)(rnd() % 3)}}};
+            int64_t ts = GOLDEN_TS + (int64_t)(rnd() % 40000) - 20000;
+            kbytes_t k = rnd() % 3 ? kb(NULL) : (kbytes_t){.p = val + 3, .len = (int32_t)(rnd() % 70)};
+            kbytes_t v = rnd() % 16 ? (kbytes_t){.p = val, .len = (int32_t)(rnd() % 200)} : kb(NULL);
+            assert_int_equal(rb_builder_add(&bl, ts, k, v, hd, rnd() % 8 == 0), 0);
+        }
+        size_t len;
+        assert_int_equal(rb_builder_finish(&bl, &len), 0);
+        uint8_t *q = dup_exact(b.data, len);
+        buf_free(&b);
+        int flips = iter % 4 == 0 ? 0 : 1 + (int)(rnd() % 2);
+        for (int k = 0; k < flips; k++)
+            q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 2 ? rnd() % 8 : rnd());
+        rb_recompute_crc(q, len);
+        struct rb_validate_opts o = vopts();
+        o.compacted = rnd() % 4 == 0;
+        if (rnd() % 3 == 0) {
+            o.timestamp_before_max_ms = 10000;
+            o.timestamp_after_max_ms = 10000;
+            o.now_ms = GOLDEN_TS;
+        }
+        struct rb_validate_result fast, slow;
+        int rf = rb_validate_produce(q, len, 9, &o, &fast);
+        rb_validate_use_fast_walk(false);
+        int rs = rb_validate_produce(q, len, 9, &o, &slow);
+        rb_validate_use_fast_walk(true);
+        if (rf != rs || fast.error_record_index != slow.error_record_index ||
+            fast.max_timestamp != slow.max_timestamp ||
+            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
+            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
+            print_error("iter %d (%zu bytes): fast %s (%s) slow %s (%s)\n", iter, len, kerr_name((int16_t)rf),
+                        fast.reason, kerr_name((int16_t)rs), slow.reason);
+            mismatches++;
+        }
+        accepted += rf == 0;
+        free(q);
+    }
+    assert_int_equal(mismatches, 0);
+    assert_true(accepted > 2000 && accepted < 18000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1354,6 +1414,7 @@ int main(void)
         cmocka_unit_test(test_bit_flips),
         cmocka_unit_test(test_fast_walk_agrees),
         cmocka_unit_test(test_fused_walk_agrees),
+        cmocka_unit_test(test_unchecked_walk_agrees),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
