@@ -858,7 +858,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
             sfile_unref(files[i]);
         free(files);
         free(sizes);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return rc;
     }
     /* Nothing dirty, but tombstones whose delete horizon passed: a pass
@@ -870,7 +870,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
         free(files);
         free(sizes);
         fdc_trim();
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return 0;
     }
 
@@ -902,7 +902,7 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
                       "log.cleaner.dedupe.buffer.size",
                       l->dir, map_budget);
         hmap_free(&map.h);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return rc;
     }
 
@@ -1032,6 +1032,6 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     hmap_free(&map.h);
     plog_producers_last_offsets_free(&last_batches);
     txn_track_free(&fc.txn);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     return rc;
 }

@@ -418,6 +418,14 @@ int idxf_reserve(struct idx_file *x, size_t entries)
     size_t used = x->n * x->entry_size;
     uint8_t *m = pin(x);
     if (m) {
+        /* No read-around for these faults: the kernel otherwise fills the
+         * page cache around a faulting page of a file mapping with up to
+         * the device's read-ahead (8 MiB on this project's VMs: the whole
+         * sparse index, zeroed page by page), which made the first store
+         * into a new segment's index cost 1-6 ms of CPU on the appender's
+         * loop, once per roll. Index lookups are binary searches: random
+         * access anyway. */
+        (void)madvise(m, x->map_len, MADV_RANDOM);
         for (size_t off = from > used ? from : used; off < to; off += page - off % page)
             ((volatile uint8_t *)m)[off] = 0;
         unpin(x);

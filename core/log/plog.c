@@ -873,25 +873,39 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     /* Trimming the old segment's index files (open, ftruncate, close of
      * two files; unmapping too, for a plain segment_seal) waits on the
      * filesystem: 2-4 ms here on a quiet machine, up to 95 ms on a busy
-     * one, during which every Fetch of the partition (the followers'
-     * included) waited for seg_lock. So the roll publishes the new segment
-     * with the final time-index entry stored, and trims after the lock,
-     * without unmapping: readers read only the entries. maint_lock (tried,
-     * never waited for: it is taken before append_lock) keeps the cleaner,
-     * retention and truncations from renaming or dropping the segment
-     * meanwhile; when one of them holds it, the trim is done as before. */
-    bool quick = slock_trylock(&l->maint_lock);
+     * one, 1-3 ms of it on a CPU. Under seg_lock every Fetch of the
+     * partition (the followers' included) waited for it; after it, on
+     * the appender's thread, everything else on that network worker or
+     * replica fetcher loop did. So the roll publishes the new segment with
+     * the final time-index entry stored and leaves the trim, without
+     * unmapping (readers read only the entries), to the flusher, whose
+     * flush the roll asks for anyway (plog_flush trims before it syncs).
+     * The trim needs maint_lock, which keeps the cleaner, retention and
+     * truncations from renaming or dropping the segment meanwhile: the
+     * flusher only tries it, and a holder trims what is pending as it
+     * lets go (plog_maint_unlock). A log without a flusher (no
+     * flush_wanted hook) trims here, after seg_lock, when maint_lock is
+     * free. A trim still pending at a crash makes the next open rebuild
+     * that segment's indexes. */
+    bool flusher = l->hooks->flush_wanted != NULL;
+    bool quick = !flusher && slock_trylock(&l->maint_lock);
     int e = 0;
     srw_wrlock(&l->seg_lock);
-    if (quick)
-        segment_seal_entries(old);
-    else
-        e = segment_seal(old);
+    segment_seal_entries(old);
+    if (!quick) {
+        old->trim_pending = true;
+        atomic_store(&l->trims_pending, true);
+    }
     push_segment(l, s);
     srw_unlock(&l->seg_lock);
     if (quick) {
         e = segment_seal_files(old);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
+    } else if (!flusher && slock_trylock(&l->maint_lock)) {
+        /* Let go between the two tries: the holder may have looked for
+         * pending trims before this one was set. (The flusher tries after
+         * this roll's flush_wanted, later than the flag.) */
+        plog_maint_unlock(l);
     }
     if (e) {
         /* Untrimmed index files are rebuilt at the next open. */
@@ -900,6 +914,49 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     *active = s;
     want_meta_flush(l);
     return 0;
+}
+
+/* With maint_lock held: the trims rolls left to its holder. */
+static void trim_pending_segments(struct plog *l)
+{
+    if (!atomic_exchange(&l->trims_pending, false))
+        return;
+    /* The list changes only under maint_lock, but for rolls, which
+     * append to it under seg_lock; a listed segment stays alive while
+     * maint_lock is held. */
+    struct segment **todo = NULL;
+    size_t n = 0;
+    srw_rdlock(&l->seg_lock);
+    for (size_t i = 0; i < l->nsegs; i++) {
+        if (!l->segs[i]->trim_pending)
+            continue;
+        if (!todo)
+            todo = xmalloc(l->nsegs * sizeof *todo);
+        todo[n++] = l->segs[i];
+    }
+    srw_unlock(&l->seg_lock);
+    for (size_t i = 0; i < n; i++) {
+        int e = segment_seal_files(todo[i]);
+        if (e)
+            slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, todo[i]->log_path, strerror(e));
+        srw_wrlock(&l->seg_lock);
+        todo[i]->trim_pending = false;
+        srw_unlock(&l->seg_lock);
+    }
+    free(todo);
+}
+
+void plog_maint_unlock(struct plog *l)
+{
+    for (;;) {
+        trim_pending_segments(l);
+        slock_unlock(&l->maint_lock);
+        /* A roll that set trims_pending after the look above, or the
+         * flusher, tries the lock after the flag is set: one of the two
+         * sees the other. */
+        if (!atomic_load(&l->trims_pending) || !slock_trylock(&l->maint_lock))
+            return;
+    }
 }
 
 /* Kafka's LogSegment.shouldRoll (all but "empty segments take anything",
@@ -1632,6 +1689,11 @@ int plog_flush(struct plog *l)
     if (plog_has_failed(l))
         return KERR_KAFKA_STORAGE_ERROR;
     uint64_t res0 = fdc_resource_failures();
+    /* Rolls leave the old segments' index trims here (roll), done before
+     * the sync so that it covers the trimmed lengths; a holder of
+     * maint_lock does them instead as it lets go. */
+    if (atomic_load(&l->trims_pending) && slock_trylock(&l->maint_lock))
+        plog_maint_unlock(l);
     slock_lock(&l->flush_lock);
     int64_t target = atomic_load_explicit(&l->end_offset, memory_order_acquire);
     int64_t rp = atomic_load(&l->recovery_point);
@@ -1900,7 +1962,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     bool all = k == l->nsegs;
     srw_unlock(&l->seg_lock);
     if (k == 0) {
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return 0;
     }
     if (all) {
@@ -1911,7 +1973,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         int rc = seg->size > 0 ? roll(l, plog_log_end_offset(l), &seg) : 0;
         slock_unlock(&l->append_lock);
         if (rc) {
-            slock_unlock(&l->maint_lock);
+            plog_maint_unlock(l);
             return rc;
         }
         /* Appends may have come in meanwhile: decide again (the new
@@ -1920,7 +1982,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         k = deletable(l, &c, now_ms, plog_high_watermark(l), &why);
         srw_unlock(&l->seg_lock);
         if (k == 0) {
-            slock_unlock(&l->maint_lock);
+            plog_maint_unlock(l);
             return 0;
         }
     }
@@ -1944,7 +2006,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
         epoch_changed_locked(l);
     slock_unlock(&l->epoch_lock);
     epoch_persist(l);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     slog_info("log: %s: deleted %zu segment(s) (offsets %" PRId64 "..%" PRId64 ") for %s; log start offset %" PRId64,
               l->dir, k, first, new_start - 1, why, atomic_load(&l->start_offset));
     if (deleted)
@@ -2054,7 +2116,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
     }
     slock_unlock(&l->flush_lock);
     slock_unlock(&l->append_lock);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     return rc;
 }
 
@@ -2075,7 +2137,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     if (l->segs[0]->base_offset >= offset) {
         slock_unlock(&l->flush_lock);
         slock_unlock(&l->append_lock);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return plog_truncate_fully(l, offset);
     }
     int64_t now = clock_wall_ms();
@@ -2090,7 +2152,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     if (!pin) {
         slock_unlock(&l->flush_lock);
         slock_unlock(&l->append_lock);
-        slock_unlock(&l->maint_lock);
+        plog_maint_unlock(l);
         return KERR_KAFKA_STORAGE_ERROR;
     }
     /* Segments from the first with base >= offset go whole. */
@@ -2135,7 +2197,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
     }
     slock_unlock(&l->flush_lock);
     slock_unlock(&l->append_lock);
-    slock_unlock(&l->maint_lock);
+    plog_maint_unlock(l);
     return rc;
 }
 
@@ -2146,6 +2208,13 @@ void plog_close(struct plog *l, bool clean)
     if (!l)
         return;
     if (clean && !plog_has_failed(l)) {
+        /* Trims rolls left to the flusher or a maint_lock holder that
+         * nobody did yet: done now, so the next open trusts the
+         * indexes. */
+        if (atomic_load(&l->trims_pending)) {
+            slock_lock(&l->maint_lock);
+            plog_maint_unlock(l);
+        }
         struct segment *active = l->segs[l->nsegs - 1];
         /* As Kafka's LogSegment.close: the final max timestamp goes into
          * the time index and both files are trimmed, so the next open

@@ -97,6 +97,8 @@ struct plog {
     atomic_bool roll_flush_pending;
     /* Set by truncation: a running clean gives up. */
     atomic_bool abort_clean;
+    /* A segment has trim_pending (segment.h): for maint_lock's holder. */
+    atomic_bool trims_pending;
     /* Set when the file may no longer match the in-memory state (a
      * partial write that could not be cut off, a failed fsync): Kafka
      * takes such a log offline, and so do we. */
@@ -186,6 +188,11 @@ void plog_config_release(const struct plog_config *c);
 
 bool plog_has_failed(const struct plog *l);
 void plog_mark_failed(struct plog *l);
+
+/* Releases maint_lock (held by the caller), trimming first the index
+ * files a roll left to its holder (trims_pending); every holder lets go
+ * through this. */
+void plog_maint_unlock(struct plog *l);
 
 /* Under seg_lock. */
 size_t plog_floor_index(const struct plog *l, int64_t offset);

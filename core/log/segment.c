@@ -278,6 +278,7 @@ int segment_unseal(struct segment *s)
         e = idxf_resize(&s->tidx.f, (size_t)s->max_index_bytes);
     if (e == 0)
         s->unseal_pending = false;
+    s->trim_pending = false; /* active again: its room stays */
     return e;
 }
 

@@ -87,6 +87,11 @@ struct segment {
      * back to max_index_bytes (segment_unseal): an idle log's
      * restart resizes nothing, and its next close trims nothing. */
     bool unseal_pending;
+    /* Sealed by a roll that found maint_lock held: the index files still
+     * have their room, trimmed by the holder when it lets go of
+     * maint_lock (plog_maint_unlock). Changed under seg_lock (write),
+     * read by maint_lock's holder. */
+    bool trim_pending;
 };
 
 /* "<dir>/<20-digit base><suffix>", malloc'ed (the caller frees). */

@@ -40,6 +40,19 @@
 #include "util/slog.h"
 
 #define STEP_MS 100
+/* What one loop pass appends of the leaders' answers: a Fetch answer
+ * holds up to replica.fetch.max.bytes (1 MiB) per partition and
+ * replica.fetch.response.max.bytes (10 MiB) in all, and appending 1-2
+ * MiB took one pass 10-25 ms on a CPU here (a follower catching up),
+ * while the loop's other answers, its ISR checks and its Fetches to
+ * other leaders waited. A pass appends about this many bytes, counting
+ * each partition's append as APPEND_CALL_COST more; the rest is copied
+ * and appended in the next passes (an idle watcher: after whatever
+ * else the loop has to do). 256 KiB still took the pass that read the
+ * answer 2-6 ms on a CPU here (new page cache pages cost this VM a
+ * host fault each). */
+#define APPEND_SLICE_BYTES (128 * 1024)
+#define APPEND_CALL_COST 4096
 /* The highest Fetch version the follower speaks: ReplicaState (v15) and
  * DivergingEpoch (v12+); the leader's ApiVersions may lower it. */
 #define FETCH_VERSION_MAX 16
@@ -49,8 +62,23 @@ struct source {
     char host[256];
     int port;
     struct kclient *kc;
+    /* A Fetch in flight, or its answer's records still being appended
+     * (applying > 0): the next Fetch asks from the log end after them. */
     bool inflight;
+    int32_t applying;
     int64_t backoff_until;
+};
+
+/* The rest of a partition's records in an answer, past what its pass
+ * appended: whole batches, appended in order, a slice per pass. */
+struct pending_append {
+    struct pending_append *next;
+    struct source *s;
+    struct partition *p; /* reference */
+    int32_t epoch;       /* the leader epoch the Fetch was sent in */
+    int64_t leader_hw;
+    uint8_t *data;       /* owned */
+    size_t len, off;
 };
 
 struct lane {
@@ -72,6 +100,9 @@ struct lane {
     /* Controller clients for AlterPartition, one per voter. */
     struct kclient **ctl;
     size_t nctl;
+    /* Answers' records left for the next passes, oldest first. */
+    struct pending_append *pa_head, *pa_tail;
+    ev_idle slice;
 };
 
 /* One Fetch in flight: the partitions asked for, with references. */
@@ -193,12 +224,49 @@ static void truncate_diverging(struct partition *p, const fetch_response_partiti
     }
 }
 
-static void handle_partition(struct lane *f, struct partition *p, int32_t epoch,
-                             const fetch_response_partition_data_t *pd)
+/* Answers to a fetch sent under another leadership are stale. */
+static bool stale(struct partition *p, int32_t epoch)
 {
-    (void)f;
-    /* Answers to a fetch sent under another leadership are stale. */
-    if (atomic_load(&p->deleted) || atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch)
+    return atomic_load(&p->deleted) || atomic_load(&p->is_leader) || atomic_load(&p->leader_epoch) != epoch;
+}
+
+/* How many bytes of whole batches at the front of p[0..len) fit in
+ * budget: at least one batch (len is whole batches). */
+static size_t slice_of(const uint8_t *p, size_t len, size_t budget)
+{
+    size_t pos = 0, size;
+    while (pos < len && rb_frame(p + pos, len - pos, &size) == 0) {
+        if (pos > 0 && pos + size > budget)
+            break;
+        pos += size;
+    }
+    return pos;
+}
+
+/* Appends a slice of the leader's batches; false when the rest of them
+ * is to be dropped (an error, logged unless the log end moved). */
+static bool append_slice(struct partition *p, const uint8_t *b, size_t len, int64_t leader_hw)
+{
+    int err = partition_append_follower(p, b, len, leader_hw);
+    if (err && err != KERR_OFFSET_OUT_OF_RANGE)
+        slog_error("partition %s-%d: appending the leader's batches failed: %s", p->topic, (int)p->index,
+                   kerr_name((int16_t)err));
+    return err == 0;
+}
+
+static void slice_start(struct lane *f)
+{
+    if (!ev_is_active(&f->slice))
+        ev_idle_start(f->loop, &f->slice);
+}
+
+/* budget: what this pass may still append (APPEND_SLICE_BYTES); what
+ * does not fit is queued for the next passes, and s stays busy until it
+ * is appended. */
+static void handle_partition(struct lane *f, struct source *s, struct partition *p, int32_t epoch,
+                             const fetch_response_partition_data_t *pd, size_t *budget)
+{
+    if (stale(p, epoch))
         return;
     switch (pd->error_code) {
     case 0:
@@ -226,18 +294,84 @@ static void handle_partition(struct lane *f, struct partition *p, int32_t epoch,
         truncate_diverging(p, pd);
         return;
     }
-    if (pd->records.len > 0 && pd->records.p) {
-        size_t n = whole_batches(pd->records.p, (size_t)pd->records.len);
-        int err = partition_append_follower(p, pd->records.p, n, pd->high_watermark);
-        if (err && err != KERR_OFFSET_OUT_OF_RANGE)
-            slog_error("partition %s-%d: appending the leader's batches failed: %s", p->topic, (int)p->index,
-                       kerr_name((int16_t)err));
+    size_t n = pd->records.len > 0 && pd->records.p ? whole_batches(pd->records.p, (size_t)pd->records.len) : 0;
+    if (n == 0) {
+        partition_follower_hw(p, pd->high_watermark);
         return;
     }
-    partition_follower_hw(p, pd->high_watermark);
+    const uint8_t *b = pd->records.p;
+    if (*budget > 0) {
+        size_t k = slice_of(b, n, *budget);
+        *budget = *budget > k + APPEND_CALL_COST ? *budget - (k + APPEND_CALL_COST) : 0;
+        if (!append_slice(p, b, k, pd->high_watermark) || k == n)
+            return;
+        b += k;
+        n -= k;
+    }
+    /* The rest waits for the next passes: a copy, as the answer lives
+     * only during this call. */
+    struct pending_append *a = xcalloc(1, sizeof *a);
+    a->s = s;
+    atomic_fetch_add(&p->refs, 1);
+    a->p = p;
+    a->epoch = epoch;
+    a->leader_hw = pd->high_watermark;
+    a->data = xmalloc(n);
+    memcpy(a->data, b, n);
+    a->len = n;
+    if (f->pa_tail)
+        f->pa_tail->next = a;
+    else
+        f->pa_head = a;
+    f->pa_tail = a;
+    s->applying++;
+    slice_start(f);
+}
+
+static void pending_free(struct pending_append *a)
+{
+    partition_put(a->p);
+    free(a->data);
+    free(a);
 }
 
 static void step(struct lane *f, bool isr);
+
+/* The next slices of the queued records, APPEND_SLICE_BYTES per pass;
+ * a source whose answer is wholly appended may be asked again. */
+static void on_slice(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    struct lane *f = w->data;
+    size_t budget = APPEND_SLICE_BYTES;
+    bool freed = false;
+    while (f->pa_head && budget > 0) {
+        struct pending_append *a = f->pa_head;
+        bool done = true;
+        if (!atomic_load(&f->stop) && !stale(a->p, a->epoch)) {
+            size_t k = slice_of(a->data + a->off, a->len - a->off, budget);
+            budget = budget > k + APPEND_CALL_COST ? budget - (k + APPEND_CALL_COST) : 0;
+            if (append_slice(a->p, a->data + a->off, k, a->leader_hw)) {
+                a->off += k;
+                done = a->off >= a->len;
+            }
+        }
+        if (!done)
+            break;
+        f->pa_head = a->next;
+        if (!f->pa_head)
+            f->pa_tail = NULL;
+        if (--a->s->applying == 0) {
+            a->s->inflight = false;
+            freed = true;
+        }
+        pending_free(a);
+    }
+    if (!f->pa_head)
+        ev_idle_stop(loop, w);
+    if (freed && !atomic_load(&f->stop))
+        step(f, false);
+}
 
 static void fetch_done(void *arg, int err, int16_t version, void *resp, struct arena *ar)
 {
@@ -247,6 +381,7 @@ static void fetch_done(void *arg, int err, int16_t version, void *resp, struct a
     struct source *s = x->s;
     s->inflight = false;
     const fetch_response_t *r = resp;
+    size_t budget = APPEND_SLICE_BYTES;
     if (err || r->error_code) {
         int16_t e = err ? (int16_t)err : r->error_code;
         if (!atomic_load(&f->stop))
@@ -266,9 +401,11 @@ static void fetch_done(void *arg, int err, int16_t version, void *resp, struct a
                 continue;
             if (pd->error_code)
                 trouble = true;
-            handle_partition(f, x->parts[k], x->epochs[k], pd);
+            handle_partition(f, s, x->parts[k], x->epochs[k], pd, &budget);
         }
     }
+    if (s->applying > 0)
+        s->inflight = true; /* until on_slice has appended the rest */
     if (trouble)
         s->backoff_until = clock_mono_ms() + (f->backoff_ms < 200 ? f->backoff_ms : 200);
     ctx_free(x);
@@ -667,6 +804,8 @@ static struct lane *lane_start(const struct replica_env *env, struct controller 
         free(f);
         return NULL;
     }
+    ev_idle_init(&f->slice, on_slice);
+    f->slice.data = f;
     ev_async_init(&f->wake, on_wake);
     f->wake.data = f;
     ev_async_start(f->loop, &f->wake);
@@ -690,6 +829,12 @@ static void lane_stop(struct lane *f)
     atomic_store(&f->stop, true);
     ev_async_send(f->loop, &f->wake);
     pthread_join(f->thread, NULL);
+    while (f->pa_head) {
+        struct pending_append *a = f->pa_head;
+        f->pa_head = a->next;
+        pending_free(a);
+    }
+    f->pa_tail = NULL;
     /* The loop is stopped: what kclient_free fails calls back here. */
     for (size_t i = 0; i < f->nsources; i++) {
         if (f->sources[i]->kc)

@@ -26,6 +26,7 @@
 #include "log/cleaner.h"
 #include "log/fsutil.h"
 #include "log/plog.h"
+#include "log/plog_internal.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
 #include "util/buf.h"
@@ -531,6 +532,88 @@ static void test_roll_trims_mapped_index(void **state)
         free(got);
         sfile_unref(r.file);
     }
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+/* A roll while another holder has maint_lock (a cleaning holds it for
+ * its whole pass) leaves the old segment's index trim to that holder,
+ * done as it lets go, instead of trimming under seg_lock; reads go on
+ * meanwhile, and the trimmed files are trusted by the next open. */
+static void test_roll_under_maint_lock_trims_at_unlock(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 1); /* an entry per batch */
+    struct plog *l = open_log(f->dir, &c);
+    struct expect e = {0};
+    slock_lock(&l->maint_lock);
+    for (int k = 0; k < 7; k++)
+        append_one(l, &e, 2, NULL, 50);
+    assert_int_equal(plog_segment_count(l), 3);
+    assert_true(index_size(f->dir, 0) > 16);
+    assert_true(index_size(f->dir, 6) > 16);
+    check_all(l, &e);
+    plog_maint_unlock(l);
+    assert_int_equal(index_size(f->dir, 0), 16);
+    assert_int_equal(index_size(f->dir, 6), 16);
+    assert_true(index_size(f->dir, 12) > 16);
+    check_all(l, &e);
+    plog_close(l, true);
+    l = open_log(f->dir, &c);
+    check_all(l, &e);
+    expect_free(&e);
+    plog_close(l, true);
+}
+
+static int flushes_wanted;
+
+static void count_flush_wanted(void *ctx, struct plog *l)
+{
+    (void)ctx;
+    (void)l;
+    flushes_wanted++;
+}
+
+/* With a flusher (a flush_wanted hook) the roll leaves the trim to the
+ * flush it asks for: the appender's thread neither waits for the
+ * filesystem nor spends the trim's CPU; plog_flush trims first. */
+static void test_roll_leaves_trim_to_flush(void **state)
+{
+    struct fx *f = *state;
+    struct buf b = BUF_INIT;
+    size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
+    buf_free(&b);
+    struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 1);
+    static const struct plog_hooks hooks = {NULL, count_flush_wanted, NULL, NULL};
+    struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
+    o.hooks = &hooks;
+    struct plog *l = NULL;
+    assert_int_equal(plog_open_ex(f->dir, NULL, &c, &o, &l), 0);
+    struct expect e = {0};
+    flushes_wanted = 0;
+    for (int k = 0; k < 4; k++)
+        append_one(l, &e, 2, NULL, 50);
+    assert_int_equal(plog_segment_count(l), 2);
+    assert_true(flushes_wanted > 0);
+    assert_true(index_size(f->dir, 0) > 16);
+    check_all(l, &e);
+    assert_int_equal(plog_flush(l), 0);
+    assert_int_equal(index_size(f->dir, 0), 16);
+    assert_true(index_size(f->dir, 6) > 16);
+    check_all(l, &e);
+    /* A cleaning's maint_lock: the flush leaves the trim to its holder. */
+    slock_lock(&l->maint_lock);
+    for (int k = 0; k < 3; k++)
+        append_one(l, &e, 2, NULL, 50);
+    assert_int_equal(plog_segment_count(l), 3);
+    assert_int_equal(plog_flush(l), 0);
+    assert_true(index_size(f->dir, 6) > 16);
+    plog_maint_unlock(l);
+    assert_int_equal(index_size(f->dir, 6), 16);
+    check_all(l, &e);
     expect_free(&e);
     plog_close(l, true);
 }
@@ -2006,6 +2089,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_out_of_range_and_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_segment_roll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_roll_trims_mapped_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_under_maint_lock_trims_at_unlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_roll_leaves_trim_to_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_clean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_corrupt, setup, teardown),

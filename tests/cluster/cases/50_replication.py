@@ -8,7 +8,7 @@ exact offsets; the killed node restarts, truncates what it should and
 catches up (identical logs again) and rejoins the ISR (its acks=1 tail,
 taken while the followers were paused, is truncated and never read); with two of the
 three brokers stopped an acks=all produce gets NOT_ENOUGH_REPLICAS."""
-# limit: 170
+# limit: 200
 
 import glob
 import os
@@ -46,14 +46,14 @@ def producer(**extra):
     return Producer(conf)
 
 
-def produce(first, count, limit=40):
-    """Produces records first..first+count-1 with acks=all; every one must
-    be acknowledged. The producer holds one request in flight, so a retry
-    never reorders."""
-    p = producer()
+def produce(first, count, limit=40, pad=0, **extra):
+    """Produces records first..first+count-1 with acks=all (values padded
+    with pad bytes); every one must be acknowledged. The producer holds one
+    request in flight, so a retry never reorders."""
+    p = producer(**extra)
     results = []
     for i in range(first, first + count):
-        p.produce(TOPIC, key=b"k%05d" % i, value=b"v%05d" % i, partition=0,
+        p.produce(TOPIC, key=b"k%05d" % i, value=b"v%05d" % i + b"p" * pad, partition=0,
                   on_delivery=lambda err, msg: results.append((err, msg.key(), msg.value(), msg.offset())))
     left = p.flush(C.bound(limit))
     check(left == 0, "%d record(s) not delivered within %ds", left, limit)
@@ -181,6 +181,29 @@ def isr_shrinks_when_a_follower_stalls_and_expands_when_it_catches_up():
     st = wait_state(lead, lambda l, r, i: i == [1, 2, 3], "the follower back in the ISR", limit=15)
     log("follower %d resumed: back in the ISR %s; %d more acknowledged meanwhile", stall.node_id, st[2], len(res))
     wait_identical(CL.nodes)
+
+
+@S.case
+def follower_catches_up_over_answers_appended_in_slices():
+    """A follower held back for 4 MiB catches up from answers of 1 MiB
+    (replica.fetch.max.bytes), which its fetcher appends 128 KiB per loop
+    pass (about 8 per answer): the logs end up identical, the follower back
+    in the ISR."""
+    leader, replicas, isr = partition_state(CL.node(1))
+    ctl = CL.quorum()[0]
+    lead = CL.node(leader)
+    stall = [n for n in CL.nodes if n.node_id not in (leader, ctl)][0]
+    stall.proc.send_signal(signal.SIGSTOP)
+    try:
+        # batches of 16 KiB: an answer of 1 MiB holds about 64 of them
+        res = produce(len(ACKED), 2000, limit=20, pad=2048, **{"batch.size": 16384})
+        wait_state(lead, lambda l, r, i: stall.node_id not in i, "the stalled follower out of the ISR", limit=3)
+    finally:
+        stall.proc.send_signal(signal.SIGCONT)
+    st = wait_state(lead, lambda l, r, i: i == [1, 2, 3], "the follower back in the ISR", limit=20)
+    nb = wait_identical(CL.nodes, limit=30)
+    log("follower %d caught up on %d records of 2 KiB: ISR %s, identical logs (%d batches)", stall.node_id,
+        len(res), st[2], nb)
 
 
 TAIL = 20
