@@ -715,7 +715,10 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
 
     char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
     rc = list_dir(l, &ls);
-    bool clean = rc == 0 && ls.clean_marker;
+    /* The owner vouches for a clean shutdown (its log dir's marker), or
+     * the log has a marker of its own: samsa before the marker moved to
+     * the log dir wrote one per partition directory. */
+    bool clean = rc == 0 && (oo.clean_shutdown || ls.clean_marker);
     if (rc == 0)
         rc = complete_swaps(l, &ls);
     if (rc == 0)
@@ -733,8 +736,10 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         if (rc == 0)
             push_segment(l, s);
     }
-    /* From here on a crash must count as unclean. */
-    if (rc == 0 && clean) {
+    /* From here on a crash must count as unclean: an old per-partition
+     * marker goes (durably) before the first append. The log dir's
+     * marker is its owner's to remove (logmgr_create). */
+    if (rc == 0 && ls.clean_marker) {
         e = unlink(marker) == 0 ? fs_sync_dir(l->dir) : errno;
         if (e) {
             slog_error("log: cannot remove %s: %s", marker, strerror(e));
@@ -2141,11 +2146,14 @@ int plog_truncate_to(struct plog *l, int64_t offset)
 
 /* ---- close, delete ---- */
 
-void plog_close(struct plog *l, bool clean)
+int plog_close(struct plog *l, bool clean)
 {
     if (!l)
-        return;
-    if (clean && !plog_has_failed(l)) {
+        return 0;
+    int rc = clean ? 0 : KERR_KAFKA_STORAGE_ERROR;
+    if (clean && plog_has_failed(l))
+        rc = KERR_KAFKA_STORAGE_ERROR;
+    if (rc == 0) {
         struct segment *active = l->segs[l->nsegs - 1];
         /* As Kafka's LogSegment.close: the final max timestamp goes into
          * the time index and both files are trimmed, so the next open
@@ -2154,29 +2162,26 @@ void plog_close(struct plog *l, bool clean)
         int e = active->unseal_pending ? 0 : segment_seal(active);
         if (e)
             slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, active->log_path, strerror(e));
-        int rc = plog_flush(l);
+        rc = plog_flush(l);
         if (rc == 0 && epoch_persist(l) != 0)
             rc = KERR_KAFKA_STORAGE_ERROR; /* no clean marker over a stale checkpoint */
         if (rc == 0)
             rc = plog_producers_close(l); /* the next open replays nothing */
         if (rc == 0) {
             /* plog_flush skips work when nothing is unflushed; the trim
-             * of the active segment's indexes must be durable too. */
+             * of the active segment's indexes must be durable too (an
+             * index untouched since the open is not dirty: no sync). */
             e = idxf_sync(&active->oidx.f);
             if (e == 0)
                 e = idxf_sync(&active->tidx.f);
-            if (e)
+            if (e) {
                 slog_error("log: %s: fdatasync of the indexes failed at close: %s", l->dir, strerror(e));
-        }
-        if (rc == 0 && e == 0) {
-            char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
-            e = fs_write_atomic(marker, "", 0);
-            if (e)
-                slog_error("log: cannot write %s: %s", marker, strerror(e));
-            free(marker);
+                rc = KERR_KAFKA_STORAGE_ERROR;
+            }
         }
     }
     plog_free(l);
+    return rc;
 }
 
 int plog_delete(struct plog *l)

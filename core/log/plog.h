@@ -182,9 +182,13 @@ struct plog_open_opts {
     /* The caller has just read partition.metadata and it holds the
      * topic_id given (the registry's start-up scan): not read again. */
     bool topic_id_on_disk;
+    /* The owner vouches that the log was closed cleanly (plog_close
+     * returned 0) and not written since: its log dir's clean-shutdown
+     * marker (log/logmgr.h). The log then skips recovery. */
+    bool clean_shutdown;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -459,10 +463,13 @@ void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct p
  * the log was never cleaned). */
 int64_t plog_cleaner_offset(const struct plog *l);
 
-/* Releases l. With clean, flushes, seals the active segment's indexes and
- * writes the clean-shutdown marker (unless the log has failed), so the
- * next open skips recovery. */
-void plog_close(struct plog *l, bool clean);
+/* Releases l. With clean, flushes, seals the active segment's indexes
+ * and makes them durable (unless the log has failed): an idle log with
+ * nothing unflushed and indexes untouched since its open needs no write
+ * and no fsync. Returns 0 when the log closed cleanly (its owner may then
+ * vouch for it at the next open, plog_open_opts.clean_shutdown), else a
+ * Kafka error code (KERR_KAFKA_STORAGE_ERROR; also for clean = false). */
+int plog_close(struct plog *l, bool clean);
 
 /* Removes the log: the directory is first renamed to
  * "<dir>.<32 hex>-delete" (Kafka's naming, so a crash half way through
