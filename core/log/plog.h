@@ -15,7 +15,7 @@
  *                                       (log/plog_producers.c)
  *       00000000000000012345.txnindex   aborted transactions whose marker
  *                                       is in that segment (log/plog_txn.c)
- *       .kafka_cleanshutdown            see below
+ *   <log.dir>/.kafka_cleanshutdown      see below (the log dir's, not the log's)
  *
  * Idempotent producers: the log keeps each producer id's epoch and last
  * batches (log/producer_state.h). plog_append checks a batch with a
@@ -41,14 +41,17 @@
  * The owner persists the recovery point (recovery-point-offset-
  * checkpoint) and gives it back to plog_open.
  *
- * Clean shutdown: Kafka writes one `.kafka_cleanshutdown` file in the
- * log-dir root after closing every log. samsa writes a file of that name
- * in each partition directory instead, so a partition is judged on its own
- * (a log manager that closes partitions one by one, or a crash half way
- * through shutdown, still gives the right answer for each): plog_close
- * with clean=true flushes and then writes it; plog_open reads and removes
- * it (durably) before accepting appends, so any later crash counts as
- * unclean. After a clean shutdown every segment is opened through its
+ * Clean shutdown: as Kafka, one `.kafka_cleanshutdown` per log dir, not
+ * per partition: the owner (log/logmgr.h) writes it once every log of
+ * the dir closed cleanly (plog_close returned 0), reads and removes it
+ * (durably) before any log of the dir opens, and vouches for each log it
+ * opens on it (plog_open_opts.clean_shutdown); a crash at any later
+ * point, shutdown included, leaves no marker and every log of the dir is
+ * recovered. So neither a clean close nor a clean open writes anything
+ * for the marker. A `.kafka_cleanshutdown` inside the partition
+ * directory (samsa before this scheme wrote one per log) still marks
+ * its log clean and is removed (unlink, directory fsync) by the open,
+ * before any append. After a clean shutdown every segment is opened through its
  * index files (a few header reads per segment). After an unclean one the
  * segments before the one holding the recovery point are opened the same
  * way, and from that segment on every batch's length and CRC is checked
