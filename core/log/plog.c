@@ -379,6 +379,9 @@ struct dir_listing {
     int64_t *logs, *swaps, *snaps;
     size_t nlogs, nswaps, nsnaps;
     bool clean_marker; /* PLOG_CLEAN_SHUTDOWN_FILE is there */
+    /* Files an open would otherwise look for one by one: an idle log
+     * has neither (two failed opens a log at every start-up). */
+    bool epoch_file, txnindex;
 };
 
 static void push_i64(int64_t **v, size_t *n, int64_t x)
@@ -422,6 +425,10 @@ static int list_dir(struct plog *l, struct dir_listing *out)
             push_i64(&out->snaps, &out->nsnaps, base);
         } else if (strcmp(name, PLOG_CLEAN_SHUTDOWN_FILE) == 0) {
             out->clean_marker = true; /* the listing answers what an lstat would */
+        } else if (strcmp(name, CKPT_LEADER_EPOCH_FILE) == 0) {
+            out->epoch_file = true;
+        } else if (has_suffix(name, SEGMENT_TXNINDEX_SUFFIX)) {
+            out->txnindex = true;
         }
     }
     int e = errno;
@@ -703,7 +710,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_init(&l->failed, false);
     l->rng = log_seed();
 
-    int e = fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
+    /* The caller has just read a file in it: it exists. */
+    int e = oo.topic_id_on_disk ? 0 : fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
     if (e) {
         slog_error("log: cannot create directory %s: %s", l->dir, strerror(e));
         rc = KERR_KAFKA_STORAGE_ERROR;
@@ -721,8 +729,12 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     bool clean = rc == 0 && (oo.clean_shutdown || ls.clean_marker);
     if (rc == 0)
         rc = complete_swaps(l, &ls);
-    if (rc == 0)
+    if (rc == 0 && (ls.epoch_file || ls.nswaps > 0))
         epoch_load(l);
+    /* Without a .txnindex (none can come from elsewhere: no swap to
+     * complete) the transaction index files are loaded: there are none. */
+    if (rc == 0 && !ls.txnindex && ls.nswaps == 0)
+        l->txn_files_loaded = true;
     int64_t recovered = 0;
     bool epochs_changed = false;
     if (rc == 0)
