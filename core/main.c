@@ -220,6 +220,11 @@ static void follow_config(void *arg, const struct samsa_config *old, const struc
     }
 }
 
+/* KIP-966: the broker epoch rides in the log dirs' clean-shutdown
+ * markers (log/logmgr.h). */
+static int64_t previous_broker_epoch(void *arg) { return logmgr_previous_broker_epoch(((struct broker *)arg)->logs); }
+static void broker_epoch_final(void *arg, int64_t epoch) { logmgr_set_broker_epoch(((struct broker *)arg)->logs, epoch); }
+
 /* The hosted partitions and the client quotas follow every published
  * image. */
 static int follow_image(void *arg, const struct mimage *img, char *err, size_t errlen)
@@ -402,6 +407,8 @@ int main(int argc, char **argv)
         .broker_ready = open_broker_listeners,
         .broker_registration_failed = stop_unregistered,
         .config_published = follow_config,
+        .previous_broker_epoch = previous_broker_epoch,
+        .broker_epoch_final = broker_epoch_final,
         .hook_arg = &b,
     };
     b.controller = controller_open(&ctlenv, metadir, err, sizeof err);

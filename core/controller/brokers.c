@@ -41,7 +41,6 @@
 #include "util/uuid.h"
 
 #define TICK_MS 100
-#define CLEAN_SHUTDOWN_FILE ".kafka_cleanshutdown"
 #define REGISTRATION_VERSION 3
 #define HEARTBEAT_VERSION 1
 /* While fenced, a broker heartbeats this often so it is unfenced soon
@@ -350,7 +349,8 @@ int controller_register_broker(struct controller *c, const struct broker_registr
         (*op)->broker_epoch = epoch;
         *broker_epoch = epoch;
         session(c, req->broker_id, true)->last_heartbeat_ms = now;
-        slog_info("metadata: registering broker %d (epoch %" PRId64 ")", (int)req->broker_id, epoch);
+        slog_info("metadata: registering broker %d (epoch %" PRId64 ", previous epoch %" PRId64 ")",
+                  (int)req->broker_id, epoch, req->previous_broker_epoch);
     }
 out:
     pthread_mutex_unlock(&c->op_lock);
@@ -912,40 +912,6 @@ static void life_step(struct controller *c, int64_t now)
     arena_free(&a);
 }
 
-/* KIP-966's clean shutdown file, as Kafka writes it in the log dir:
- * {"version":0,"brokerEpoch":N}. */
-static void clean_shutdown_path(const struct controller *c, char *out, size_t n)
-{
-    snprintf(out, n, "%s/../" CLEAN_SHUTDOWN_FILE, c->dir);
-}
-
-static int64_t read_prev_epoch(struct controller *c)
-{
-    char path[4096];
-    clean_shutdown_path(c, path, sizeof path);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    char text[256] = "";
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = 0;
-    fclose(f);
-    unlink(path); /* from now on a crash is unclean */
-    const char *p = strstr(text, "\"brokerEpoch\":");
-    return p ? strtoll(p + strlen("\"brokerEpoch\":"), NULL, 10) : -1;
-}
-
-static void write_prev_epoch(struct controller *c)
-{
-    if (c->broker_epoch < 0)
-        return;
-    char path[4096], text[128];
-    clean_shutdown_path(c, path, sizeof path);
-    int n = snprintf(text, sizeof text, "{\"version\":0,\"brokerEpoch\":%" PRId64 "}", c->broker_epoch);
-    if (fs_write_atomic(path, text, (size_t)n) != 0)
-        slog_warn("broker %d: cannot write %s", (int)c->env.node_id, path);
-}
-
 /* ------------------------------------------------------------------ */
 /* Loop plumbing                                                       */
 
@@ -993,7 +959,11 @@ void ctl_brokers_start(struct controller *c)
     }
     uuid_random(c->incarnation.b);
     c->broker_epoch = -1;
-    c->prev_epoch = cfg->role_broker ? read_prev_epoch(c) : -1;
+    /* KIP-966: the epoch this broker had at its last clean shutdown,
+     * kept in the log dirs' clean-shutdown markers (log/logmgr.h). */
+    c->prev_epoch = cfg->role_broker && c->env.previous_broker_epoch
+                        ? c->env.previous_broker_epoch(c->env.hook_arg)
+                        : -1;
     c->life = cfg->role_broker ? LIFE_REGISTER : LIFE_OFF;
     c->life_next_ms = 0;
     c->register_deadline_ms = cfg->role_broker ? clock_mono_ms() + cfg->initial_broker_registration_timeout_ms : -1;
@@ -1007,8 +977,8 @@ void ctl_brokers_stop(struct controller *c, bool clean)
 {
     if (!c->tick)
         return;
-    if (clean && atomic_load(&c->ready))
-        write_prev_epoch(c);
+    if (clean && atomic_load(&c->ready) && c->broker_epoch >= 0 && c->env.broker_epoch_final)
+        c->env.broker_epoch_final(c->env.hook_arg, c->broker_epoch);
     ev_timer_stop(quorum_loop(c->q), c->tick);
     free(c->tick);
     c->tick = NULL;

@@ -49,6 +49,13 @@ struct controller_env {
      * was published into *cfg (old: the config it replaced; both stay
      * valid until controller_close). */
     void (*config_published)(void *arg, const struct samsa_config *old, const struct samsa_config *now);
+    /* KIP-966 (BrokerRegistration's PreviousBrokerEpoch): at start, the
+     * broker epoch this node had at its last clean shutdown, -1 when
+     * unknown (the log dirs' clean-shutdown markers, log/logmgr.h); at a
+     * clean stop of a registered broker, its epoch, which the log dirs'
+     * markers then carry. NULL: none. */
+    int64_t (*previous_broker_epoch)(void *arg);
+    void (*broker_epoch_final)(void *arg, int64_t epoch);
     void *hook_arg;              /* the hooks' */
 };
 

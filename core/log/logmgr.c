@@ -65,6 +65,15 @@ struct mdir {
      * start-up, or closed), by "<topic>-<partition>"; value is offset + 1
      * (NULL means absent). */
     struct hmap rp, ls, co, hw;
+    /* The clean-shutdown marker (under m->lock): clean_start when it
+     * said every log of the dir closed cleanly (it is removed before any
+     * log opens); tainted once a log of the dir may be unclean on disk
+     * without that being known from the dir alone (an unclean or failed
+     * close, a failed open, a log not recovered after an unclean start):
+     * no log is vouched for from then on, and no marker is written at
+     * shutdown. */
+    bool clean_start, tainted;
+    int64_t prev_epoch; /* the marker's brokerEpoch, -1 none */
 };
 
 struct open_job {
@@ -107,12 +116,17 @@ struct logmgr {
     bool retention_poke, ls_dirty, co_dirty;
     bool flush_retry; /* a flush failed: the scheduler's next tick checks every log */
 
+    _Atomic int64_t broker_epoch; /* for the markers written at shutdown */
+
     pthread_t *flushers;
     pthread_t scheduler;
     pthread_t *cleaners;
 
     struct open_job *jhead, *jtail;
     int pool_running, pool_active;
+    /* the recovery pool's opens, for its one line when it is done */
+    long pool_opened, pool_clean, pool_failed;
+    int64_t pool_t0_ms;
 };
 
 /* ---- helpers ---- */
@@ -163,6 +177,106 @@ static void load_ckpt(struct mdir *d, const char *file, struct hmap *into)
     free(p);
 }
 
+/* ---- the clean-shutdown marker ---- */
+
+/* Kafka's LogManager writes one `.kafka_cleanshutdown` per log dir once
+ * every log of it is closed; its content carries the broker epoch for
+ * KIP-966. samsa's adds "logsClosed": before it, samsa wrote a file of
+ * that name and content in the log dir before closing the logs (the
+ * broker epoch alone; the logs had markers of their own), which says
+ * nothing about them. A marker without the key (that one, or Kafka's)
+ * gives its epoch but no log is trusted on its word. */
+#define MARKER_LOGS_KEY "\"logsClosed\":true"
+
+static void read_marker(struct mdir *d)
+{
+    d->prev_epoch = -1;
+    char *p = path_in(d->path, PLOG_CLEAN_SHUTDOWN_FILE);
+    char *text = NULL;
+    size_t len = 0;
+    int e = fs_read_small(p, 4096, &text, &len);
+    if (e == 0) {
+        char *z = xmalloc(len + 1);
+        memcpy(z, text, len);
+        z[len] = '\0';
+        const char *k = strstr(z, "\"brokerEpoch\":");
+        if (k) {
+            k += strlen("\"brokerEpoch\":");
+            k += *k == '"'; /* Kafka writes the value as a string */
+            char *end;
+            long long v = strtoll(k, &end, 10);
+            if (end != k)
+                d->prev_epoch = v;
+        }
+        bool logs = strstr(z, MARKER_LOGS_KEY) != NULL;
+        free(z);
+        free(text);
+        /* From now on a crash counts as unclean: removed, durably, before
+         * any log of the dir opens (so before its first append). */
+        e = unlink(p) == 0 ? fs_sync_dir(d->path) : errno;
+        if (e) {
+            slog_error("log dir %s: cannot remove %s: %s; its logs are recovered", d->path, p, strerror(e));
+        } else {
+            d->clean_start = logs;
+            slog_info("log dir %s: %s", d->path,
+                      logs ? "clean shutdown marker found: its logs open without recovery"
+                           : "clean shutdown marker without its logs' state: its logs are recovered");
+        }
+    } else if (e != ENOENT) {
+        slog_warn("log dir %s: cannot read %s: %s; its logs are recovered", d->path, p, strerror(e));
+    }
+    free(p);
+}
+
+/* After the final checkpoints: the marker, when every log of the dir
+ * closed cleanly. 0 or an errno value. */
+static int write_marker(struct logmgr *m, struct mdir *d)
+{
+    char text[160];
+    int n = snprintf(text, sizeof text, "{\"version\":0,\"brokerEpoch\":%" PRId64 "," MARKER_LOGS_KEY "}",
+                     atomic_load(&m->broker_epoch));
+    char *p = path_in(d->path, PLOG_CLEAN_SHUTDOWN_FILE);
+    int e = fs_write_atomic(p, text, (size_t)n); /* the file's fsync, then the dir's */
+    if (e)
+        slog_error("log dir %s: cannot write %s: %s; its logs will be recovered", d->path, p, strerror(e));
+    free(p);
+    return e;
+}
+
+void logmgr_set_broker_epoch(struct logmgr *m, int64_t epoch) { atomic_store(&m->broker_epoch, epoch); }
+
+int64_t logmgr_previous_broker_epoch(const struct logmgr *m)
+{
+    /* Kafka's readBrokerEpochFromCleanShutdownFiles: every dir live and
+     * marked, with one epoch. */
+    int64_t epoch = -1;
+    for (size_t i = 0; i < m->ndirs; i++) {
+        const struct mdir *d = &m->dirs[i];
+        if (atomic_load(&d->offline) || d->prev_epoch < 0 || (epoch >= 0 && d->prev_epoch != epoch))
+            return -1;
+        epoch = d->prev_epoch;
+    }
+    return epoch;
+}
+
+int logmgr_clean_dirs(const struct logmgr *m)
+{
+    int n = 0;
+    for (size_t i = 0; i < m->ndirs; i++)
+        n += m->dirs[i].clean_start;
+    return n;
+}
+
+void logmgr_note_unopened(struct logmgr *m, size_t dir)
+{
+    if (dir >= m->ndirs)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (!m->dirs[dir].clean_start)
+        m->dirs[dir].tainted = true;
+    pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- creation ---- */
 
 static int64_t cfg_long(const struct samsa_config *cfg, const char *key, int64_t dflt)
@@ -187,6 +301,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     clock_cond_init_mono(&m->clean_cond);
     m->logs.next = m->logs.prev = &m->logs;
     atomic_init(&m->stop_flag, false);
+    atomic_init(&m->broker_epoch, -1);
 
     m->retention_check_ms = cfg->log_retention_check_interval_ms;
     m->pid_expiration_ms = cfg_long(cfg, "producer.id.expiration.ms", 86400000);
@@ -221,6 +336,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     for (size_t i = 0; i < m->ndirs; i++) {
         struct mdir *d = &m->dirs[i];
         d->path = xstrdup(cfg->log_dirs[i]);
+        d->prev_epoch = -1;
         atomic_init(&d->offline, false);
         hmap_init(&d->rp);
         hmap_init(&d->ls);
@@ -242,6 +358,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
             atomic_store(&d->offline, true);
             continue;
         }
+        read_marker(d);
         load_ckpt(d, CKPT_RECOVERY_POINT_FILE, &d->rp);
         load_ckpt(d, CKPT_LOG_START_FILE, &d->ls);
         load_ckpt(d, CKPT_CLEANER_FILE, &d->co);
@@ -357,6 +474,7 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
     o.log_start_offset = map_get(&d->ls, name);
     o.cleaner_offset = map_get(&d->co, name);
     o.high_watermark = map_get(&d->hw, name);
+    o.clean_shutdown = d->clean_start && !d->tainted;
     pthread_mutex_unlock(&m->lock);
     o.dir_offline = &d->offline;
     o.hooks = &ml->hooks;
@@ -381,8 +499,14 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
         logmgr_fail_dir(m, ml->dir, why);
     }
     free(path);
-    if (rc)
+    if (rc) {
+        /* Whatever the failed open left (a log vouched for, or one not
+         * recovered) is not vouched for by the next marker. */
+        pthread_mutex_lock(&m->lock);
+        d->tainted = true;
+        pthread_mutex_unlock(&m->lock);
         return rc;
+    }
     pthread_mutex_lock(&m->lock);
     ml->l = l;
     ml->registered = true;
@@ -498,6 +622,7 @@ static void *pool_main(void *arg)
         if (!m->jhead)
             m->jtail = NULL;
         m->pool_active++;
+        bool vouched = j->dir < m->ndirs && m->dirs[j->dir].clean_start && !m->dirs[j->dir].tainted;
         pthread_mutex_unlock(&m->lock);
         struct plog *l = NULL;
         int rc = open_retrying(m, j->dir, j->name, j->has_id ? &j->topic_id : NULL, &j->cfg, j->flushed, j->ctx,
@@ -507,9 +632,19 @@ static void *pool_main(void *arg)
         free(j);
         pthread_mutex_lock(&m->lock);
         m->pool_active--;
+        m->pool_opened++;
+        m->pool_clean += rc == 0 && vouched;
+        m->pool_failed += rc != 0;
     }
     m->pool_running--;
     bool last = m->pool_running == 0;
+    if (last && m->pool_opened > 0) {
+        slog_info("log manager: %ld log(s) opened in %" PRId64 " ms: %ld on their log dir's clean-shutdown "
+                  "marker, %ld checked from their recovery points, %ld failed",
+                  m->pool_opened, clock_mono_ms() - m->pool_t0_ms, m->pool_clean,
+                  m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed);
+        m->pool_opened = m->pool_clean = m->pool_failed = 0;
+    }
     pthread_cond_broadcast(&m->idle_cond);
     pthread_mutex_unlock(&m->lock);
 #ifdef __GLIBC__
@@ -541,6 +676,8 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
     j->done = done;
     j->ctx = ctx;
     pthread_mutex_lock(&m->lock);
+    if (!m->jhead && m->pool_running == 0)
+        m->pool_t0_ms = clock_mono_ms();
     if (m->jtail)
         m->jtail->next = j;
     else
@@ -649,7 +786,13 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
         pthread_mutex_unlock(&m->lock);
     }
     /* The log keeps ml->hooks by pointer: ml goes after it. */
-    plog_close(l, clean);
+    size_t dir = ml ? ml->dir : m->ndirs;
+    int rc = plog_close(l, clean);
+    if (rc && dir < m->ndirs) {
+        pthread_mutex_lock(&m->lock);
+        m->dirs[dir].tainted = true;
+        pthread_mutex_unlock(&m->lock);
+    }
     mlog_free(ml);
 }
 
@@ -754,11 +897,11 @@ static int64_t ckpt_value(struct plog *l, enum ckpt_kind k)
 /* One dir's file: open logs, plus the checkpointed values of logs not
  * open (yet): a checkpoint written while start-up recovery still runs
  * must not forget the partitions it has not reached. */
-static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum ckpt_kind k)
+static int write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum ckpt_kind k)
 {
     struct mdir *d = &m->dirs[dir];
     if (atomic_load(&d->offline))
-        return;
+        return EIO;
     struct hmap *h = k == CK_RP ? &d->rp : k == CK_LS ? &d->ls : k == CK_CO ? &d->co : &d->hw;
     const char *file = k == CK_RP   ? CKPT_RECOVERY_POINT_FILE
                        : k == CK_LS ? CKPT_LOG_START_FILE
@@ -827,6 +970,7 @@ static void write_ckpt(struct logmgr *m, const struct snap *s, size_t dir, enum 
     }
     free(p);
     ckpt_free(e, n);
+    return rc;
 }
 
 static void write_all(struct logmgr *m, const struct snap *s, enum ckpt_kind k)
@@ -1138,13 +1282,23 @@ void logmgr_destroy(struct logmgr *m)
     logmgr_stop(m);
     if (m->logs.next != &m->logs)
         slog_error("log manager: destroyed with logs still open");
-    /* Every log is closed: the maps hold their final offsets. */
+    /* Every log is closed: the maps hold their final offsets. Then, as
+     * Kafka's LogManager.shutdown, each dir whose logs all closed cleanly
+     * gets its clean-shutdown marker (after its checkpoints). */
     struct snap s = {NULL, 0};
     s.v = NULL;
-    write_all(m, &s, CK_RP);
-    write_all(m, &s, CK_LS);
-    write_all(m, &s, CK_CO);
-    write_all(m, &s, CK_HW);
+    for (size_t i = 0; i < m->ndirs; i++) {
+        struct mdir *d = &m->dirs[i];
+        int e = 0;
+        for (int k = CK_RP; k <= CK_HW; k++)
+            if (write_ckpt(m, &s, i, (enum ckpt_kind)k) != 0)
+                e = -1;
+        bool open_left = false;
+        for (struct mlog *ml = m->logs.next; ml != &m->logs; ml = ml->next)
+            open_left |= ml->dir == i;
+        if (e == 0 && !open_left && !d->tainted && !atomic_load(&d->offline))
+            write_marker(m, d);
+    }
     for (size_t i = 0; i < m->ndirs; i++) {
         free(m->dirs[i].path);
         hmap_free(&m->dirs[i].rp);

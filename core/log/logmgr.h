@@ -65,6 +65,32 @@ void logmgr_stop(struct logmgr *m);
  * been closed or deleted. */
 void logmgr_destroy(struct logmgr *m);
 
+/* The clean-shutdown marker (Kafka's `.kafka_cleanshutdown`, one per log
+ * dir, {"version":0,"brokerEpoch":N,"logsClosed":true}). logmgr_destroy
+ * writes it in each online dir after its final checkpoints when every log
+ * of the dir closed cleanly (plog_close returned 0) and none is left
+ * unaccounted for (a failed open, an unclean close, a log not recovered
+ * since an unclean start: logmgr_note_unopened). logmgr_create reads it
+ * and removes it (unlink, then an fsync of the dir) before any log
+ * opens, so a crash at any later point counts as unclean; while no log
+ * of the dir has been closed uncleanly or failed to open since, its logs
+ * are opened as cleanly closed (plog_open_opts.clean_shutdown). A dir
+ * without it recovers its logs from their recovery points, as after a
+ * crash in the middle of a shutdown.
+ *
+ * The broker epoch the markers carry (KIP-966), set before
+ * logmgr_destroy; -1 (the default) when the broker never registered. */
+void logmgr_set_broker_epoch(struct logmgr *m, int64_t epoch);
+/* The epoch read from the markers at creation: -1 unless every log dir is
+ * online and had a marker with one epoch (Kafka's rule). */
+int64_t logmgr_previous_broker_epoch(const struct logmgr *m);
+/* How many log dirs had a marker saying their logs closed cleanly. */
+int logmgr_clean_dirs(const struct logmgr *m);
+/* A log on disk in dir that start-up does not open (a partition not
+ * hosted here, a stray, an unreadable one): after an unclean start it
+ * stays unrecovered, so dir gets no marker at shutdown. */
+void logmgr_note_unopened(struct logmgr *m, size_t dir);
+
 /* Codecs for the logs opened from now on (the cleaner and timestamp
  * lookups in compressed batches); c->ctx must outlive the logs. Call
  * before opening any. */

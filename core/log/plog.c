@@ -379,6 +379,9 @@ struct dir_listing {
     int64_t *logs, *swaps, *snaps;
     size_t nlogs, nswaps, nsnaps;
     bool clean_marker; /* PLOG_CLEAN_SHUTDOWN_FILE is there */
+    /* Files an open would otherwise look for one by one: an idle log
+     * has neither (two failed opens a log at every start-up). */
+    bool epoch_file, txnindex;
 };
 
 static void push_i64(int64_t **v, size_t *n, int64_t x)
@@ -422,6 +425,10 @@ static int list_dir(struct plog *l, struct dir_listing *out)
             push_i64(&out->snaps, &out->nsnaps, base);
         } else if (strcmp(name, PLOG_CLEAN_SHUTDOWN_FILE) == 0) {
             out->clean_marker = true; /* the listing answers what an lstat would */
+        } else if (strcmp(name, CKPT_LEADER_EPOCH_FILE) == 0) {
+            out->epoch_file = true;
+        } else if (has_suffix(name, SEGMENT_TXNINDEX_SUFFIX)) {
+            out->txnindex = true;
         }
     }
     int e = errno;
@@ -703,7 +710,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_init(&l->failed, false);
     l->rng = log_seed();
 
-    int e = fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
+    /* The caller has just read a file in it: it exists. */
+    int e = oo.topic_id_on_disk ? 0 : fs_mkdirs_ex(l->dir, NULL, !oo.defer_sync);
     if (e) {
         slog_error("log: cannot create directory %s: %s", l->dir, strerror(e));
         rc = KERR_KAFKA_STORAGE_ERROR;
@@ -715,11 +723,18 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
 
     char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
     rc = list_dir(l, &ls);
-    bool clean = rc == 0 && ls.clean_marker;
+    /* The owner vouches for a clean shutdown (its log dir's marker), or
+     * the log has a marker of its own: samsa before the marker moved to
+     * the log dir wrote one per partition directory. */
+    bool clean = rc == 0 && (oo.clean_shutdown || ls.clean_marker);
     if (rc == 0)
         rc = complete_swaps(l, &ls);
-    if (rc == 0)
+    if (rc == 0 && (ls.epoch_file || ls.nswaps > 0))
         epoch_load(l);
+    /* Without a .txnindex (none can come from elsewhere: no swap to
+     * complete) the transaction index files are loaded: there are none. */
+    if (rc == 0 && !ls.txnindex && ls.nswaps == 0)
+        l->txn_files_loaded = true;
     int64_t recovered = 0;
     bool epochs_changed = false;
     if (rc == 0)
@@ -733,8 +748,10 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         if (rc == 0)
             push_segment(l, s);
     }
-    /* From here on a crash must count as unclean. */
-    if (rc == 0 && clean) {
+    /* From here on a crash must count as unclean: an old per-partition
+     * marker goes (durably) before the first append. The log dir's
+     * marker is its owner's to remove (logmgr_create). */
+    if (rc == 0 && ls.clean_marker) {
         e = unlink(marker) == 0 ? fs_sync_dir(l->dir) : errno;
         if (e) {
             slog_error("log: cannot remove %s: %s", marker, strerror(e));
@@ -2203,11 +2220,14 @@ int plog_truncate_to(struct plog *l, int64_t offset)
 
 /* ---- close, delete ---- */
 
-void plog_close(struct plog *l, bool clean)
+int plog_close(struct plog *l, bool clean)
 {
     if (!l)
-        return;
-    if (clean && !plog_has_failed(l)) {
+        return 0;
+    int rc = clean ? 0 : KERR_KAFKA_STORAGE_ERROR;
+    if (clean && plog_has_failed(l))
+        rc = KERR_KAFKA_STORAGE_ERROR;
+    if (rc == 0) {
         /* Trims rolls left to the flusher or a maint_lock holder that
          * nobody did yet: done now, so the next open trusts the
          * indexes. */
@@ -2223,29 +2243,26 @@ void plog_close(struct plog *l, bool clean)
         int e = active->unseal_pending ? 0 : segment_seal(active);
         if (e)
             slog_warn("log: %s: cannot trim the indexes of %s: %s", l->dir, active->log_path, strerror(e));
-        int rc = plog_flush(l);
+        rc = plog_flush(l);
         if (rc == 0 && epoch_persist(l) != 0)
             rc = KERR_KAFKA_STORAGE_ERROR; /* no clean marker over a stale checkpoint */
         if (rc == 0)
             rc = plog_producers_close(l); /* the next open replays nothing */
         if (rc == 0) {
             /* plog_flush skips work when nothing is unflushed; the trim
-             * of the active segment's indexes must be durable too. */
+             * of the active segment's indexes must be durable too (an
+             * index untouched since the open is not dirty: no sync). */
             e = idxf_sync(&active->oidx.f);
             if (e == 0)
                 e = idxf_sync(&active->tidx.f);
-            if (e)
+            if (e) {
                 slog_error("log: %s: fdatasync of the indexes failed at close: %s", l->dir, strerror(e));
-        }
-        if (rc == 0 && e == 0) {
-            char *marker = path_in(l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
-            e = fs_write_atomic(marker, "", 0);
-            if (e)
-                slog_error("log: cannot write %s: %s", marker, strerror(e));
-            free(marker);
+                rc = KERR_KAFKA_STORAGE_ERROR;
+            }
         }
     }
     plog_free(l);
+    return rc;
 }
 
 int plog_delete(struct plog *l)

@@ -15,7 +15,7 @@
  *                                       (log/plog_producers.c)
  *       00000000000000012345.txnindex   aborted transactions whose marker
  *                                       is in that segment (log/plog_txn.c)
- *       .kafka_cleanshutdown            see below
+ *   <log.dir>/.kafka_cleanshutdown      see below (the log dir's, not the log's)
  *
  * Idempotent producers: the log keeps each producer id's epoch and last
  * batches (log/producer_state.h). plog_append checks a batch with a
@@ -41,14 +41,17 @@
  * The owner persists the recovery point (recovery-point-offset-
  * checkpoint) and gives it back to plog_open.
  *
- * Clean shutdown: Kafka writes one `.kafka_cleanshutdown` file in the
- * log-dir root after closing every log. samsa writes a file of that name
- * in each partition directory instead, so a partition is judged on its own
- * (a log manager that closes partitions one by one, or a crash half way
- * through shutdown, still gives the right answer for each): plog_close
- * with clean=true flushes and then writes it; plog_open reads and removes
- * it (durably) before accepting appends, so any later crash counts as
- * unclean. After a clean shutdown every segment is opened through its
+ * Clean shutdown: as Kafka, one `.kafka_cleanshutdown` per log dir, not
+ * per partition: the owner (log/logmgr.h) writes it once every log of
+ * the dir closed cleanly (plog_close returned 0), reads and removes it
+ * (durably) before any log of the dir opens, and vouches for each log it
+ * opens on it (plog_open_opts.clean_shutdown); a crash at any later
+ * point, shutdown included, leaves no marker and every log of the dir is
+ * recovered. So neither a clean close nor a clean open writes anything
+ * for the marker. A `.kafka_cleanshutdown` inside the partition
+ * directory (samsa before this scheme wrote one per log) still marks
+ * its log clean and is removed (unlink, directory fsync) by the open,
+ * before any append. After a clean shutdown every segment is opened through its
  * index files (a few header reads per segment). After an unclean one the
  * segments before the one holding the recovery point are opened the same
  * way, and from that segment on every batch's length and CRC is checked
@@ -182,9 +185,13 @@ struct plog_open_opts {
     /* The caller has just read partition.metadata and it holds the
      * topic_id given (the registry's start-up scan): not read again. */
     bool topic_id_on_disk;
+    /* The owner vouches that the log was closed cleanly (plog_close
+     * returned 0) and not written since: its log dir's clean-shutdown
+     * marker (log/logmgr.h). The log then skips recovery. */
+    bool clean_shutdown;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -459,10 +466,13 @@ void plog_producers_foreach(struct plog *l, void (*fn)(void *ctx, const struct p
  * the log was never cleaned). */
 int64_t plog_cleaner_offset(const struct plog *l);
 
-/* Releases l. With clean, flushes, seals the active segment's indexes and
- * writes the clean-shutdown marker (unless the log has failed), so the
- * next open skips recovery. */
-void plog_close(struct plog *l, bool clean);
+/* Releases l. With clean, flushes, seals the active segment's indexes
+ * and makes them durable (unless the log has failed): an idle log with
+ * nothing unflushed and indexes untouched since its open needs no write
+ * and no fsync. Returns 0 when the log closed cleanly (its owner may then
+ * vouch for it at the next open, plog_open_opts.clean_shutdown), else a
+ * Kafka error code (KERR_KAFKA_STORAGE_ERROR; also for clean = false). */
+int plog_close(struct plog *l, bool clean);
 
 /* Removes the log: the directory is first renamed to
  * "<dir>.<32 hex>-delete" (Kafka's naming, so a crash half way through

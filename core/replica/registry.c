@@ -595,14 +595,17 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
         const char *name = e->name;
         size_t i = e->dir;
         const struct mi_topic *t = e->t;
-        if (e->rc != 0)
+        if (e->rc != 0) {
+            logmgr_note_unopened(r->logs, i);
             goto next; /* unreadable: leave it for plog_open to report */
+        }
         if (e->has_id && (!t || !kuuid_eq(&t->id, &e->id))) {
             mark_stray(r->dirs[i], name);
             goto next;
         }
         if (hmap_get(&r->found, name, strlen(name))) {
             slog_error("log dir %s: %s also exists in another log dir; using the first", r->dirs[i], name);
+            logmgr_note_unopened(r->logs, i);
             goto next;
         }
         /* (dir index + 1) * 2, plus 1 when partition.metadata holds the
@@ -611,6 +614,8 @@ static void scan_dirs(struct partition_registry *r, const struct mimage *img)
         const struct mi_partition *part = t ? mi_topic_partition(t, e->index) : NULL;
         if (part && hosted_here(part, node))
             r->counts[i]++;
+        else
+            logmgr_note_unopened(r->logs, i); /* not opened now: not recovered */
     next:
         free(e->name);
     }

@@ -90,6 +90,15 @@ static struct plog *open_ex(const char *dir, const struct plog_config *c, const 
 
 static struct plog *open_log(const char *dir, const struct plog_config *c) { return open_ex(dir, c, NULL); }
 
+/* An open after plog_close(l, true) returned 0: the owner vouches for it
+ * (its log dir's clean-shutdown marker, log/logmgr.h). */
+static struct plog *open_clean(const char *dir, const struct plog_config *c)
+{
+    struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
+    o.clean_shutdown = true;
+    return open_ex(dir, c, &o);
+}
+
 static char *fpath(const char *dir, int64_t base, const char *ext)
 {
     char *p = malloc(strlen(dir) + 64);
@@ -216,7 +225,7 @@ static void test_index_files(void **state)
     for (int i = 0; i < 40; i++)
         append_n(l, 5, i * 5, 1000 + i * 10);
     int64_t leo = plog_log_end_offset(l);
-    plog_close(l, true);
+    assert_int_equal(plog_close(l, true), 0);
     /* Trimmed to their entries at close; entries are Kafka's big-endian
      * layout and each offset entry points at the batch ending there. */
     int64_t isz = fsize_of(f->dir, 0, ".index"), tsz = fsize_of(f->dir, 0, ".timeindex");
@@ -238,7 +247,7 @@ static void test_index_files(void **state)
 
     /* A clean open takes them as they are (no rebuild, and not sized
      * for appends before the first one) and reads. */
-    l = open_log(f->dir, &c);
+    l = open_clean(f->dir, &c);
     assert_int_equal(plog_log_end_offset(l), leo);
     assert_int_equal(fsize_of(f->dir, 0, ".index"), isz);
     assert_int_equal(fsize_of(f->dir, 0, ".timeindex"), tsz);
@@ -261,7 +270,7 @@ static void test_index_files(void **state)
     for (int damage = 0; damage < 4; damage++) {
         char marker[512];
         snprintf(marker, sizeof marker, "%s/%s", f->dir, PLOG_CLEAN_SHUTDOWN_FILE);
-        assert_true(access(marker, F_OK) == 0);
+        assert_true(access(marker, F_OK) != 0); /* none per partition: the log dir's */
         if (damage == 0)
             assert_int_equal(unlink(ip), 0);
         else if (damage == 1)
@@ -278,7 +287,7 @@ static void test_index_files(void **state)
             close(fd);
         }
         quiet();
-        l = open_log(f->dir, &c);
+        l = open_clean(f->dir, &c);
         loud();
         assert_int_equal(plog_log_end_offset(l), leo);
         assert_int_equal(scan_log(l, 0, NULL, NULL), leo);
@@ -299,7 +308,7 @@ static void test_index_files(void **state)
 
     /* The first append after a clean open sizes the indexes for appends
      * (active again), and the next close trims them to their entries. */
-    l = open_log(f->dir, &c);
+    l = open_clean(f->dir, &c);
     assert_int_equal(fsize_of(f->dir, 0, ".index"), isz);
     int64_t tsz1 = fsize_of(f->dir, 0, ".timeindex");
     append_n(l, 5, (int)leo, 2000);
@@ -312,7 +321,7 @@ static void test_index_files(void **state)
     int64_t isz2 = fsize_of(f->dir, 0, ".index"), tsz2 = fsize_of(f->dir, 0, ".timeindex");
     assert_true(isz2 >= isz && isz2 < 4096 && isz2 % 8 == 0);
     assert_true(tsz2 > tsz1 && tsz2 < 4092 && tsz2 % 12 == 0);
-    l = open_log(f->dir, &c);
+    l = open_clean(f->dir, &c);
     assert_int_equal(plog_log_end_offset(l), leo + 5);
     assert_int_equal(scan_log(l, 0, NULL, NULL), leo + 5);
     assert_int_equal(plog_offset_for_timestamp(l, 2000, &off, &ts), 0);
@@ -1142,6 +1151,153 @@ static void test_logmgr(void **state)
     config_free(cfg);
 }
 
+/* The last byte of the log's only segment flipped: a batch's payload,
+ * which only recovery's CRC check notices. */
+static void flip_last_byte(const char *dir)
+{
+    char *lp = fpath(dir, 0, ".log");
+    int fd = open(lp, O_RDWR);
+    assert_true(fd >= 0);
+    off_t end = lseek(fd, 0, SEEK_END);
+    uint8_t byte;
+    assert_int_equal(pread(fd, &byte, 1, end - 1), 1);
+    byte ^= 0x40;
+    assert_int_equal(pwrite(fd, &byte, 1, end - 1), 1);
+    close(fd);
+    free(lp);
+}
+
+static char *read_text(const char *path)
+{
+    char *t = NULL;
+    size_t n;
+    if (fs_read_small(path, 4096, &t, &n) != 0)
+        return NULL;
+    t = realloc(t, n + 1);
+    t[n] = '\0';
+    return t;
+}
+
+/* One clean-shutdown marker per log dir (Kafka's LogManager): written
+ * after every log closed cleanly and the checkpoints, with the broker
+ * epoch (KIP-966); read and removed before any log opens; its logs open
+ * without recovery. */
+static void test_logmgr_clean_marker(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct plog_config c = cfg_with(1 << 20, 100);
+    c.retention_ms = -1;
+    char marker[512], part_marker[512];
+    snprintf(marker, sizeof marker, "%s/%s", f->root, PLOG_CLEAN_SHUTDOWN_FILE);
+    snprintf(part_marker, sizeof part_marker, "%s/%s", f->dir, PLOG_CLEAN_SHUTDOWN_FILE);
+
+    /* A fresh dir: no marker, no epoch. */
+    struct logmgr *m = logmgr_create(cfg);
+    assert_int_equal(logmgr_clean_dirs(m), 0);
+    assert_int_equal(logmgr_previous_broker_epoch(m), -1);
+    logmgr_start(m);
+    struct plog *l;
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    for (int i = 0; i < 3; i++)
+        append_n(l, 4, i * 4, 1000 + i * 10);
+    assert_int_equal(plog_log_end_offset(l), 12);
+    logmgr_stop(m);
+    logmgr_close(m, l, true);
+    logmgr_set_broker_epoch(m, 4711);
+    logmgr_destroy(m);
+    /* The dir's marker, none in the partition dir. */
+    char *t = read_text(marker);
+    assert_non_null(t);
+    assert_string_equal(t, "{\"version\":0,\"brokerEpoch\":4711,\"logsClosed\":true}");
+    free(t);
+    assert_int_equal(access(part_marker, F_OK), -1);
+
+    /* A clean start: epoch and clean state read, the marker removed at
+     * once; the log opens without recovery, so the flipped payload byte
+     * goes unnoticed (recovery would cut the last batch). */
+    flip_last_byte(f->dir);
+    m = logmgr_create(cfg);
+    assert_int_equal(access(marker, F_OK), -1);
+    assert_int_equal(logmgr_clean_dirs(m), 1);
+    assert_int_equal(logmgr_previous_broker_epoch(m), 4711);
+    logmgr_start(m);
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    assert_int_equal(plog_log_end_offset(l), 12);
+    /* A log that cannot close cleanly (here: an unclean close, as a
+     * failed flush would be) leaves its dir without a marker. */
+    logmgr_stop(m);
+    logmgr_close(m, l, false);
+    logmgr_set_broker_epoch(m, 4712);
+    logmgr_destroy(m);
+    assert_int_equal(access(marker, F_OK), -1);
+
+    /* As after a crash: recovered from the recovery point; the corrupt
+     * last batch is cut. */
+    m = logmgr_create(cfg);
+    assert_int_equal(logmgr_clean_dirs(m), 0);
+    assert_int_equal(logmgr_previous_broker_epoch(m), -1);
+    logmgr_start(m);
+    quiet();
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    loud();
+    assert_int_equal(plog_log_end_offset(l), 8);
+    logmgr_stop(m);
+    logmgr_close(m, l, true);
+    logmgr_destroy(m); /* the broker never registered: epoch -1 */
+    t = read_text(marker);
+    assert_non_null(t);
+    assert_string_equal(t, "{\"version\":0,\"brokerEpoch\":-1,\"logsClosed\":true}");
+    free(t);
+
+    /* A dir that started unclean with a log the start-up did not open
+     * (not recovered) gets no marker: that log is not vouched for. */
+    m = logmgr_create(cfg);
+    assert_int_equal(logmgr_clean_dirs(m), 1);
+    logmgr_stop(m);
+    logmgr_destroy(m);
+    assert_int_equal(access(marker, F_OK), 0); /* clean start: untouched logs stay clean */
+    assert_int_equal(unlink(marker), 0);
+    m = logmgr_create(cfg);
+    logmgr_note_unopened(m, 0);
+    logmgr_stop(m);
+    logmgr_destroy(m);
+    assert_int_equal(access(marker, F_OK), -1);
+
+    /* The file samsa wrote before (the broker epoch only, written before
+     * the logs closed) and Kafka's own: the epoch is read, the logs are
+     * recovered; an old per-partition marker still marks its log clean
+     * and is removed when the log opens. */
+    flip_last_byte(f->dir);
+    assert_int_equal(fs_write_atomic(marker, "{\"version\":0,\"brokerEpoch\":99}", 30), 0);
+    m = logmgr_create(cfg);
+    assert_int_equal(access(marker, F_OK), -1);
+    assert_int_equal(logmgr_clean_dirs(m), 0);
+    assert_int_equal(logmgr_previous_broker_epoch(m), 99);
+    logmgr_start(m);
+    quiet();
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    loud();
+    assert_int_equal(plog_log_end_offset(l), 4); /* the flipped batch cut */
+    append_n(l, 4, 100, 2000);
+    logmgr_stop(m);
+    logmgr_close(m, l, false);
+    logmgr_destroy(m);
+    flip_last_byte(f->dir);
+    assert_int_equal(fs_write_atomic(part_marker, "", 0), 0);
+    m = logmgr_create(cfg);
+    assert_int_equal(logmgr_clean_dirs(m), 0);
+    logmgr_start(m);
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    assert_int_equal(plog_log_end_offset(l), 8); /* trusted: not scanned */
+    assert_int_equal(access(part_marker, F_OK), -1);
+    logmgr_stop(m);
+    logmgr_close(m, l, true);
+    logmgr_destroy(m);
+    assert_int_equal(access(marker, F_OK), 0);
+    config_free(cfg);
+}
+
 /* ---- cleaner ---- */
 
 #define NKEYS 40
@@ -1686,6 +1842,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_retention_size_and_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_truncate_and_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_clean_marker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test(test_cleaner_throttle),
         cmocka_unit_test_setup_teardown(test_cleaner_throttled_pass, setup, teardown),

@@ -466,6 +466,9 @@ def a_brokers_own_dynamic_config_through_itself_and_snapshots():
     # need; it comes back through the leader's snapshot, its own setting
     # in it.
     b5 = CL.node(5)
+    epochs = re.findall(r"broker 5: registered \(epoch (\d+)\)", b5.log_text())
+    check(epochs, "broker 5 never said it registered")
+    csince = {n.node_id: n.log_size() for n in CL.controllers}
     b5.stop()
     more = ["snap%03d" % i for i in range(60)]
     ctl = active_controller()
@@ -480,6 +483,13 @@ def a_brokers_own_dynamic_config_through_itself_and_snapshots():
     check("loaded snapshot" in text, "broker 5 caught up without a snapshot; its log:\n%s", text[-2000:])
     eq(describe_broker_config(b5, "5", "log.retention.ms"), (NONE, None, "5000", DYNAMIC_BROKER_CONFIG),
        "broker 5 after catching up through a snapshot")
+    # KIP-966: the epoch it had at its clean shutdown, from its log dir's
+    # clean-shutdown marker, reaches the controller in BrokerRegistration.
+    prev = []
+    for n in CL.controllers:
+        prev += re.findall(r"registering broker 5 \(epoch \d+, previous epoch (-?\d+)\)",
+                           n.log_text(csince[n.node_id]))
+    eq(prev[-1:], [epochs[-1]], "broker 5's previous broker epoch after its clean restart")
     log("broker 5's log.retention.ms=5000 set through it, kept through %s",
         [l.split(" INFO: ")[-1] for l in text.splitlines() if "loaded snapshot" in l][0])
 
