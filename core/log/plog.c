@@ -146,7 +146,7 @@ static uint64_t log_seed(void)
 
 struct segment_opts plog_segment_opts(struct plog *l)
 {
-    struct segment_opts o = {l->cfg->index_interval_bytes, l->cfg->segment_index_bytes, 0};
+    struct segment_opts o = {l->cfg->index_interval_bytes, l->cfg->segment_index_bytes, 0, false};
     /* Kafka's LogConfig.randomSegmentJitter. */
     if (l->cfg->segment_jitter_ms > 0) {
         int64_t range = l->cfg->segment_jitter_ms < l->cfg->segment_ms ? l->cfg->segment_jitter_ms : l->cfg->segment_ms;
@@ -743,6 +743,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
         /* An empty log starts where its checkpoint said it started. */
         int64_t base = oo.log_start_offset > 0 ? oo.log_start_offset : 0;
         struct segment_opts so = plog_segment_opts(l);
+        so.defer_index_room = true;
         struct segment *s;
         rc = segment_create(l->dir, base, &so, "", !oo.defer_sync, &s);
         if (rc == 0)

@@ -146,7 +146,7 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     for (int i = 0; i < 2; i++) {
         bool missing = false;
         int e = idxf_open(fs[i], &s->log_path, exts[i + 1], sizes[i], create, &missing);
-        if (e == 0 && create)
+        if (e == 0 && create && !o->defer_index_room)
             e = idxf_resize(fs[i], (size_t)s->max_index_bytes);
         if (e) {
             char *p = file_path(dir, base, exts[i + 1], suffix);
@@ -158,6 +158,7 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
         if (missing && index_missing)
             *index_missing = true;
     }
+    s->unseal_pending = create && o->defer_index_room;
     *out = s;
     return 0;
 }

@@ -53,6 +53,10 @@ struct segment_opts {
     int32_t index_interval_bytes; /* index.interval.bytes */
     int32_t max_index_bytes;      /* segment.index.bytes: preallocation of the active segment's indexes */
     int64_t roll_jitter_ms;       /* drawn once per segment from segment.jitter.ms */
+    /* segment_create: index files left empty, sized by the first append
+     * (unseal_pending): a new log that stays idle costs no resize at its
+     * creation and no trim or sync at its close. */
+    bool defer_index_room;
 };
 
 struct segment {

@@ -393,7 +393,7 @@ static void test_segment_reopen_keeps_indexes(void **state)
     char dir[128];
     snprintf(dir, sizeof dir, "%s/seg-0", root);
     assert_int_equal(fs_mkdirs(dir, NULL), 0);
-    struct segment_opts o = {100, 1 << 20, 0};
+    struct segment_opts o = {100, 1 << 20, 0, false};
     struct segment *s;
     assert_int_equal(segment_create(dir, 0, &o, "", true, &s), 0);
     int64_t pos = 0;
