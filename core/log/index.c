@@ -290,7 +290,17 @@ int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t
         if (missing)
             *missing = true;
     }
-    int fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
+    /* A file this call creates is empty and reaches the disk with the
+     * directory's sync, which every creation does: no data sync owed
+     * (dirty). One that was there and is cut to nothing owes one. */
+    bool fresh = false;
+    int fd = -1;
+    if (truncate) {
+        fd = open_fd(x, O_CREAT | O_EXCL);
+        fresh = fd >= 0;
+    }
+    if (fd < 0 && (!truncate || errno == EEXIST))
+        fd = open_fd(x, O_CREAT | (truncate ? O_TRUNC : 0));
     if (fd < 0) {
         int e = errno;
         x->log_path = NULL;
@@ -303,7 +313,7 @@ int idxf_open(struct idx_file *x, char *const *log_path, const char *ext, size_t
         return e;
     }
     x->map_len = (size_t)st.st_size;
-    x->dirty = truncate;
+    x->dirty = truncate && !fresh;
     return 0;
 }
 
