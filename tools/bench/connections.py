@@ -29,6 +29,7 @@ import shutil
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "interop"))
 import kwire  # noqa: E402
+sys.path.insert(0, HERE)
+from benchnode import free_port, node_argv, wait_ready, rss_kib, pct  # noqa: E402
 
 
 def raise_nofile():
@@ -47,14 +50,6 @@ def raise_nofile():
 
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def open_idle(port, n, sources=("127.0.0.1",), limit=60.0, pid=None, wave=1000):
@@ -226,46 +221,14 @@ BACKLOG = "socket.listen.backlog.size=4096"
 def start_node(samsa, work, overrides=()):
     port, cport = free_port(), free_port()
     data = os.path.join(work, "data-%d" % port)
-    argv = [samsa, "--override", "node.id=1", "--override", "process.roles=broker,controller",
-            "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (port, cport),
-            "--override", "controller.quorum.voters=1@127.0.0.1:%d" % cport,
-            "--override", "log.dirs=%s" % data, "--override", "auto.create.topics.enable=false"]
-    for kv in (BACKLOG,) + tuple(overrides):
-        argv += ["--override", kv]
+    argv = node_argv(samsa, port, cport, data, (BACKLOG,) + tuple(overrides))
     log = open(os.path.join(work, "samsa-%d.log" % port), "ab")
-    proc = subprocess_popen(argv, log)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < 60:
-        try:
-            c = kwire.Conn(port, timeout=2)
-            ok = kwire.api_versions(c, 0)["error_code"] == 0
-            c.close()
-            if ok:
-                time.sleep(0.3)  # the probe's close is counted down
-                return proc, port
-        except (OSError, kwire.Closed):
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("samsa did not start")
-
-
-def subprocess_popen(argv, log):
-    import subprocess
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * p / 100.0))] if xs else float("nan")
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    if not wait_ready(port, proc, 60):
+        proc.kill()
+        raise SystemExit("samsa did not start")
+    time.sleep(0.3)  # the probe's close is counted down
+    return proc, port
 
 
 def timed_client(port, topic, seconds):

@@ -34,7 +34,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,29 +42,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "interop"))
 import kwire  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchnode import free_port, node_argv, wait_ready, cpu_ns  # noqa: E402
 
 
 HOT = 500  # the busy partition of s0 (main sets --per-topic / 2)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def cpu_ns(pid):
-    """On-CPU time of every thread of pid, in ns."""
-    total = 0
-    for tid in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/schedstat" % (pid, tid)) as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass  # a thread that just ended
-    return total
 
 
 class Node:
@@ -76,25 +57,11 @@ class Node:
         self.port, self.cport = free_port(), free_port()
         self.hot_end = 0  # s0-HOT's end
         self.log = open(os.path.join(base, name + ".log"), "ab")
-        argv = [samsa, "--override", "node.id=1", "--override", "process.roles=broker,controller",
-                "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, self.cport),
-                "--override", "controller.quorum.voters=1@127.0.0.1:%d" % self.cport,
-                "--override", "log.dirs=%s" % self.data, "--override", "auto.create.topics.enable=false"]
+        argv = node_argv(samsa, self.port, self.cport, self.data)
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        t0 = time.monotonic()
-        while True:
-            try:
-                c = kwire.Conn(self.port, timeout=2)
-                ok = kwire.api_versions(c, 0)["error_code"] == 0
-                c.close()
-                if ok:
-                    return
-            except (OSError, kwire.Closed):
-                pass
-            if time.monotonic() - t0 > 60 or self.proc.poll() is not None:
-                self.stop()
-                raise SystemExit("%s: samsa did not start" % name)
-            time.sleep(0.05)
+        if not wait_ready(self.port, self.proc, 60):
+            self.stop()
+            raise SystemExit("%s: samsa did not start" % name)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

@@ -30,7 +30,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,22 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kwire  # noqa: E402
 import connections  # noqa: E402  (tools/bench/connections.py)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def rss_kib(pid, field="VmRSS"):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
+from benchnode import free_port, node_argv, wait_ready, rss_kib, pct  # noqa: E402
 
 
 def rss_parts(pid):
@@ -72,26 +56,13 @@ class Node:
         self.log = open(os.path.join(os.path.dirname(data), "samsa.log"), "ab")
 
     def start(self):
-        argv = [self.samsa, "--override", "node.id=1", "--override", "process.roles=broker,controller",
-                "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (self.port, self.cport),
-                "--override", "controller.quorum.voters=1@127.0.0.1:%d" % self.cport,
-                "--override", "log.dirs=%s" % self.data, "--override", "auto.create.topics.enable=false"]
+        argv = node_argv(self.samsa, self.port, self.cport, self.data)
         if self.nofile:
             hard = "ulimit -Hn %d && " % self.hard_nofile if self.hard_nofile else ""
             argv = ["/bin/sh", "-c", 'ulimit -Sn %d && ' % self.nofile + hard + 'exec "$0" "$@"'] + argv
-        t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
-        while time.monotonic() - t0 < 1800:
-            try:
-                c = kwire.Conn(self.port, timeout=2)
-                ok = kwire.api_versions(c, 0)["error_code"] == 0
-                c.close()
-                if ok:
-                    return
-            except (OSError, kwire.Closed):
-                pass
-            time.sleep(0.05)
-        raise SystemExit("samsa did not start")
+        if not wait_ready(self.port, self.proc, 1800):
+            raise SystemExit("samsa did not start")
 
     def stop(self):
         t0 = time.monotonic()
@@ -202,11 +173,6 @@ def metadata_all(node, topics, per_topic):
     want = set(topics)
     n = sum(len(t["partitions"]) for t in md["topics"] if t["name"] in want and not t["error_code"])
     return secs, n, lat
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(len(xs) * p / 100.0))] if xs else float("nan")
 
 
 def main():
