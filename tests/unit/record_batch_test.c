@@ -1214,6 +1214,39 @@ static void test_varint_boundaries(void **state)
     assert_int_equal(varint_decode_u32(six, 6, &v), 0); /* more than five bytes */
 }
 
+/* Options the walk-agreement tests below draw: compaction now and then,
+ * a timestamp window of window_ms either side a third of the time. */
+static struct rb_validate_opts random_opts(int64_t window_ms)
+{
+    struct rb_validate_opts o = vopts();
+    o.compacted = rnd() % 4 == 0;
+    if (rnd() % 3 == 0) {
+        o.timestamp_before_max_ms = window_ms;
+        o.timestamp_after_max_ms = window_ms;
+        o.now_ms = GOLDEN_TS;
+    }
+    return o;
+}
+
+/* Validates q with the single-pass walk and with the general one: false
+ * (and a line) when they disagree on the code, the reason, the failing
+ * record or the max timestamp. *rf gets the single-pass walk's code. */
+static bool walks_agree(const uint8_t *q, size_t len, const struct rb_validate_opts *o, int iter, int *rf)
+{
+    struct rb_validate_result fast, slow;
+    *rf = rb_validate_produce(q, len, 9, o, &fast);
+    rb_validate_use_fast_walk(false);
+    int rs = rb_validate_produce(q, len, 9, o, &slow);
+    rb_validate_use_fast_walk(true);
+    if (*rf == rs && fast.error_record_index == slow.error_record_index && fast.max_timestamp == slow.max_timestamp &&
+        fast.max_timestamp_offset_delta == slow.max_timestamp_offset_delta &&
+        fast.max_timestamp_stale == slow.max_timestamp_stale && strcmp(fast.reason, slow.reason) == 0)
+        return true;
+    print_error("iter %d (%zu bytes): fast %s (%s) slow %s (%s)\n", iter, len, kerr_name((int16_t)*rf), fast.reason,
+                kerr_name((int16_t)rs), slow.reason);
+    return false;
+}
+
 /* The same on batches of several of crc_and_walk's 24 KiB blocks, with
  * records of up to 3 000 bytes across the block edges, mutated in their
  * lengths and fields: the walk that follows the CRC block by block agrees
@@ -1244,26 +1277,9 @@ static void test_fused_walk_agrees(void **state)
         for (int k = 0; k < flips; k++)
             q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 4 ? rnd() % 8 : rnd());
         rb_recompute_crc(q, len);
-        struct rb_validate_opts o = vopts();
-        o.compacted = rnd() % 4 == 0;
-        if (rnd() % 3 == 0) {
-            o.timestamp_before_max_ms = 1000;
-            o.timestamp_after_max_ms = 1000;
-            o.now_ms = GOLDEN_TS;
-        }
-        struct rb_validate_result fast, slow;
-        int rf = rb_validate_produce(q, len, 9, &o, &fast);
-        rb_validate_use_fast_walk(false);
-        int rs = rb_validate_produce(q, len, 9, &o, &slow);
-        rb_validate_use_fast_walk(true);
-        if (rf != rs || fast.error_record_index != slow.error_record_index ||
-            fast.max_timestamp != slow.max_timestamp ||
-            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
-            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
-            print_error("iter %d (%zu bytes): fast %s (%s) slow %s (%s)\n", iter, len, kerr_name((int16_t)rf),
-                        fast.reason, kerr_name((int16_t)rs), slow.reason);
-            mismatches++;
-        }
+        struct rb_validate_opts o = random_opts(1000);
+        int rf;
+        mismatches += !walks_agree(q, len, &o, iter, &rf);
         if (flips == 0 && !o.compacted && o.timestamp_after_max_ms == INT64_MAX)
             assert_int_equal(rf, 0);
         accepted += rf == 0;
@@ -1300,28 +1316,11 @@ static void test_fast_walk_agrees(void **state)
         for (int k = 0; k < flips; k++)
             q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 4 ? rnd() % 8 : rnd());
         rb_recompute_crc(q, len);
-        struct rb_validate_opts o = vopts();
-        o.compacted = rnd() % 4 == 0;
-        if (rnd() % 3 == 0) {
-            o.timestamp_before_max_ms = 1000;
-            o.timestamp_after_max_ms = 1000;
-            o.now_ms = GOLDEN_TS;
-        }
+        struct rb_validate_opts o = random_opts(1000);
         if (rnd() % 8 == 0)
             o.timestamp_type = RB_LOG_APPEND_TIME;
-        struct rb_validate_result fast, slow;
-        int rf = rb_validate_produce(q, len, 9, &o, &fast);
-        rb_validate_use_fast_walk(false);
-        int rs = rb_validate_produce(q, len, 9, &o, &slow);
-        rb_validate_use_fast_walk(true);
-        if (rf != rs || fast.error_record_index != slow.error_record_index ||
-            fast.max_timestamp != slow.max_timestamp ||
-            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
-            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
-            print_error("iter %d: fast %s (%s) slow %s (%s)\n", iter, kerr_name((int16_t)rf), fast.reason,
-                        kerr_name((int16_t)rs), slow.reason);
-            mismatches++;
-        }
+        int rf;
+        mismatches += !walks_agree(q, len, &o, iter, &rf);
         accepted += rf == 0;
         free(q);
     }
@@ -1363,26 +1362,9 @@ static void test_unchecked_walk_agrees(void **state)
         for (int k = 0; k < flips; k++)
             q[RB_OFF_RECORDS + rnd() % (len - RB_OFF_RECORDS)] = (uint8_t)(rnd() % 2 ? rnd() % 8 : rnd());
         rb_recompute_crc(q, len);
-        struct rb_validate_opts o = vopts();
-        o.compacted = rnd() % 4 == 0;
-        if (rnd() % 3 == 0) {
-            o.timestamp_before_max_ms = 10000;
-            o.timestamp_after_max_ms = 10000;
-            o.now_ms = GOLDEN_TS;
-        }
-        struct rb_validate_result fast, slow;
-        int rf = rb_validate_produce(q, len, 9, &o, &fast);
-        rb_validate_use_fast_walk(false);
-        int rs = rb_validate_produce(q, len, 9, &o, &slow);
-        rb_validate_use_fast_walk(true);
-        if (rf != rs || fast.error_record_index != slow.error_record_index ||
-            fast.max_timestamp != slow.max_timestamp ||
-            fast.max_timestamp_offset_delta != slow.max_timestamp_offset_delta ||
-            fast.max_timestamp_stale != slow.max_timestamp_stale || strcmp(fast.reason, slow.reason) != 0) {
-            print_error("iter %d (%zu bytes): fast %s (%s) slow %s (%s)\n", iter, len, kerr_name((int16_t)rf),
-                        fast.reason, kerr_name((int16_t)rs), slow.reason);
-            mismatches++;
-        }
+        struct rb_validate_opts o = random_opts(10000);
+        int rf;
+        mismatches += !walks_agree(q, len, &o, iter, &rf);
         accepted += rf == 0;
         free(q);
     }
