@@ -302,12 +302,15 @@ def producer_held_to_its_rate():
     produce_timed("other", "q-other", 1024 * KIB, other)
     t.join(h.bound(60))
     h.check(not t.is_alive(), "greedy producer did not finish")
-    h.log("greedy: %.1fs, throttles %s; other: %.1fs, throttles %s", greedy["seconds"], greedy["throttles"][:20],
+    h.log("greedy: %.2fs, throttles %s; other: %.2fs, throttles %s", greedy["seconds"], greedy["throttles"][:20],
           other["seconds"], other["throttles"])
     for name, r in (("greedy", greedy), ("other", other)):
         h.eq((r["errors"], r["undelivered"]), ([], 0), "%s deliveries" % name)
-    # two 1 s windows' worth may go at once, the remaining ~824 KiB at 100 KiB/s
-    h.check(greedy["seconds"] >= 7.0, "greedy producer took only %.1fs for 1 MiB at 100 KiB/s", greedy["seconds"])
+    # What goes before the throttling catches up (the rate's first
+    # windows) plus the rest at 100 KiB/s: 7.0 s in every run here, once
+    # 6.97 s in CI, so the bound leaves a second for where the last
+    # window falls; unthrottled, the same MiB takes under 0.1 s ("other").
+    h.check(greedy["seconds"] >= 6.0, "greedy producer took only %.2fs for 1 MiB at 100 KiB/s", greedy["seconds"])
     h.check(greedy["seconds"] <= 20.0, "greedy producer took %.1fs for 1 MiB at 100 KiB/s", greedy["seconds"])
     h.check(max(greedy["throttles"] or [0]) > 0, "librdkafka reported no throttling of greedy")
     h.eq(max(other["throttles"] or [0]), 0, "largest throttle time reported to the other producer")
