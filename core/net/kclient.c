@@ -977,12 +977,20 @@ static int handle_response(struct kclient *c, const uint8_t *p, size_t len)
     return 0;
 }
 
+/* A pass reads at most KC_READ_ROUNDS chunks on plaintext: the rest of a
+ * large answer waits for the next loop pass (epoll is level-triggered),
+ * so one answer cannot hold a replica fetcher's loop. */
+#define KC_READ_CHUNK 65536
+#define KC_READ_ROUNDS 16
+
 static void read_in(struct kclient *c)
 {
-    for (;;) {
-        uint8_t *p = buf_reserve(&c->in, 65536);
+    for (int rounds = 0;; rounds++) {
+        if (!c->ssl && rounds == KC_READ_ROUNDS)
+            return;
+        uint8_t *p = buf_reserve(&c->in, KC_READ_CHUNK);
         bool want_read;
-        ssize_t n = io_read(c, p, 65536, &want_read);
+        ssize_t n = io_read(c, p, KC_READ_CHUNK, &want_read);
         if (n > 0) {
             c->in.len += (size_t)n;
             size_t pos = 0;
@@ -1004,6 +1012,10 @@ static void read_in(struct kclient *c)
             }
             memmove(c->in.data, c->in.data + pos, c->in.len - pos);
             c->in.len -= pos;
+            /* A short read emptied the socket; SSL_read returns a record
+             * at a time, so TLS reads on until it says so. */
+            if (!c->ssl && (size_t)n < KC_READ_CHUNK)
+                return;
             continue;
         }
         if (n == 0) {
