@@ -128,7 +128,10 @@ enum segment_load_mode {
     SEGMENT_LOAD_TRUST,
     /* Rebuild both indexes from the batch headers. */
     SEGMENT_LOAD_REBUILD,
-    /* Unflushed data after a crash: rebuild and check every batch's CRC. */
+    /* Unflushed data after a crash: rebuild and check every batch's CRC.
+     * Entries the index files hold already as a rebuild would store them
+     * are kept, not stored again: files that agree with the batches
+     * throughout are left untouched (not resized, owing no sync). */
     SEGMENT_LOAD_RECOVER,
 };
 
@@ -137,7 +140,7 @@ struct segment_load_result {
     int64_t truncated_at;    /* file position of the first bad batch */
     const char *reason;      /* static text, when truncated_bytes > 0 */
     int batches;             /* batches read (all of them unless TRUST held) */
-    bool rebuilt;            /* the indexes were rebuilt */
+    bool rebuilt;            /* index entries were stored again (REBUILD; RECOVER from the first entry the files did not hold) */
     const char *rebuild_reason; /* why TRUST fell back, static text */
 };
 
