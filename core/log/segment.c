@@ -130,13 +130,19 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     s->tidx.base_offset = base;
     reset_state(s);
 
-    /* Opened now (the load reads it next; a create must exist on disk):
-     * the cache adopts the fd and may close it later. */
-    int fd = fdc_open(s->log_path, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0644);
-    if (fd < 0) {
-        slog_error("log: cannot %s segment %s: %s", create ? "create" : "open", s->log_path, strerror(errno));
-        segment_free(s);
-        return KERR_KAFKA_STORAGE_ERROR;
+    /* A create must exist on disk: opened now, the cache adopts the fd
+     * and may close it later. An existing file is opened when first
+     * used (segment_load opens it only when it is not empty: an idle
+     * partition's start costs no open, and no close when the cache sheds
+     * it). */
+    int fd = -1;
+    if (create) {
+        fd = fdc_open(s->log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            slog_error("log: cannot create segment %s: %s", s->log_path, strerror(errno));
+            segment_free(s);
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
     }
     s->lf = fdc_file_new_borrowed(s->log_path, O_RDWR, fd);
     if (index_missing)
@@ -466,18 +472,29 @@ static const char *trust_indexes(struct segment *s, int fd, int64_t file_size, i
     return state_from_indexes(s, fd, file_size, next_segment_base, batches);
 }
 
-static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
-                       struct segment_load_result *res, const struct segment_visitor *v);
+static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segment_load_mode mode,
+                       int64_t next_segment_base, bool active, struct segment_load_result *res,
+                       const struct segment_visitor *v);
 
 int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_segment_base, bool active,
                  struct segment_load_result *res, const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
+    /* The size by name: an empty file (an idle partition's) is loaded
+     * without an fd, nothing in it to read (load_pinned reads nothing
+     * at file_size 0). Nobody else writes the file during a load. */
+    struct stat st;
+    if (stat(s->log_path, &st) != 0) {
+        slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    if (st.st_size == 0)
+        return load_pinned(s, -1, 0, mode, next_segment_base, active, res, v);
     int ferr;
     struct sfile *f = segment_file(s, &ferr);
     if (!f)
         return KERR_KAFKA_STORAGE_ERROR;
-    int rc = load_pinned(s, f->fd, mode, next_segment_base, active, res, v);
+    int rc = load_pinned(s, f->fd, st.st_size, mode, next_segment_base, active, res, v);
     sfile_unref(f);
     return rc;
 }
@@ -498,16 +515,12 @@ static bool kept_exactly(struct segment *s, bool active)
     return s->oidx.f.map_len == s->oidx.f.n * OIDX_ENTRY_SIZE && s->tidx.f.map_len == s->tidx.f.n * TIDX_ENTRY_SIZE;
 }
 
-static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
-                       struct segment_load_result *res, const struct segment_visitor *v)
+/* fd: the log file's, -1 when file_size is 0 (nothing is read then). */
+static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segment_load_mode mode,
+                       int64_t next_segment_base, bool active, struct segment_load_result *res,
+                       const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
-        return KERR_KAFKA_STORAGE_ERROR;
-    }
-    int64_t file_size = st.st_size;
 
     if (mode == SEGMENT_LOAD_TRUST) {
         const char *why = trust_indexes(s, fd, file_size, next_segment_base, &res->batches);
@@ -759,7 +772,7 @@ static int truncate_pinned(struct segment *s, int fd, int64_t offset)
     const char *why = state_from_indexes(s, fd, cut, INT64_MAX, &batches);
     if (why) {
         struct segment_load_result r;
-        return load_pinned(s, fd, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
+        return load_pinned(s, fd, cut, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
     }
     return 0;
 }

@@ -114,8 +114,10 @@ int segment_create(const char *dir, int64_t base_offset, const struct segment_op
                    bool sync_dir, struct segment **out);
 
 /* Opens an existing segment (files named with file_suffix); its state is
- * empty until segment_load. Missing index files are created empty (the
- * load rebuilds them). 0 or KERR_KAFKA_STORAGE_ERROR (logged). */
+ * empty until segment_load. The .log file is opened when first used
+ * (segment_load opens it only when it is not empty). Missing index files
+ * are created empty (the load rebuilds them). 0 or
+ * KERR_KAFKA_STORAGE_ERROR (logged). */
 int segment_open(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
                  struct segment **out);
 
