@@ -796,10 +796,17 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     epoch_persist(l);
 
     int64_t took_ms = (clock_mono_us() - t0) / 1000;
-    if (!clean && ls.nlogs > 0)
+    /* A log with nothing to check (its segments from the recovery point
+     * on were empty: an idle partition) has nothing to report; the log
+     * manager's summary counts it. */
+    if (!clean && ls.nlogs > 0 && recovered > 0)
         slog_info("log: %s: recovered after an unclean shutdown in %" PRId64 " ms: %zu segment(s), %" PRId64
                   " batch(es) checked from the recovery point %" PRId64 ", offsets %" PRId64 "..%" PRId64,
                   l->dir, took_ms, l->nsegs, recovered, oo.recovery_point, start, end);
+    else if (!clean && ls.nlogs > 0)
+        slog_debug("log: %s: nothing to recover after an unclean shutdown (%zu segment(s), empty from the "
+                   "recovery point %" PRId64 "), offsets %" PRId64 "..%" PRId64,
+                   l->dir, l->nsegs, oo.recovery_point, start, end);
     else
         slog_debug("log: opened %s after a clean shutdown in %" PRId64 " ms: %zu segment(s), offsets %" PRId64
                    "..%" PRId64 ", %" PRId64 " bytes",

@@ -55,8 +55,10 @@
  * index files (a few header reads per segment). After an unclean one the
  * segments before the one holding the recovery point are opened the same
  * way, and from that segment on every batch's length and CRC is checked
- * and the indexes rebuilt; the log is cut at the first torn or corrupt
- * batch and later segments are deleted.
+ * and the indexes rebuilt (entries the files already hold as the rebuild
+ * would store them are kept, not rewritten: an idle segment's files stay
+ * untouched, log/segment.h SEGMENT_LOAD_RECOVER); the log is cut at the
+ * first torn or corrupt batch and later segments are deleted.
  *
  * Threads: plog_append may be called from several threads (it takes the
  * log's append lock: offsets are assigned and the write issued under it).

@@ -130,13 +130,19 @@ static int open_files(const char *dir, int64_t base, const struct segment_opts *
     s->tidx.base_offset = base;
     reset_state(s);
 
-    /* Opened now (the load reads it next; a create must exist on disk):
-     * the cache adopts the fd and may close it later. */
-    int fd = fdc_open(s->log_path, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0644);
-    if (fd < 0) {
-        slog_error("log: cannot %s segment %s: %s", create ? "create" : "open", s->log_path, strerror(errno));
-        segment_free(s);
-        return KERR_KAFKA_STORAGE_ERROR;
+    /* A create must exist on disk: opened now, the cache adopts the fd
+     * and may close it later. An existing file is opened when first
+     * used (segment_load opens it only when it is not empty: an idle
+     * partition's start costs no open, and no close when the cache sheds
+     * it). */
+    int fd = -1;
+    if (create) {
+        fd = fdc_open(s->log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            slog_error("log: cannot create segment %s: %s", s->log_path, strerror(errno));
+            segment_free(s);
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
     }
     s->lf = fdc_file_new_borrowed(s->log_path, O_RDWR, fd);
     if (index_missing)
@@ -195,10 +201,64 @@ int segment_open(const char *dir, int64_t base_offset, const struct segment_opts
     return rc;
 }
 
-void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t position)
+/* Whether the time index's next entry would be (timestamp, offset) under
+ * tidx_maybe_append's rule: true when that entry is due and the file
+ * holds it at slot n (*due tells which), or when none is due. */
+static bool tidx_next_matches(const struct time_index *x, int64_t timestamp, int64_t offset, bool *due)
+{
+    *due = x->f.n == 0 || timestamp > tidx_last(x).timestamp;
+    if (!*due)
+        return true;
+    if (idxf_full(&x->f))
+        return false;
+    struct timestamp_offset e = tidx_entry(x, x->f.n);
+    return e.timestamp == timestamp && e.offset == offset;
+}
+
+/* Kept entries (load_pinned): the entries due at this batch are those
+ * the files hold at their next slots; takes them (n += 1). False, with
+ * nothing taken, when they differ or the files end. */
+static bool take_kept_entries(struct segment *s, int64_t last, int64_t position)
+{
+    if (idxf_full(&s->oidx.f))
+        return false;
+    struct offset_position o = oidx_entry(&s->oidx, s->oidx.f.n);
+    bool tdue;
+    if (o.offset != last || o.position != position ||
+        !tidx_next_matches(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp, &tdue))
+        return false;
+    s->oidx.f.n++;
+    if (tdue)
+        s->tidx.f.n++;
+    return true;
+}
+
+/* The final time-index entry a seal stores (segment_seal: a clean close
+ * or a roll) for the batches noted so far: takes it (n += 1) when the
+ * file holds it at its next slot. */
+static bool take_seal_entry(struct segment *s)
+{
+    bool due = false;
+    if (s->max_timestamp == RB_NO_TIMESTAMP ||
+        !tidx_next_matches(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp, &due) || !due)
+        return false;
+    s->tidx.f.n++;
+    return true;
+}
+
+/* segment_note_batch; with keep, the index entries due are compared with
+ * those the files hold instead of stored (take_kept_entries), and false
+ * when they differ: the batch is then not noted yet (a second call, once
+ * the files have room, notes it; the timestamps set already are set
+ * again alike). */
+static bool note_batch(struct segment *s, const struct rb_header *h, int64_t position, bool keep)
 {
     int64_t size = rb_batch_size(h);
     int64_t last = rb_last_offset(h);
+    /* A clean close before this batch stored its seal's entry here (the
+     * segment was appended to after the next open). */
+    if (keep && position > 0)
+        (void)take_seal_entry(s);
     if (position == 0)
         s->first_batch_timestamp = h->max_timestamp;
     if (h->max_timestamp > s->max_timestamp) {
@@ -206,14 +266,25 @@ void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t po
         s->offset_of_max_timestamp = last;
     }
     if (s->bytes_since_last_index_entry > s->index_interval_bytes) {
-        if (!idxf_full(&s->oidx.f))
-            oidx_append(&s->oidx, last, position);
-        tidx_maybe_append(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp);
+        if (keep) {
+            if (!take_kept_entries(s, last, position))
+                return false;
+        } else {
+            if (!idxf_full(&s->oidx.f))
+                oidx_append(&s->oidx, last, position);
+            tidx_maybe_append(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp);
+        }
         s->bytes_since_last_index_entry = 0;
     }
     s->bytes_since_last_index_entry += size;
     s->size = position + size;
     s->next_offset = last + 1;
+    return true;
+}
+
+void segment_note_batch(struct segment *s, const struct rb_header *h, int64_t position)
+{
+    (void)note_batch(s, h, position, false);
 }
 
 size_t segment_index_room(const struct segment *s)
@@ -401,32 +472,55 @@ static const char *trust_indexes(struct segment *s, int fd, int64_t file_size, i
     return state_from_indexes(s, fd, file_size, next_segment_base, batches);
 }
 
-static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
-                       struct segment_load_result *res, const struct segment_visitor *v);
+static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segment_load_mode mode,
+                       int64_t next_segment_base, bool active, struct segment_load_result *res,
+                       const struct segment_visitor *v);
 
 int segment_load(struct segment *s, enum segment_load_mode mode, int64_t next_segment_base, bool active,
                  struct segment_load_result *res, const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
+    /* The size by name: an empty file (an idle partition's) is loaded
+     * without an fd, nothing in it to read (load_pinned reads nothing
+     * at file_size 0). Nobody else writes the file during a load. */
+    struct stat st;
+    if (stat(s->log_path, &st) != 0) {
+        slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    if (st.st_size == 0)
+        return load_pinned(s, -1, 0, mode, next_segment_base, active, res, v);
     int ferr;
     struct sfile *f = segment_file(s, &ferr);
     if (!f)
         return KERR_KAFKA_STORAGE_ERROR;
-    int rc = load_pinned(s, f->fd, mode, next_segment_base, active, res, v);
+    int rc = load_pinned(s, f->fd, st.st_size, mode, next_segment_base, active, res, v);
     sfile_unref(f);
     return rc;
 }
 
-static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, int64_t next_segment_base, bool active,
-                       struct segment_load_result *res, const struct segment_visitor *v)
+/* After a scan that kept every entry due (load_pinned): whether the
+ * index files hold exactly those entries, nothing after them, plus the
+ * final time-index entry a seal stores (segment_seal), which a sealed
+ * segment must have and an active one may (a clean close stored it).
+ * Takes that entry (n += 1) when the file has it. */
+static bool kept_exactly(struct segment *s, bool active)
+{
+    if (!take_seal_entry(s) && !active && s->max_timestamp != RB_NO_TIMESTAMP) {
+        bool due;
+        (void)tidx_next_matches(&s->tidx, s->max_timestamp, s->offset_of_max_timestamp, &due);
+        if (due)
+            return false; /* the file lacks it: segment_seal stores it */
+    }
+    return s->oidx.f.map_len == s->oidx.f.n * OIDX_ENTRY_SIZE && s->tidx.f.map_len == s->tidx.f.n * TIDX_ENTRY_SIZE;
+}
+
+/* fd: the log file's, -1 when file_size is 0 (nothing is read then). */
+static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segment_load_mode mode,
+                       int64_t next_segment_base, bool active, struct segment_load_result *res,
+                       const struct segment_visitor *v)
 {
     memset(res, 0, sizeof *res);
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        slog_error("log: cannot stat %s: %s", s->log_path, strerror(errno));
-        return KERR_KAFKA_STORAGE_ERROR;
-    }
-    int64_t file_size = st.st_size;
 
     if (mode == SEGMENT_LOAD_TRUST) {
         const char *why = trust_indexes(s, fd, file_size, next_segment_base, &res->batches);
@@ -438,12 +532,25 @@ static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, i
     }
     bool check_crc = mode == SEGMENT_LOAD_RECOVER;
     reset_state(s);
-    res->rebuilt = true;
-    /* Room for the entries the scan will add; trimmed below if closed. */
-    int e = segment_unseal(s);
-    if (e) {
-        slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
-        return KERR_KAFKA_STORAGE_ERROR;
+    /* RECOVER compares before it writes: the entries the scan finds due
+     * are taken from the index files for as long as the files hold them
+     * (keep), and only from the first that differs are they stored, in
+     * files resized for the rest. Kafka's LogSegment.recover resets both
+     * indexes and stores every entry again; the result is the same
+     * entries, but a segment whose files already agree with its batches
+     * (an empty one; an idle one closed cleanly, then crashed) is left
+     * untouched, with no resize now and no trim or sync at its close.
+     * REBUILD (TRUST found the files wrong) stores from the start. */
+    bool keep = check_crc;
+    int e;
+    if (!keep) {
+        res->rebuilt = true;
+        /* Room for the entries the scan will add; trimmed below if closed. */
+        e = segment_unseal(s);
+        if (e) {
+            slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
+            return KERR_KAFKA_STORAGE_ERROR;
+        }
     }
 
     struct bcursor c;
@@ -485,7 +592,18 @@ static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, i
                 break;
             }
         }
-        segment_note_batch(s, &h, c.pos);
+        if (!note_batch(s, &h, c.pos, keep)) {
+            /* The files end or differ here: stored from this entry on. */
+            keep = false;
+            res->rebuilt = true;
+            e = segment_unseal(s);
+            if (e) {
+                slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
+                bcur_free(&c);
+                return KERR_KAFKA_STORAGE_ERROR;
+            }
+            (void)note_batch(s, &h, c.pos, false);
+        }
         if (v && v->batch)
             v->batch(v->ctx, &h);
         prev_last = rb_last_offset(&h);
@@ -508,6 +626,24 @@ static int load_pinned(struct segment *s, int fd, enum segment_load_mode mode, i
         }
     }
 
+    if (keep && kept_exactly(s, active)) {
+        if (!active) {
+            /* The files agree with the batches, but a crash came after
+             * them: they may be in the page cache only, like the batches
+             * past the recovery point. The flush that recovery asks for
+             * syncs them. */
+            s->oidx.f.dirty = true;
+            s->tidx.f.dirty = true;
+            return 0;
+        }
+        /* An active segment's files hold exactly their entries only as
+         * created (empty) or as a clean close trimmed and synced them,
+         * untouched since (unseal_pending): durable, owed nothing. */
+        s->unseal_pending = true;
+        return 0;
+    }
+    goto size;
+
 sized:
     if (active && !res->rebuilt) {
         /* Trusted as the clean close left it: sized for appends by the
@@ -515,6 +651,7 @@ sized:
         s->unseal_pending = true;
         return 0;
     }
+size:
     e = active ? segment_unseal(s) : segment_seal(s);
     if (e) {
         slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
@@ -635,7 +772,7 @@ static int truncate_pinned(struct segment *s, int fd, int64_t offset)
     const char *why = state_from_indexes(s, fd, cut, INT64_MAX, &batches);
     if (why) {
         struct segment_load_result r;
-        return load_pinned(s, fd, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
+        return load_pinned(s, fd, cut, SEGMENT_LOAD_REBUILD, INT64_MAX, true, &r, NULL);
     }
     return 0;
 }

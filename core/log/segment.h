@@ -114,8 +114,10 @@ int segment_create(const char *dir, int64_t base_offset, const struct segment_op
                    bool sync_dir, struct segment **out);
 
 /* Opens an existing segment (files named with file_suffix); its state is
- * empty until segment_load. Missing index files are created empty (the
- * load rebuilds them). 0 or KERR_KAFKA_STORAGE_ERROR (logged). */
+ * empty until segment_load. The .log file is opened when first used
+ * (segment_load opens it only when it is not empty). Missing index files
+ * are created empty (the load rebuilds them). 0 or
+ * KERR_KAFKA_STORAGE_ERROR (logged). */
 int segment_open(const char *dir, int64_t base_offset, const struct segment_opts *o, const char *file_suffix,
                  struct segment **out);
 
@@ -128,7 +130,10 @@ enum segment_load_mode {
     SEGMENT_LOAD_TRUST,
     /* Rebuild both indexes from the batch headers. */
     SEGMENT_LOAD_REBUILD,
-    /* Unflushed data after a crash: rebuild and check every batch's CRC. */
+    /* Unflushed data after a crash: rebuild and check every batch's CRC.
+     * Entries the index files hold already as a rebuild would store them
+     * are kept, not stored again: files that agree with the batches
+     * throughout are left untouched (not resized, owing no sync). */
     SEGMENT_LOAD_RECOVER,
 };
 
@@ -137,7 +142,7 @@ struct segment_load_result {
     int64_t truncated_at;    /* file position of the first bad batch */
     const char *reason;      /* static text, when truncated_bytes > 0 */
     int batches;             /* batches read (all of them unless TRUST held) */
-    bool rebuilt;            /* the indexes were rebuilt */
+    bool rebuilt;            /* index entries were stored again (REBUILD; RECOVER from the first entry the files did not hold) */
     const char *rebuild_reason; /* why TRUST fell back, static text */
 };
 

@@ -839,6 +839,165 @@ static void test_torn_earlier_segment(void **state)
     expect_free(&e);
 }
 
+static char *index_path(const char *dir, int64_t base, const char *ext)
+{
+    char *p = malloc(PATH_MAX);
+    snprintf(p, PATH_MAX, "%s/%020" PRId64 "%s", dir, base, ext);
+    return p;
+}
+
+/* What the close of l's active segment owes after the open: nothing
+ * (no resize now, no trim or fdatasync at the close), or not. */
+static bool owes_nothing(const struct plog *l)
+{
+    const struct segment *s = l->segs[l->nsegs - 1];
+    return s->unseal_pending && !s->oidx.f.dirty && !s->tidx.f.dirty;
+}
+
+/* Both index files of segment 0 hold exactly want_o and want_t. */
+static void check_index_files(const char *dir, const uint8_t *want_o, size_t on, const uint8_t *want_t, size_t tn)
+{
+    const char *exts[] = {INDEX_SUFFIX, TIMEINDEX_SUFFIX};
+    const uint8_t *want[] = {want_o, want_t};
+    size_t n[] = {on, tn};
+    for (int i = 0; i < 2; i++) {
+        char *p = index_path(dir, 0, exts[i]);
+        uint8_t *got = NULL;
+        size_t len = slurp(p, &got);
+        assert_int_equal(len, n[i]);
+        if (len)
+            assert_memory_equal(got, want[i], len);
+        free(got);
+        free(p);
+    }
+}
+
+/* Recovery after a crash (an open without the clean-shutdown marker)
+ * checks every batch's CRC from the recovery point but keeps index files
+ * that already agree with the log: an empty log's, an idle one's closed
+ * cleanly and not appended to since. Their close then owes nothing (as
+ * after a clean open). Files that do not agree are made to: a torn tail
+ * is cut and its entries go, the others stay. */
+static void test_unclean_open_keeps_agreeing_indexes(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = cfg_with(PLOG_DEFAULT_SEGMENT_BYTES, 50);
+    struct plog_open_opts clean = PLOG_OPEN_OPTS_INIT;
+    clean.clean_shutdown = true;
+
+    /* A new log, empty, crashed. */
+    struct plog *l = open_log(f->dir, &c);
+    assert_true(owes_nothing(l));
+    plog_close(l, false);
+    l = open_log(f->dir, &c);
+    assert_true(owes_nothing(l));
+    assert_int_equal(plog_close(l, true), 0);
+    check_index_files(f->dir, NULL, 0, NULL, 0);
+
+    /* Batches with rising timestamps, a clean close and open, then a
+     * crash before any append; first one batch (no offset-index entry,
+     * the time index only the close's final entry), then six (the time
+     * index keeps that entry, as after a clean open, and has one more
+     * per batch but the first). */
+    struct expect e = {0};
+    size_t want_on[] = {0, 5 * OIDX_ENTRY_SIZE}, want_tn[] = {TIDX_ENTRY_SIZE, 6 * TIDX_ENTRY_SIZE};
+    char *po = index_path(f->dir, 0, INDEX_SUFFIX), *pt = index_path(f->dir, 0, TIMEINDEX_SUFFIX);
+    uint8_t *o0 = NULL, *t0 = NULL;
+    for (int round = 0; round < 2; round++) {
+        l = open_log(f->dir, &c);
+        for (int k = e.n; k < (round ? 6 : 1); k++) {
+            int64_t ts[8];
+            for (int i = 0; i < 8; i++)
+                ts[i] = 10000 + 100 * k + i;
+            append_one(l, &e, 2 + k, ts, 30);
+        }
+        assert_false(owes_nothing(l));
+        assert_int_equal(plog_close(l, true), 0);
+        size_t on0 = slurp(po, &o0), tn0 = slurp(pt, &t0);
+        assert_int_equal(on0, want_on[round]);
+        assert_int_equal(tn0, want_tn[round]);
+        l = NULL;
+        assert_int_equal(plog_open_ex(f->dir, NULL, &c, &clean, &l), 0);
+        assert_true(owes_nothing(l));
+        plog_close(l, false);
+        l = open_log(f->dir, &c);
+        assert_true(owes_nothing(l));
+        check_all(l, &e);
+        int64_t off, ts;
+        assert_int_equal(plog_offset_for_timestamp(l, 10000 + 100 * (e.n - 1) + 1, &off, &ts), 0);
+        assert_int_equal(ts, 10000 + 100 * (e.n - 1) + 1);
+        assert_int_equal(off, e.base[e.n - 1] + 1);
+        assert_int_equal(plog_close(l, true), 0);
+        check_index_files(f->dir, o0, on0, t0, tn0);
+        if (round == 0) {
+            free(o0);
+            free(t0);
+        }
+    }
+
+    /* The same files, but the log lost half its last batch: the batch
+     * and its entries go (the last of each), the others stay. */
+    char *p = seg_path(f->dir, 0);
+    int64_t len = file_size(p);
+    size_t last_start = (size_t)len - e.size[5];
+    assert_int_equal(truncate(p, (off_t)(last_start + e.size[5] / 2)), 0);
+    enum slog_level lvl = slog_get_level();
+    slog_set_level(SLOG_ERROR); /* the recovery's WARN */
+    l = open_log(f->dir, &c);
+    slog_set_level(lvl);
+    assert_false(owes_nothing(l)); /* the files are cut at the close */
+    assert_int_equal(plog_log_end_offset(l), e.base[5]);
+    assert_int_equal(file_size(p), (int64_t)last_start);
+    e.n = 5;
+    free(e.bytes[5]);
+    check_all(l, &e);
+    assert_int_equal(plog_close(l, true), 0);
+    check_index_files(f->dir, o0, 4 * OIDX_ENTRY_SIZE, t0, 5 * TIDX_ENTRY_SIZE);
+
+    /* Appended to after a clean open (the files sized for appends), then
+     * a crash that tore the last batch: its entries go, the new batch
+     * before it keeps its entries (one of each). */
+    l = NULL;
+    assert_int_equal(plog_open_ex(f->dir, NULL, &c, &clean, &l), 0);
+    int64_t ts[8];
+    for (int i = 0; i < 8; i++)
+        ts[i] = 20000 + i;
+    append_one(l, &e, 8, ts, 30);
+    ts[0] = 30000;
+    append_one(l, &e, 1, ts, 30);
+    plog_close(l, false);
+    len = file_size(p);
+    assert_int_equal(truncate(p, len - 1), 0);
+    slog_set_level(SLOG_ERROR);
+    l = open_log(f->dir, &c);
+    slog_set_level(lvl);
+    assert_int_equal(plog_log_end_offset(l), e.base[6]);
+    e.n = 6;
+    free(e.bytes[6]);
+    check_all(l, &e);
+    int64_t off, ts_found;
+    assert_int_equal(plog_offset_for_timestamp(l, 20003, &off, &ts_found), 0);
+    assert_int_equal(off, e.base[5] + 3);
+    assert_int_equal(plog_offset_for_timestamp(l, 20008, &off, &ts_found), 0);
+    assert_int_equal(off, -1); /* past the log: the torn 30000 is gone */
+    assert_int_equal(plog_close(l, true), 0);
+    uint8_t o[5 * OIDX_ENTRY_SIZE], t[6 * TIDX_ENTRY_SIZE];
+    memcpy(o, o0, 4 * OIDX_ENTRY_SIZE);
+    be32_write(o + 4 * OIDX_ENTRY_SIZE, (uint32_t)e.last[5]);
+    be32_write(o + 4 * OIDX_ENTRY_SIZE + 4, (uint32_t)last_start);
+    memcpy(t, t0, 5 * TIDX_ENTRY_SIZE);
+    be64_write(t + 5 * TIDX_ENTRY_SIZE, 20007);
+    be32_write(t + 5 * TIDX_ENTRY_SIZE + 8, (uint32_t)e.last[5]);
+    check_index_files(f->dir, o, sizeof o, t, sizeof t);
+
+    free(o0);
+    free(t0);
+    free(p);
+    free(po);
+    free(pt);
+    expect_free(&e);
+}
+
 /* Identity "compression": the log never decompresses, it only needs the
  * codec bits set. */
 static int fake_codec(void *ctx, int codec, const uint8_t *in, size_t in_len, struct buf *out)
@@ -2101,6 +2260,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_torn_tail_truncate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_earlier_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unclean_open_keeps_agreeing_indexes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timestamps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timestamps_across_segments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent, setup, teardown),

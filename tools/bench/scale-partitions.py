@@ -13,7 +13,16 @@ client-connection figures of tools/bench/connections.py
 
     tools/bench/scale-partitions.py [--samsa ./samsa] [--partitions N]
         [--per-topic 100] [--nofile 1024] [--idle-seconds 60]
-        [--connections 10000] [--keep]
+        [--connections 10000] [--keep] [--no-crash] [--reuse WORKDIR]
+        [--port P]
+
+After the second clean shutdown comes a crash phase (--no-crash skips it):
+a clean start to all serving, kill -9, a start to all serving again
+(every log recovered from its recovery point), the log manager's "log(s)
+opened in" line of that start, and the clean shutdown after it.
+--reuse WORKDIR (a directory --keep left, with its partitions) skips the
+creation and its figures: clean start to all serving, the crash phase
+and the shutdown, to compare binaries on the same data.
 
 --nofile sets samsa's soft RLIMIT_NOFILE (`ulimit -Sn`), as a default
 Debian shell does (1 024 soft, the hard limit above it); samsa raises its
@@ -49,9 +58,9 @@ def rss_parts(pid):
 
 
 class Node:
-    def __init__(self, samsa, nofile, data, hard_nofile=0):
+    def __init__(self, samsa, nofile, data, hard_nofile=0, port=0):
         self.samsa, self.nofile, self.data, self.hard_nofile = samsa, nofile, data, hard_nofile
-        self.port, self.cport = free_port(), free_port()
+        self.port, self.cport = (port, port + 1) if port else (free_port(), free_port())
         self.proc = None
         self.log = open(os.path.join(os.path.dirname(data), "samsa.log"), "ab")
 
@@ -69,6 +78,42 @@ class Node:
         self.proc.send_signal(signal.SIGTERM)
         rc = self.proc.wait(timeout=3600)
         return time.monotonic() - t0, rc
+
+
+def opened_lines(node, since):
+    """The log manager's "log(s) opened in" lines in the node's log from
+    byte since on: one per run of its open pool, which can go idle (and
+    report) before the metadata replay has handed it every log."""
+    node.log.flush()
+    lines = []
+    with open(node.log.name, "rb") as f:
+        f.seek(since)
+        for ln in f:
+            if b"log(s) opened in" in ln:
+                lines.append(ln.decode(errors="replace").strip().split("log manager: ", 1)[-1])
+    total = sum(int(ln.split()[0]) for ln in lines)
+    big = max(lines, key=lambda ln: int(ln.split()[0])) if lines else "none"
+    return "%d log(s) in %d report(s); the largest: %s" % (total, len(lines), big)
+
+
+def crash_phase(node, topics, per_topic, row):
+    """From a stopped node: clean start to all serving, kill -9, start to
+    all serving again (recovery), then the clean shutdown after it."""
+    t0 = time.monotonic()
+    node.start()
+    all_serving(node, topics, per_topic)
+    row("clean start to all serving", "%.1f s" % (time.monotonic() - t0))
+    node.proc.kill()
+    node.proc.wait()
+    node.log.flush()
+    since = os.path.getsize(node.log.name)
+    t0 = time.monotonic()
+    node.start()
+    all_serving(node, topics, per_topic)
+    row("after kill -9: start to all serving", "%.1f s" % (time.monotonic() - t0))
+    row("  its log manager", opened_lines(node, since))
+    stop_s, rc = node.stop()
+    row("clean shutdown after the crash recovery", "%.1f s (exit %d)" % (stop_s, rc))
 
 
 IMAGE_BYTES_PER_PARTITION = 201  # README, "Metadata quorum": 19.1 MB for 100 000 partitions
@@ -175,28 +220,9 @@ def metadata_all(node, topics, per_topic):
     return secs, n, lat
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--samsa", default="./samsa")
-    ap.add_argument("--partitions", type=int, default=int(os.environ.get("BENCH_PARTITIONS", "100000")))
-    ap.add_argument("--per-topic", type=int, default=100)
-    ap.add_argument("--batch-topics", type=int, default=10)
-    ap.add_argument("--nofile", type=int, default=1024)
-    ap.add_argument("--hard-nofile", type=int, default=0)
-    ap.add_argument("--idle-seconds", type=float, default=float(os.environ.get("BENCH_IDLE_SECONDS", "60")))
-    ap.add_argument("--sample", type=int, default=100)
-    ap.add_argument("--connections", type=int, default=int(os.environ.get("BENCH_CONNECTIONS", "10000")))
-    ap.add_argument("--keep", action="store_true")
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="samsa-scale.")
-    data = os.path.join(work, "data")
-    node = Node(os.path.abspath(a.samsa), a.nofile, data, a.hard_nofile)
-    rows = []
-
-    def row(name, value):
-        rows.append((name, value))
-        print("  %-52s %s" % (name, value), flush=True)
-
+def run_full(a, node, work, row):
+    """Creation, its figures, restart; the crash phase unless --no-crash.
+    Returns the number of partitions."""
     try:
         node.start()
         time.sleep(1)
@@ -227,7 +253,7 @@ def main():
                       flush=True)
         c.close()
         create_req_s = time.monotonic() - t0
-        serve_s = all_serving(node, topics, a.per_topic)
+        all_serving(node, topics, a.per_topic)
         create_s = time.monotonic() - t0
         row("CreateTopics, %d partitions per request" % (a.batch_topics * a.per_topic),
             "%.1f s (first request %.2f s, last %.2f s)" % (create_req_s, batch_s[0], batch_s[-1]))
@@ -273,6 +299,8 @@ def main():
             "%.2f KiB (%.2f KiB)" % ((rss2 - rss0) / n, (rss2 - rss0) / n - img))
         stop2_s, rc2 = node.stop()
         row("second clean shutdown", "%.1f s (exit %d)" % (stop2_s, rc2))
+        if not a.no_crash:
+            crash_phase(node, topics, a.per_topic, row)
     finally:
         if node.proc and node.proc.poll() is None:
             node.proc.kill()
@@ -281,6 +309,49 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print("kept", work)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samsa", default="./samsa")
+    ap.add_argument("--partitions", type=int, default=int(os.environ.get("BENCH_PARTITIONS", "100000")))
+    ap.add_argument("--per-topic", type=int, default=100)
+    ap.add_argument("--batch-topics", type=int, default=10)
+    ap.add_argument("--nofile", type=int, default=1024)
+    ap.add_argument("--hard-nofile", type=int, default=0)
+    ap.add_argument("--idle-seconds", type=float, default=float(os.environ.get("BENCH_IDLE_SECONDS", "60")))
+    ap.add_argument("--sample", type=int, default=100)
+    ap.add_argument("--connections", type=int, default=int(os.environ.get("BENCH_CONNECTIONS", "10000")))
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--no-crash", action="store_true")
+    ap.add_argument("--reuse", metavar="WORKDIR")
+    ap.add_argument("--port", type=int, default=0, help="the node's port (the controller's is the next); default: free ones")
+    a = ap.parse_args()
+    work = a.reuse or tempfile.mkdtemp(prefix="samsa-scale.")
+    data = os.path.join(work, "data")
+    node = Node(os.path.abspath(a.samsa), a.nofile, data, a.hard_nofile, a.port)
+    rows = []
+
+    def row(name, value):
+        rows.append((name, value))
+        print("  %-52s %s" % (name, value), flush=True)
+
+    if a.reuse:
+        ntopics = a.partitions // a.per_topic
+        n = ntopics * a.per_topic
+        topics = ["scale-%05d" % i for i in range(ntopics)]
+        print("reusing %s: %d partitions, %s, ulimit -Sn %d" % (work, n, a.samsa, a.nofile), flush=True)
+        try:
+            crash_phase(node, topics, a.per_topic, row)
+        finally:
+            if node.proc and node.proc.poll() is None:
+                node.proc.kill()
+                node.proc.wait()
+        a.connections = 0
+        a.keep = True
+    else:
+        n = run_full(a, node, work, row)
     if a.connections > 0:
         cf = connections.run(a.samsa, a.connections, quiet=True)
         row("connections: %d idle, accepted" % cf["connections"], "%.0f/s" % cf["accept_per_s"])
