@@ -39,7 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run_ns() { cat "/proc/$SPID/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+run_ns() { cat "/proc/$SPID/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
 
 # one LABEL BIN ROUND: prints "LABEL ns" (0 when the run failed)
 one() {
