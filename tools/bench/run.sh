@@ -13,8 +13,9 @@
 #   (f) as (e) with a transactional producer committing every 100 records
 #   (g) as (f) with transactions of 10 000 records: (f) and (g) are shown
 #       as throughput ratios to (e)
-#   (w) as (a) on reused memory: right before it the bench writes and
-#       unlinks a scratch file of (a)'s size, so the page cache grows into
+#   (w) as (a) with 3 x BENCH_RECORDS (a phase of ~0.1 s measures
+#       noise) on reused memory: right before it the bench writes and
+#       unlinks a scratch file of that size, so the page cache grows into
 #       pages just freed, as a broker whose page cache is full gets them
 #       from reclaim; (a) grows it into guest memory the host backs lazily
 #       (with free page reporting, a host fault per page). Server CPU of
@@ -64,6 +65,7 @@ PARTITIONS=${BENCH_PARTITIONS:-1}
 ACKS=${BENCH_ACKS:-1}
 PRODUCE_ARGS=${BENCH_PRODUCE_ARGS:-}
 TXN_RECORDS=${BENCH_TXN_RECORDS:-$RECORDS}
+W_RECORDS=$((RECORDS * 3))
 E2E_RECORDS=${BENCH_E2E_RECORDS:-100000}
 E2E_RATE=${BENCH_E2E_RATE:-10000}
 E2E_TXN=${BENCH_E2E_TXN:-100}
@@ -276,10 +278,10 @@ for r in $(seq "$RUNS"); do
     la=$(log_bytes "bench-100b-$r")
     [ "$la" -gt 0 ] && floor "a$r" copy "$la" "$TMP/floor-a$r.dat"
     redis_phase "a$r"
-    [ "$la" -gt 0 ] && recycle_pages "$la"
+    [ "$la" -gt 0 ] && recycle_pages $((la * 3))
     W0=$(server_ns)
     # shellcheck disable=SC2086
-    phase "w$r" produce -b "$BROKER" -t "bench-100b-reused-$r" -p "$PARTITIONS" -n "$RECORDS" -s 100 \
+    phase "w$r" produce -b "$BROKER" -t "bench-100b-reused-$r" -p "$PARTITIONS" -n "$W_RECORDS" -s 100 \
         -a "$ACKS" $PRODUCE_ARGS || break
     eval "W_${r}_cpu=$(calc %.4f "($(server_ns) - $W0) / 1e9")"
     echo "  (w) on reused memory: server CPU $(v "W_${r}_cpu") s (schedstat)"
@@ -460,7 +462,7 @@ spread() {   # label letter payload_bytes
         printf '  %-20s %s M/s (on new guest memory, CPU in ticks)\n' "samsa (a)" "$(calc %.2f "$SAMSA_RPS / 1e6")"
     fi
     if [ -n "$WM_cpu" ]; then
-        SAMSA_RPS=$(calc %.0f "$RECORDS / ($WM_cpu > 0 ? $WM_cpu : 0.001)")
+        SAMSA_RPS=$(calc %.0f "$W_RECORDS / ($WM_cpu > 0 ? $WM_cpu : 0.001)")
         printf '  %-20s %s M/s (issue goal: 10 M/s; on reused memory, CPU from schedstat, %s s per run)\n' \
             "samsa (w)" "$(calc %.2f "$SAMSA_RPS / 1e6")" "$WM_range"
     fi
