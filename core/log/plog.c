@@ -79,6 +79,27 @@ static void raise_to(_Atomic int64_t *a, int64_t v)
         ;
 }
 
+/* plog_recovery_point_changes / plog_high_watermark_changes: counted
+ * (release) after the value is stored, and the log manager reads the
+ * count (acquire) before the values: it sees the new value, or a count
+ * that moved again at its next interval. */
+static _Atomic uint64_t rp_changes, hw_changes;
+
+uint64_t plog_recovery_point_changes(void) { return atomic_load(&rp_changes); }
+uint64_t plog_high_watermark_changes(void) { return atomic_load(&hw_changes); }
+
+static void set_recovery_point(struct plog *l, int64_t v)
+{
+    if (atomic_exchange(&l->recovery_point, v) != v)
+        atomic_fetch_add_explicit(&rp_changes, 1, memory_order_release);
+}
+
+static void set_high_watermark(struct plog *l, int64_t v)
+{
+    if (atomic_exchange(&l->high_watermark, v) != v)
+        atomic_fetch_add_explicit(&hw_changes, 1, memory_order_release);
+}
+
 size_t plog_floor_index(const struct plog *l, int64_t offset)
 {
     size_t lo = 0, hi = l->nsegs;
@@ -161,15 +182,19 @@ struct segment_opts plog_segment_opts(struct plog *l)
  * whose flush.ms is finite (only they can become due by time; the other
  * reasons to flush queue the log themselves), and segments waiting in
  * some log's trash. Conservative: a count above 0 means "walk". */
-static atomic_long timed_flush_logs, trashed_segments;
+static atomic_long timed_flush_logs, trashed_segments, compacted_logs;
 
+/* Counts c's log (d = 1 in, -1 out) where it counts. */
 static void count_timed(const struct plog_config *c, long d)
 {
     if (c->flush_ms != INT64_MAX)
         atomic_fetch_add(&timed_flush_logs, d);
+    if (c->cleanup_compact)
+        atomic_fetch_add(&compacted_logs, d);
 }
 
 long plog_timed_flush_logs(void) { return atomic_load(&timed_flush_logs); }
+long plog_compacted_logs(void) { return atomic_load(&compacted_logs); }
 long plog_trashed_segments(void) { return atomic_load(&trashed_segments); }
 
 static void plog_free(struct plog *l)
@@ -778,9 +803,9 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_store(&l->size_bytes, size);
     atomic_store(&l->start_offset, start);
     atomic_store(&l->end_offset, end);
-    atomic_store(&l->recovery_point, rp);
+    set_recovery_point(l, rp);
     if (oo.high_watermark >= 0)
-        atomic_store(&l->high_watermark, oo.high_watermark < end ? oo.high_watermark : end);
+        set_high_watermark(l, oo.high_watermark < end ? oo.high_watermark : end);
     /* The listing's snapshots are still those on disk: nothing since
      * removed or added one. */
     rc = plog_producers_load_listed(l, ls.snaps, ls.nsnaps);
@@ -1696,7 +1721,7 @@ bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topi
     return true;
 }
 
-void plog_set_high_watermark(struct plog *l, int64_t hw) { atomic_store(&l->high_watermark, hw); }
+void plog_set_high_watermark(struct plog *l, int64_t hw) { set_high_watermark(l, hw); }
 
 int64_t plog_known_high_watermark(const struct plog *l) { return atomic_load(&l->high_watermark); }
 
@@ -1820,7 +1845,10 @@ int plog_flush(struct plog *l)
     } else if (rc) {
         plog_mark_failed(l);
     } else {
+        int64_t was = atomic_load(&l->recovery_point);
         raise_to(&l->recovery_point, target);
+        if (was < target)
+            atomic_fetch_add_explicit(&rp_changes, 1, memory_order_release);
         atomic_store(&l->last_flush_ms, clock_wall_ms());
         /* The sealed segments just synced never change again (but for a
          * truncation, which reopens): their indexes are durable. */
@@ -2115,11 +2143,11 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         atomic_store(&l->size_bytes, 0);
         atomic_store(&l->start_offset, offset);
         atomic_store_explicit(&l->end_offset, offset, memory_order_release);
-        atomic_store(&l->recovery_point, offset);
+        set_recovery_point(l, offset);
         atomic_store(&l->cleaner_offset, -1);
         int64_t hw = atomic_load(&l->high_watermark);
         if (hw >= 0)
-            atomic_store(&l->high_watermark, offset);
+            set_high_watermark(l, offset);
         slock_lock(&l->epoch_lock);
         l->nepochs = 0;
         epoch_changed_locked(l);
@@ -2204,10 +2232,10 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         atomic_store(&l->size_bytes, size);
         atomic_store_explicit(&l->end_offset, end, memory_order_release);
         if (atomic_load(&l->recovery_point) > end)
-            atomic_store(&l->recovery_point, end);
+            set_recovery_point(l, end);
         int64_t hw = atomic_load(&l->high_watermark);
         if (hw > end)
-            atomic_store(&l->high_watermark, end);
+            set_high_watermark(l, end);
         if (atomic_load(&l->cleaner_offset) > end)
             atomic_store(&l->cleaner_offset, end);
         slock_lock(&l->epoch_lock);

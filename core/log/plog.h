@@ -377,6 +377,13 @@ int64_t plog_high_watermark(const struct plog *l);
 /* The high watermark the owner set (or plog_open_opts gave), -1 when
  * none: what replication-offset-checkpoint records. */
 int64_t plog_known_high_watermark(const struct plog *l);
+/* Process-wide counts of changes to any log's recovery point and known
+ * high watermark (they only grow): the log manager writes those
+ * checkpoints, a walk over every log, only when its count moved since
+ * the last write, so idle partitions cost no periodic work. A change is
+ * counted after it is stored. */
+uint64_t plog_recovery_point_changes(void);
+uint64_t plog_high_watermark_changes(void);
 
 /* Kafka's ListOffsets by timestamp: the earliest offset (>= log start)
  * whose record timestamp is >= ts, and that record's timestamp. For a
@@ -437,6 +444,9 @@ int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
  * log would find nothing to do. */
 long plog_timed_flush_logs(void);
 long plog_trashed_segments(void);
+/* Over all logs of the process: how many have cleanup.policy compact.
+ * While 0 the cleaners' search for the filthiest log walks nothing. */
+long plog_compacted_logs(void);
 
 /* Truncates the log to end at offset: batches whose last offset is >=
  * offset go (whole batches), and so does everything after them. The

@@ -1185,6 +1185,84 @@ static char *read_text(const char *path)
  * after every log closed cleanly and the checkpoints, with the broker
  * epoch (KIP-966); read and removed before any log opens; its logs open
  * without recovery. */
+/* Which file path is, 0 when it is missing: a checkpoint is replaced by
+ * rename, so a rewrite gives another inode and change time (both, as an
+ * inode number may come back two rewrites later). */
+static uint64_t inode_of(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return 0;
+    return (uint64_t)st.st_ino * 1000003u + (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
+}
+
+/* Waits up to 2 s for the high-watermark checkpoint to hold hw for
+ * "topic-0"; its inode then, 0 when it never did. */
+static uint64_t await_hw_ckpt(const char *path, int64_t hw)
+{
+    for (int i = 0; i < 200; i++) {
+        struct ckpt_entry *e = NULL;
+        size_t n = 0;
+        if (ckpt_read(path, &e, &n) == 0) {
+            bool ok = n == 1 && e[0].offset == hw && e[0].partition == 0;
+            ckpt_free(e, n);
+            uint64_t ino = inode_of(path);
+            if (ok && ino == inode_of(path))
+                return ino;
+        }
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* The periodic recovery-point and high-watermark checkpoints are written
+ * only when something they hold changed (idle partitions cost no
+ * periodic work), and again as soon as something did. */
+static void test_logmgr_unchanged_checkpoints(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    char err[256];
+    assert_int_equal(config_set(cfg, "replica.high.watermark.checkpoint.interval.ms", "20", err, sizeof err), 0);
+    assert_int_equal(config_set(cfg, "log.flush.offset.checkpoint.interval.ms", "20", err, sizeof err), 0);
+    struct logmgr *m = logmgr_create(cfg);
+    logmgr_start(m);
+    struct plog_config c = cfg_with(1 << 20, 100);
+    c.retention_ms = -1;
+    struct plog *l;
+    assert_int_equal(logmgr_open(m, 0, "topic-0", NULL, &c, NULL, NULL, &l), 0);
+    append_n(l, 3, 0, 1000);
+    plog_set_high_watermark(l, 2);
+    char hp[512], rp[512];
+    snprintf(hp, sizeof hp, "%s/%s", f->root, CKPT_REPLICATION_FILE);
+    snprintf(rp, sizeof rp, "%s/%s", f->root, CKPT_RECOVERY_POINT_FILE);
+    uint64_t hw1 = await_hw_ckpt(hp, 2);
+    assert_true(hw1 != 0);
+    uint64_t rp1 = inode_of(rp);
+    assert_true(rp1 != 0);
+    /* Nothing moves for 15 intervals: neither file is replaced. */
+    usleep(300000);
+    assert_true(inode_of(hp) == hw1);
+    assert_true(inode_of(rp) == rp1);
+    /* The high watermark moves: written again within the bound. */
+    plog_set_high_watermark(l, 3);
+    uint64_t hw2 = await_hw_ckpt(hp, 3);
+    assert_true(hw2 != 0 && hw2 != hw1);
+    /* A flush moves the recovery point: that file is replaced too. */
+    assert_int_equal(plog_flush(l), 0);
+    assert_int_equal(plog_recovery_point(l), 3);
+    bool replaced = false;
+    for (int i = 0; i < 200 && !replaced; i++) {
+        usleep(10000);
+        replaced = inode_of(rp) != rp1 && inode_of(rp) != 0;
+    }
+    assert_true(replaced);
+    logmgr_stop(m);
+    logmgr_close(m, l, true);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
 static void test_logmgr_clean_marker(void **state)
 {
     struct fx *f = *state;
@@ -1846,6 +1924,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_truncate_and_epochs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_clean_marker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_unchanged_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test(test_cleaner_throttle),
         cmocka_unit_test_setup_teardown(test_cleaner_throttled_pass, setup, teardown),
