@@ -991,8 +991,9 @@ static bool write_all(struct logmgr *m, const struct snap *s, enum ckpt_kind k)
 }
 
 /* What the recovery-point (k CK_RP) or high-watermark checkpoint holds
- * can only have changed since a write that read `since` if this moved
- * (both counts only grow, so their sum moves when either does). */
+ * can have changed since a write only if this moved from what it was
+ * before that write (both counts only grow, so their sum moves when
+ * either does). */
 static uint64_t ckpt_changes(struct logmgr *m, enum ckpt_kind k)
 {
     return atomic_load(&m->shape_changes) +

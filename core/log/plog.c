@@ -72,11 +72,13 @@ static void push_segment(struct plog *l, struct segment *s)
 }
 
 /* Atomically raises *a to v (never lowers it). */
-static void raise_to(_Atomic int64_t *a, int64_t v)
+/* Raises *a to v; whether it moved. */
+static bool raise_to(_Atomic int64_t *a, int64_t v)
 {
     int64_t cur = atomic_load(a);
     while (cur < v && !atomic_compare_exchange_weak(a, &cur, v))
         ;
+    return cur < v;
 }
 
 /* plog_recovery_point_changes / plog_high_watermark_changes: counted
@@ -1845,9 +1847,7 @@ int plog_flush(struct plog *l)
     } else if (rc) {
         plog_mark_failed(l);
     } else {
-        int64_t was = atomic_load(&l->recovery_point);
-        raise_to(&l->recovery_point, target);
-        if (was < target)
+        if (raise_to(&l->recovery_point, target))
             atomic_fetch_add_explicit(&rp_changes, 1, memory_order_release);
         atomic_store(&l->last_flush_ms, clock_wall_ms());
         /* The sealed segments just synced never change again (but for a

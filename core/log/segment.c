@@ -515,6 +515,18 @@ static bool kept_exactly(struct segment *s, bool active)
     return s->oidx.f.map_len == s->oidx.f.n * OIDX_ENTRY_SIZE && s->tidx.f.map_len == s->tidx.f.n * TIDX_ENTRY_SIZE;
 }
 
+/* A loaded segment's index files sized for what comes next: room for
+ * appends (active) or cut to their entries (sealed). */
+static int size_indexes(struct segment *s, bool active)
+{
+    int e = active ? segment_unseal(s) : segment_seal(s);
+    if (e) {
+        slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
+        return KERR_KAFKA_STORAGE_ERROR;
+    }
+    return 0;
+}
+
 /* fd: the log file's, -1 when file_size is 0 (nothing is read then). */
 static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segment_load_mode mode,
                        int64_t next_segment_base, bool active, struct segment_load_result *res,
@@ -642,7 +654,7 @@ static int load_pinned(struct segment *s, int fd, int64_t file_size, enum segmen
         s->unseal_pending = true;
         return 0;
     }
-    goto size;
+    return size_indexes(s, active);
 
 sized:
     if (active && !res->rebuilt) {
@@ -651,13 +663,7 @@ sized:
         s->unseal_pending = true;
         return 0;
     }
-size:
-    e = active ? segment_unseal(s) : segment_seal(s);
-    if (e) {
-        slog_error("log: cannot resize the indexes of %s: %s", s->log_path, strerror(e));
-        return KERR_KAFKA_STORAGE_ERROR;
-    }
-    return 0;
+    return size_indexes(s, active);
 }
 
 int segment_write(struct segment *s, const void *data, size_t len, bool *cut_ok)

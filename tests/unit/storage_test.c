@@ -1201,12 +1201,14 @@ static uint64_t inode_of(const char *path)
 static uint64_t await_hw_ckpt(const char *path, int64_t hw)
 {
     for (int i = 0; i < 200; i++) {
+        /* The same file before and after the read: what was read is
+         * that file's. */
+        uint64_t ino = inode_of(path);
         struct ckpt_entry *e = NULL;
         size_t n = 0;
-        if (ckpt_read(path, &e, &n) == 0) {
+        if (ino != 0 && ckpt_read(path, &e, &n) == 0) {
             bool ok = n == 1 && e[0].offset == hw && e[0].partition == 0;
             ckpt_free(e, n);
-            uint64_t ino = inode_of(path);
             if (ok && ino == inode_of(path))
                 return ino;
         }
