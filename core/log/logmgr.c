@@ -129,8 +129,10 @@ struct logmgr {
 
     struct open_job *jhead, *jtail;
     int pool_running, pool_active;
-    /* the recovery pool's opens, for its one line when it is done */
+    /* the recovery pool's opens, for its one line when it is done; not
+     * before every batch of opens being queued was (logmgr_opens_hold) */
     long pool_opened, pool_clean, pool_failed;
+    int pool_holds;
     int64_t pool_t0_ms;
 };
 
@@ -615,6 +617,37 @@ int logmgr_sync_dir(struct logmgr *m, size_t dir)
     return sync_dir_of(m, dir, m->dirs[dir].path);
 }
 
+/* Under m->lock: the recovery pool's one line, once it has nothing left
+ * to open and nobody is still queueing a batch (a start-up's image sync
+ * queues its logs one by one: the pool must not report the first few it
+ * drained before the rest arrived). */
+static void report_opens_locked(struct logmgr *m)
+{
+    if (m->pool_running > 0 || m->jhead || m->pool_holds > 0 || m->pool_opened == 0)
+        return;
+    slog_info("log manager: %ld log(s) opened in %" PRId64 " ms: %ld on their log dir's clean-shutdown "
+              "marker, %ld checked from their recovery points, %ld failed",
+              m->pool_opened, clock_mono_ms() - m->pool_t0_ms, m->pool_clean,
+              m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed);
+    m->pool_opened = m->pool_clean = m->pool_failed = 0;
+}
+
+void logmgr_opens_hold(struct logmgr *m)
+{
+    pthread_mutex_lock(&m->lock);
+    if (m->pool_holds++ == 0 && !m->jhead && m->pool_running == 0)
+        m->pool_t0_ms = clock_mono_ms();
+    pthread_mutex_unlock(&m->lock);
+}
+
+void logmgr_opens_release(struct logmgr *m)
+{
+    pthread_mutex_lock(&m->lock);
+    m->pool_holds--;
+    report_opens_locked(m);
+    pthread_mutex_unlock(&m->lock);
+}
+
 static void *pool_main(void *arg)
 {
     struct logmgr *m = arg;
@@ -644,13 +677,8 @@ static void *pool_main(void *arg)
     }
     m->pool_running--;
     bool last = m->pool_running == 0;
-    if (last && m->pool_opened > 0) {
-        slog_info("log manager: %ld log(s) opened in %" PRId64 " ms: %ld on their log dir's clean-shutdown "
-                  "marker, %ld checked from their recovery points, %ld failed",
-                  m->pool_opened, clock_mono_ms() - m->pool_t0_ms, m->pool_clean,
-                  m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed);
-        m->pool_opened = m->pool_clean = m->pool_failed = 0;
-    }
+    if (last)
+        report_opens_locked(m);
     pthread_cond_broadcast(&m->idle_cond);
     pthread_mutex_unlock(&m->lock);
 #ifdef __GLIBC__
@@ -682,7 +710,7 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
     j->done = done;
     j->ctx = ctx;
     pthread_mutex_lock(&m->lock);
-    if (!m->jhead && m->pool_running == 0)
+    if (!m->jhead && m->pool_running == 0 && m->pool_holds == 0)
         m->pool_t0_ms = clock_mono_ms();
     if (m->jtail)
         m->jtail->next = j;

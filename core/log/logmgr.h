@@ -135,6 +135,13 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
                        const struct plog_config *cfg, logmgr_flushed_fn flushed, logmgr_opened_fn done,
                        void *ctx);
 
+/* Bracket a batch of logmgr_open_async calls: the pool's one line
+ * ("N log(s) opened in T ms") waits for the release, so that it counts
+ * the whole batch even when the pool drains the first opens before the
+ * last is queued. Holds nest. */
+void logmgr_opens_hold(struct logmgr *m);
+void logmgr_opens_release(struct logmgr *m);
+
 /* Waits until no open started with logmgr_open_async is pending, or
  * timeout_ms passed. Returns how many are still pending. start-up waits a
  * little so that a quick restart serves every partition from its first

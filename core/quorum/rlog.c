@@ -573,7 +573,19 @@ void rlog_close(struct rlog *l, bool clean)
         close(l->part_fd);
         unlink(part);
     }
-    plog_close(l->log, clean);
+    int rc = plog_close(l->log, clean);
+    if (clean && rc == 0) {
+        /* The metadata log is no log dir's (log/logmgr.h writes those
+         * markers): it vouches for itself with the per-log marker
+         * plog_open honours and removes, so a clean restart does not
+         * check every batch since the last snapshot again. */
+        char marker[4096];
+        snprintf(marker, sizeof marker, "%s/%s", l->dir, PLOG_CLEAN_SHUTDOWN_FILE);
+        int e = fs_write_atomic(marker, "", 0);
+        if (e)
+            slog_warn("metadata log %s: cannot write %s: %s; it will be recovered at the next start", l->dir,
+                      marker, strerror(e));
+    }
     buf_free(&l->tmp);
     free(l->dir);
     free(l);

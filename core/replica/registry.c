@@ -870,6 +870,11 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     bool first_sync = !r->scanned;
     if (!r->scanned)
         scan_dirs(r, img);
+    /* The first sync queues the logs found on disk for the recovery
+     * pool: its summary line counts them all. */
+    bool held = first_sync && r->async_open;
+    if (held)
+        logmgr_opens_hold(r->logs);
 
     /* Images follow each other for reasons that do not touch a topic
      * (broker registrations and heartbeats, features, configs of other
@@ -880,6 +885,8 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     for (int32_t i = 0; same && i < img->ntopics; i++)
         same = img->topics[i] == prev->topics[i];
     if (same) {
+        if (held)
+            logmgr_opens_release(r->logs);
         pthread_mutex_unlock(&r->sync_lock);
         return 0;
     }
@@ -1015,6 +1022,8 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
     mimage_release(r->synced);
     /* After an error every partition is looked at again next time. */
     r->synced = rc == 0 ? mimage_ref((struct mimage *)img) : NULL;
+    if (held)
+        logmgr_opens_release(r->logs);
     pthread_mutex_unlock(&r->sync_lock);
     return rc;
 }

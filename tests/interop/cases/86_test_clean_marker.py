@@ -10,6 +10,9 @@ LogManager writes it (issue 12: restart of many partitions):
 - after kill -9 there is no marker: every log is checked from its
   recovery point, none on a marker, and the records produced before
   read back exactly; the broker registers with previous epoch -1;
+- the metadata log, closed after the log dirs' markers are written,
+  vouches for itself with a marker in its own directory: a clean restart
+  does not recover it, a start after kill -9 does;
 - a marker samsa wrote before this change (the broker epoch alone,
   written before the logs closed) gives the epoch but vouches for no log.
 """
@@ -28,6 +31,8 @@ srv = None
 TOPIC = "cm"
 PARTS = 6
 MARKER = ".kafka_cleanshutdown"
+METADATA_LOG = "__cluster_metadata-0"
+METADATA_RECOVERED = r"log: \S*/" + METADATA_LOG + r": recovered after an unclean shutdown"
 produced = {}  # partition -> [(key, value)]
 
 
@@ -43,7 +48,16 @@ def marker_path():
 
 def partition_markers():
     return sorted(d for d in os.listdir(srv.data)
-                  if os.path.isdir(os.path.join(srv.data, d)) and os.path.exists(os.path.join(srv.data, d, MARKER)))
+                  if d != METADATA_LOG and os.path.isdir(os.path.join(srv.data, d))
+                  and os.path.exists(os.path.join(srv.data, d, MARKER)))
+
+
+def metadata_marker():
+    return os.path.exists(os.path.join(srv.data, METADATA_LOG, MARKER))
+
+
+def metadata_recovered(since):
+    return re.search(METADATA_RECOVERED, srv.log_text(since)) is not None
 
 
 def registered_epoch(since):
@@ -58,8 +72,7 @@ def previous_epoch_sent(since):
 
 def open_counts(since):
     """(logs, on the marker, checked from recovery points, failed),
-    summed over the log manager's lines for the start-up opens (one each
-    time its pool ran dry)."""
+    summed over the log manager's lines for the start-up opens."""
     srv.wait_log(r"log manager: \d+ log\(s\) opened", since, limit=30)
     total = [0, 0, 0, 0]
     rx = re.compile(r"(\d+) log\(s\) opened in \d+ ms: (\d+) on their log dir's clean-shutdown marker, "
@@ -106,14 +119,19 @@ def clean_restart_uses_the_dir_marker():
         content = json.load(f)
     eq(content, {"version": 0, "brokerEpoch": epoch, "logsClosed": True}, "the log dir's marker")
     eq(partition_markers(), [], "partition directories with a marker of their own")
+    check(metadata_marker(), "no marker in %s after a clean shutdown", METADATA_LOG)
     since = srv.log_size()
     srv.start()
     check(not os.path.exists(marker_path()), "the marker is still there after the start")
+    check(not metadata_marker(), "the metadata log's marker is still there after the start")
     eq(previous_epoch_sent(since), epoch, "BrokerRegistration's previous broker epoch")
     read_back("after a clean restart")
     logs, clean, checked, failed = open_counts(since)
     eq((clean, checked, failed), (logs, 0, 0), "opens after a clean shutdown (logs, on the marker, checked, failed)")
     check(logs >= PARTS, "only %d logs opened", logs)
+    check(not metadata_recovered(since), "the metadata log was recovered after a clean shutdown")
+    lines = len(re.findall(r"log manager: \d+ log\(s\) opened", srv.log_text(since)))
+    eq(lines, 1, "the log manager's lines for the start-up opens")
     produce_some("second")
     read_back("after appending")
 
@@ -129,6 +147,7 @@ def kill9_recovers_every_log():
     logs, clean, checked, failed = open_counts(since)
     eq((clean, failed), (0, 0), "opens after kill -9 (on the marker, failed)")
     check(checked >= PARTS, "only %d logs checked from their recovery points", checked)
+    check(metadata_recovered(since), "the metadata log was not recovered after kill -9")
     produce_some("third")
     # the recovered dir gets its marker again at the next clean shutdown
     epoch = registered_epoch(since)
