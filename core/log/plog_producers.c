@@ -6,7 +6,8 @@
  *   at a clean close (the log end offset).
  * - Opening a log loads the latest snapshot at or below the log end and
  *   replays the batch headers after it; later snapshots (the log was cut
- *   by recovery) are deleted. No snapshot: the whole log is replayed.
+ *   by recovery) are deleted, and so are older ones not at a segment's
+ *   base (an earlier close's). No snapshot: the whole log is replayed.
  * - Truncation deletes the snapshots above the new end and reloads the
  *   same way; retention deletes the snapshot of each segment it deletes
  *   (Kafka's deleteProducerSnapshots), never the latest.
@@ -202,6 +203,23 @@ int plog_producers_load_listed(struct plog *l, const int64_t *snaps, size_t n)
     return rc;
 }
 
+/* Whether a segment of l starts at offset (segments in base order). */
+static bool segment_base(const struct plog *l, int64_t offset)
+{
+    size_t lo = 0, hi = l->nsegs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t b = l->segs[mid]->base_offset;
+        if (b == offset)
+            return true;
+        if (b < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
 /* offs: the snapshots' offsets, newest first (the caller's). */
 static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
 {
@@ -225,6 +243,14 @@ static int load_from(struct plog *l, const int64_t *offs, ssize_t n)
         if (rc == 0) {
             free(p);
             from = offs[i];
+            /* Kafka's removeStraySnapshots: older ones not at a segment's
+             * base (a clean close's, at the end it had then) are never
+             * loaded again but for a truncation below the newest, which
+             * a base's serves as well: without this every restart of a
+             * log that does not roll left one more file behind. */
+            for (ssize_t j = i + 1; j < n; j++)
+                if (!segment_base(l, offs[j]))
+                    removed |= remove_snapshot(l, offs[j]);
             break;
         }
         /* Kafka deletes a snapshot it cannot read and tries an older one. */

@@ -1541,6 +1541,32 @@ static int count_snapshots(const char *dir, int64_t *max_offset)
     return n;
 }
 
+/* A clean close snapshots the log end; the next open keeps only the
+ * newest snapshot and those at segment bases (Kafka's
+ * removeStraySnapshots), so restarts of a log that never rolls do not
+ * pile files up. */
+static void test_producer_snapshots_do_not_pile_up(void **state)
+{
+    struct fx *f = *state;
+    struct plog_config c = PLOG_CONFIG_INIT;
+    int64_t max;
+    for (int i = 0; i < 4; i++) {
+        struct plog *l = open_log(f->dir, &c);
+        if (i > 0) {
+            assert_int_equal(count_snapshots(f->dir, &max), 1);
+            assert_int_equal(max, 4 * i);
+        }
+        expect_append(l, 1, 0, 4 * i, 4, 4 * i, false);
+        plog_close(l, true);
+        assert_int_equal(count_snapshots(f->dir, &max), i > 0 ? 2 : 1);
+        assert_int_equal(max, 4 * (i + 1));
+    }
+    /* the producer's state survived every restart */
+    struct plog *l = open_log(f->dir, &c);
+    expect_append(l, 1, 0, 12, 4, 12, true);
+    plog_close(l, true);
+}
+
 static void test_producer_state(void **state)
 {
     struct fx *f = *state;
@@ -2244,6 +2270,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_append_read_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_producer_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_producer_snapshots_do_not_pile_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_txnindex_retention, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_transactions, setup, teardown),
