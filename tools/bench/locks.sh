@@ -14,15 +14,14 @@
 #   LOCKS_RECORDS=200000                     requests of the producer
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/bench/lib.sh
+. "$SRC/tools/bench/lib.sh"
 SAMSA=${1:-$SRC/samsa}
 LG=$SRC/tools/loadgen/samsa-loadgen
 N=${LOCKS_RECORDS:-200000}
 [ -x "$LG" ] || { echo "locks: no $LG" >&2; exit 1; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/samsa-locks.XXXXXX")
-read -r PORT CPORT < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
+read -r PORT CPORT < <(free_ports 2)
 "$SAMSA" --override node.id=1 --override "listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CPORT" \
     --override "controller.quorum.voters=1@127.0.0.1:$CPORT" --override "log.dirs=$TMP/data" \
     --override num.network.threads=2 >"$TMP/log" 2>&1 &

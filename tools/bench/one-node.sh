@@ -1,13 +1,12 @@
 # Sourced by the by-hand benches (codecs.sh, lua-produce.sh): one fresh
 # samsa on two free loopback ports with its data in a temp dir, stopped
 # and removed at exit (BENCH_KEEP=1 keeps the dir). The caller sets
-# SAMSA, SAMSACTL, BENCH_NAME and die(); this sets TMP, PORT, CPORT, BOOT
+# SRC, SAMSA, SAMSACTL, BENCH_NAME and die(); this sets TMP, PORT, CPORT, BOOT
 # and PID.
+# shellcheck source=tools/bench/lib.sh
+. "$SRC/tools/bench/lib.sh"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/samsa-$BENCH_NAME.XXXXXX")
-read -r PORT CPORT < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
+read -r PORT CPORT < <(free_ports 2)
 BOOT=127.0.0.1:$PORT
 
 "$SAMSA" --override node.id=1 --override process.roles=broker,controller \

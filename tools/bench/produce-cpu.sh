@@ -22,6 +22,8 @@
 # Prints one line per run and a summary (medians, ranges, ratios).
 set -u -o pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/bench/lib.sh
+. "$SRC/tools/bench/lib.sh"
 LOADGEN=$SRC/tools/loadgen/samsa-loadgen
 ROUNDS=${PRODUCE_CPU_ROUNDS:-10}
 N=${PRODUCE_CPU_RECORDS:-3000000}
@@ -39,15 +41,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run_ns() { cat "/proc/$SPID/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'; }
 
 # one LABEL BIN ROUND: prints "LABEL ns" (0 when the run failed)
 one() {
     local label=$1 bin=$2 round=$3 port cport pp='' n0 n1 rc
-    read -r port cport < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
+    read -r port cport < <(free_ports 2)
     rm -rf "$TMP/data"
     "$bin" --override node.id=1 --override "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
         --override "controller.quorum.voters=1@127.0.0.1:$cport" --override "log.dirs=$TMP/data" \
@@ -61,10 +59,10 @@ print(*[x.getsockname()[1] for x in s])')
         pp=$!
         sleep 0.5
     fi
-    n0=$(run_ns)
+    n0=$(cpu_ns "$SPID")
     "$LOADGEN" produce -b "127.0.0.1:$port" -t m -p 1 -n "$N" -s 100 -a 1 >/dev/null 2>"$TMP/err"
     rc=$?
-    n1=$(run_ns)
+    n1=$(cpu_ns "$SPID")
     [ -n "$pp" ] && kill -INT "$pp" && wait "$pp"
     kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
     SPID=

@@ -58,6 +58,8 @@
 set -u -o pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/bench/lib.sh
+. "$SRC/tools/bench/lib.sh"
 BUILD=${BENCH_BUILDDIR:-$SRC}
 RECORDS=${BENCH_RECORDS:-1000000}
 RUNS=${BENCH_RUNS:-3}
@@ -136,11 +138,6 @@ server_ticks() {
     stat=${stat##*) }
     awk '{ print $12 + $13 }' <<<"$stat"
 }
-# on-CPU time of all the server's threads in ns (schedstat: finer than the
-# 10 ms ticks for a phase of a few tenths of a second)
-server_ns() {
-    cat "/proc/${1:-$SPID}/task/"*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }'
-}
 # recycle_pages BYTES: write and unlink a scratch file of that size, so the
 # next page-cache growth takes pages just freed (see (w) above)
 recycle_pages() {
@@ -204,10 +201,10 @@ redis_phase() {
     [ -n "$RPID" ] || return 0
     redis-cli -p "$RPORT" del bench >/dev/null
     sync
-    t0=$(server_ns "$RPID"); s0=$(date +%s.%N)
+    t0=$(cpu_ns "$RPID"); s0=$(date +%s.%N)
     redis-benchmark -p "$RPORT" --csv -c 1 -P 100 -n "$RECORDS" XADD bench '*' v "$REDIS_VALUE" \
         >"$TMP/$id.redis" 2>&1 || { echo "bench: redis-benchmark failed"; return 0; }
-    t1=$(server_ns "$RPID"); s1=$(date +%s.%N)
+    t1=$(cpu_ns "$RPID"); s1=$(date +%s.%N)
     local n
     n=$(redis-cli -p "$RPORT" xlen bench)
     [ "$n" = "$RECORDS" ] || { echo "bench: Redis stream holds $n records, not $RECORDS"; return 0; }
@@ -279,11 +276,11 @@ for r in $(seq "$RUNS"); do
     [ "$la" -gt 0 ] && floor "a$r" copy "$la" "$TMP/floor-a$r.dat"
     redis_phase "a$r"
     [ "$la" -gt 0 ] && recycle_pages $((la * 3))
-    W0=$(server_ns)
+    W0=$(cpu_ns "$SPID")
     # shellcheck disable=SC2086
     phase "w$r" produce -b "$BROKER" -t "bench-100b-reused-$r" -p "$PARTITIONS" -n "$W_RECORDS" -s 100 \
         -a "$ACKS" $PRODUCE_ARGS || break
-    eval "W_${r}_cpu=$(calc %.4f "($(server_ns) - $W0) / 1e9")"
+    eval "W_${r}_cpu=$(calc %.4f "($(cpu_ns "$SPID") - $W0) / 1e9")"
     echo "  (w) on reused memory: server CPU $(v "W_${r}_cpu") s (schedstat)"
     # shellcheck disable=SC2086
     phase "b$r" produce -b "$BROKER" -t "bench-1k-$r" -p "$PARTITIONS" -n "$RECORDS" -s 1024 \

@@ -19,6 +19,8 @@
 #   STORAGE_BENCH_KEEP=1      keep it (data, samsa.log) afterwards
 set -u -o pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tools/bench/lib.sh
+. "$SRC/tools/bench/lib.sh"
 SIZES=${STORAGE_BENCH_GB:-1 10}
 SGB=${STORAGE_BENCH_SERVER_GB:-1}
 NCPU=$(nproc)
@@ -68,10 +70,7 @@ if [ "$SGB" != 0 ]; then
     SAMSA=$SRC/samsa
     LOADGEN=$SRC/tools/loadgen/samsa-loadgen
     [ -x "$SAMSA" ] && [ -x "$LOADGEN" ] || die "build samsa and tools/loadgen/samsa-loadgen first"
-    read -r PORT CPORT < <(python3 -c 'import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(("127.0.0.1",0)) for x in s]
-print(*[x.getsockname()[1] for x in s])')
+    read -r PORT CPORT < <(free_ports 2)
     DATA=$TMP/data
     start_server() {
         date +%s.%N >"$TMP/t_exec"
