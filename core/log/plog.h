@@ -147,6 +147,13 @@ struct plog_hooks {
     void (*start_offset_moved)(void *ctx, struct plog *l);
     /* An I/O error took the log offline (Kafka then fails its log dir). */
     void (*failed)(void *ctx, struct plog *l);
+    /* Retention may now be due earlier than plog_retention_due said when
+     * last asked: an append into an empty log, an append while
+     * retention.bytes is finite, a config change, a truncation, a
+     * cleaning, DeleteRecords. Called at most once until the owner takes
+     * the request (plog_take_retention_wanted), so an append pays a
+     * relaxed load of a flag when one is pending. */
+    void (*retention_wanted)(void *ctx, struct plog *l);
 };
 
 /* Codecs, for record-level work on compressed batches (the cleaner,
@@ -434,6 +441,22 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark);
  * (0, nothing deleted) while the cleaner works on the log. */
 int plog_retention(struct plog *l, int64_t now_ms, int *deleted);
 
+/* When plog_retention can next delete something (wall clock, ms),
+ * assuming none of the events of plog_hooks.retention_wanted happens
+ * meanwhile: now_ms when something is deletable now or would be but for
+ * the high watermark or a cleaning or truncation in progress (look again
+ * at the next check); the time the oldest segment's largest timestamp
+ * passes retention.ms; INT64_MAX when time alone deletes nothing (an
+ * empty log, retention.ms -1, no delete policy). Never earlier than the
+ * deletion it stands for, so its owner may look at the log only then. */
+int64_t plog_retention_due(struct plog *l, int64_t now_ms);
+/* The owner takes a retention_wanted request (true when one was
+ * pending): the next event calls the hook again. Take it before
+ * plog_retention and plog_retention_due, so an event after them is not
+ * lost. plog_retention_wanted only reads the flag. */
+bool plog_take_retention_wanted(struct plog *l);
+bool plog_retention_wanted(const struct plog *l);
+
 /* Removes the files of segments deleted at least file.delete.delay.ms
  * ago (all of them with force). Returns how many are still waiting. */
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
@@ -444,9 +467,6 @@ int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
  * log would find nothing to do. */
 long plog_timed_flush_logs(void);
 long plog_trashed_segments(void);
-/* Over all logs of the process: how many have cleanup.policy compact.
- * While 0 the cleaners' search for the filthiest log walks nothing. */
-long plog_compacted_logs(void);
 
 /* Truncates the log to end at offset: batches whose last offset is >=
  * offset go (whole batches), and so does everything after them. The
