@@ -663,7 +663,10 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
         return rc;
     }
     /* Nothing runs on the log before it is returned: no event is lost
-     * between these and the registration. */
+     * between these and the registration. A request the open itself
+     * made (its hook found the log unregistered) is taken, or the flag
+     * would stay set and no later event would call the hook. */
+    plog_take_retention_wanted(l);
     int64_t due = plog_retention_due(l, clock_wall_ms());
     struct plog_config lc;
     plog_get_config(l, &lc);
