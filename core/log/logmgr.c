@@ -1346,11 +1346,14 @@ static void *scheduler_main(void *arg)
         }
         /* Only the logs whose due time came, or (a poke: DeleteRecords)
          * whose hook asked. */
-        if (now >= next_retention) {
-            logmgr_retention_tick(m, wall, false);
-            next_retention = now + m->retention_check_ms;
-        } else if (poke) {
-            logmgr_retention_tick(m, wall, true);
+        if (now >= next_retention || poke) {
+            int64_t t0 = clock_mono_us();
+            size_t n = logmgr_retention_tick(m, wall, now < next_retention);
+            if (n > 0)
+                slog_debug("log manager: retention looked at %zu log(s) in %.1f ms", n,
+                           (double)(clock_mono_us() - t0) / 1000.0);
+            if (now >= next_retention)
+                next_retention = now + m->retention_check_ms;
         }
         for (size_t i = 0; i < s.n && scan_trash; i++)
             plog_purge_deleted(s.v[i]->l, wall, false);
