@@ -1265,6 +1265,16 @@ static void test_logmgr_unchanged_checkpoints(void **state)
     config_free(cfg);
 }
 
+/* Opens and registers "<prefix>-<i>" in the manager's first dir. */
+static struct plog *mgr_open(struct logmgr *m, const char *prefix, int i, const struct plog_config *c)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s-%d", prefix, i);
+    struct plog *l = NULL;
+    assert_int_equal(logmgr_open(m, 0, name, NULL, c, NULL, NULL, &l), 0);
+    return l;
+}
+
 /* Retention ticks (issue 12) without the scheduler thread, at chosen
  * wall times: idle empty logs are never looked at; a log is looked at
  * when its oldest segment's retention.ms expires, or when its hook asks
@@ -1278,12 +1288,9 @@ static void test_logmgr_retention_due(void **state)
     c.retention_ms = 1000;
     enum { IDLE = 50 };
     struct plog *idle[IDLE], *l;
-    for (int i = 0; i < IDLE; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "idle-%d", i);
-        assert_int_equal(logmgr_open(m, 0, name, NULL, &c, NULL, NULL, &idle[i]), 0);
-    }
-    assert_int_equal(logmgr_open(m, 0, "data-0", NULL, &c, NULL, NULL, &l), 0);
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = mgr_open(m, "idle", i, &c);
+    l = mgr_open(m, "data", 0, &c);
     int64_t t0 = clock_wall_ms();
     /* Empty logs have no due time: no tick looks at them. */
     assert_int_equal(plog_retention_due(l, t0), INT64_MAX);
@@ -1365,11 +1372,9 @@ static void test_logmgr_retention_bytes_and_delete_records(void **state)
     cb.retention_bytes = 3000;
     int64_t t0 = clock_wall_ms();
     struct plog *lb, *ld[4];
-    assert_int_equal(logmgr_open(m, 0, "bytes-0", NULL, &cb, NULL, NULL, &lb), 0);
+    lb = mgr_open(m, "bytes", 0, &cb);
     for (int i = 0; i < 4; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "dr-%d", i);
-        assert_int_equal(logmgr_open(m, 0, name, NULL, &c, NULL, NULL, &ld[i]), 0);
+        ld[i] = mgr_open(m, "dr", i, &c);
         for (int k = 0; k < 24; k++)
             append_n(ld[i], 4, 0, t0);
     }
@@ -1431,14 +1436,12 @@ static void test_logmgr_cleaner_scan(void **state)
     enum { PLAIN = 20 };
     struct plog *plain[PLAIN], *lc, *lc2;
     for (int i = 0; i < PLAIN; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "plain-%d", i);
-        assert_int_equal(logmgr_open(m, 0, name, NULL, &c, NULL, NULL, &plain[i]), 0);
+        plain[i] = mgr_open(m, "plain", i, &c);
         for (int k = 0; k < 8; k++)
             append_n(plain[i], 4, 0, t0);
     }
-    assert_int_equal(logmgr_open(m, 0, "compact-0", NULL, &cc, NULL, NULL, &lc), 0);
-    assert_int_equal(logmgr_open(m, 0, "compact-1", NULL, &cc, NULL, NULL, &lc2), 0);
+    lc = mgr_open(m, "compact", 0, &cc);
+    lc2 = mgr_open(m, "compact", 1, &cc);
     struct logmgr_scan_stats st;
     logmgr_scan_stats(m, &st);
     assert_int_equal(st.compacted_logs, 2);
