@@ -50,7 +50,6 @@ struct mlog {
     struct plog *l;           /* NULL until open */
     logmgr_flushed_fn flushed;
     void *ctx;
-    struct plog_hooks hooks;  /* ctx = this */
     uint32_t dir;
     /* Its slot in m->rheap (a log whose retention can become due by
      * time) and in m->compacted (cleanup.policy compact); NO_SLOT when
@@ -594,6 +593,11 @@ static void hook_failed(void *ctx, struct plog *l)
 
 /* ---- registration ---- */
 
+/* Every registered log's hooks; their ctx is its mlog. One table for
+ * all (not a copy in each mlog: 40 bytes a partition). */
+static const struct plog_hooks mlog_hooks = {hook_flush_wanted, hook_start_offset_moved, hook_failed,
+                                             hook_retention_wanted};
+
 static struct mlog *mlog_new(struct logmgr *m, size_t dir, logmgr_flushed_fn flushed, void *ctx)
 {
     struct mlog *ml = xcalloc(1, sizeof *ml);
@@ -602,8 +606,6 @@ static struct mlog *mlog_new(struct logmgr *m, size_t dir, logmgr_flushed_fn flu
     ml->flushed = flushed;
     ml->ctx = ctx;
     ml->hidx = ml->cidx = NO_SLOT;
-    ml->hooks = (struct plog_hooks){ml, hook_flush_wanted, hook_start_offset_moved, hook_failed,
-                                    hook_retention_wanted};
     return ml;
 }
 
@@ -632,7 +634,8 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
     o.clean_shutdown = d->clean_start && !d->tainted;
     pthread_mutex_unlock(&m->lock);
     o.dir_offline = &d->offline;
-    o.hooks = &ml->hooks;
+    o.hooks = &mlog_hooks;
+    o.hooks_ctx = ml;
     o.codecs = &m->codecs;
     o.defer_sync = defer_sync;
     o.topic_id_on_disk = id_on_disk;
@@ -904,14 +907,12 @@ static void dequeue_flush(struct logmgr *m, struct mlog *ml)
 
 /* l's mlog when m registered it (under m->lock), else NULL. No map from
  * logs to mlogs (a slot per partition, issue 12): a log opened here has
- * its mlog's hooks, whose ctx is the mlog; the hook function tells
- * those from other hooks. */
+ * mlog_hooks, whose ctx is its mlog. */
 static struct mlog *mlog_of(struct logmgr *m, struct plog *l)
 {
-    const struct plog_hooks *h = plog_hooks(l);
-    if (h->flush_wanted != hook_flush_wanted)
+    if (plog_hooks(l) != &mlog_hooks)
         return NULL;
-    struct mlog *ml = h->ctx;
+    struct mlog *ml = plog_hooks_ctx(l);
     return ml->m == m && ml->l == l && ml->registered ? ml : NULL;
 }
 
@@ -954,7 +955,7 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
         atomic_fetch_add(&m->shape_changes, 1);
         pthread_mutex_unlock(&m->lock);
     }
-    /* The log keeps ml->hooks by pointer: ml goes after it. */
+    /* The log keeps ml as its hooks' ctx: ml goes after it. */
     size_t dir = ml ? ml->dir : m->ndirs;
     int rc = plog_close(l, clean);
     if (rc && dir < m->ndirs) {
@@ -978,7 +979,7 @@ int logmgr_delete(struct logmgr *m, struct plog *l)
         atomic_fetch_add(&m->shape_changes, 1);
         pthread_mutex_unlock(&m->lock);
     }
-    int rc = plog_delete(l); /* before ml: the log keeps ml->hooks by pointer */
+    int rc = plog_delete(l); /* before ml: the log keeps ml as its hooks' ctx */
     mlog_free(ml);
     return rc;
 }

@@ -36,7 +36,7 @@
 void plog_mark_failed(struct plog *l)
 {
     if (!atomic_exchange(&l->failed, true) && l->hooks->failed)
-        l->hooks->failed(l->hooks->ctx, l);
+        l->hooks->failed(l->hooks_ctx, l);
 }
 
 bool plog_has_failed(const struct plog *l)
@@ -710,6 +710,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     l->cfg = plog_config_intern(&c);
     count_timed(l->cfg, 1);
     l->hooks = oo.hooks ? oo.hooks : &no_hooks;
+    l->hooks_ctx = oo.hooks_ctx;
     l->codecs = oo.codecs ? oo.codecs : &no_codecs;
     l->dir_offline = oo.dir_offline;
     srw_init(&l->seg_lock);
@@ -842,7 +843,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     free(ls.snaps);
     /* Recovered data is in the page cache only: have it flushed. */
     if (rp < end && l->hooks->flush_wanted)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
     *out = l;
     return 0;
 
@@ -905,7 +906,7 @@ static void want_meta_flush(struct plog *l)
 {
     atomic_store(&l->roll_flush_pending, true);
     if (l->hooks->flush_wanted)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
 }
 
 /* Called with append_lock held. Starts a new active segment at base. The
@@ -1356,7 +1357,7 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
 
     if (!l->cfg->fsync_each_append && l->hooks->flush_wanted &&
         next - atomic_load(&l->recovery_point) >= l->cfg->flush_messages)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
 
     if (res) {
         res->base_offset = base;
@@ -1715,6 +1716,7 @@ const kuuid_t *plog_topic_id(const struct plog *l) { return l->has_topic_id ? &l
 const char *plog_dir(const struct plog *l) { return l->dir; }
 const char *plog_name(const struct plog *l) { return l->name; }
 const struct plog_hooks *plog_hooks(const struct plog *l) { return l->hooks; }
+void *plog_hooks_ctx(const struct plog *l) { return l->hooks_ctx; }
 
 bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition)
 {
@@ -2047,7 +2049,7 @@ void plog_note_changed(struct plog *l, bool retention, bool clean)
         atomic_store(&l->clean_changed, true);
     if (retention && !atomic_load_explicit(&l->retention_wanted, memory_order_relaxed) &&
         !atomic_exchange(&l->retention_wanted, true) && l->hooks->retention_wanted)
-        l->hooks->retention_wanted(l->hooks->ctx, l);
+        l->hooks->retention_wanted(l->hooks_ctx, l);
 }
 
 int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
@@ -2117,7 +2119,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     if (deleted)
         *deleted = (int)k;
     if (atomic_load(&l->start_offset) != old_start && l->hooks->start_offset_moved)
-        l->hooks->start_offset_moved(l->hooks->ctx, l);
+        l->hooks->start_offset_moved(l->hooks_ctx, l);
     return 0;
 }
 
@@ -2148,7 +2150,7 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
          * retention runs on this log soon, logmgr.c). */
         plog_note_changed(l, true, true);
         if (l->hooks->start_offset_moved)
-            l->hooks->start_offset_moved(l->hooks->ctx, l);
+            l->hooks->start_offset_moved(l->hooks_ctx, l);
     }
     return 0;
 }

@@ -135,11 +135,12 @@ struct plog_config {
         .max_compaction_lag_ms = INT64_MAX, .delete_retention_ms = PLOG_DAY_MS, .file_delete_delay_ms = 60000 \
     }
 
-/* Where a log reports to its owner (log/logmgr.c). Every callback may run
+/* Where a log reports to its owner (log/logmgr.c), each called with
+ * plog_open_opts.hooks_ctx: a table the owner's logs can share (no copy
+ * per partition). Every callback may run
  * on any thread that uses the log, some under the log's append lock: they
  * must be quick and must not call back into the log. */
 struct plog_hooks {
-    void *ctx;
     /* The flush policy wants a flush (flush.messages reached, or a
      * segment was rolled). */
     void (*flush_wanted)(void *ctx, struct plog *l);
@@ -182,6 +183,7 @@ struct plog_open_opts {
     /* May be NULL; kept by pointer (not copied: 56 bytes a partition),
      * so both must outlive the log. */
     const struct plog_hooks *hooks;
+    void *hooks_ctx; /* the hooks' ctx argument */
     const struct plog_codecs *codecs;
     /* A new log's directory, partition.metadata and first segment are
      * created without a single fsync: the caller makes them durable
@@ -200,7 +202,7 @@ struct plog_open_opts {
     bool clean_shutdown;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false, false}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, NULL, false, false, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -347,8 +349,10 @@ const kuuid_t *plog_topic_id(const struct plog *l);
 const char *plog_dir(const struct plog *l);
 /* The last component of the dir ("<topic>-<partition>"). */
 const char *plog_name(const struct plog *l);
-/* The hooks given at open (an empty set when none: never NULL). */
+/* The hooks given at open (an empty set when none: never NULL), and
+ * their ctx. */
 const struct plog_hooks *plog_hooks(const struct plog *l);
+void *plog_hooks_ctx(const struct plog *l);
 /* "<topic>-<partition>" split from the directory name: topic (points into
  * l, not NUL-terminated: *topic_len bytes) and partition; false when the
  * name is not of that form. */

@@ -27,6 +27,7 @@ struct plog {
     /* The owner's, kept by pointer (never NULL: an empty set stands for
      * none); they outlive the log (plog_open_ex). */
     const struct plog_hooks *hooks;
+    void *hooks_ctx; /* their first argument */
     const struct plog_codecs *codecs;
     const atomic_bool *dir_offline;
 

@@ -752,9 +752,10 @@ static void test_flush_policy(void **state)
 {
     struct fx *f = *state;
     struct hook_counts hc = {0};
-    struct plog_hooks h = {&hc, h_flush, h_start, h_failed, NULL};
+    struct plog_hooks h = {h_flush, h_start, h_failed, NULL};
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     o.hooks = &h;
+    o.hooks_ctx = &hc;
     struct plog_config c = cfg_with(1 << 20, 100);
     c.flush_messages = 10;
     struct plog *l = open_ex(f->dir, &c, &o);
@@ -841,9 +842,10 @@ static void test_retention_time(void **state)
     c.retention_ms = 1000;
     c.file_delete_delay_ms = 500;
     struct hook_counts hc = {0};
-    struct plog_hooks h = {&hc, h_flush, h_start, h_failed, NULL};
+    struct plog_hooks h = {h_flush, h_start, h_failed, NULL};
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     o.hooks = &h;
+    o.hooks_ctx = &hc;
     struct plog *l = open_ex(f->dir, &c, &o);
     /* Segments with largest timestamps 1000, 2000, 3000, 4000 (active). */
     for (int i = 0; i < 4; i++) {
