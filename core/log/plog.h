@@ -180,8 +180,8 @@ struct plog_open_opts {
     /* Set by the owner when the log dir fails: the log then refuses
      * everything with KERR_KAFKA_STORAGE_ERROR. May be NULL. */
     const atomic_bool *dir_offline;
-    /* May be NULL; kept by pointer (not copied: 56 bytes a partition),
-     * so both must outlive the log. */
+    /* May be NULL; kept by pointer (not copied: a table the owner's logs
+     * share), so both must outlive the log. */
     const struct plog_hooks *hooks;
     void *hooks_ctx; /* the hooks' ctx argument */
     const struct plog_codecs *codecs;
