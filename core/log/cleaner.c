@@ -45,14 +45,22 @@ static void clean_state_locked(struct plog *l, const struct plog_config *c, int6
     /* Kafka cleans nothing at or past the last stable offset: the fate
      * of an open transaction's records is not known yet. */
     int64_t lso = plog_last_stable_offset(l, plog_high_watermark(l));
-    if (lso < fu)
+    st->recheck_ms = INT64_MAX;
+    if (lso < fu) {
         fu = lso;
+        st->recheck_ms = INT64_MIN;
+    }
     size_t from = plog_floor_index(l, st->first_dirty);
     if (c->min_compaction_lag_ms > 0) {
         for (size_t i = from; i + 1 < l->nsegs; i++) {
-            if (segment_largest_timestamp(l->segs[i]) > now - c->min_compaction_lag_ms) {
+            int64_t ts = segment_largest_timestamp(l->segs[i]);
+            if (ts > now - c->min_compaction_lag_ms) {
                 if (l->segs[i]->base_offset < fu)
                     fu = l->segs[i]->base_offset;
+                /* old enough then */
+                int64_t at = ts > INT64_MAX - c->min_compaction_lag_ms ? INT64_MAX : ts + c->min_compaction_lag_ms;
+                if (at < st->recheck_ms)
+                    st->recheck_ms = at;
                 break;
             }
         }
@@ -67,19 +75,29 @@ static void clean_state_locked(struct plog *l, const struct plog_config *c, int6
     }
     int64_t total = st->clean_bytes + st->dirty_bytes;
     st->dirty_ratio = total > 0 ? (double)st->dirty_bytes / (double)total : 0;
-    st->tombstones_due = atomic_load(&l->tombstone_expiry) <= now && l->nsegs > 1;
+    int64_t te = atomic_load(&l->tombstone_expiry);
+    st->tombstones_due = te <= now && l->nsegs > 1;
+    if (te > now && te < st->recheck_ms)
+        st->recheck_ms = te;
     /* Kafka: the first dirty segment's first batch waited past
      * max.compaction.lag.ms. */
     if (c->max_compaction_lag_ms < INT64_MAX && st->dirty_bytes > 0) {
         struct segment *s = l->segs[from];
         int64_t first_ts = s->first_batch_timestamp >= 0 ? s->first_batch_timestamp : segment_last_modified(s);
         st->must_clean = now - first_ts > c->max_compaction_lag_ms;
+        int64_t at = first_ts > INT64_MAX - 1 - c->max_compaction_lag_ms ? INT64_MAX
+                                                                          : first_ts + c->max_compaction_lag_ms + 1;
+        if (!st->must_clean && at < st->recheck_ms)
+            st->recheck_ms = at;
     }
 }
+
+bool plog_take_clean_changed(struct plog *l) { return atomic_exchange(&l->clean_changed, false); }
 
 bool plog_cleanable(struct plog *l, int64_t now_ms, struct plog_clean_state *st)
 {
     memset(st, 0, sizeof *st);
+    st->recheck_ms = INT64_MAX; /* a config change or nothing makes it cleanable */
     struct plog_config c;
     plog_get_config(l, &c);
     if (!c.cleanup_compact || plog_has_failed(l))
@@ -1033,5 +1051,8 @@ int plog_clean_throttled(struct plog *l, int64_t now_ms, size_t map_budget, cons
     plog_producers_last_offsets_free(&last_batches);
     txn_track_free(&fc.txn);
     plog_maint_unlock(l);
+    /* Cleaned segments can have lower largest timestamps (retention) and
+     * leave a new dirty section (the cleaner). */
+    plog_note_changed(l, true, true);
     return rc;
 }

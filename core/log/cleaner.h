@@ -64,6 +64,13 @@ struct plog_clean_state {
     double dirty_ratio;        /* dirty / (clean + dirty) */
     bool must_clean;           /* max.compaction.lag.ms exceeded */
     bool tombstones_due;       /* a tombstone's or marker's delete horizon has passed */
+    /* Until this wall time (ms) the state stays as it is unless the log
+     * rolls, is cleaned, truncated or reconfigured or its start offset
+     * moves (plog_take_clean_changed tells): when a tombstone's horizon,
+     * min.compaction.lag.ms or max.compaction.lag.ms next matter.
+     * INT64_MIN while it follows the high watermark or last stable
+     * offset (below the active segment), which move unannounced. */
+    int64_t recheck_ms;
 };
 
 /* The dirty section of a compacted log now. False when there is nothing
@@ -72,6 +79,10 @@ struct plog_clean_state {
  * tombstones wait for the next pass that dirty data triggers (as in
  * Kafka). */
 bool plog_cleanable(struct plog *l, int64_t now_ms, struct plog_clean_state *st);
+/* True when one of the events of plog_clean_state.recheck_ms happened
+ * since the last call (and at first); clears the flag. Call before
+ * plog_cleanable, so that an event during it is not lost. */
+bool plog_take_clean_changed(struct plog *l);
 
 struct plog_clean_stats {
     int64_t bytes_read, bytes_written;

@@ -38,6 +38,9 @@
 /* Key map memory when log.cleaner.dedupe.buffer.size is unset. */
 #define DEFAULT_DEDUPE_BYTES (128LL * 1024 * 1024)
 
+/* hidx/cidx of a log in neither. */
+#define NO_SLOT UINT32_MAX
+
 /* One per partition: no padding, no name of its own (the log's, once
  * open: mlog_name). */
 struct mlog {
@@ -47,8 +50,11 @@ struct mlog {
     struct plog *l;           /* NULL until open */
     logmgr_flushed_fn flushed;
     void *ctx;
-    struct plog_hooks hooks;  /* ctx = this */
     uint32_t dir;
+    /* Its slot in m->rheap (a log whose retention can become due by
+     * time) and in m->compacted (cleanup.policy compact); NO_SLOT when
+     * not there. Under m->lock. */
+    uint32_t hidx, cidx;
     int busy;                 /* background users; close waits for 0 */
     bool registered;          /* in m->logs */
     bool flush_queued, flush_pending_open;
@@ -89,6 +95,21 @@ struct open_job {
     void *ctx;
 };
 
+/* A log in the retention heap: when plog_retention may next delete
+ * something in it (wall clock; INT64_MIN: its retention_wanted hook ran). */
+struct rslot {
+    int64_t due;
+    struct mlog *ml;
+};
+
+/* A compacted log, for the cleaners: until recheck_at (wall clock) its
+ * cleanable state cannot change unless plog_take_clean_changed says so
+ * (INT64_MIN: look every time). */
+struct cslot {
+    int64_t recheck_at;
+    struct mlog *ml;
+};
+
 struct logmgr {
     struct mdir *dirs;
     size_t ndirs;
@@ -120,6 +141,20 @@ struct logmgr {
      * it tells the scheduler whether those checkpoints can have changed
      * since it last wrote them. */
     _Atomic uint64_t shape_changes;
+    /* Retention looks only at the logs whose due time came (issue 12:
+     * the walk over 100 000 idle partitions every check): a min-heap on
+     * rslot.due of the logs with one (an empty log, or one without
+     * time-based retention, is not in it until its hook puts it there).
+     * Under lock. */
+    struct rslot *rheap;
+    size_t rn, rcap;
+    /* The logs with cleanup.policy compact (the cleaners look at no
+     * other). Under lock. */
+    struct cslot *compacted;
+    size_t ncompacted, ccap;
+    /* Logs looked at by retention ticks and by the cleaners' searches
+     * (logmgr_scan_stats). */
+    _Atomic uint64_t retention_visits, cleaner_visits;
 
     _Atomic int64_t broker_epoch; /* for the markers written at shutdown */
 
@@ -409,6 +444,99 @@ static void enqueue_flush(struct logmgr *m, struct mlog *ml)
     pthread_cond_signal(&m->work_cond);
 }
 
+/* ---- the retention heap and the compacted set (under m->lock) ---- */
+
+static void rheap_put(struct logmgr *m, size_t i, struct rslot e)
+{
+    m->rheap[i] = e;
+    e.ml->hidx = (uint32_t)i;
+}
+
+static void rheap_up(struct logmgr *m, size_t i)
+{
+    struct rslot e = m->rheap[i];
+    while (i > 0 && m->rheap[(i - 1) / 2].due > e.due) {
+        rheap_put(m, i, m->rheap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    rheap_put(m, i, e);
+}
+
+static void rheap_down(struct logmgr *m, size_t i)
+{
+    struct rslot e = m->rheap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->rn)
+            break;
+        if (c + 1 < m->rn && m->rheap[c + 1].due < m->rheap[c].due)
+            c++;
+        if (m->rheap[c].due >= e.due)
+            break;
+        rheap_put(m, i, m->rheap[c]);
+        i = c;
+    }
+    rheap_put(m, i, e);
+}
+
+/* The log's due time: INT64_MAX takes it out of the heap. */
+static void rheap_set(struct logmgr *m, struct mlog *ml, int64_t due)
+{
+    if (ml->hidx == NO_SLOT) {
+        if (due == INT64_MAX)
+            return;
+        if (m->rn == m->rcap) {
+            m->rcap = m->rcap ? m->rcap * 2 : 64;
+            m->rheap = xrealloc(m->rheap, m->rcap * sizeof *m->rheap);
+        }
+        rheap_put(m, m->rn++, (struct rslot){due, ml});
+        rheap_up(m, m->rn - 1);
+        return;
+    }
+    size_t i = ml->hidx;
+    if (due == INT64_MAX) {
+        ml->hidx = NO_SLOT;
+        struct rslot last = m->rheap[--m->rn];
+        if (i == m->rn)
+            return;
+        rheap_put(m, i, last);
+        rheap_up(m, i);
+        rheap_down(m, last.ml->hidx);
+        return;
+    }
+    int64_t was = m->rheap[i].due;
+    m->rheap[i].due = due;
+    if (due < was)
+        rheap_up(m, i);
+    else
+        rheap_down(m, i);
+}
+
+static int64_t rheap_due(const struct logmgr *m, const struct mlog *ml)
+{
+    return ml->hidx == NO_SLOT ? INT64_MAX : m->rheap[ml->hidx].due;
+}
+
+/* In or out of m->compacted. */
+static void compacted_set(struct logmgr *m, struct mlog *ml, bool in)
+{
+    if (in && ml->cidx == NO_SLOT) {
+        if (m->ncompacted == m->ccap) {
+            m->ccap = m->ccap ? m->ccap * 2 : 16;
+            m->compacted = xrealloc(m->compacted, m->ccap * sizeof *m->compacted);
+        }
+        ml->cidx = (uint32_t)m->ncompacted;
+        m->compacted[m->ncompacted++] = (struct cslot){INT64_MIN, ml};
+    } else if (!in && ml->cidx != NO_SLOT) {
+        struct cslot last = m->compacted[--m->ncompacted];
+        if (ml->cidx != m->ncompacted) {
+            m->compacted[ml->cidx] = last;
+            last.ml->cidx = ml->cidx;
+        }
+        ml->cidx = NO_SLOT;
+    }
+}
+
 static void hook_flush_wanted(void *ctx, struct plog *l)
 {
     (void)l;
@@ -424,7 +552,11 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
     struct logmgr *m = ml->m;
     pthread_mutex_lock(&m->lock);
     m->ls_dirty = true;
-    m->retention_poke = true;
+    /* DeleteRecords (its retention request is pending): the segments
+     * below the new start go now, as before, not at the next check.
+     * (Retention itself, which moved it, took the request before.) */
+    if (plog_retention_wanted(l))
+        m->retention_poke = true;
     pthread_cond_signal(&m->sched_cond);
     pthread_mutex_unlock(&m->lock);
     /* fetch sessions skipping the partition answer its new log start */
@@ -438,6 +570,21 @@ static void hook_start_offset_moved(void *ctx, struct plog *l)
         chgen_bump_all();
 }
 
+/* Puts the log at the head of the retention heap: the next retention
+ * tick (or poke) looks at it. On a network worker for an append:
+ * O(log n) under m->lock, once per check interval at most (the log's
+ * flag). */
+static void hook_retention_wanted(void *ctx, struct plog *l)
+{
+    (void)l;
+    struct mlog *ml = ctx;
+    struct logmgr *m = ml->m;
+    pthread_mutex_lock(&m->lock);
+    if (ml->registered && !ml->closing)
+        rheap_set(m, ml, INT64_MIN);
+    pthread_mutex_unlock(&m->lock);
+}
+
 static void hook_failed(void *ctx, struct plog *l)
 {
     struct mlog *ml = ctx;
@@ -448,6 +595,11 @@ static void hook_failed(void *ctx, struct plog *l)
 
 /* ---- registration ---- */
 
+/* Every registered log's hooks; their ctx is its mlog. One table for
+ * all (not a copy in each mlog: 40 bytes a partition). */
+static const struct plog_hooks mlog_hooks = {hook_flush_wanted, hook_start_offset_moved, hook_failed,
+                                             hook_retention_wanted};
+
 static struct mlog *mlog_new(struct logmgr *m, size_t dir, logmgr_flushed_fn flushed, void *ctx)
 {
     struct mlog *ml = xcalloc(1, sizeof *ml);
@@ -455,7 +607,7 @@ static struct mlog *mlog_new(struct logmgr *m, size_t dir, logmgr_flushed_fn flu
     ml->dir = (uint32_t)dir;
     ml->flushed = flushed;
     ml->ctx = ctx;
-    ml->hooks = (struct plog_hooks){ml, hook_flush_wanted, hook_start_offset_moved, hook_failed};
+    ml->hidx = ml->cidx = NO_SLOT;
     return ml;
 }
 
@@ -484,7 +636,8 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
     o.clean_shutdown = d->clean_start && !d->tainted;
     pthread_mutex_unlock(&m->lock);
     o.dir_offline = &d->offline;
-    o.hooks = &ml->hooks;
+    o.hooks = &mlog_hooks;
+    o.hooks_ctx = ml;
     o.codecs = &m->codecs;
     o.defer_sync = defer_sync;
     o.topic_id_on_disk = id_on_disk;
@@ -514,9 +667,19 @@ static int open_log(struct logmgr *m, struct mlog *ml, const char *name, const k
         pthread_mutex_unlock(&m->lock);
         return rc;
     }
+    /* Nothing runs on the log before it is returned: no event is lost
+     * between these and the registration. A request the open itself
+     * made (its hook found the log unregistered) is taken, or the flag
+     * would stay set and no later event would call the hook. */
+    plog_take_retention_wanted(l);
+    int64_t due = plog_retention_due(l, clock_wall_ms());
+    struct plog_config lc;
+    plog_get_config(l, &lc);
     pthread_mutex_lock(&m->lock);
     ml->l = l;
     ml->registered = true;
+    rheap_set(m, ml, due);
+    compacted_set(m, ml, lc.cleanup_compact);
     ml->next = &m->logs;
     ml->prev = m->logs.prev;
     m->logs.prev->next = ml;
@@ -772,14 +935,12 @@ static void dequeue_flush(struct logmgr *m, struct mlog *ml)
 
 /* l's mlog when m registered it (under m->lock), else NULL. No map from
  * logs to mlogs (a slot per partition, issue 12): a log opened here has
- * its mlog's hooks, whose ctx is the mlog; the hook function tells
- * those from other hooks. */
+ * mlog_hooks, whose ctx is its mlog. */
 static struct mlog *mlog_of(struct logmgr *m, struct plog *l)
 {
-    const struct plog_hooks *h = plog_hooks(l);
-    if (h->flush_wanted != hook_flush_wanted)
+    if (plog_hooks(l) != &mlog_hooks)
         return NULL;
-    struct mlog *ml = h->ctx;
+    struct mlog *ml = plog_hooks_ctx(l);
     return ml->m == m && ml->l == l && ml->registered ? ml : NULL;
 }
 
@@ -796,6 +957,8 @@ static struct mlog *unregister(struct logmgr *m, struct plog *l)
     dequeue_flush(m, ml);
     while (ml->busy > 0)
         pthread_cond_wait(&m->idle_cond, &m->lock);
+    rheap_set(m, ml, INT64_MAX);
+    compacted_set(m, ml, false);
     ml->prev->next = ml->next;
     ml->next->prev = ml->prev;
     ml->registered = false;
@@ -820,7 +983,7 @@ void logmgr_close(struct logmgr *m, struct plog *l, bool clean)
         atomic_fetch_add(&m->shape_changes, 1);
         pthread_mutex_unlock(&m->lock);
     }
-    /* The log keeps ml->hooks by pointer: ml goes after it. */
+    /* The log keeps ml as its hooks' ctx: ml goes after it. */
     size_t dir = ml ? ml->dir : m->ndirs;
     int rc = plog_close(l, clean);
     if (rc && dir < m->ndirs) {
@@ -844,15 +1007,26 @@ int logmgr_delete(struct logmgr *m, struct plog *l)
         atomic_fetch_add(&m->shape_changes, 1);
         pthread_mutex_unlock(&m->lock);
     }
-    int rc = plog_delete(l); /* before ml: the log keeps ml->hooks by pointer */
+    int rc = plog_delete(l); /* before ml: the log keeps ml as its hooks' ctx */
     mlog_free(ml);
     return rc;
 }
 
 int logmgr_set_config(struct logmgr *m, struct plog *l, const struct plog_config *cfg)
 {
-    (void)m;
-    return plog_set_config(l, cfg);
+    /* The log asks for retention itself (its hook); the compacted set
+     * follows cleanup.policy here. */
+    int rc = plog_set_config(l, cfg);
+    if (rc)
+        return rc;
+    struct plog_config c;
+    plog_get_config(l, &c);
+    pthread_mutex_lock(&m->lock);
+    struct mlog *ml = mlog_of(m, l);
+    if (ml && !ml->closing)
+        compacted_set(m, ml, c.cleanup_compact);
+    pthread_mutex_unlock(&m->lock);
+    return 0;
 }
 
 void logmgr_config_from_topic(const struct topic_config *tc, struct plog_config *out)
@@ -1051,6 +1225,67 @@ void logmgr_run_retention(struct logmgr *m)
     snap_release(m, &s);
 }
 
+/* A due time above every real one short of "never": a log being
+ * worked on by retention_tick stays in the heap with it, so that its
+ * hook meanwhile is not lost. */
+#define DUE_IN_WORK (INT64_MAX - 1)
+
+size_t logmgr_retention_tick(struct logmgr *m, int64_t now_ms, bool wanted_only)
+{
+    int64_t upto = wanted_only ? INT64_MIN : now_ms;
+    struct mlog **v = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&m->lock);
+    while (m->rn > 0 && m->rheap[0].due <= upto) {
+        struct mlog *ml = m->rheap[0].ml;
+        if (ml->closing) {
+            rheap_set(m, ml, INT64_MAX);
+            continue;
+        }
+        rheap_set(m, ml, DUE_IN_WORK);
+        ml->busy++;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = ml;
+    }
+    pthread_mutex_unlock(&m->lock);
+    for (size_t i = 0; i < n; i++) {
+        struct plog *l = v[i]->l;
+        /* Taken first: an event from here on asks again. */
+        plog_take_retention_wanted(l);
+        plog_retention(l, now_ms, NULL);
+        int64_t due = plog_retention_due(l, now_ms);
+        pthread_mutex_lock(&m->lock);
+        int64_t cur = rheap_due(m, v[i]);
+        if (cur != DUE_IN_WORK && cur < due)
+            due = cur; /* its hook ran meanwhile */
+        if (!v[i]->closing)
+            rheap_set(m, v[i], due);
+        v[i]->busy--;
+        pthread_mutex_unlock(&m->lock);
+    }
+    if (n) {
+        pthread_mutex_lock(&m->lock);
+        pthread_cond_broadcast(&m->idle_cond);
+        pthread_mutex_unlock(&m->lock);
+    }
+    free(v);
+    atomic_fetch_add(&m->retention_visits, n);
+    return n;
+}
+
+void logmgr_scan_stats(struct logmgr *m, struct logmgr_scan_stats *out)
+{
+    pthread_mutex_lock(&m->lock);
+    out->retention_logs = m->rn;
+    out->compacted_logs = m->ncompacted;
+    pthread_mutex_unlock(&m->lock);
+    out->retention_visits = atomic_load(&m->retention_visits);
+    out->cleaner_visits = atomic_load(&m->cleaner_visits);
+}
+
 /* ---- threads ---- */
 
 static void *flusher_main(void *arg)
@@ -1126,7 +1361,7 @@ static void *scheduler_main(void *arg)
         bool ckpt_due = now >= next_rp || now >= next_hw || now >= next_ls || now >= ls_soon || co_dirty ||
                         (ls_dirty && ls_soon == INT64_MAX);
         struct snap s = {0};
-        if (scan_flush || scan_trash || ckpt_due || now >= next_retention || poke || now >= next_pid_check)
+        if (scan_flush || scan_trash || ckpt_due || now >= next_pid_check)
             snap_take(m, &s);
         for (size_t i = 0; i < s.n && scan_flush; i++) {
             int64_t due;
@@ -1138,9 +1373,14 @@ static void *scheduler_main(void *arg)
                 next = now + (due - wall);
             }
         }
+        /* Only the logs whose due time came, or (a poke: DeleteRecords)
+         * whose hook asked. */
         if (now >= next_retention || poke) {
-            for (size_t i = 0; i < s.n; i++)
-                plog_retention(s.v[i]->l, wall, NULL);
+            int64_t t0 = clock_mono_us();
+            size_t n = logmgr_retention_tick(m, wall, now < next_retention);
+            if (n > 0)
+                slog_debug("log manager: retention looked at %zu log(s) in %.1f ms", n,
+                           (double)(clock_mono_us() - t0) / 1000.0);
             if (now >= next_retention)
                 next_retention = now + m->retention_check_ms;
         }
@@ -1200,37 +1440,47 @@ static void *scheduler_main(void *arg)
 /* Picks the dirtiest log that wants cleaning (Kafka's
  * LogCleanerManager.grabFilthiestCompactedLog): a log past
  * max.compaction.lag.ms first, else the highest dirty ratio at or above
- * its min.cleanable.dirty.ratio. Marks it cleaning and busy. */
+ * its min.cleanable.dirty.ratio. Marks it cleaning and busy. Looks only
+ * at compacted logs, and of those only at the ones whose cleanable state
+ * can have changed since it was last found wanting (issue 12: with 100
+ * 000 partitions the walk over all of them every log.cleaner.backoff.ms
+ * was the idle node's largest cost once any log was compacted). */
 static struct mlog *grab_filthiest(struct logmgr *m, int64_t now)
 {
-    /* No compacted log anywhere: nothing to look for (with 100 000 idle
-     * partitions the walk below, every log.cleaner.backoff.ms, was the
-     * idle node's largest cost after the checkpoints). */
-    if (plog_compacted_logs() == 0)
-        return NULL;
-    struct snap s;
-    snap_take(m, &s);
+    pthread_mutex_lock(&m->lock);
+    struct mlog **v = xmalloc((m->ncompacted ? m->ncompacted : 1) * sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < m->ncompacted; i++) {
+        struct cslot *c = &m->compacted[i];
+        if (c->ml->cleaning || c->ml->closing)
+            continue;
+        /* Taken before the look below: a change during it is seen next time. */
+        bool changed = plog_take_clean_changed(c->ml->l);
+        if (!changed && now < c->recheck_at)
+            continue;
+        c->ml->busy++;
+        v[n++] = c->ml;
+    }
+    pthread_mutex_unlock(&m->lock);
+    int64_t *recheck = xmalloc((n ? n : 1) * sizeof *recheck);
     struct mlog *best = NULL;
     double best_ratio = -1;
     bool best_must = false;
-    for (size_t i = 0; i < s.n; i++) {
-        struct mlog *ml = s.v[i];
+    for (size_t i = 0; i < n; i++) {
+        struct mlog *ml = v[i];
+        recheck[i] = INT64_MAX;
         if (plog_offline(ml->l))
-            continue;
-        pthread_mutex_lock(&m->lock);
-        bool taken = ml->cleaning;
-        pthread_mutex_unlock(&m->lock);
-        if (taken)
             continue;
         struct plog_config c;
         plog_get_config(ml->l, &c);
-        if (!c.cleanup_compact)
-            continue;
         struct plog_clean_state st;
-        if (!plog_cleanable(ml->l, now, &st))
+        bool cleanable = plog_cleanable(ml->l, now, &st);
+        recheck[i] = st.recheck_ms;
+        if (!cleanable)
             continue;
         if (!st.must_clean && !st.tombstones_due && st.dirty_ratio < c.min_cleanable_dirty_ratio)
             continue;
+        recheck[i] = INT64_MIN; /* wants cleaning: looked at until cleaned */
         if ((st.must_clean && !best_must) || (st.must_clean == best_must && st.dirty_ratio > best_ratio)) {
             best = ml;
             best_ratio = st.dirty_ratio;
@@ -1238,15 +1488,51 @@ static struct mlog *grab_filthiest(struct logmgr *m, int64_t now)
         }
     }
     pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (v[i]->cidx != NO_SLOT)
+            m->compacted[v[i]->cidx].recheck_at = recheck[i];
+        v[i]->busy--;
+    }
     if (best && !best->closing && !best->cleaning) {
         best->cleaning = true;
         best->busy++;
     } else {
         best = NULL;
     }
+    pthread_cond_broadcast(&m->idle_cond);
     pthread_mutex_unlock(&m->lock);
-    snap_release(m, &s);
+    atomic_fetch_add(&m->cleaner_visits, n);
+    free(recheck);
+    free(v);
     return best;
+}
+
+bool logmgr_clean_one(struct logmgr *m, int64_t now_ms)
+{
+    struct mlog *ml = grab_filthiest(m, now_ms);
+    if (!ml)
+        return false;
+    struct plog_clean_stats st;
+    int64_t t0 = clock_mono_ms();
+    int rc = plog_clean_throttled(ml->l, now_ms, m->map_budget, &m->stop_flag, &m->clean_io, &st);
+    if (rc == 0 && st.segments_in > 0)
+        slog_info("log cleaner: %s: cleaned offsets %" PRId64 "..%" PRId64 " in %" PRId64
+                  " ms: %d segment(s) into %d, %" PRId64 " -> %" PRId64 " bytes, %" PRId64 " of %" PRId64
+                  " records kept, %" PRId64 " keys",
+                  plog_dir(ml->l), st.first_dirty, st.end_offset - 1, clock_mono_ms() - t0, st.segments_in,
+                  st.segments_out, st.bytes_read, st.bytes_written, st.records_kept, st.records_read, st.map_keys);
+    pthread_mutex_lock(&m->lock);
+    ml->cleaning = false;
+    ml->busy--;
+    /* Looked at again next time, whatever this pass did (a failure
+     * for want of descriptors changed nothing the log would report). */
+    if (ml->cidx != NO_SLOT)
+        m->compacted[ml->cidx].recheck_at = INT64_MIN;
+    m->co_dirty = true;
+    pthread_cond_broadcast(&m->idle_cond);
+    pthread_cond_signal(&m->sched_cond);
+    pthread_mutex_unlock(&m->lock);
+    return rc == 0 && st.segments_in > 0;
 }
 
 static void *cleaner_main(void *arg)
@@ -1260,28 +1546,8 @@ static void *cleaner_main(void *arg)
         pthread_mutex_unlock(&m->lock);
         if (stop)
             break;
-        struct mlog *ml = grab_filthiest(m, clock_wall_ms());
-        if (ml) {
-            struct plog_clean_stats st;
-            int64_t t0 = clock_mono_ms();
-            int rc = plog_clean_throttled(ml->l, clock_wall_ms(), m->map_budget, &m->stop_flag, &m->clean_io, &st);
-            if (rc == 0 && st.segments_in > 0)
-                slog_info("log cleaner: %s: cleaned offsets %" PRId64 "..%" PRId64 " in %" PRId64
-                          " ms: %d segment(s) into %d, %" PRId64 " -> %" PRId64 " bytes, %" PRId64 " of %" PRId64
-                          " records kept, %" PRId64 " keys",
-                          plog_dir(ml->l), st.first_dirty, st.end_offset - 1, clock_mono_ms() - t0, st.segments_in,
-                          st.segments_out, st.bytes_read, st.bytes_written, st.records_kept, st.records_read,
-                          st.map_keys);
-            pthread_mutex_lock(&m->lock);
-            ml->cleaning = false;
-            ml->busy--;
-            m->co_dirty = true;
-            pthread_cond_broadcast(&m->idle_cond);
-            pthread_cond_signal(&m->sched_cond);
-            pthread_mutex_unlock(&m->lock);
-            if (rc == 0 && st.segments_in > 0)
-                continue;
-        }
+        if (logmgr_clean_one(m, clock_wall_ms()))
+            continue;
         pthread_mutex_lock(&m->lock);
         if (!m->stop) {
             struct timespec ts;
@@ -1373,6 +1639,8 @@ void logmgr_destroy(struct logmgr *m)
         hmap_free(&m->dirs[i].co);
     }
     free(m->dirs);
+    free(m->rheap);
+    free(m->compacted);
     free(m->flushers);
     free(m->cleaners);
     pthread_mutex_destroy(&m->lock);

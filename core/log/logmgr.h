@@ -165,6 +165,25 @@ void logmgr_config_from_topic(const struct topic_config *tc, struct plog_config 
 /* Runs retention and purges .deleted files on every log now (tests and
  * benchmarks; the scheduler does it by itself). */
 void logmgr_run_retention(struct logmgr *m);
+/* The scheduler's retention check, once, at wall time now_ms: retention
+ * on the logs whose due time (plog_retention_due) came or whose
+ * retention_wanted hook ran since their last check (only those with
+ * wanted_only: DeleteRecords), each then filed under its next due time.
+ * Returns how many logs it looked at. The scheduler calls it every
+ * log.retention.check.interval.ms; exposed for tests. */
+size_t logmgr_retention_tick(struct logmgr *m, int64_t now_ms, bool wanted_only);
+/* A cleaner thread's step: cleans the filthiest compacted log that
+ * wants it (Kafka's choice) once. True when segments were cleaned.
+ * Exposed for tests. */
+bool logmgr_clean_one(struct logmgr *m, int64_t now_ms);
+/* What the background scans cost so far (tests, benchmarks). */
+struct logmgr_scan_stats {
+    uint64_t retention_visits; /* logs retention ticks looked at */
+    uint64_t cleaner_visits;   /* logs whose cleanable state the cleaners computed */
+    size_t retention_logs;     /* logs with a retention due time now */
+    size_t compacted_logs;     /* logs the cleaners consider */
+};
+void logmgr_scan_stats(struct logmgr *m, struct logmgr_scan_stats *out);
 /* Writes the checkpoint files now. */
 void logmgr_write_checkpoints(struct logmgr *m);
 

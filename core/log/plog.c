@@ -36,7 +36,7 @@
 void plog_mark_failed(struct plog *l)
 {
     if (!atomic_exchange(&l->failed, true) && l->hooks->failed)
-        l->hooks->failed(l->hooks->ctx, l);
+        l->hooks->failed(l->hooks_ctx, l);
 }
 
 bool plog_has_failed(const struct plog *l)
@@ -184,19 +184,16 @@ struct segment_opts plog_segment_opts(struct plog *l)
  * whose flush.ms is finite (only they can become due by time; the other
  * reasons to flush queue the log themselves), and segments waiting in
  * some log's trash. Conservative: a count above 0 means "walk". */
-static atomic_long timed_flush_logs, trashed_segments, compacted_logs;
+static atomic_long timed_flush_logs, trashed_segments;
 
 /* Counts c's log (d = 1 in, -1 out) where it counts. */
 static void count_timed(const struct plog_config *c, long d)
 {
     if (c->flush_ms != INT64_MAX)
         atomic_fetch_add(&timed_flush_logs, d);
-    if (c->cleanup_compact)
-        atomic_fetch_add(&compacted_logs, d);
 }
 
 long plog_timed_flush_logs(void) { return atomic_load(&timed_flush_logs); }
-long plog_compacted_logs(void) { return atomic_load(&compacted_logs); }
 long plog_trashed_segments(void) { return atomic_load(&trashed_segments); }
 
 static void plog_free(struct plog *l)
@@ -713,6 +710,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     l->cfg = plog_config_intern(&c);
     count_timed(l->cfg, 1);
     l->hooks = oo.hooks ? oo.hooks : &no_hooks;
+    l->hooks_ctx = oo.hooks_ctx;
     l->codecs = oo.codecs ? oo.codecs : &no_codecs;
     l->dir_offline = oo.dir_offline;
     srw_init(&l->seg_lock);
@@ -735,6 +733,8 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     atomic_init(&l->roll_flush_pending, false);
     atomic_init(&l->abort_clean, false);
     atomic_init(&l->failed, false);
+    atomic_init(&l->retention_wanted, false);
+    atomic_init(&l->clean_changed, true);
     l->rng = log_seed();
 
     /* The caller has just read a file in it: it exists. */
@@ -843,7 +843,7 @@ int plog_open_ex(const char *dir, const kuuid_t *topic_id, const struct plog_con
     free(ls.snaps);
     /* Recovered data is in the page cache only: have it flushed. */
     if (rp < end && l->hooks->flush_wanted)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
     *out = l;
     return 0;
 
@@ -881,6 +881,12 @@ int plog_set_config(struct plog *l, const struct plog_config *cfg)
     slock_unlock(&l->append_lock);
     /* Every reader of the old one held append_lock or cfg_lock. */
     plog_config_release(old);
+    /* Interned: the same pointer is the same config. The registry applies
+     * a topic's config to each of its partitions whenever the topic
+     * changes in the metadata image (100 000 of them at start-up): those
+     * ask nothing. */
+    if (nc != old)
+        plog_note_changed(l, true, true);
     return 0;
 }
 
@@ -900,7 +906,7 @@ static void want_meta_flush(struct plog *l)
 {
     atomic_store(&l->roll_flush_pending, true);
     if (l->hooks->flush_wanted)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
 }
 
 /* Called with append_lock held. Starts a new active segment at base. The
@@ -965,6 +971,7 @@ static int roll(struct plog *l, int64_t base, struct segment **active)
     }
     *active = s;
     want_meta_flush(l);
+    plog_note_changed(l, false, true); /* a new closed segment may be cleanable */
     return 0;
 }
 
@@ -1339,12 +1346,18 @@ static int append_impl(struct plog *l, uint8_t *batches, size_t len, int32_t lea
         }
         pos += size;
     }
-    atomic_fetch_add(&l->size_bytes, (int64_t)len);
+    /* Retention can become due earlier than the owner was told: for the
+     * first data of an empty log (time), and for any append with a
+     * finite retention.bytes. Once per retention check at most: a
+     * relaxed load while the request is pending. */
+    bool was_empty = atomic_fetch_add(&l->size_bytes, (int64_t)len) == 0;
     atomic_store_explicit(&l->end_offset, next, memory_order_release);
+    if (was_empty || (l->cfg->retention_bytes >= 0 && l->cfg->cleanup_delete))
+        plog_note_changed(l, true, false);
 
     if (!l->cfg->fsync_each_append && l->hooks->flush_wanted &&
         next - atomic_load(&l->recovery_point) >= l->cfg->flush_messages)
-        l->hooks->flush_wanted(l->hooks->ctx, l);
+        l->hooks->flush_wanted(l->hooks_ctx, l);
 
     if (res) {
         res->base_offset = base;
@@ -1703,6 +1716,7 @@ const kuuid_t *plog_topic_id(const struct plog *l) { return l->has_topic_id ? &l
 const char *plog_dir(const struct plog *l) { return l->dir; }
 const char *plog_name(const struct plog *l) { return l->name; }
 const struct plog_hooks *plog_hooks(const struct plog *l) { return l->hooks; }
+void *plog_hooks_ctx(const struct plog *l) { return l->hooks_ctx; }
 
 bool plog_topic_partition(const struct plog *l, const char **topic, size_t *topic_len, int32_t *partition)
 {
@@ -1961,6 +1975,7 @@ static void drop_front(struct plog *l, size_t k, int64_t now_ms)
         plog_trash_segment(l, gone[i], now_ms);
     free(gone);
     fs_sync_dir(l->dir);
+    plog_note_changed(l, false, true);
 }
 
 /* Decides how many segments from the front retention removes (Kafka's
@@ -1996,6 +2011,45 @@ static size_t deletable(struct plog *l, const struct plog_config *c, int64_t now
             *reason = why;
     }
     return k;
+}
+
+int64_t plog_retention_due(struct plog *l, int64_t now_ms)
+{
+    if (plog_has_failed(l))
+        return INT64_MAX;
+    struct plog_config c;
+    plog_get_config(l, &c);
+    const char *why;
+    int64_t due = INT64_MAX;
+    srw_rdlock(&l->seg_lock);
+    struct segment *s = l->segs[0];
+    if (deletable(l, &c, now_ms, INT64_MAX, &why) > 0) {
+        /* Deletable now, or but for the high watermark (which moves
+         * without telling retention) or a holder of maint_lock: Kafka's
+         * periodic check would find it, so every check looks. */
+        due = now_ms;
+    } else if (c.cleanup_delete && c.retention_ms >= 0 && !(l->nsegs == 1 && s->size == 0)) {
+        /* deletable() takes segments from the front only: the oldest
+         * one's largest timestamp decides when time deletes anything.
+         * Appends only raise it; what lowers it (a cleaning, a
+         * truncation) calls the hook. */
+        int64_t ts = segment_largest_timestamp(s);
+        due = ts > INT64_MAX - 1 - c.retention_ms ? INT64_MAX : ts + c.retention_ms + 1;
+    }
+    srw_unlock(&l->seg_lock);
+    return due;
+}
+
+bool plog_take_retention_wanted(struct plog *l) { return atomic_exchange(&l->retention_wanted, false); }
+bool plog_retention_wanted(const struct plog *l) { return atomic_load(&l->retention_wanted); }
+
+void plog_note_changed(struct plog *l, bool retention, bool clean)
+{
+    if (clean && !atomic_load_explicit(&l->clean_changed, memory_order_relaxed))
+        atomic_store(&l->clean_changed, true);
+    if (retention && !atomic_load_explicit(&l->retention_wanted, memory_order_relaxed) &&
+        !atomic_exchange(&l->retention_wanted, true) && l->hooks->retention_wanted)
+        l->hooks->retention_wanted(l->hooks_ctx, l);
 }
 
 int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
@@ -2065,7 +2119,7 @@ int plog_retention(struct plog *l, int64_t now_ms, int *deleted)
     if (deleted)
         *deleted = (int)k;
     if (atomic_load(&l->start_offset) != old_start && l->hooks->start_offset_moved)
-        l->hooks->start_offset_moved(l->hooks->ctx, l);
+        l->hooks->start_offset_moved(l->hooks_ctx, l);
     return 0;
 }
 
@@ -2092,8 +2146,11 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark)
         slock_unlock(&l->epoch_lock);
         slog_info("log: %s: log start offset moved from %" PRId64 " to %" PRId64 " (DeleteRecords)", l->dir, old,
                   now);
+        /* Before the hook: its owner sees the request pending (and
+         * retention runs on this log soon, logmgr.c). */
+        plog_note_changed(l, true, true);
         if (l->hooks->start_offset_moved)
-            l->hooks->start_offset_moved(l->hooks->ctx, l);
+            l->hooks->start_offset_moved(l->hooks_ctx, l);
     }
     return 0;
 }
@@ -2157,6 +2214,7 @@ int plog_truncate_fully(struct plog *l, int64_t offset)
         if (plog_producers_truncated(l, -1) != 0)
             plog_mark_failed(l);
         slog_info("log: %s: truncated fully; starts again at offset %" PRId64, l->dir, offset);
+        plog_note_changed(l, true, true);
     } else if (fdc_resource_failures() != res0) {
         /* The old segments are gone and the new one could not be created
          * for want of descriptors: this log cannot serve until it is
@@ -2247,6 +2305,7 @@ int plog_truncate_to(struct plog *l, int64_t offset)
         if (plog_producers_truncated(l, end) != 0)
             plog_mark_failed(l);
         slog_info("log: %s: truncated to offset %" PRId64, l->dir, end);
+        plog_note_changed(l, true, true);
     }
     slock_unlock(&l->flush_lock);
     slock_unlock(&l->append_lock);

@@ -135,11 +135,12 @@ struct plog_config {
         .max_compaction_lag_ms = INT64_MAX, .delete_retention_ms = PLOG_DAY_MS, .file_delete_delay_ms = 60000 \
     }
 
-/* Where a log reports to its owner (log/logmgr.c). Every callback may run
+/* Where a log reports to its owner (log/logmgr.c), each called with
+ * plog_open_opts.hooks_ctx: a table the owner's logs can share (no copy
+ * per partition). Every callback may run
  * on any thread that uses the log, some under the log's append lock: they
  * must be quick and must not call back into the log. */
 struct plog_hooks {
-    void *ctx;
     /* The flush policy wants a flush (flush.messages reached, or a
      * segment was rolled). */
     void (*flush_wanted)(void *ctx, struct plog *l);
@@ -147,6 +148,13 @@ struct plog_hooks {
     void (*start_offset_moved)(void *ctx, struct plog *l);
     /* An I/O error took the log offline (Kafka then fails its log dir). */
     void (*failed)(void *ctx, struct plog *l);
+    /* Retention may now be due earlier than plog_retention_due said when
+     * last asked: an append into an empty log, an append while
+     * retention.bytes is finite, a config change, a truncation, a
+     * cleaning, DeleteRecords. Called at most once until the owner takes
+     * the request (plog_take_retention_wanted), so an append pays a
+     * relaxed load of a flag when one is pending. */
+    void (*retention_wanted)(void *ctx, struct plog *l);
 };
 
 /* Codecs, for record-level work on compressed batches (the cleaner,
@@ -172,9 +180,10 @@ struct plog_open_opts {
     /* Set by the owner when the log dir fails: the log then refuses
      * everything with KERR_KAFKA_STORAGE_ERROR. May be NULL. */
     const atomic_bool *dir_offline;
-    /* May be NULL; kept by pointer (not copied: 56 bytes a partition),
-     * so both must outlive the log. */
+    /* May be NULL; kept by pointer (not copied: a table the owner's logs
+     * share), so both must outlive the log. */
     const struct plog_hooks *hooks;
+    void *hooks_ctx; /* the hooks' ctx argument */
     const struct plog_codecs *codecs;
     /* A new log's directory, partition.metadata and first segment are
      * created without a single fsync: the caller makes them durable
@@ -193,7 +202,7 @@ struct plog_open_opts {
     bool clean_shutdown;
 };
 
-#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, false, false, false}
+#define PLOG_OPEN_OPTS_INIT {-1, -1, -1, -1, NULL, NULL, NULL, NULL, false, false, false}
 
 /* Opens the log in dir, creating the directory (and an empty first
  * segment) when missing. topic_id may be NULL or zero ("unknown"): then
@@ -340,8 +349,10 @@ const kuuid_t *plog_topic_id(const struct plog *l);
 const char *plog_dir(const struct plog *l);
 /* The last component of the dir ("<topic>-<partition>"). */
 const char *plog_name(const struct plog *l);
-/* The hooks given at open (an empty set when none: never NULL). */
+/* The hooks given at open (an empty set when none: never NULL), and
+ * their ctx. */
 const struct plog_hooks *plog_hooks(const struct plog *l);
+void *plog_hooks_ctx(const struct plog *l);
 /* "<topic>-<partition>" split from the directory name: topic (points into
  * l, not NUL-terminated: *topic_len bytes) and partition; false when the
  * name is not of that form. */
@@ -434,6 +445,22 @@ int plog_delete_records(struct plog *l, int64_t offset, int64_t *low_watermark);
  * (0, nothing deleted) while the cleaner works on the log. */
 int plog_retention(struct plog *l, int64_t now_ms, int *deleted);
 
+/* When plog_retention can next delete something (wall clock, ms),
+ * assuming none of the events of plog_hooks.retention_wanted happens
+ * meanwhile: now_ms when something is deletable now or would be but for
+ * the high watermark or a cleaning or truncation in progress (look again
+ * at the next check); the time the oldest segment's largest timestamp
+ * passes retention.ms; INT64_MAX when time alone deletes nothing (an
+ * empty log, retention.ms -1, no delete policy). Never earlier than the
+ * deletion it stands for, so its owner may look at the log only then. */
+int64_t plog_retention_due(struct plog *l, int64_t now_ms);
+/* The owner takes a retention_wanted request (true when one was
+ * pending): the next event calls the hook again. Take it before
+ * plog_retention and plog_retention_due, so an event after them is not
+ * lost. plog_retention_wanted only reads the flag. */
+bool plog_take_retention_wanted(struct plog *l);
+bool plog_retention_wanted(const struct plog *l);
+
 /* Removes the files of segments deleted at least file.delete.delay.ms
  * ago (all of them with force). Returns how many are still waiting. */
 int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
@@ -444,9 +471,6 @@ int plog_purge_deleted(struct plog *l, int64_t now_ms, bool force);
  * log would find nothing to do. */
 long plog_timed_flush_logs(void);
 long plog_trashed_segments(void);
-/* Over all logs of the process: how many have cleanup.policy compact.
- * While 0 the cleaners' search for the filthiest log walks nothing. */
-long plog_compacted_logs(void);
 
 /* Truncates the log to end at offset: batches whose last offset is >=
  * offset go (whole batches), and so does everything after them. The

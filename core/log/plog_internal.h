@@ -27,6 +27,7 @@ struct plog {
     /* The owner's, kept by pointer (never NULL: an empty set stands for
      * none); they outlive the log (plog_open_ex). */
     const struct plog_hooks *hooks;
+    void *hooks_ctx; /* their first argument */
     const struct plog_codecs *codecs;
     const atomic_bool *dir_offline;
 
@@ -104,6 +105,13 @@ struct plog {
      * takes such a log offline, and so do we. */
     atomic_bool failed;
     bool has_topic_id;
+    /* A retention_wanted hook call is pending (plog_take_retention_wanted
+     * clears it). */
+    atomic_bool retention_wanted;
+    /* Something the cleanable state depends on changed: a roll, a
+     * cleaning, a config change, a truncation, a log start offset move
+     * (plog_take_clean_changed clears it; set at open). */
+    atomic_bool clean_changed;
 
     uint64_t rng; /* segment.jitter.ms draws; under append_lock */
 
@@ -188,6 +196,11 @@ void plog_config_release(const struct plog_config *c);
 
 bool plog_has_failed(const struct plog *l);
 void plog_mark_failed(struct plog *l);
+
+/* An event that can make retention or the cleaner due earlier: sets the
+ * flags above, calling the retention_wanted hook when its flag was clear
+ * (retention) and noting it for the cleaner (clean). O(1), no lock. */
+void plog_note_changed(struct plog *l, bool retention, bool clean);
 
 /* Releases maint_lock (held by the caller), trimming first the index
  * files a roll left to its holder (trims_pending); every holder lets go

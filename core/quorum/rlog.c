@@ -162,6 +162,18 @@ static int append_copy(struct rlog *l, const uint8_t *batches, size_t len)
     return 0;
 }
 
+/* The metadata log is no log manager's: nobody else removes the files
+ * of its dropped segments (file.delete.delay.ms 0). Left in its trash,
+ * they stayed on disk until the next start, and kept the process-wide
+ * plog_trashed_segments above 0, which made the log manager's scheduler
+ * walk every partition every 500 ms for a purge that found nothing
+ * (issue 12: ~40-80 ms of CPU a second at 100 000 idle partitions, from
+ * the first metadata snapshot on). */
+static void purge_trash(struct rlog *l)
+{
+    plog_purge_deleted(l->log, clock_wall_ms(), false); /* due at once */
+}
+
 static int op_truncate_to(void *ctx, int64_t offset)
 {
     struct rlog *l = ctx;
@@ -171,7 +183,9 @@ static int op_truncate_to(void *ctx, int64_t offset)
     if (offset == plog_log_end_offset(l->log))
         return 0;
     atomic_fetch_add(&l->gen, 1);
-    return plog_truncate_to(l->log, offset);
+    int rc = plog_truncate_to(l->log, offset);
+    purge_trash(l);
+    return rc;
 }
 
 static int op_read(void *ctx, int64_t offset, int32_t max_bytes, krecords_t *out)
@@ -409,6 +423,7 @@ static int move_start(struct rlog *l, int64_t offset)
         if (rc == 0)
             (void)plog_retention(l->log, clock_wall_ms(), NULL);
     }
+    purge_trash(l);
     if (rc == 0)
         l->start = offset;
     return rc;

@@ -587,7 +587,7 @@ static void test_roll_leaves_trim_to_flush(void **state)
     size_t s = add_batch(&b, 2, NULL, 1, 0, 50);
     buf_free(&b);
     struct plog_config c = cfg_with((int64_t)(3 * s + s / 2), 1);
-    static const struct plog_hooks hooks = {NULL, count_flush_wanted, NULL, NULL};
+    static const struct plog_hooks hooks = {count_flush_wanted, NULL, NULL, NULL};
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     o.hooks = &hooks;
     struct plog *l = NULL;

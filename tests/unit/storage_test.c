@@ -752,9 +752,10 @@ static void test_flush_policy(void **state)
 {
     struct fx *f = *state;
     struct hook_counts hc = {0};
-    struct plog_hooks h = {&hc, h_flush, h_start, h_failed};
+    struct plog_hooks h = {h_flush, h_start, h_failed, NULL};
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     o.hooks = &h;
+    o.hooks_ctx = &hc;
     struct plog_config c = cfg_with(1 << 20, 100);
     c.flush_messages = 10;
     struct plog *l = open_ex(f->dir, &c, &o);
@@ -841,9 +842,10 @@ static void test_retention_time(void **state)
     c.retention_ms = 1000;
     c.file_delete_delay_ms = 500;
     struct hook_counts hc = {0};
-    struct plog_hooks h = {&hc, h_flush, h_start, h_failed};
+    struct plog_hooks h = {h_flush, h_start, h_failed, NULL};
     struct plog_open_opts o = PLOG_OPEN_OPTS_INIT;
     o.hooks = &h;
+    o.hooks_ctx = &hc;
     struct plog *l = open_ex(f->dir, &c, &o);
     /* Segments with largest timestamps 1000, 2000, 3000, 4000 (active). */
     for (int i = 0; i < 4; i++) {
@@ -1261,6 +1263,231 @@ static void test_logmgr_unchanged_checkpoints(void **state)
     assert_true(replaced);
     logmgr_stop(m);
     logmgr_close(m, l, true);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
+/* Opens and registers "<prefix>-<i>" in the manager's first dir. */
+static struct plog *mgr_open(struct logmgr *m, const char *prefix, int i, const struct plog_config *c)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s-%d", prefix, i);
+    struct plog *l = NULL;
+    assert_int_equal(logmgr_open(m, 0, name, NULL, c, NULL, NULL, &l), 0);
+    return l;
+}
+
+/* Retention ticks (issue 12) without the scheduler thread, at chosen
+ * wall times: idle empty logs are never looked at; a log is looked at
+ * when its oldest segment's retention.ms expires, or when its hook asks
+ * (first append into an empty log). */
+static void test_logmgr_retention_due(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct logmgr *m = logmgr_create(cfg);
+    struct plog_config c = cfg_with(1 << 20, 100);
+    c.retention_ms = 1000;
+    enum { IDLE = 50 };
+    struct plog *idle[IDLE], *l;
+    for (int i = 0; i < IDLE; i++)
+        idle[i] = mgr_open(m, "idle", i, &c);
+    l = mgr_open(m, "data", 0, &c);
+    int64_t t0 = clock_wall_ms();
+    /* Empty logs have no due time: no tick looks at them. */
+    assert_int_equal(plog_retention_due(l, t0), INT64_MAX);
+    struct logmgr_scan_stats st;
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.retention_logs, 0);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 0);
+    assert_int_equal(logmgr_retention_tick(m, t0 + 7 * PLOG_DAY_MS, false), 0);
+
+    /* The first append arms the log; the tick looks at it alone and files
+     * it under its oldest segment's largest timestamp + retention.ms. */
+    append_n(l, 3, 0, t0);
+    assert_int_equal(plog_retention_due(l, t0), t0 + 2 + 1000 + 1);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.retention_logs, 1);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_int_equal(plog_log_start_offset(l), 0);
+    assert_int_equal(logmgr_retention_tick(m, t0 + 1002, false), 0);
+    assert_int_equal(plog_log_start_offset(l), 0);
+    /* Due: deleted at that tick (the active segment rolled first). */
+    assert_int_equal(logmgr_retention_tick(m, t0 + 1003, false), 1);
+    assert_int_equal(plog_log_start_offset(l), 3);
+    assert_int_equal(plog_size_bytes(l), 0);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.retention_logs, 0);
+    assert_int_equal(st.retention_visits, 2);
+
+    /* Empty again: the next append arms it again, and it expires too. */
+    int64_t t1 = t0 + 5000;
+    append_n(l, 2, 0, t1);
+    assert_int_equal(logmgr_retention_tick(m, t1 + 1000, false), 1);
+    assert_int_equal(plog_log_start_offset(l), 3);
+    assert_int_equal(logmgr_retention_tick(m, t1 + 1002, false), 1);
+    assert_int_equal(plog_log_start_offset(l), 5);
+
+    /* retention.ms -1: nothing becomes due by time. */
+    struct plog_config keep = c;
+    keep.retention_ms = -1;
+    assert_int_equal(logmgr_set_config(m, idle[0], &keep), 0);
+    append_n(idle[0], 2, 0, t0);
+    assert_int_equal(plog_retention_due(idle[0], t0), INT64_MAX);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_int_equal(logmgr_retention_tick(m, t0 + 7 * PLOG_DAY_MS, false), 0);
+    assert_int_equal(plog_log_start_offset(idle[0]), 0);
+
+    /* A config change that lowers retention.ms takes effect at the next
+     * tick: the log was filed under 7 days. */
+    struct plog_config week = c;
+    week.retention_ms = 7 * PLOG_DAY_MS;
+    assert_int_equal(logmgr_set_config(m, idle[1], &week), 0);
+    append_n(idle[1], 2, 0, t0);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_int_equal(logmgr_retention_tick(m, t0 + 5000, false), 0);
+    assert_int_equal(logmgr_set_config(m, idle[1], &c), 0);
+    assert_int_equal(logmgr_retention_tick(m, t0 + 5000, false), 1);
+    assert_int_equal(plog_log_start_offset(idle[1]), 2);
+
+    for (int i = 0; i < IDLE; i++)
+        logmgr_close(m, idle[i], true);
+    logmgr_close(m, l, true);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.retention_logs, 0);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
+/* retention.bytes exceeded by appends is enforced at the next tick
+ * (every append may arm the log, not only the first), and DeleteRecords
+ * on one log has that log, and no other, looked at at once. */
+static void test_logmgr_retention_bytes_and_delete_records(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct logmgr *m = logmgr_create(cfg);
+    struct plog_config c = cfg_with(1200, 100);
+    c.retention_ms = 7 * PLOG_DAY_MS;
+    struct plog_config cb = c;
+    cb.retention_ms = -1;
+    cb.retention_bytes = 3000;
+    int64_t t0 = clock_wall_ms();
+    struct plog *lb, *ld[4];
+    lb = mgr_open(m, "bytes", 0, &cb);
+    for (int i = 0; i < 4; i++) {
+        ld[i] = mgr_open(m, "dr", i, &c);
+        for (int k = 0; k < 24; k++)
+            append_n(ld[i], 4, 0, t0);
+    }
+    /* The first tick files every log (their first appends asked). */
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 4);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 0);
+
+    append_n(lb, 4, 0, t0);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 0);
+    /* Appends past retention.bytes: the log is looked at and trimmed. */
+    for (int k = 0; k < 30; k++)
+        append_n(lb, 4, 0, t0);
+    assert_true(plog_size_bytes(lb) > 3000 + 1200);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_true(plog_log_start_offset(lb) > 0);
+    assert_true(plog_size_bytes(lb) <= 3000 + 1200);
+    int64_t start = plog_log_start_offset(lb);
+    for (int k = 0; k < 30; k++)
+        append_n(lb, 4, 0, t0);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 1);
+    assert_true(plog_log_start_offset(lb) > start);
+    assert_true(plog_size_bytes(lb) <= 3000 + 1200);
+
+    /* DeleteRecords on dr-2: a poke looks at it alone and its segments
+     * below the new start go. */
+    int nsegs = plog_segment_count(ld[2]);
+    assert_true(nsegs > 3);
+    int64_t low;
+    assert_int_equal(plog_delete_records(ld[2], plog_log_end_offset(ld[2]) - 1, &low), 0);
+    assert_int_equal(logmgr_retention_tick(m, t0, true), 1);
+    assert_int_equal(plog_segment_count(ld[2]), 1);
+    for (int i = 0; i < 4; i++)
+        if (i != 2)
+            assert_int_equal(plog_segment_count(ld[i]), nsegs);
+    assert_int_equal(logmgr_retention_tick(m, t0, false), 0);
+
+    logmgr_close(m, lb, true);
+    for (int i = 0; i < 4; i++)
+        logmgr_close(m, ld[i], true);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
+/* The cleaner step looks at compacted logs only, and at a compacted log
+ * again only once something it depends on changed; it still cleans a
+ * dirty one. */
+static void test_logmgr_cleaner_scan(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct logmgr *m = logmgr_create(cfg);
+    struct plog_config c = cfg_with(1200, 64);
+    c.retention_ms = -1;
+    struct plog_config cc = c;
+    cc.cleanup_compact = true;
+    cc.cleanup_delete = false;
+    int64_t t0 = clock_wall_ms();
+    enum { PLAIN = 20 };
+    struct plog *plain[PLAIN], *lc, *lc2;
+    for (int i = 0; i < PLAIN; i++) {
+        plain[i] = mgr_open(m, "plain", i, &c);
+        for (int k = 0; k < 8; k++)
+            append_n(plain[i], 4, 0, t0);
+    }
+    lc = mgr_open(m, "compact", 0, &cc);
+    lc2 = mgr_open(m, "compact", 1, &cc);
+    struct logmgr_scan_stats st;
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.compacted_logs, 2);
+    /* compact-0 gets the same 4 keys again and again. */
+    for (int k = 0; k < 20; k++)
+        append_n(lc, 4, 0, t0);
+    assert_true(plog_segment_count(lc) > 3);
+    int64_t before = plog_size_bytes(lc);
+    assert_true(logmgr_clean_one(m, t0));
+    assert_true(plog_size_bytes(lc) < before);
+    assert_true(plog_cleaner_offset(lc) > 0);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.cleaner_visits, 2); /* both compacted logs, no plain one */
+    /* Cleaned: looked at once more (the cleaning changed it), then not
+     * until something changes. */
+    assert_false(logmgr_clean_one(m, t0));
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.cleaner_visits, 3);
+    for (int i = 0; i < 5; i++)
+        assert_false(logmgr_clean_one(m, t0 + i * 1000));
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.cleaner_visits, 3);
+    /* New dirty segments: cleaned again. */
+    int64_t co = plog_cleaner_offset(lc);
+    for (int k = 0; k < 20; k++)
+        append_n(lc, 4, 0, t0);
+    assert_true(logmgr_clean_one(m, t0));
+    assert_true(plog_cleaner_offset(lc) > co);
+    /* cleanup.policy compact on a plain log: it joins the set and is cleaned. */
+    assert_int_equal(logmgr_set_config(m, plain[3], &cc), 0);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.compacted_logs, 3);
+    assert_true(logmgr_clean_one(m, t0));
+    assert_true(plog_cleaner_offset(plain[3]) > 0);
+    assert_int_equal(logmgr_set_config(m, plain[3], &c), 0);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.compacted_logs, 2);
+
+    for (int i = 0; i < PLAIN; i++)
+        logmgr_close(m, plain[i], true);
+    logmgr_close(m, lc, true);
+    logmgr_close(m, lc2, true);
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.compacted_logs, 0);
     logmgr_destroy(m);
     config_free(cfg);
 }
@@ -1927,6 +2154,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logmgr, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_clean_marker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_unchanged_checkpoints, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_retention_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_retention_bytes_and_delete_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_cleaner_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test(test_cleaner_throttle),
         cmocka_unit_test_setup_teardown(test_cleaner_throttled_pass, setup, teardown),
