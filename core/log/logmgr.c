@@ -1091,7 +1091,8 @@ static void snap_take(struct logmgr *m, struct snap *s)
         pthread_mutex_lock(&m->lock);
     }
     s->n = m->nall;
-    memcpy(s->v, m->all, s->n * sizeof *s->v);
+    if (s->n)
+        memcpy(s->v, m->all, s->n * sizeof *s->v); /* m->all is NULL until a log registers */
     m->snap_users++;
     pthread_mutex_unlock(&m->lock);
 }
