@@ -30,6 +30,7 @@ static int check_log_dirs(const char *v, char *why, size_t n);
 static int check_gzip_level(const char *v, char *why, size_t n);
 static int check_plugin_names(const char *v, char *why, size_t n);
 static int check_ip_overrides(const char *v, char *why, size_t n);
+static int check_metrics_listener(const char *v, char *why, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* The definition table                                                */
@@ -522,6 +523,9 @@ const struct config_def config_defs[] = {
      "A network worker's, replica fetcher's or quorum loop's pass that runs its callbacks for longer "
      "than this is logged (WARN, at most one line per loop every 10 s, with the count and the longest); "
      "0: off."},
+    {"samsa.metrics.listener", T(STRING), "", RO, 0, FN(check_metrics_listener),
+     "HOST:PORT of an HTTP endpoint serving the node's metrics at /metrics in Prometheus's text format "
+     "(an empty HOST: every address); empty: none."},
     {"plugin.dir", T(STRING), NULL, RO, 0, NOCHECK,
      "Directory searched for plugin .so files (unset: the installed plugin directory)."},
     /* The scripts of the lua module (modules/lua): listed here, unlike
@@ -1309,6 +1313,31 @@ static int check_ip_overrides(const char *v, char *why, size_t n)
     return config_parse_ip_overrides(v, NULL, NULL, why, n);
 }
 
+/* "" (off) or HOST:PORT, host optional. Returns the parsed endpoint in
+ * *out when out is given (NULL for ""). */
+static int parse_metrics_listener(const char *v, struct config_host_port **out, char *why, size_t n)
+{
+    if (out)
+        *out = NULL;
+    if (!v || !*v)
+        return 0;
+    struct config_host_port hp = {0};
+    if (parse_host_port(v, &hp.host, &hp.port, true, why, n) < 0)
+        return -1;
+    if (out) {
+        *out = xmalloc(sizeof **out);
+        **out = hp;
+    } else {
+        free(hp.host);
+    }
+    return 0;
+}
+
+static int check_metrics_listener(const char *v, char *why, size_t n)
+{
+    return parse_metrics_listener(v, NULL, why, n);
+}
+
 static int check_voters(const char *v, char *why, size_t n)
 {
     return parse_voters(v, NULL, NULL, why, n);
@@ -1922,6 +1951,8 @@ static void typed_free(struct samsa_config *c)
     strv_free(c->controller_listener_names, c->n_controller_listener_names);
     voters_free(c->voters, c->n_voters);
     host_ports_free(c->bootstrap_controllers, c->n_bootstrap_controllers);
+    host_ports_free(c->metrics_listener, c->metrics_listener ? 1 : 0);
+    c->metrics_listener = NULL;
     strv_free(c->log_dirs, c->n_log_dirs);
     strv_free(c->plugins, c->n_plugins);
     free(c->ip_limits);
@@ -2107,6 +2138,7 @@ static void refresh(struct samsa_config *c)
 
     const char *lvl = config_get(c, "samsa.log.level");
     c->loop_stall_warn_ms = get_l(c, "samsa.loop.stall.warn.ms");
+    parse_metrics_listener(config_get(c, "samsa.metrics.listener"), &c->metrics_listener, NULL, 0);
     c->log_level = !strcmp(lvl, "debug")  ? SLOG_DEBUG
                    : !strcmp(lvl, "warn")  ? SLOG_WARN
                    : !strcmp(lvl, "error") ? SLOG_ERROR

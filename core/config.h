@@ -283,6 +283,9 @@ struct samsa_config {
 
     int log_level;          /* samsa.log.level as an enum slog_level */
     int64_t loop_stall_warn_ms; /* samsa.loop.stall.warn.ms (util/loopwatch.h) */
+    /* samsa.metrics.listener (api/prometheus.c); host "" = every address;
+     * NULL when unset: no metrics endpoint */
+    struct config_host_port *metrics_listener;
     const char *plugin_dir; /* NULL = the built-in plugin directory */
     char **plugins;
     size_t n_plugins;

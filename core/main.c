@@ -17,6 +17,7 @@
 
 #include "api/dispatch.h"
 #include "api/fetch_session.h"
+#include "api/prometheus.h"
 #include "api/quota_mgr.h"
 #include "auth/authz.h"
 #include "auth/sasl.h"
@@ -378,6 +379,16 @@ int main(int argc, char **argv)
         off += (size_t)snprintf(listening + off, sizeof listening - off, "%s%s://%s:%d", off ? ", " : "", l->name,
                                 l->host[0] ? l->host : "0.0.0.0", l->port);
     }
+    /* The metrics endpoint binds with the listeners, for the same
+     * reason; it serves once the node is up. */
+    struct http_server *metrics = NULL;
+    if (cfg->metrics_listener) {
+        prometheus_init();
+        metrics = http_server_open("samsa.metrics.listener", cfg->metrics_listener->host,
+                                   cfg->metrics_listener->port, prometheus_http, &b, err, sizeof err);
+        if (!metrics)
+            die("%s%s", err, "");
+    }
     prepare_log_dirs(cfg, &b);
 
     struct fetch_session_cache sessions;
@@ -447,7 +458,15 @@ int main(int argc, char **argv)
     /* A broker hands its leaderships over before it stops serving. */
     net_set_shutdown_hook(b.net, begin_controlled_shutdown, &b);
     net_set_reload_hook(b.net, reload_plugins, plugins);
+    if (metrics) {
+        http_server_start(metrics);
+        slog_info("metrics at http://%s:%d/metrics", cfg->metrics_listener->host[0] ? cfg->metrics_listener->host
+                                                                                     : "0.0.0.0",
+                  http_server_port(metrics));
+    }
     net_run(b.net);
+    /* Scrapes read everything below: they stop first. */
+    http_server_close(metrics);
 
     /* Replication stops before the logs close. */
     fetcher_stop(fetcher);

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 DEBS="build-essential autoconf automake libtool pkg-config clang libclang-rt-14-dev \
 libev-dev libssl-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev liblua5.4-dev libcmocka-dev \
-librdkafka-dev kcat python3 python3-confluent-kafka python3-kafka iproute2 openssl"
+librdkafka-dev kcat python3 python3-confluent-kafka python3-kafka python3-prometheus-client iproute2 openssl"
 # Node.js may come from elsewhere (e.g. NodeSource, which bundles npm and
 # conflicts with Debian's npm package): only ask Debian when it is absent.
 command -v node >/dev/null 2>&1 || DEBS="$DEBS nodejs"

@@ -29,3 +29,5 @@ core_libsamsacore_a_SOURCES += core/api/groups.c
 # SaslHandshake, SaslAuthenticate, Describe/AlterUserScramCredentials
 core_libsamsacore_a_SOURCES += core/api/sasl.c
 core_libsamsacore_a_SOURCES += core/api/txn.c
+# The metrics endpoint's exposition (samsa.metrics.listener)
+core_libsamsacore_a_SOURCES += core/api/prometheus.c core/api/prometheus.h

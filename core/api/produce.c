@@ -17,6 +17,7 @@
 #include "coord/txn_verify.h"
 #include "log/plog.h"
 #include "net/park.h"
+#include "net/worker.h"
 #include "api/produce_codec.h"
 #include "proto/kerr.h"
 #include "proto/record_batch.h"
@@ -209,6 +210,10 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         partition_put(p);
     if (err)
         return (int16_t)err;
+    if (req->worker) { /* Kafka's MessagesInPerSec and BytesInPerSec */
+        counter_add(&req->worker->counters.records_in, (uint64_t)vr.records);
+        counter_add(&req->worker->counters.record_bytes_in, batches_len);
+    }
     if (st == ACK_FAILED)
         return ack_err;
     rp->base_offset = res.base_offset;

@@ -91,6 +91,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
         w->conns->prev = c;
     w->conns = c;
     w->nconns++;
+    counter_add(&w->counters.connections, 1);
     slog_debug("connection %llu from %s on worker %d", (unsigned long long)c->id, c->peer, w->id);
     if (tls_ctx) {
         c->ssl = tls_new(tls_ctx, fd);
@@ -159,6 +160,7 @@ static void conn_destroy(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     w->nconns--;
+    atomic_store_explicit(&w->counters.connections, (uint64_t)w->nconns, memory_order_relaxed);
     if (c->counted)
         net_conn_gone(w->net, c->ip);
     if (c->ssl)
@@ -261,12 +263,18 @@ static ssize_t tls_send(struct conn *c, const void *p, size_t n)
 /* read() or SSL_read: bytes, 0 at the end of the stream, -1 with errno. */
 static ssize_t conn_recv(struct conn *c, void *p, size_t n)
 {
-    if (!c->ssl)
-        return read(c->fd, p, n);
+    if (!c->ssl) {
+        ssize_t got = read(c->fd, p, n);
+        if (got > 0)
+            counter_add(&c->w->counters.bytes_in, (uint64_t)got);
+        return got;
+    }
     ERR_clear_error();
     int rc = SSL_read(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
-    if (rc > 0)
+    if (rc > 0) {
+        counter_add(&c->w->counters.bytes_in, (uint64_t)rc);
         return rc;
+    }
     switch (SSL_get_error(c->ssl, rc)) {
     case SSL_ERROR_ZERO_RETURN: return 0;
     case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
@@ -412,6 +420,7 @@ static int write_request(struct conn *c, struct request *r)
             return -1;
         }
         r->sent += n;
+        counter_add(&c->w->counters.bytes_out, (uint64_t)n);
     }
     return 1;
 }
@@ -440,6 +449,7 @@ static void flush_done(struct conn *c)
         if (!c->head)
             c->tail = NULL;
         c->inflight--;
+        netstats_request_done(&c->w->counters, r->api_key, clock_mono_us() - r->received_us);
         if (r->close_after) {
             /* the answer that ends the connection (a failed SASL
              * exchange) is out: close now */
@@ -523,6 +533,7 @@ static void submit_frame(struct conn *c, uint8_t *frame, size_t len, size_t cap)
     r->frame_len = len;
     r->frame_cap = cap;
     r->received_us = clock_mono_us();
+    r->api_key = -1; /* until dispatch reads the header: a raw SASL token has none */
     arena_init(&r->arena);
     kw_init(&r->out);
     if (c->tail)
@@ -645,6 +656,7 @@ static ssize_t read_framed(struct conn *c, size_t *asked)
         errno = e;
         return n;
     }
+    counter_add(&c->w->counters.bytes_in, (uint64_t)n);
     size_t m = (size_t)n, into = m < rest ? m : rest;
     c->frame_got += into;
     m -= into; /* bytes after the frame being filled */

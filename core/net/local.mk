@@ -6,4 +6,5 @@ core_libsamsacore_a_SOURCES += \
 	core/net/tls.c core/net/tls.h core/net/tls_rules.c core/net/tls_rules.h \
 	core/net/kclient.c core/net/kclient.h \
 	core/net/peer_security.c core/net/peer_security.h \
-	core/net/sasl_client.c core/net/sasl_client.h
+	core/net/sasl_client.c core/net/sasl_client.h \
+	core/net/http.c core/net/http_head.c core/net/http.h core/net/netstats.h

@@ -92,6 +92,8 @@ struct net {
     } *held;
     bool throttled;
     int64_t last_refusal_log_ms;
+    /* for net_get_stats: written by the main thread */
+    _Atomic uint64_t accepted, refused, rate_held;
 };
 
 /* Stops or restarts accepting on the started broker listeners (the
@@ -137,13 +139,8 @@ struct net *net_create(const struct net_params *p)
     return n;
 }
 
-int net_listen(struct net *n, const char *name, const char *host, int port, bool controller, int protocol, char *err,
-               size_t errlen)
+int net_bind_listen(const char *what, const char *host, int port, int backlog, int *bound, char *err, size_t errlen)
 {
-    if (n->nlisteners == MAX_LISTENERS) {
-        snprintf(err, errlen, "too many listeners (at most %d)", MAX_LISTENERS);
-        return -1;
-    }
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -152,13 +149,11 @@ int net_listen(struct net *n, const char *name, const char *host, int port, bool
     snprintf(portstr, sizeof portstr, "%d", port);
     int gai = getaddrinfo(host && *host ? host : NULL, portstr, &hints, &res);
     if (gai != 0) {
-        snprintf(err, errlen, "listener %s: cannot resolve host '%s': %s", name, host, gai_strerror(gai));
+        snprintf(err, errlen, "%s: cannot resolve host '%s': %s", what, host, gai_strerror(gai));
         return -1;
     }
     int fd = -1;
     int last_errno = 0;
-    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
-    int backlog = cfg && cfg->socket_listen_backlog_size > 0 ? cfg->socket_listen_backlog_size : 1024;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
         if (fd < 0) {
@@ -175,19 +170,37 @@ int net_listen(struct net *n, const char *name, const char *host, int port, bool
     }
     freeaddrinfo(res);
     if (fd < 0) {
-        snprintf(err, errlen, "listener %s: cannot listen on %s:%d: %s", name, host && *host ? host : "*",
-                 port, strerror(last_errno));
+        snprintf(err, errlen, "%s: cannot listen on %s:%d: %s", what, host && *host ? host : "*", port,
+                 strerror(last_errno));
         return -1;
     }
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    int bound = port;
+    *bound = port;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
         if (ss.ss_family == AF_INET)
-            bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+            *bound = ntohs(((struct sockaddr_in *)&ss)->sin_port);
         else if (ss.ss_family == AF_INET6)
-            bound = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+            *bound = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
+    return fd;
+}
+
+int net_listen(struct net *n, const char *name, const char *host, int port, bool controller, int protocol, char *err,
+               size_t errlen)
+{
+    if (n->nlisteners == MAX_LISTENERS) {
+        snprintf(err, errlen, "too many listeners (at most %d)", MAX_LISTENERS);
+        return -1;
+    }
+    const struct samsa_config *cfg = n->cfg ? atomic_load(n->cfg) : NULL;
+    int backlog = cfg && cfg->socket_listen_backlog_size > 0 ? cfg->socket_listen_backlog_size : 1024;
+    char what[96];
+    snprintf(what, sizeof what, "listener %s", name);
+    int bound;
+    int fd = net_bind_listen(what, host, port, backlog, &bound, err, errlen);
+    if (fd < 0)
+        return -1;
     struct listener *l = &n->listeners[n->nlisteners++];
     snprintf(l->name, sizeof l->name, "%s", name);
     l->fd = fd;
@@ -196,6 +209,46 @@ int net_listen(struct net *n, const char *name, const char *host, int port, bool
     l->controller = controller;
     l->protocol = protocol;
     return 0;
+}
+
+const int64_t netstats_bucket_us[NETSTATS_BUCKETS - 1] = {
+    250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000,
+};
+
+void netstats_request_done(struct worker_counters *w, int api_key, int64_t us)
+{
+    if (api_key < 0 || api_key >= NETSTATS_APIS)
+        return;
+    if (us < 0)
+        us = 0;
+    int b = 0;
+    while (b < NETSTATS_BUCKETS - 1 && us > netstats_bucket_us[b])
+        b++;
+    counter_add(&w->requests[api_key], 1);
+    counter_add(&w->time_us[api_key], (uint64_t)us);
+    counter_add(&w->buckets[api_key][b], 1);
+}
+
+void net_get_stats(struct net *n, struct netstats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->accepted = atomic_load_explicit(&n->accepted, memory_order_relaxed);
+    out->refused = atomic_load_explicit(&n->refused, memory_order_relaxed);
+    out->throttled = atomic_load_explicit(&n->rate_held, memory_order_relaxed);
+    for (int i = 0; i < n->nworkers; i++) {
+        struct worker_counters *w = &n->workers[i].counters;
+        out->bytes_in += atomic_load_explicit(&w->bytes_in, memory_order_relaxed);
+        out->bytes_out += atomic_load_explicit(&w->bytes_out, memory_order_relaxed);
+        out->records_in += atomic_load_explicit(&w->records_in, memory_order_relaxed);
+        out->record_bytes_in += atomic_load_explicit(&w->record_bytes_in, memory_order_relaxed);
+        out->connections += atomic_load_explicit(&w->connections, memory_order_relaxed);
+        for (int k = 0; k < NETSTATS_APIS; k++) {
+            out->requests[k] += atomic_load_explicit(&w->requests[k], memory_order_relaxed);
+            out->time_us[k] += atomic_load_explicit(&w->time_us[k], memory_order_relaxed);
+            for (int j = 0; j < NETSTATS_BUCKETS; j++)
+                out->buckets[k][j] += atomic_load_explicit(&w->buckets[k][j], memory_order_relaxed);
+        }
+    }
 }
 
 int net_bound_port(const struct net *n, int idx)
@@ -453,12 +506,15 @@ static void on_accept(struct ev_loop *loop, ev_io *io, int revents)
             slog_debug("listener %s: connection from %s over its connection_creation_rate quota: closed in %lld ms",
                        l->name, ip, (long long)hold);
             hold_then_close(n, fd, hold);
+            counter_add(&n->rate_held, 1);
             continue;
         }
         if (!l->controller && !admit(n, l->name, ip)) {
             close(fd);
+            counter_add(&n->refused, 1);
             continue;
         }
+        counter_add(&n->accepted, 1);
         set_socket_buffers(n, fd);
         struct worker *w = &n->workers[n->next_worker];
         n->next_worker = (n->next_worker + 1) % n->nworkers;

@@ -53,6 +53,10 @@ struct net *net_create(const struct net_params *p);
  * in err. */
 int net_listen(struct net *n, const char *name, const char *host, int port, bool controller, int protocol, char *err,
                size_t errlen);
+/* A non-blocking listening socket on host:port (empty host: every
+ * address): returns its fd (the caller owns it) and the port it bound in
+ * *bound, or -1 with one line in err that starts with what. */
+int net_bind_listen(const char *what, const char *host, int port, int backlog, int *bound, char *err, size_t errlen);
 /* Starts the workers and runs the main loop until SIGTERM/SIGINT or
  * net_stop. Returns 0 after all workers have stopped. */
 int net_run(struct net *n);

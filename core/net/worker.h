@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "net/framepool.h"
+#include "net/netstats.h"
 #include "util/buf.h"
 
 struct net;
@@ -58,6 +59,7 @@ struct worker {
     struct conn *conns;       /* doubly linked list of live connections */
     int nconns;
     struct frame_pool frames; /* big request frames kept for reuse */
+    struct worker_counters counters; /* for net_get_stats */
 };
 
 #endif

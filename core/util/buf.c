@@ -1,5 +1,7 @@
 #include "util/buf.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +88,24 @@ void buf_put_u8(struct buf *b, uint8_t v) { *buf_extend(b, 1) = v; }
 void buf_put_be16(struct buf *b, uint16_t v) { be16_write(buf_extend(b, 2), v); }
 void buf_put_be32(struct buf *b, uint32_t v) { be32_write(buf_extend(b, 4), v); }
 void buf_put_be64(struct buf *b, uint64_t v) { be64_write(buf_extend(b, 8), v); }
+
+void buf_printf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *at = (char *)buf_reserve(b, 128);
+    int n = vsnprintf(at, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= b->cap - b->len) {
+        at = (char *)buf_reserve(b, (size_t)n + 1);
+        va_start(ap, fmt);
+        vsnprintf(at, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    b->len += (size_t)n;
+}
 
 uint8_t *buf_steal(struct buf *b, size_t *len)
 {

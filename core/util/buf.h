@@ -27,6 +27,8 @@ void buf_put_u8(struct buf *b, uint8_t v);
 void buf_put_be16(struct buf *b, uint16_t v);
 void buf_put_be32(struct buf *b, uint32_t v);
 void buf_put_be64(struct buf *b, uint64_t v);
+/* Appends printf output (no NUL counted in len). */
+void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Hands the bytes to the caller (who frees them) and empties b. */
 uint8_t *buf_steal(struct buf *b, size_t *len);
 

@@ -237,7 +237,10 @@ typedef struct samsa_host_api {
     int (*register_capability)(samsa_host_t *host, const samsa_cap_hdr_t *cap, void *cap_state);
 
     /* Registers a metric named "samsa.plugin.<plugin>.<name>". help is a
-     * one-line description. Returns NULL for a bad name or type; the
+     * one-line description. The metrics endpoint (samsa.metrics.listener)
+     * serves it as samsa_plugin_<plugin>_<name> (bytes outside
+     * [a-zA-Z0-9_:] as '_'), with _total after a counter's name. Returns
+     * NULL for a bad name or type; the
      * plugin may then pass NULL to metric_add/metric_set, which ignore it.
      * @locality init thread, during init only */
     samsa_metric_t *(*metric_register)(samsa_host_t *host, const char *name, int type,

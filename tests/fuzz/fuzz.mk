@@ -16,7 +16,8 @@ FUZZ_CORE_SRCS = \
 	core/util/buf.c core/util/arena.c core/util/sfile.c core/util/slog.c
 FUZZ_TARGETS = tests/fuzz/record_batch_fuzz tests/fuzz/request_fuzz tests/fuzz/coord_records_fuzz \
 	tests/fuzz/sasl_mech_fuzz tests/fuzz/raft_msg_fuzz tests/fuzz/producer_snapshot_fuzz \
-	tests/fuzz/txn_log_fuzz tests/fuzz/txnindex_fuzz tests/fuzz/sasl_client_fuzz tests/fuzz/oauthbearer_fuzz
+	tests/fuzz/txn_log_fuzz tests/fuzz/txnindex_fuzz tests/fuzz/sasl_client_fuzz tests/fuzz/oauthbearer_fuzz \
+	tests/fuzz/http_head_fuzz
 
 fuzz: $(FUZZ_TARGETS)
 
@@ -101,3 +102,8 @@ fuzz-run: fuzz
 
 .PHONY: fuzz fuzz-run
 CLEANFILES += $(FUZZ_TARGETS) tests/fuzz/libgen_fuzz.a
+
+# The metrics endpoint's HTTP request parser.
+tests/fuzz/http_head_fuzz: $(top_srcdir)/tests/fuzz/http_head_fuzz.c $(top_srcdir)/core/net/http_head.c \
+		$(FUZZ_CORE_SRCS:%=$(top_srcdir)/%)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(top_srcdir)/core/net/http_head.c $(FUZZ_CORE_SRCS:%=$(top_srcdir)/%) -lpthread

@@ -28,3 +28,10 @@ check_PROGRAMS += tests/unit/offload_test
 TESTS += tests/unit/offload_test
 tests_unit_offload_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
 tests_unit_offload_test_LDADD = $(UNIT_LIBS)
+
+# The metrics endpoint's HTTP server and request parser (net/http.c,
+# net/http_head.c), and api/prometheus.c's metric names.
+check_PROGRAMS += tests/unit/http_test
+TESTS += tests/unit/http_test
+tests_unit_http_test_CFLAGS = $(UNIT_CFLAGS) $(LIBEV_CFLAGS)
+tests_unit_http_test_LDADD = $(UNIT_LIBS)

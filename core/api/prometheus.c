@@ -1,0 +1,298 @@
+#include "api/prometheus.h"
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "autoconfig.h"
+#include "broker.h"
+#include "controller/controller.h"
+#include "controller/image.h"
+#include "log/logmgr.h"
+#include "net/net.h"
+#include "net/netstats.h"
+#include "net/park.h"
+#include "plugin/metrics.h"
+#include "proto/gen/kapi.h"
+#include "quorum/quorum.h"
+#include "topic_config.h"
+#include "util/clock.h"
+#include "util/fdcache.h"
+#include "util/loopwatch.h"
+
+static int64_t start_wall_ms;
+
+void prometheus_init(void) { start_wall_ms = clock_wall_ms(); }
+
+void prometheus_metric_name(const char *name, char *out, size_t n)
+{
+    if (!n)
+        return;
+    size_t o = 0;
+    if (name[0] >= '0' && name[0] <= '9' && o + 1 < n)
+        out[o++] = '_';
+    for (const char *p = name; *p && o + 1 < n; p++) {
+        char c = *p;
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
+        out[o++] = ok ? c : '_';
+    }
+    out[o] = 0;
+}
+
+/* HELP text: backslash and newline escaped, as the format wants. */
+static void put_help(struct buf *out, const char *name, const char *type, const char *help)
+{
+    buf_printf(out, "# HELP %s ", name);
+    for (const char *p = help; *p; p++) {
+        if (*p == '\\')
+            buf_append(out, "\\\\", 2);
+        else if (*p == '\n')
+            buf_append(out, "\\n", 2);
+        else
+            buf_append(out, p, 1);
+    }
+    buf_printf(out, "\n# TYPE %s %s\n", name, type);
+}
+
+static void metric_u(struct buf *out, const char *name, const char *type, const char *help, uint64_t v)
+{
+    put_help(out, name, type, help);
+    buf_printf(out, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void metric_i(struct buf *out, const char *name, const char *type, const char *help, int64_t v)
+{
+    put_help(out, name, type, help);
+    buf_printf(out, "%s %lld\n", name, (long long)v);
+}
+
+static void write_process(struct buf *out)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+                     (double)ru.ru_stime.tv_usec / 1e6;
+        put_help(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+        buf_printf(out, "process_cpu_seconds_total %.6f\n", cpu);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        unsigned long long size = 0, resident = 0;
+        if (fscanf(f, "%llu %llu", &size, &resident) == 2) {
+            metric_u(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+                     size * (unsigned long long)page);
+            metric_u(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+                     resident * (unsigned long long)page);
+        }
+        fclose(f);
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        uint64_t n = 0;
+        for (struct dirent *e; (e = readdir(d));)
+            if (e->d_name[0] != '.')
+                n++;
+        closedir(d);
+        metric_u(out, "process_open_fds", "gauge", "Open file descriptors (this count's own included).", n);
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        metric_u(out, "process_max_fds", "gauge", "The soft limit of open file descriptors.",
+                 (uint64_t)rl.rlim_cur);
+    put_help(out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.");
+    buf_printf(out, "process_start_time_seconds %.3f\n", (double)start_wall_ms / 1000.0);
+}
+
+static void write_net(struct broker *b, struct buf *out)
+{
+    struct netstats *s = xcalloc(1, sizeof *s); /* ~34 KB: not on the stack */
+    net_get_stats(b->net, s);
+    metric_u(out, "samsa_network_received_bytes_total", "counter",
+             "Bytes read from client and peer connections (after TLS).", s->bytes_in);
+    metric_u(out, "samsa_network_sent_bytes_total", "counter",
+             "Bytes written to client and peer connections (before TLS), fetched data included.", s->bytes_out);
+    metric_u(out, "samsa_connections", "gauge", "Open connections, every listener.", s->connections);
+    metric_u(out, "samsa_connections_accepted_total", "counter", "Connections accepted, every listener.",
+             s->accepted);
+    put_help(out, "samsa_connections_refused_total", "counter",
+             "Connections closed as they were accepted: by max.connections or max.connections.per.ip (limit), "
+             "or held then closed by a connection_creation_rate quota (creation_rate).");
+    buf_printf(out, "samsa_connections_refused_total{reason=\"limit\"} %llu\n", (unsigned long long)s->refused);
+    buf_printf(out, "samsa_connections_refused_total{reason=\"creation_rate\"} %llu\n",
+               (unsigned long long)s->throttled);
+    metric_u(out, "samsa_produce_records_total", "counter",
+             "Records appended by Produce requests (Kafka's MessagesInPerSec).", s->records_in);
+    metric_u(out, "samsa_produce_bytes_total", "counter",
+             "Record batch bytes appended by Produce requests (Kafka's BytesInPerSec).", s->record_bytes_in);
+
+    put_help(out, "samsa_requests_total", "counter", "Requests answered, by API.");
+    for (int k = 0; k < NETSTATS_APIS; k++) {
+        const struct kapi *a = kapi_get((int16_t)k);
+        if (s->requests[k] && a)
+            buf_printf(out, "samsa_requests_total{api=\"%s\"} %llu\n", a->name, (unsigned long long)s->requests[k]);
+    }
+    put_help(out, "samsa_request_duration_seconds", "histogram",
+             "Time from a request's arrival to the last byte of its answer written (Kafka's TotalTimeMs), by API.");
+    for (int k = 0; k < NETSTATS_APIS; k++) {
+        const struct kapi *a = kapi_get((int16_t)k);
+        if (!s->requests[k] || !a)
+            continue;
+        uint64_t cum = 0;
+        for (int j = 0; j < NETSTATS_BUCKETS; j++) {
+            cum += s->buckets[k][j];
+            if (j < NETSTATS_BUCKETS - 1)
+                buf_printf(out, "samsa_request_duration_seconds_bucket{api=\"%s\",le=\"%g\"} %llu\n", a->name,
+                           (double)netstats_bucket_us[j] / 1e6, (unsigned long long)cum);
+            else
+                buf_printf(out, "samsa_request_duration_seconds_bucket{api=\"%s\",le=\"+Inf\"} %llu\n", a->name,
+                           (unsigned long long)cum);
+        }
+        buf_printf(out, "samsa_request_duration_seconds_sum{api=\"%s\"} %.6f\n", a->name,
+                   (double)s->time_us[k] / 1e6);
+        buf_printf(out, "samsa_request_duration_seconds_count{api=\"%s\"} %llu\n", a->name,
+                   (unsigned long long)s->requests[k]);
+    }
+    free(s);
+
+    struct park_stats ps;
+    park_get_stats(net_park_hub(b->net), &ps);
+    metric_i(out, "samsa_parked_requests", "gauge",
+             "Requests waiting for an event (delayed fetches and produces, group joins, ...).", ps.parked);
+    metric_u(out, "samsa_loop_stalls_total", "counter",
+             "Event-loop passes longer than samsa.loop.stall.warn.ms, every loop.", loopwatch_stalls());
+}
+
+static bool has_replica(const struct mi_partition *p, int32_t node)
+{
+    for (int32_t i = 0; i < p->nreplicas; i++)
+        if (p->replicas[i] == node)
+            return true;
+    return false;
+}
+
+static void write_partitions(struct broker *b, struct buf *out)
+{
+    struct mimage *img = controller_image(b->controller);
+    if (!img)
+        return;
+    uint64_t topics = 0, partitions = 0, offline = 0, replicas = 0, leaders = 0, under_replicated = 0,
+             under_min_isr = 0;
+    for (int32_t i = 0; i < img->ntopics; i++) {
+        const struct mi_topic *t = img->topics[i];
+        topics++;
+        int32_t min_isr = t->cfg ? t->cfg->min_insync_replicas : 1;
+        for (int32_t k = 0; k < t->npartitions; k++) {
+            const struct mi_partition *p = &t->partitions[k];
+            partitions++;
+            if (p->leader < 0)
+                offline++;
+            if (has_replica(p, b->node_id))
+                replicas++;
+            if (p->leader != b->node_id)
+                continue;
+            leaders++;
+            if (p->nisr < p->nreplicas)
+                under_replicated++;
+            if (p->nisr < min_isr)
+                under_min_isr++;
+        }
+    }
+    int32_t nbrokers = img->nbrokers, alive = 0;
+    for (int32_t i = 0; i < img->nbrokers; i++)
+        alive += mimage_broker_alive(img, img->brokers[i].id);
+    mimage_release(img);
+    metric_u(out, "samsa_partitions", "gauge", "Partitions with a replica on this node (Kafka's PartitionCount).",
+             replicas);
+    metric_u(out, "samsa_partition_leaders", "gauge", "Partitions this node leads (Kafka's LeaderCount).", leaders);
+    metric_u(out, "samsa_under_replicated_partitions", "gauge",
+             "Partitions led here whose ISR is smaller than their replica set.", under_replicated);
+    metric_u(out, "samsa_under_min_isr_partitions", "gauge",
+             "Partitions led here whose ISR is smaller than min.insync.replicas (acks=all produce fails).",
+             under_min_isr);
+    metric_u(out, "samsa_cluster_topics", "gauge", "Topics in the metadata image.", topics);
+    metric_u(out, "samsa_cluster_partitions", "gauge", "Partitions in the metadata image.", partitions);
+    metric_u(out, "samsa_cluster_offline_partitions", "gauge", "Partitions without a leader.", offline);
+    metric_i(out, "samsa_cluster_brokers", "gauge", "Registered brokers.", nbrokers);
+    metric_i(out, "samsa_cluster_brokers_alive", "gauge", "Registered brokers that are not fenced.", alive);
+}
+
+static void write_quorum(struct broker *b, struct buf *out)
+{
+    metric_i(out, "samsa_controller_active", "gauge", "1 when this node is the active controller.",
+             controller_is_active(b->controller) ? 1 : 0);
+    metric_i(out, "samsa_quorum_leader", "gauge", "Node id of the metadata quorum's leader; -1 unknown.",
+             controller_leader_id(b->controller));
+    struct quorum *q = controller_quorum(b->controller);
+    if (q)
+        metric_i(out, "samsa_quorum_epoch", "gauge", "The metadata quorum's epoch as this node knows it.",
+                 quorum_epoch(q));
+}
+
+static void write_logs(struct broker *b, struct buf *out)
+{
+    struct fdc_stats fs;
+    fdc_get_stats(&fs);
+    metric_u(out, "samsa_log_segment_files_open", "gauge",
+             "Segment files holding a descriptor in the fd cache.", fs.open);
+    metric_u(out, "samsa_log_segment_file_evictions_total", "counter",
+             "Segment file descriptors closed to stay within the fd cache's share of RLIMIT_NOFILE.",
+             fs.evictions);
+    metric_u(out, "samsa_log_descriptor_errors_total", "counter", "EMFILE/ENFILE met opening segment files.",
+             fs.resource_errors);
+    if (!b->logs)
+        return;
+    uint64_t offline = 0;
+    size_t n = logmgr_ndirs(b->logs);
+    for (size_t i = 0; i < n; i++)
+        offline += logmgr_dir_offline(b->logs, i);
+    metric_u(out, "samsa_log_dirs", "gauge", "Log directories (log.dirs).", n);
+    metric_u(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
+}
+
+struct plugin_walk {
+    struct buf *out;
+};
+
+static int write_plugin_metric(void *arg, const struct metric *m)
+{
+    struct plugin_walk *w = arg;
+    char name[300];
+    prometheus_metric_name(metric_name(m), name, sizeof name - 8);
+    bool counter = metric_type(m) == METRIC_COUNTER;
+    if (counter)
+        strcat(name, "_total");
+    metric_i(w->out, name, counter ? "counter" : "gauge", metric_help(m), metric_value(m));
+    return 0;
+}
+
+void prometheus_write(struct broker *b, struct buf *out)
+{
+    put_help(out, "samsa_build_info", "gauge", "samsa's version and this node's id.");
+    buf_printf(out, "samsa_build_info{version=\"%s\",node_id=\"%d\"} 1\n", PACKAGE_VERSION, b->node_id);
+    write_process(out);
+    if (b->net)
+        write_net(b, out);
+    if (b->controller) {
+        write_partitions(b, out);
+        write_quorum(b, out);
+    }
+    write_logs(b, out);
+    struct plugin_walk w = {out};
+    metrics_foreach(write_plugin_metric, &w);
+}
+
+void prometheus_http(void *arg, const struct http_head *req, struct http_response *resp)
+{
+    if (!strcmp(req->path, "/metrics")) {
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        prometheus_write(arg, &resp->body);
+        return;
+    }
+    resp->status = 404;
+    buf_printf(&resp->body, "samsa serves its metrics at /metrics\n");
+}
