@@ -12,6 +12,7 @@
 #include "broker.h"
 #include "controller/controller.h"
 #include "controller/image.h"
+#include "log/plog.h"
 #include "log/logmgr.h"
 #include "net/net.h"
 #include "net/netstats.h"
@@ -19,6 +20,7 @@
 #include "plugin/metrics.h"
 #include "proto/gen/kapi.h"
 #include "quorum/quorum.h"
+#include "replica/partition.h"
 #include "topic_config.h"
 #include "util/clock.h"
 #include "util/fdcache.h"
@@ -221,6 +223,39 @@ static void write_partitions(struct broker *b, struct buf *out)
     metric_i(out, "samsa_cluster_brokers_alive", "gauge", "Registered brokers that are not fenced.", alive);
 }
 
+/* Kafka's ReplicaFetcherManager MaxLag: over the partitions followed
+ * here, the leader's high watermark (as of the last fetch) minus the
+ * local log end. */
+static void write_replication(struct broker *b, struct buf *out)
+{
+    uint64_t followed = 0;
+    int64_t max_lag = 0;
+    if (b->partitions && preg_replicated(b->partitions) > 0) {
+        struct partition **all;
+        size_t n = preg_list(b->partitions, &all);
+        for (size_t i = 0; i < n; i++) {
+            struct partition *p = all[i];
+            int32_t leader = atomic_load(&p->leader_id);
+            if (!atomic_load(&p->is_leader) && leader >= 0 && leader != b->node_id) {
+                followed++;
+                slock_lock(&p->repl_lock);
+                int64_t hw = p->leader_hw;
+                slock_unlock(&p->repl_lock);
+                int64_t lag = hw - plog_log_end_offset(p->log);
+                if (lag > max_lag)
+                    max_lag = lag;
+            }
+            partition_put(p);
+        }
+        free(all);
+    }
+    metric_u(out, "samsa_replica_followed_partitions", "gauge", "Partitions this node follows.", followed);
+    metric_i(out, "samsa_replica_max_lag", "gauge",
+             "Records the most lagging partition followed here is behind its leader's high watermark "
+             "(Kafka's ReplicaFetcherManager MaxLag).",
+             max_lag);
+}
+
 static void write_quorum(struct broker *b, struct buf *out)
 {
     metric_i(out, "samsa_controller_active", "gauge", "1 when this node is the active controller.",
@@ -254,13 +289,15 @@ static void write_logs(struct broker *b, struct buf *out)
     metric_u(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
 }
 
-struct plugin_walk {
+struct registry_walk {
     struct buf *out;
 };
 
-static int write_plugin_metric(void *arg, const struct metric *m)
+/* A metric of the registry: a plugin's (samsa.plugin.<name>.<metric>)
+ * or one the core keeps there (samsa.isr.shrinks). */
+static int write_registry_metric(void *arg, const struct metric *m)
 {
-    struct plugin_walk *w = arg;
+    struct registry_walk *w = arg;
     char name[300];
     prometheus_metric_name(metric_name(m), name, sizeof name - 8);
     bool counter = metric_type(m) == METRIC_COUNTER;
@@ -279,11 +316,12 @@ void prometheus_write(struct broker *b, struct buf *out)
         write_net(b, out);
     if (b->controller) {
         write_partitions(b, out);
+        write_replication(b, out);
         write_quorum(b, out);
     }
     write_logs(b, out);
-    struct plugin_walk w = {out};
-    metrics_foreach(write_plugin_metric, &w);
+    struct registry_walk w = {out};
+    metrics_foreach(write_registry_metric, &w);
 }
 
 void prometheus_http(void *arg, const struct http_head *req, struct http_response *resp)

@@ -4,8 +4,10 @@
  * requests and their latency by API), Produce's records and bytes in,
  * the partitions this node hosts and leads (under-replicated, under
  * min ISR), the cluster's topics, partitions and offline partitions as
- * the metadata image has them, the quorum, the log layer (open segment
- * files, offline log dirs) and every metric a plugin registered. */
+ * the metadata image has them, replication (ISR changes, the followers'
+ * lag), the quorum, the log layer (open segment files, offline log
+ * dirs) and every metric of the registry (plugin/metrics.h: the
+ * plugins' and the core's own). */
 #ifndef SAMSA_API_PROMETHEUS_H
 #define SAMSA_API_PROMETHEUS_H
 

@@ -24,6 +24,7 @@
 #include "controller/image.h"
 #include "log/plog.h"
 #include "net/kclient.h"
+#include "plugin/metrics.h"
 #include "proto/gen/alter_partition_request.h"
 #include "proto/gen/alter_partition_response.h"
 #include "proto/gen/fetch_request.h"
@@ -480,7 +481,22 @@ static void send_fetch(struct lane *f, struct source *s, struct partition **part
 struct alter_ctx {
     struct lane *f;
     struct partition *p; /* reference */
+    int32_t isr_before;  /* ISR size and partition epoch when it was sent */
+    int32_t epoch_before;
 };
+
+/* Kafka's IsrShrinksPerSec and IsrExpandsPerSec: ISR changes of the
+ * partitions led here that the controller committed (metrics endpoint). */
+static struct metric *isr_shrinks, *isr_expands;
+static pthread_once_t isr_metrics_once = PTHREAD_ONCE_INIT;
+
+static void isr_metrics_register(void)
+{
+    isr_shrinks = metrics_register("samsa.isr.shrinks", METRIC_COUNTER,
+                                   "ISR shrinks of partitions led here, committed by the controller.");
+    isr_expands = metrics_register("samsa.isr.expands", METRIC_COUNTER,
+                                   "ISR expansions of partitions led here, committed by the controller.");
+}
 
 static struct kclient *controller_client(struct lane *f, int32_t id)
 {
@@ -542,6 +558,12 @@ static void alter_done(void *arg, int err, int16_t version, void *resp, struct a
             p->npending = 0;
         }
         slock_unlock(&p->repl_lock);
+        if (pd->partition_epoch > x->epoch_before) {
+            if (pd->isr.n < x->isr_before)
+                metric_add(isr_shrinks, 1);
+            else if (pd->isr.n > x->isr_before)
+                metric_add(isr_expands, 1);
+        }
     } else {
         alter_settle(p, ALTER_RETRY_MS);
     }
@@ -614,6 +636,7 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     }
     bool change = !same_set(want, nwant, p->isr, p->nisr);
     int32_t partition_epoch = p->partition_epoch;
+    int32_t isr_before = p->nisr;
     if (change) {
         p->alter_inflight = true;
         p->alter_sent_ms = now;
@@ -671,6 +694,8 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     struct alter_ctx *x = xcalloc(1, sizeof *x);
     x->f = f;
     x->p = p;
+    x->isr_before = isr_before;
+    x->epoch_before = partition_epoch;
     atomic_fetch_add(&p->refs, 1);
     if (kclient_send(kc, ALTER_PARTITION_REQUEST_API_KEY, v, &q, alter_done, x) != 0) {
         alter_settle(p, ALTER_RETRY_MS);
@@ -860,6 +885,7 @@ struct fetcher *fetcher_start(const struct replica_env *env, struct controller *
     int n = (int)cfg_long(atomic_load(env->cfg), "num.replica.fetchers", 1);
     if (n < 1)
         n = 1;
+    pthread_once(&isr_metrics_once, isr_metrics_register);
     struct fetcher *fs = xcalloc(1, sizeof *fs);
     fs->lanes = xcalloc((size_t)n, sizeof *fs->lanes);
     for (int i = 0; i < n; i++) {
