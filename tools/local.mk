@@ -21,6 +21,7 @@ samsactl_SOURCES = \
 	tools/samsactl/users.c tools/samsactl/users.h \
 	tools/samsactl/acls.c tools/samsactl/acls.h \
 	tools/samsactl/quotas.c tools/samsactl/quotas.h \
+	tools/samsactl/configs.c tools/samsactl/configs.h \
 	tools/samsactl/transactions.c tools/samsactl/transactions.h
 samsactl_LDADD = $(CORE_LIBS)
 # lua_bench: the Lua authorizer and partitioner through the ABI, one

@@ -19,6 +19,7 @@
 
 #include "client.h"
 #include "cluster.h"
+#include "configs.h"
 #include "consume.h"
 #include "groups.h"
 #include "linereader.h"
@@ -299,6 +300,76 @@ static void test_consume_args(void **state)
     assert_int_equal(PARSE(consume_parse_args, &o, &g, "--from-beginning=yes", "--topic", "t"), ARGS_ERROR);
     assert_string_equal(err, "option '--from-beginning' takes no value");
     consume_opts_free(&o);
+}
+
+static void test_configs_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct configs_opts o;
+    struct global_opts g = {0};
+    /* kafka-configs.sh's list: commas inside [ ] stay in the value */
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "alter", "--topic", "t", "--add-config",
+                           "cleanup.policy=[compact,delete],retention.ms=5", "--add-config", "a=,b=x=y",
+                           "--delete-config", "c,d"),
+                     ARGS_OK);
+    assert_true(o.alter);
+    assert_int_equal(o.resource, 2);
+    assert_string_equal(o.name, "t");
+    assert_int_equal(o.nset, 4);
+    assert_string_equal(o.set_key[0], "cleanup.policy");
+    assert_string_equal(o.set_value[0], "compact,delete");
+    assert_string_equal(o.set_key[1], "retention.ms");
+    assert_string_equal(o.set_value[1], "5");
+    assert_string_equal(o.set_key[2], "a");
+    assert_string_equal(o.set_value[2], "");
+    assert_string_equal(o.set_key[3], "b");
+    assert_string_equal(o.set_value[3], "x=y");
+    assert_int_equal(o.ndel, 2);
+    assert_string_equal(o.del_key[1], "d");
+    configs_opts_free(&o);
+
+    /* Kafka's spellings */
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "--describe", "--entity-type", "brokers", "--entity-default",
+                           "--all"),
+                     ARGS_OK);
+    assert_false(o.alter);
+    assert_int_equal(o.resource, 4);
+    assert_string_equal(o.name, "");
+    assert_true(o.all);
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "--alter", "--broker", "3", "--add-config", "x=1"), ARGS_OK);
+    assert_int_equal(o.resource, 4);
+    assert_string_equal(o.name, "3");
+    configs_opts_free(&o);
+
+    /* refusals, one line each */
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "describe"), ARGS_ERROR);
+    assert_string_equal(err, "which entity: --broker ID, --broker-defaults or --topic NAME");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "alter", "--broker", "1"), ARGS_ERROR);
+    assert_string_equal(err, "configs alter needs --add-config or --delete-config");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "alter", "--broker", "x", "--add-config", "a=1"), ARGS_ERROR);
+    assert_string_equal(err, "--broker wants a broker id, not 'x'");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "alter", "--topic", "t", "--add-config", "novalue"),
+                     ARGS_ERROR);
+    assert_string_equal(err, "invalid --add-config entry 'novalue' (want key=value)");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "describe", "--topic", "t", "--broker", "1"), ARGS_ERROR);
+    assert_string_equal(err, "one entity at a time");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "describe", "--entity-type", "users", "--entity-name", "u"),
+                     ARGS_ERROR);
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "describe", "--entity-type", "topics", "--entity-default"),
+                     ARGS_ERROR);
+    assert_string_equal(err, "topics have no default entity");
+    configs_opts_free(&o);
+    assert_int_equal(PARSE(configs_parse_args, &o, &g, "describe", "--topic", "t", "--add-config", "a=1"),
+                     ARGS_ERROR);
+    configs_opts_free(&o);
 }
 
 static void test_topics_args(void **state)
@@ -1422,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_produce_args),
         cmocka_unit_test(test_cluster_plugins_value),
         cmocka_unit_test(test_consume_args),
+        cmocka_unit_test(test_configs_args),
         cmocka_unit_test(test_topics_args),
         cmocka_unit_test(test_topic_selection),
         cmocka_unit_test(test_groups_args),

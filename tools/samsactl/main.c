@@ -13,6 +13,7 @@
 #include "opts.h"
 #include "produce.h"
 #include "quorum.h"
+#include "configs.h"
 #include "quotas.h"
 #include "topics.h"
 #include "transactions.h"
@@ -35,6 +36,7 @@ static const struct command commands[] = {
     {"quorum", cmd_quorum, "the metadata quorum: leader, epoch, high watermark, replica lags"},
     {"users", cmd_users, "SCRAM credentials: users scram set, delete, describe"},
     {"acls", cmd_acls, "ACLs: list, create (add), delete (remove), as kafka-acls.sh"},
+    {"configs", cmd_configs, "broker, broker-default and topic configs: describe, alter (kafka-configs.sh)"},
     {"quotas", cmd_quotas, "client quotas: describe, alter (producer_byte_rate, consumer_byte_rate, ...)"},
     {"transactions", cmd_transactions, "list, describe transactions; producers of a partition; abort one"},
     {NULL, NULL, NULL},

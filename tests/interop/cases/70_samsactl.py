@@ -1,5 +1,6 @@
 """samsactl against samsa, cross-checked with kcat and the raw protocol:
-topics create|list|describe|alter|delete, produce with keys and headers,
+topics create|list|describe|alter|delete, configs describe|alter (with
+confluent-kafka's AdminClient), produce with keys and headers,
 consume with offsets and partitions. A command samsactl does not have
 (or SAMSACTL_BIN missing) is a visible SKIP, not a failure."""
 import base64
@@ -120,6 +121,62 @@ def topics_alter_and_describe_configs():
     head = p.stdout.decode().splitlines()[0]
     check("Configs: retention.ms=1000" in head and "cleanup.policy" not in head,
           "describe shows the altered configs: %r" % head)
+
+
+@S.case
+def configs_describe_and_alter():
+    """samsactl configs, as kafka-configs.sh: a broker's own configs, the
+    broker defaults and a topic's, set and deleted; confluent-kafka's
+    AdminClient sees what samsactl set, with the same sources."""
+    need("configs", "alter")
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+    eq(ctl("configs", "describe", "--broker", "1").stdout.decode(), "Dynamic configs for broker 1 are:\n",
+       "no dynamic broker config yet")
+    eq(ctl("configs", "alter", "--broker", "1", "--add-config", "log.cleaner.threads=2,log.retention.ms=3600000")
+       .stdout.decode(), "Completed updating config for broker 1.\n", "alter broker 1")
+    eq(ctl("configs", "alter", "--broker-defaults", "--add-config", "log.retention.ms=7200000").stdout.decode(),
+       "Completed updating default config for brokers in the cluster.\n", "alter broker defaults")
+    out = ctl("configs", "describe", "--entity-type", "brokers", "--entity-name", "1").stdout.decode()
+    eq(sorted(out.splitlines()), sorted([
+        "Dynamic configs for broker 1 are:",
+        "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2, "
+        "DEFAULT_CONFIG:log.cleaner.threads=1}",
+        "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=3600000, "
+        "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000, DEFAULT_CONFIG:log.retention.hours=168}"]),
+       "describe broker 1")
+    eq(ctl("configs", "describe", "--entity-type", "brokers", "--entity-default").stdout.decode(),
+       "Default configs for brokers in the cluster are:\n  log.retention.ms=7200000 sensitive=false "
+       "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=7200000}\n", "describe broker defaults")
+    ctl("configs", "alter", "--topic", "sc-a", "--add-config", "cleanup.policy=[compact,delete]")
+    out = ctl("configs", "describe", "--topic", "sc-a").stdout.decode().splitlines()
+    eq(out[0], "Dynamic configs for topic sc-a are:", "topic header")
+    check("  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy="
+          "compact,delete, DEFAULT_CONFIG:log.cleanup.policy=delete}" in out, "topic configs %r" % out)
+
+    a = AdminClient({"bootstrap.servers": srv.bootstrap})
+    got = {}
+    for res, fut in a.describe_configs([ConfigResource("broker", "1"), ConfigResource("topic", "sc-a")]).items():
+        got[res.name] = fut.result(timeout=bound(15))
+    eq((got["1"]["log.cleaner.threads"].value, got["1"]["log.cleaner.threads"].source),
+       ("2", ConfigSource.DYNAMIC_BROKER_CONFIG.value), "confluent-kafka: log.cleaner.threads")
+    eq(got["1"]["log.retention.ms"].value, "3600000", "confluent-kafka: log.retention.ms")
+    eq(got["sc-a"]["cleanup.policy"].value, "compact,delete", "confluent-kafka: cleanup.policy")
+
+    # deleted again, and refusals as Kafka words them
+    ctl("configs", "alter", "--broker", "1", "--delete-config", "log.cleaner.threads,log.retention.ms")
+    ctl("configs", "alter", "--broker-defaults", "--delete-config", "log.retention.ms")
+    ctl("configs", "alter", "--topic", "sc-a", "--delete-config", "cleanup.policy")
+    eq(ctl("configs", "describe", "--broker", "1").stdout.decode(), "Dynamic configs for broker 1 are:\n",
+       "broker 1 after delete")
+    eq(ctl("configs", "describe", "--topic", "sc-a").stdout.decode(),
+       "Dynamic configs for topic sc-a are:\n  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+       "retention.ms=1000, DEFAULT_CONFIG:log.retention.hours=168}\n", "sc-a after delete (topics alter set retention.ms)")
+    p = ctl("configs", "alter", "--topic", "nope", "--add-config", "retention.ms=1", rc=1)
+    check(b"UNKNOWN_TOPIC_OR_PARTITION" in p.stderr, "unknown topic: %r" % p.stderr)
+    p = ctl("configs", "alter", "--broker", "1", "--add-config", "log.cleaner.threads=many", rc=1)
+    check(b"log.cleaner.threads" in p.stderr, "bad value: %r" % p.stderr)
+    p = ctl("configs", "describe", rc=2)
+    check(b"--broker ID, --broker-defaults or --topic NAME" in p.stderr, "no entity: %r" % p.stderr)
 
 
 @S.case
