@@ -320,6 +320,8 @@ static void respond(struct fetch_op *op)
             pd->diverging_epoch.epoch = fp->div_epoch;
             pd->diverging_epoch.end_offset = fp->div_end;
         }
+        if (fp->len > 0 && fp->p && op->replica_id < 0)
+            atomic_fetch_add_explicit(&fp->p->fetched_bytes, (uint64_t)fp->len, memory_order_relaxed);
         if (fp->len > 0)
             pd->records = (krecords_t){NULL, fp->len, fp->file, fp->file_pos};
         else

@@ -199,6 +199,10 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     int32_t epoch = atomic_load(&p->leader_epoch);
     err = partition_append_verified(p, batches, batches_len, tc->message_timestamp_log_append, guard, &res);
     produce_codec_free(&pc);
+    if (!err) {
+        atomic_fetch_add_explicit(&p->produced_bytes, batches_len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->produced_records, (uint64_t)vr.records, memory_order_relaxed);
+    }
     /* acks=0 never hears back; acks=all waits for the ISR (the high
      * watermark); a durable-ack partition may make the answer wait for
      * the flusher (see ack_wait). */

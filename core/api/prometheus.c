@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,32 +224,100 @@ static void write_partitions(struct broker *b, struct buf *out)
     metric_i(out, "samsa_cluster_brokers_alive", "gauge", "Registered brokers that are not fenced.", alive);
 }
 
-/* Kafka's ReplicaFetcherManager MaxLag: over the partitions followed
- * here, the leader's high watermark (as of the last fetch) minus the
- * local log end. */
-static void write_replication(struct broker *b, struct buf *out)
+struct topic_sum {
+    const char *topic; /* the partition's (it holds a reference until the sums are written) */
+    uint64_t produced_bytes, produced_records, fetched_bytes;
+};
+
+static int cmp_topic_sum(const void *a, const void *b)
 {
+    return strcmp(((const struct topic_sum *)a)->topic, ((const struct topic_sum *)b)->topic);
+}
+
+/* Label values escaped as the format wants (topic names never need it,
+ * but the format is not the place to rely on that). */
+static void put_label_value(struct buf *out, const char *v)
+{
+    for (const char *p = v; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            buf_append(out, "\\", 1);
+        if (*p == '\n')
+            buf_append(out, "\\n", 2);
+        else
+            buf_append(out, p, 1);
+    }
+}
+
+static void put_topic_family(struct buf *out, const struct topic_sum *t, size_t n, const char *name,
+                             const char *help, size_t field)
+{
+    put_help(out, name, "counter", help);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = *(const uint64_t *)((const char *)&t[i] + field);
+        buf_printf(out, "%s{topic=\"", name);
+        put_label_value(out, t[i].topic);
+        buf_printf(out, "\"} %llu\n", (unsigned long long)v);
+    }
+}
+
+/* One walk over the partitions hosted here: their per-topic sums
+ * (Kafka's BrokerTopicMetrics BytesInPerSec, MessagesInPerSec,
+ * BytesOutPerSec by topic) and, over those followed here, the largest
+ * lag behind the leader's high watermark as of the last fetch (Kafka's
+ * ReplicaFetcherManager MaxLag). */
+static void write_hosted(struct broker *b, struct buf *out)
+{
+    if (!b->partitions)
+        return;
+    struct partition **all;
+    size_t n = preg_list(b->partitions, &all);
+    struct topic_sum *ts = n ? xcalloc(n, sizeof *ts) : NULL;
     uint64_t followed = 0;
     int64_t max_lag = 0;
-    if (b->partitions && preg_replicated(b->partitions) > 0) {
-        struct partition **all;
-        size_t n = preg_list(b->partitions, &all);
-        for (size_t i = 0; i < n; i++) {
-            struct partition *p = all[i];
-            int32_t leader = atomic_load(&p->leader_id);
-            if (!atomic_load(&p->is_leader) && leader >= 0 && leader != b->node_id) {
-                followed++;
-                slock_lock(&p->repl_lock);
-                int64_t hw = p->leader_hw;
-                slock_unlock(&p->repl_lock);
-                int64_t lag = hw - plog_log_end_offset(p->log);
-                if (lag > max_lag)
-                    max_lag = lag;
-            }
-            partition_put(p);
+    for (size_t i = 0; i < n; i++) {
+        struct partition *p = all[i];
+        ts[i] = (struct topic_sum){p->topic, atomic_load_explicit(&p->produced_bytes, memory_order_relaxed),
+                                   atomic_load_explicit(&p->produced_records, memory_order_relaxed),
+                                   atomic_load_explicit(&p->fetched_bytes, memory_order_relaxed)};
+        int32_t leader = atomic_load(&p->leader_id);
+        if (!atomic_load(&p->is_leader) && leader >= 0 && leader != b->node_id) {
+            followed++;
+            slock_lock(&p->repl_lock);
+            int64_t hw = p->leader_hw;
+            slock_unlock(&p->repl_lock);
+            int64_t lag = hw - plog_log_end_offset(p->log);
+            if (lag > max_lag)
+                max_lag = lag;
         }
-        free(all);
     }
+    /* partitions of a topic next to each other, then summed in place */
+    if (n)
+        qsort(ts, n, sizeof *ts, cmp_topic_sum);
+    size_t nt = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nt && !strcmp(ts[nt - 1].topic, ts[i].topic)) {
+            ts[nt - 1].produced_bytes += ts[i].produced_bytes;
+            ts[nt - 1].produced_records += ts[i].produced_records;
+            ts[nt - 1].fetched_bytes += ts[i].fetched_bytes;
+        } else {
+            ts[nt++] = ts[i];
+        }
+    }
+    put_topic_family(out, ts, nt, "samsa_topic_produce_bytes_total",
+                     "Record batch bytes appended by Produce to the topic's partitions hosted here (Kafka's "
+                     "BytesInPerSec by topic).",
+                     offsetof(struct topic_sum, produced_bytes));
+    put_topic_family(out, ts, nt, "samsa_topic_produce_records_total",
+                     "Records appended by Produce to the topic's partitions hosted here (MessagesInPerSec by topic).",
+                     offsetof(struct topic_sum, produced_records));
+    put_topic_family(out, ts, nt, "samsa_topic_fetch_bytes_total",
+                     "Record bytes consumers fetched from the topic's partitions hosted here, followers not "
+                     "counted (BytesOutPerSec by topic).",
+                     offsetof(struct topic_sum, fetched_bytes));
+    free(ts);
+    for (size_t i = 0; i < n; i++)
+        partition_put(all[i]);
+    free(all);
     metric_u(out, "samsa_replica_followed_partitions", "gauge", "Partitions this node follows.", followed);
     metric_i(out, "samsa_replica_max_lag", "gauge",
              "Records the most lagging partition followed here is behind its leader's high watermark "
@@ -316,7 +385,7 @@ void prometheus_write(struct broker *b, struct buf *out)
         write_net(b, out);
     if (b->controller) {
         write_partitions(b, out);
-        write_replication(b, out);
+        write_hosted(b, out);
         write_quorum(b, out);
     }
     write_logs(b, out);

@@ -33,6 +33,11 @@ struct partition {
     char *topic;                  /* NUL-terminated; the registry allocates it with p */
     struct plog *log;
     atomic_int_least64_t high_watermark;
+    /* For the metrics endpoint's per-topic figures (Kafka's
+     * BrokerTopicMetrics): batch bytes and records appended by Produce,
+     * record bytes fetched by consumers (not by followers). Relaxed
+     * atomic adds: several workers may serve one partition. */
+    _Atomic uint64_t produced_bytes, produced_records, fetched_bytes;
     atomic_int leader_epoch;
     atomic_int leader_id;         /* -1: none */
     atomic_int min_isr;           /* min.insync.replicas of the topic */

@@ -3,7 +3,7 @@ Prometheus sees it: every scrape parses with the Prometheus client
 library's own text parser, and the figures follow what real clients do.
 
 - records appended by kcat, confluent-kafka and kafkajs are counted
-  exactly (samsa_produce_records_total), as are the requests by API,
+  exactly (samsa_produce_records_total, and by topic), as are the requests by API,
   whose latency histograms are cumulative and end in their count;
 - a gzip batch from confluent-kafka shows in the codec plugin's counter
   (plugin metrics are exposed, not only registered);
@@ -94,6 +94,12 @@ def produce_and_requests_are_counted():
        "records appended by kcat (5), confluent-kafka (4) and kafkajs (3)")
     check(val(m1, "samsa_produce_bytes_total") - val(m0, "samsa_produce_bytes_total") > 12 * 10,
           "produce bytes did not grow with 12 records")
+    # by topic: m1 is new, so its sums are exactly this case's
+    eq(val(m1, "samsa_topic_produce_records_total", topic="m1"), 12.0, "records appended to m1")
+    eq(val(m1, "samsa_topic_produce_bytes_total", topic="m1"),
+       val(m1, "samsa_produce_bytes_total") - val(m0, "samsa_produce_bytes_total"), "bytes appended to m1")
+    eq(count(m0, "samsa_topic_fetch_bytes_total", topic="m1"), 0.0, "m1 fetched before the consumer")
+    check(val(m1, "samsa_topic_fetch_bytes_total", topic="m1") > 0, "kafka-python's fetch of m1 not counted")
     produces = val(m1, "samsa_requests_total", api="Produce") - count(m0, "samsa_requests_total", api="Produce")
     check(3 <= produces <= 12, "%d Produce requests for three clients' 12 records", produces)
     check(val(m1, "samsa_requests_total", api="Fetch") > count(m0, "samsa_requests_total", api="Fetch"),
