@@ -19,6 +19,7 @@
 #define MAX_CONNS 16
 #define CONN_DEADLINE_S 10.0
 #define LINGER_S 2.0
+#define ACCEPT_PAUSE_S 0.1
 
 struct hconn {
     int fd;
@@ -41,6 +42,7 @@ struct http_server {
     void *arg;
     struct ev_loop *loop;
     ev_io accept_io;
+    ev_timer pause; /* accepting again after EMFILE */
     ev_async stop;
     pthread_t thread;
     bool started;
@@ -204,8 +206,15 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
     struct http_server *s = w->data;
     for (;;) {
         int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+            /* The listener stays readable: pause instead of spinning,
+             * as the Kafka listeners do (net.c). */
+            ev_io_stop(loop, &s->accept_io);
+            ev_timer_start(loop, &s->pause);
+            return;
+        }
         if (fd < 0)
-            return; /* EAGAIN, or out of descriptors: the next readiness retries */
+            return; /* EAGAIN and the like: the next readiness retries */
         if (s->nconns >= MAX_CONNS) {
             close(fd);
             continue;
@@ -225,6 +234,13 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
         c->deadline.data = c;
         ev_timer_start(loop, &c->deadline);
     }
+}
+
+static void on_pause_end(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)revents;
+    struct http_server *s = t->data;
+    ev_io_start(loop, &s->accept_io);
 }
 
 static void on_stop(struct ev_loop *loop, ev_async *a, int revents)
@@ -259,6 +275,8 @@ struct http_server *http_server_open(const char *what, const char *host, int por
     ev_io_init(&s->accept_io, on_accept, fd, EV_READ);
     s->accept_io.data = s;
     ev_io_start(s->loop, &s->accept_io);
+    ev_timer_init(&s->pause, on_pause_end, ACCEPT_PAUSE_S, 0.);
+    s->pause.data = s;
     ev_async_init(&s->stop, on_stop);
     ev_async_start(s->loop, &s->stop);
     return s;
@@ -286,6 +304,7 @@ void http_server_close(struct http_server *s)
     while (s->conns)
         hconn_free(s->conns);
     ev_io_stop(s->loop, &s->accept_io);
+    ev_timer_stop(s->loop, &s->pause);
     ev_async_stop(s->loop, &s->stop);
     close(s->fd);
     ev_loop_destroy(s->loop);
