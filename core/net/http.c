@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "net/net.h"
+#include "util/clock.h"
 #include "util/slog.h"
 #include "util/thread.h"
 
@@ -48,6 +49,7 @@ struct http_server {
     bool started;
     struct hconn *conns;
     int nconns;
+    int64_t last_warn_ms; /* last "bad request" line (its thread only) */
 };
 
 static void hconn_free(struct hconn *c)
@@ -129,11 +131,13 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
     (void)revents;
     struct hconn *c = w->data;
     if (c->draining) {
+        /* a bounded read per wake-up: a peer that keeps sending must
+         * not hold the thread; LINGER_S ends it */
         char sink[4096];
-        ssize_t n;
-        while ((n = recv(c->fd, sink, sizeof sink, 0)) > 0)
+        ssize_t n = 0;
+        for (int i = 0; i < 16 && (n = recv(c->fd, sink, sizeof sink, 0)) > 0; i++)
             ;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
             return;
         hconn_free(c);
         return;
@@ -186,7 +190,13 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
             return;
         }
         if (rc < 0) {
-            slog_warn("%s: bad request from a client: %s", c->s->what, why);
+            /* one line per 10 s at most: a scanner must not flood the log */
+            int64_t now = clock_mono_ms();
+            if (now - c->s->last_warn_ms >= 10000 || !c->s->last_warn_ms) {
+                c->s->last_warn_ms = now;
+                slog_warn("%s: bad request from a client: %s (further ones are not logged for 10 s)", c->s->what,
+                          why);
+            }
             answer_error(c, !strcmp(why, "request head too long") ? 431 : 400, why);
             return;
         }
