@@ -61,11 +61,13 @@ class Node:
     def __init__(self, samsa, nofile, data, hard_nofile=0, port=0):
         self.samsa, self.nofile, self.data, self.hard_nofile = samsa, nofile, data, hard_nofile
         self.port, self.cport = (port, port + 1) if port else (free_port(), free_port())
+        self.mport = free_port()
         self.proc = None
         self.log = open(os.path.join(os.path.dirname(data), "samsa.log"), "ab")
 
     def start(self):
-        argv = node_argv(self.samsa, self.port, self.cport, self.data)
+        argv = node_argv(self.samsa, self.port, self.cport, self.data,
+                         ["samsa.metrics.listener=127.0.0.1:%d" % self.mport])
         if self.nofile:
             hard = "ulimit -Hn %d && " % self.hard_nofile if self.hard_nofile else ""
             argv = ["/bin/sh", "-c", 'ulimit -Sn %d && ' % self.nofile + hard + 'exec "$0" "$@"'] + argv
@@ -220,6 +222,30 @@ def metadata_all(node, topics, per_topic):
     return secs, n, lat
 
 
+def metrics_scrape(node):
+    """One scrape of /metrics while another client sends small requests:
+    (seconds, bytes, the samsa_partitions it reports, the other client's
+    latencies ms meanwhile). The scrape runs on the endpoint's thread:
+    the Kafka clients' workers should not notice it."""
+    import urllib.request
+    stop, q = multiprocessing.Event(), multiprocessing.Queue()
+    pr = multiprocessing.Process(target=prober, args=(node.port, "scale-00000", stop, q))
+    pr.start()
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % node.mport, timeout=300) as r:
+        body = r.read()
+    secs = time.monotonic() - t0
+    stop.set()
+    lat = q.get(timeout=300)
+    pr.join(60)
+    hosted = -1
+    for line in body.decode().splitlines():
+        if line.startswith("samsa_partitions "):
+            hosted = int(float(line.split()[1]))
+    return secs, len(body), hosted, lat
+
+
 def run_full(a, node, work, row):
     """Creation, its figures, restart; the crash phase unless --no-crash.
     Returns the number of partitions."""
@@ -276,6 +302,13 @@ def run_full(a, node, work, row):
         if got != n:
             raise SystemExit("Metadata for all topics answered %d of %d partitions" % (got, n))
         row("Metadata, all topics (one request)", "%d partitions in %.2f s" % (got, secs))
+        row("  another client meanwhile: p50/p99/max (requests)",
+            "%.2f/%.2f/%.2f ms (%d)" % (pct(lat, 50), pct(lat, 99), max(lat), len(lat)))
+        secs, size, hosted, lat = metrics_scrape(node)
+        if hosted < n:
+            raise SystemExit("the /metrics scrape reports %d hosted partitions, want at least %d" % (hosted, n))
+        row("/metrics scrape (samsa.metrics.listener)", "%.2f s, %d KB, %d partitions hosted" % (secs, size // 1000,
+                                                                                              hosted))
         row("  another client meanwhile: p50/p99/max (requests)",
             "%.2f/%.2f/%.2f ms (%d)" % (pct(lat, 50), pct(lat, 99), max(lat), len(lat)))
         time.sleep(2)
