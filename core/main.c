@@ -460,9 +460,9 @@ int main(int argc, char **argv)
     net_set_reload_hook(b.net, reload_plugins, plugins);
     if (metrics) {
         http_server_start(metrics);
-        slog_info("metrics at http://%s:%d/metrics", cfg->metrics_listener->host[0] ? cfg->metrics_listener->host
-                                                                                     : "0.0.0.0",
-                  http_server_port(metrics));
+        const char *mh = cfg->metrics_listener->host[0] ? cfg->metrics_listener->host : "0.0.0.0";
+        bool v6 = strchr(mh, ':') != NULL;
+        slog_info("metrics at http://%s%s%s:%d/metrics", v6 ? "[" : "", mh, v6 ? "]" : "", http_server_port(metrics));
     }
     net_run(b.net);
     /* Scrapes read everything below: they stop first. */
