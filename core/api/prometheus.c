@@ -226,7 +226,7 @@ static void write_partitions(struct broker *b, struct buf *out)
 
 struct topic_sum {
     const char *topic; /* the partition's (it holds a reference until the sums are written) */
-    uint64_t produced_bytes, produced_records, fetched_bytes;
+    uint64_t produced_bytes, produced_records, fetched_bytes, log_bytes;
 };
 
 static int cmp_topic_sum(const void *a, const void *b)
@@ -249,9 +249,9 @@ static void put_label_value(struct buf *out, const char *v)
 }
 
 static void put_topic_family(struct buf *out, const struct topic_sum *t, size_t n, const char *name,
-                             const char *help, size_t field)
+                             const char *type, const char *help, size_t field)
 {
-    put_help(out, name, "counter", help);
+    put_help(out, name, type, help);
     for (size_t i = 0; i < n; i++) {
         uint64_t v = *(const uint64_t *)((const char *)&t[i] + field);
         buf_printf(out, "%s{topic=\"", name);
@@ -272,13 +272,15 @@ static void write_hosted(struct broker *b, struct buf *out)
     struct partition **all;
     size_t n = preg_list(b->partitions, &all);
     struct topic_sum *ts = n ? xcalloc(n, sizeof *ts) : NULL;
-    uint64_t followed = 0;
+    uint64_t followed = 0, log_bytes = 0;
     int64_t max_lag = 0;
     for (size_t i = 0; i < n; i++) {
         struct partition *p = all[i];
         ts[i] = (struct topic_sum){p->topic, atomic_load_explicit(&p->produced_bytes, memory_order_relaxed),
                                    atomic_load_explicit(&p->produced_records, memory_order_relaxed),
-                                   atomic_load_explicit(&p->fetched_bytes, memory_order_relaxed)};
+                                   atomic_load_explicit(&p->fetched_bytes, memory_order_relaxed),
+                                   (uint64_t)plog_size_bytes(p->log)};
+        log_bytes += ts[i].log_bytes;
         int32_t leader = atomic_load(&p->leader_id);
         if (!atomic_load(&p->is_leader) && leader >= 0 && leader != b->node_id) {
             followed++;
@@ -299,22 +301,27 @@ static void write_hosted(struct broker *b, struct buf *out)
             ts[nt - 1].produced_bytes += ts[i].produced_bytes;
             ts[nt - 1].produced_records += ts[i].produced_records;
             ts[nt - 1].fetched_bytes += ts[i].fetched_bytes;
+            ts[nt - 1].log_bytes += ts[i].log_bytes;
         } else {
             ts[nt++] = ts[i];
         }
     }
-    put_topic_family(out, ts, nt, "samsa_topic_produce_bytes_total",
+    put_topic_family(out, ts, nt, "samsa_topic_produce_bytes_total", "counter",
                      "Record batch bytes appended by Produce to the topic's partitions hosted here (Kafka's "
                      "BytesInPerSec by topic).",
                      offsetof(struct topic_sum, produced_bytes));
-    put_topic_family(out, ts, nt, "samsa_topic_produce_records_total",
+    put_topic_family(out, ts, nt, "samsa_topic_produce_records_total", "counter",
                      "Records appended by Produce to the topic's partitions hosted here (MessagesInPerSec by topic).",
                      offsetof(struct topic_sum, produced_records));
-    put_topic_family(out, ts, nt, "samsa_topic_fetch_bytes_total",
+    put_topic_family(out, ts, nt, "samsa_topic_fetch_bytes_total", "counter",
                      "Record bytes consumers fetched from the topic's partitions hosted here, followers not "
                      "counted (BytesOutPerSec by topic).",
                      offsetof(struct topic_sum, fetched_bytes));
+    put_topic_family(out, ts, nt, "samsa_topic_log_bytes", "gauge",
+                     "Bytes in the segments of the topic's partitions hosted here (Kafka's Log Size, by topic).",
+                     offsetof(struct topic_sum, log_bytes));
     free(ts);
+    metric_u(out, "samsa_log_bytes", "gauge", "Bytes in the segments of every partition hosted here.", log_bytes);
     for (size_t i = 0; i < n; i++)
         partition_put(all[i]);
     free(all);

@@ -100,6 +100,10 @@ def produce_and_requests_are_counted():
        val(m1, "samsa_produce_bytes_total") - val(m0, "samsa_produce_bytes_total"), "bytes appended to m1")
     eq(count(m0, "samsa_topic_fetch_bytes_total", topic="m1"), 0.0, "m1 fetched before the consumer")
     check(val(m1, "samsa_topic_fetch_bytes_total", topic="m1") > 0, "kafka-python's fetch of m1 not counted")
+    # the log holds what was appended (batches as stored: the appended bytes)
+    eq(val(m1, "samsa_topic_log_bytes", topic="m1"), val(m1, "samsa_topic_produce_bytes_total", topic="m1"),
+       "m1's log size")
+    check(val(m1, "samsa_log_bytes") >= val(m1, "samsa_topic_log_bytes", topic="m1"), "log bytes in all")
     produces = val(m1, "samsa_requests_total", api="Produce") - count(m0, "samsa_requests_total", api="Produce")
     check(3 <= produces <= 12, "%d Produce requests for three clients' 12 records", produces)
     check(val(m1, "samsa_requests_total", api="Fetch") > count(m0, "samsa_requests_total", api="Fetch"),
