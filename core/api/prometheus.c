@@ -12,6 +12,7 @@
 #include "autoconfig.h"
 #include "broker.h"
 #include "controller/controller.h"
+#include "coord/coord.h"
 #include "controller/image.h"
 #include "log/plog.h"
 #include "log/logmgr.h"
@@ -332,6 +333,49 @@ static void write_hosted(struct broker *b, struct buf *out)
              max_lag);
 }
 
+/* Kafka's GroupMetadataManager NumGroups* and the KIP-848
+ * ConsumerGroupCount by state, as one family: the groups of the
+ * __consumer_offsets partitions this node leads, by type and state. */
+static void write_groups(struct broker *b, struct buf *out)
+{
+    if (!b->coord)
+        return;
+    struct arena a;
+    arena_init(&a);
+    struct coord_listed *l = NULL;
+    int32_t n = 0;
+    if (coord_list_groups(b->coord, &a, &l, &n) != 0) {
+        arena_free(&a); /* a shard still loading: no figure rather than a wrong one */
+        return;
+    }
+    struct group_count {
+        kstr_t type, state;
+        uint64_t n;
+    } seen[32];
+    int ns = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int k = 0;
+        while (k < ns && !(kstr_eq(seen[k].type, l[i].type) && kstr_eq(seen[k].state, l[i].state)))
+            k++;
+        if (k == ns) {
+            if (ns == (int)(sizeof seen / sizeof seen[0]))
+                continue;
+            seen[ns++] = (struct group_count){l[i].type, l[i].state, 0};
+        }
+        seen[k].n++;
+    }
+    put_help(out, "samsa_groups", "gauge",
+             "Groups coordinated here, by type (classic, consumer) and state (Kafka's NumGroups* and "
+             "ConsumerGroupCount).");
+    for (int k = 0; k < ns; k++) {
+        buf_printf(out, "samsa_groups{type=\"%.*s\",state=\"%.*s\"} %llu\n",
+                   seen[k].type.len > 0 ? (int)seen[k].type.len : 0, seen[k].type.p,
+                   seen[k].state.len > 0 ? (int)seen[k].state.len : 0, seen[k].state.p,
+                   (unsigned long long)seen[k].n);
+    }
+    arena_free(&a);
+}
+
 static void write_quorum(struct broker *b, struct buf *out)
 {
     metric_i(out, "samsa_controller_active", "gauge", "1 when this node is the active controller.",
@@ -393,6 +437,7 @@ void prometheus_write(struct broker *b, struct buf *out)
     if (b->controller) {
         write_partitions(b, out);
         write_hosted(b, out);
+        write_groups(b, out);
         write_quorum(b, out);
     }
     write_logs(b, out);

@@ -9,6 +9,9 @@ library's own text parser, and the figures follow what real clients do.
   (plugin metrics are exposed, not only registered);
 - partitions hosted, led and in the cluster match what was created,
   none under-replicated or offline; the node is the active controller;
+- groups are counted by type and state: a confluent-kafka member makes
+  its classic group Stable, and Empty once it leaves; so for a KIP-848
+  group;
 - open connections are counted up and down, and a refusal by
   max.connections is counted;
 - bad HTTP gets 400/404/405 and a log line, and the endpoint still
@@ -27,6 +30,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness import (SAMSA_BIN, WORK, Server, Suite, bound, check, ck_create_topic, ck_produce, eq,  # noqa: E402
                      free_ports, kcat_produce, kp_consume, log, node, rec, to_json_records)
+import kgroups  # noqa: E402
 import kwire  # noqa: E402
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
@@ -177,6 +181,48 @@ def val_version(m):
         if k[0] == "samsa_build_info":
             return dict(k[1])["version"]
     raise AssertionError("no samsa_build_info")
+
+
+def groups(m):
+    return {(dict(k[1])["type"], dict(k[1])["state"]): v for k, v in m.items() if k[0] == "samsa_groups"}
+
+
+@S.case
+def groups_by_type_and_state():
+    """A classic group (confluent-kafka) while its member is in, then
+    after it left; a KIP-848 group while its member is in, then Empty."""
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": srv.bootstrap, "group.id": "mg-classic", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "session.timeout.ms": 10000})
+    try:
+        c.subscribe(["m1"])
+        deadline = time.monotonic() + bound(30)
+        while not c.assignment() and time.monotonic() < deadline:
+            c.poll(0.2)
+        check(c.assignment(), "no assignment")
+        g = groups(scrape())
+        eq(g.get(("classic", "Stable")), 1.0, "Stable classic groups (%s)" % g)
+    finally:
+        c.close()
+    deadline = time.monotonic() + bound(10)
+    while True:
+        g = groups(scrape())
+        if g.get(("classic", "Empty")) == 1.0 and ("classic", "Stable") not in g:
+            break
+        check(time.monotonic() < deadline, "the classic group did not become Empty: %s" % g)
+        time.sleep(0.1)
+    # a KIP-848 member joins (ConsumerGroupHeartbeat by hand) and leaves
+    conn = kwire.Conn(srv.port)
+    try:
+        hb = kgroups.consumer_heartbeat(conn, "mg-848", "", 0, topics=["m1"], owned=[])
+        eq(hb["error_code"], 0, "ConsumerGroupHeartbeat")
+        g = groups(scrape())
+        check(sum(v for (t, _), v in g.items() if t == "consumer") == 1.0, "KIP-848 groups: %s" % g)
+        eq(kgroups.consumer_heartbeat(conn, "mg-848", hb["member_id"], -1)["error_code"], 0, "leave")
+    finally:
+        conn.close()
+    g = groups(scrape())
+    eq(g.get(("consumer", "Empty")), 1.0, "the KIP-848 group after its member left (%s)" % g)
 
 
 @S.case
