@@ -199,7 +199,7 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     int32_t epoch = atomic_load(&p->leader_epoch);
     err = partition_append_verified(p, batches, batches_len, tc->message_timestamp_log_append, guard, &res);
     produce_codec_free(&pc);
-    if (!err) {
+    if (!err && !res.duplicate) { /* a producer's retry appended nothing */
         atomic_fetch_add_explicit(&p->produced_bytes, batches_len, memory_order_relaxed);
         atomic_fetch_add_explicit(&p->produced_records, (uint64_t)vr.records, memory_order_relaxed);
     }
@@ -214,7 +214,7 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         partition_put(p);
     if (err)
         return (int16_t)err;
-    if (req->worker) { /* Kafka's MessagesInPerSec and BytesInPerSec */
+    if (req->worker && !res.duplicate) { /* Kafka's MessagesInPerSec and BytesInPerSec */
         counter_add(&req->worker->counters.records_in, (uint64_t)vr.records);
         counter_add(&req->worker->counters.record_bytes_in, batches_len);
     }

@@ -5,6 +5,8 @@ library's own text parser, and the figures follow what real clients do.
 - records appended by kcat, confluent-kafka and kafkajs are counted
   exactly (samsa_produce_records_total, and by topic), as are the requests by API,
   whose latency histograms are cumulative and end in their count;
+- an idempotent producer's retried batch is counted once, as it is
+  appended once;
 - a gzip batch from confluent-kafka shows in the codec plugin's counter
   (plugin metrics are exposed, not only registered);
 - partitions hosted, led and in the cluster match what was created,
@@ -132,6 +134,29 @@ def produce_and_requests_are_counted():
           if k[0] == "samsa_request_duration_seconds_bucket" and dict(k[1])["api"] == "Produce"}
     eq(pb[1.0], pb[float("inf")], "Produce requests slower than 1 s")
     log("%d Produce requests, %d APIs seen", produces, len(apis))
+
+
+@S.case
+def a_retried_batch_is_counted_once():
+    """An idempotent producer's retry appends nothing, so it adds nothing
+    (raw Produce: the same batch twice, as a client whose answer was lost
+    sends it)."""
+    ck_create_topic(srv.bootstrap, "m3", 1)
+    b = kwire.build_batch([(b"k", b"r%d" % i, []) for i in range(5)], producer_id=777, producer_epoch=0,
+                          base_sequence=0)
+    m0 = scrape()
+    c = kwire.Conn(srv.port)
+    try:
+        for what in ("first", "retry"):
+            r = kwire.produce(c, "m3", 0, b)
+            eq((r["error_code"], r["base_offset"]), (0, 0), what + " answer")
+    finally:
+        c.close()
+    m1 = scrape()
+    eq(val(m1, "samsa_topic_produce_records_total", topic="m3"), 5.0, "m3's records")
+    eq(val(m1, "samsa_produce_records_total") - val(m0, "samsa_produce_records_total"), 5.0, "records in all")
+    eq(val(m1, "samsa_topic_log_bytes", topic="m3"), val(m1, "samsa_topic_produce_bytes_total", topic="m3"),
+       "m3's log holds the bytes counted")
 
 
 @S.case
