@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds a Debian package of a configured and built samsa tree: samsa,
 # samsactl, the modules this build includes (and only those), the public
-# plugin headers and samsa-plugin.pc. Run through `make deb`.
+# plugin headers and samsa-plugin.pc, the config and the systemd unit
+# (samsa.service, run as the system user samsa, which the package's
+# postinst creates). Run through `make deb`.
 #
 #   mkdeb.sh BUILDDIR VERSION "MODULES" OUT.deb
 #
@@ -33,6 +35,23 @@ size=$(du -sk "$root" | cut -f1)
 [ -n "$modules" ] || modules=none
 
 mkdir -p "$root/DEBIAN"
+# the config is the operator's once installed (with --sysconfdir=/etc)
+conffiles=$(cd "$root" && find etc -type f 2>/dev/null | sed 's|^|/|')
+[ -z "$conffiles" ] || printf '%s\n' $conffiles >"$root/DEBIAN/conffiles"
+cat >"$root/DEBIAN/postinst" <<'POSTINST'
+#!/bin/sh
+# samsa.service runs as the system user samsa, its data in /var/lib/samsa
+# (the unit's StateDirectory).
+set -e
+if [ "$1" = configure ] && ! getent passwd samsa >/dev/null; then
+    adduser --system --group --home /var/lib/samsa --no-create-home --quiet samsa
+fi
+if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload >/dev/null 2>&1 || true
+fi
+POSTINST
+chmod 0755 "$root/DEBIAN/postinst"
+deps="${deps:+$deps, }adduser"
 {
     echo "Package: samsa"
     echo "Version: $version"

@@ -12,11 +12,16 @@ It also offers a consumer-group assignor, "example-reverse": listed in
 group.consumer.assignors, it computes the targets of a KIP-848 group
 whose members name it (raw ConsumerGroupHeartbeat, ServerAssignor), as
 ConsumerGroupDescribe shows (assignor and each member's target).
+
+The install also carries the systemd unit and the config it names; the
+unit's command line starts a broker clients use (installed_service_runs).
 """
 # limit: 300
 import json
 import os
+import re
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -76,6 +81,94 @@ def installed_layout():
     flags = p.stdout.decode().split()
     h.check("-I" + os.path.dirname(inc) in flags, "pkg-config cflags name the installed headers: %s", flags)
     h.check("-shared" in flags and "-fPIC" in flags, "pkg-config flags make a shared object: %s", flags)
+
+
+@suite.case
+def installed_service_runs():
+    """The systemd unit `make install` puts in lib/systemd/system names
+    the installed samsa and config; its command line, run as the unit
+    runs it (in a state directory of its own), starts a broker that real
+    clients use, keeps its data under that directory (the config's
+    ./data), and stops cleanly on SIGTERM (KillSignal) well within
+    TimeoutStopSec."""
+    if state.get("skip"):
+        raise h.Skip(state["skip"])
+    root = state["root"]
+    unit = find(root, "samsa.service")
+    h.eq(os.path.basename(os.path.dirname(unit)), "system", "unit directory")
+    keys = {}
+    with open(unit) as f:
+        for line in f:
+            if "=" in line and not line.startswith("#"):
+                k, v = line.rstrip("\n").split("=", 1)
+                keys[k] = v
+    h.eq((keys.get("KillSignal"), keys.get("WorkingDirectory"), keys.get("StateDirectory")),
+         ("SIGTERM", "/var/lib/samsa", "samsa"), "unit settings")
+    argv = keys["ExecStart"].split()
+    h.eq((os.path.basename(argv[0]), argv[1]), ("samsa", "-c"), "ExecStart %s" % keys["ExecStart"])
+    h.eq(argv[0], state["samsa"][len(root):], "ExecStart names the installed samsa")
+    conf = root + argv[2]
+    h.check(os.path.isfile(conf), "the unit's config %s is not installed", argv[2])
+    h.eq(open(conf).read(), open(os.path.join(h.ROOT, "etc", "samsa.conf")).read(), "installed config")
+    state_dir = tempfile.mkdtemp(prefix="state-", dir=h.WORK)
+    port, cport = h.free_ports(2)
+    cmd = [root + argv[0]] + argv[1:2] + [conf] + [
+        "--override", "listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d" % (port, cport),
+        "--override", "controller.quorum.voters=1@127.0.0.1:%d" % cport,
+        "--override", "plugin.dir=" + os.path.dirname(find(root, "codec-zstd.so"))]
+    logf = open(os.path.join(h.WORK, "service.log"), "wb")
+    p = subprocess.Popen(cmd, cwd=state_dir, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
+    with open(os.path.join(h.WORK, "pids"), "a") as f:
+        f.write("%d\n" % p.pid)
+    try:
+        bootstrap = "127.0.0.1:%d" % port
+        deadline = time.monotonic() + h.bound(20)
+        while True:
+            try:
+                c = kwire.Conn(port, timeout=2)
+                c.close()
+                break
+            except OSError:
+                h.check(p.poll() is None and time.monotonic() < deadline, "the service did not start")
+                time.sleep(0.1)
+        h.ck_create_topic(bootstrap, "svc", 1)
+        h.kcat_produce(bootstrap, "svc", 0, [h.rec(b"k1", b"v1"), h.rec(b"k2", b"v2")])
+        got = h.ck_consume(bootstrap, "svc", 0, 0, 2)
+        h.eq([(r["key"], r["value"]) for r in got], [(b"k1", b"v1"), (b"k2", b"v2")], "records read back")
+        h.check(os.path.isdir(os.path.join(state_dir, "data", "svc-0")), "the data is not under the state directory")
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=h.bound(60))
+        h.eq(rc, 0, "exit status after SIGTERM")
+        h.check(time.monotonic() - t0 < int(keys["TimeoutStopSec"]), "stop took longer than TimeoutStopSec")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(timeout=10)
+        logf.close()
+
+
+@suite.case
+def deb_package_carries_the_service():
+    """make deb's package holds the unit and the config, depends on
+    adduser and creates the samsa user the unit runs as (postinst)."""
+    if state.get("skip"):
+        raise h.Skip(state["skip"])
+    if not shutil.which("dpkg-deb"):
+        raise h.Skip("no dpkg-deb")
+    out = os.path.join(h.WORK, "samsa-test.deb")
+    h.run(["sh", os.path.join(h.ROOT, "packaging", "deb", "mkdeb.sh"), BUILD, "0.0.0-test", "", out], limit=240)
+    files = h.run(["dpkg-deb", "-c", out]).stdout.decode()
+    h.check(re.search(r"/lib/systemd/system/samsa\.service$", files, re.M), "no unit in the package")
+    h.check(re.search(r"/etc/samsa/samsa\.conf$", files, re.M), "no config in the package")
+    h.check(re.search(r"/bin/samsa$", files, re.M), "no samsa in the package")
+    control = h.run(["dpkg-deb", "-f", out, "Depends"]).stdout.decode()
+    h.check("adduser" in control, "Depends: %s", control)
+    tmp = tempfile.mkdtemp(prefix="deb-", dir=h.WORK)
+    h.run(["dpkg-deb", "-e", out, tmp])
+    post = open(os.path.join(tmp, "postinst")).read()
+    h.check("adduser --system --group --home /var/lib/samsa" in post, "postinst: %s", post)
+    h.check(os.access(os.path.join(tmp, "postinst"), os.X_OK), "postinst not executable")
 
 
 def build_plugin(name):
