@@ -177,6 +177,10 @@ struct logmgr {
     long pool_opened, pool_clean, pool_failed;
     int pool_holds;
     int64_t pool_t0_ms;
+    /* a long run's progress lines: logs queued in this run, when the last
+     * line went out, how often one may (logmgr_set_progress_interval_ms) */
+    long pool_queued;
+    int64_t pool_progress_ms, progress_interval_ms;
 };
 
 /* ---- helpers ---- */
@@ -355,6 +359,7 @@ struct logmgr *logmgr_create(const struct samsa_config *cfg)
     m->retention_check_ms = cfg->log_retention_check_interval_ms;
     m->pid_expiration_ms = cfg_long(cfg, "producer.id.expiration.ms", 86400000);
     m->pid_check_ms = cfg_long(cfg, "producer.id.expiration.check.interval.ms", 600000);
+    m->progress_interval_ms = 5000;
     m->rp_ckpt_ms = cfg_long(cfg, "log.flush.offset.checkpoint.interval.ms", 60000);
     m->ls_ckpt_ms = cfg_long(cfg, "log.flush.start.offset.checkpoint.interval.ms", 60000);
     m->hw_ckpt_ms = cfg_long(cfg, "replica.high.watermark.checkpoint.interval.ms", 5000);
@@ -801,7 +806,32 @@ static void report_opens_locked(struct logmgr *m)
               "marker, %ld checked from their recovery points, %ld failed",
               m->pool_opened, clock_mono_ms() - m->pool_t0_ms, m->pool_clean,
               m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed);
-    m->pool_opened = m->pool_clean = m->pool_failed = 0;
+    m->pool_opened = m->pool_clean = m->pool_failed = m->pool_queued = 0;
+}
+
+/* Under m->lock, after an open: a line every progress_interval_ms while
+ * a run lasts (a recovery after a crash can check logs for minutes; the
+ * operator sees it move, as Kafka logs its recovery's progress). */
+static void report_progress_locked(struct logmgr *m)
+{
+    if (!m->jhead)
+        return; /* the run is ending: its one line follows */
+    int64_t now = clock_mono_ms();
+    if (now - m->pool_t0_ms < m->progress_interval_ms || now - m->pool_progress_ms < m->progress_interval_ms)
+        return;
+    m->pool_progress_ms = now;
+    slog_info("log manager: opening logs: %ld of %ld done in %" PRId64 " s (%ld checked from their recovery "
+              "points, %ld failed so far)%s",
+              m->pool_opened, m->pool_queued, (now - m->pool_t0_ms) / 1000,
+              m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed,
+              m->pool_holds > 0 ? "; more being queued" : "");
+}
+
+void logmgr_set_progress_interval_ms(struct logmgr *m, int64_t ms)
+{
+    pthread_mutex_lock(&m->lock);
+    m->progress_interval_ms = ms;
+    pthread_mutex_unlock(&m->lock);
 }
 
 void logmgr_opens_hold(struct logmgr *m)
@@ -846,6 +876,7 @@ static void *pool_main(void *arg)
         m->pool_opened++;
         m->pool_clean += rc == 0 && vouched;
         m->pool_failed += rc != 0;
+        report_progress_locked(m);
     }
     m->pool_running--;
     bool last = m->pool_running == 0;
@@ -884,6 +915,7 @@ void logmgr_open_async(struct logmgr *m, size_t dir, const char *name, const kuu
     pthread_mutex_lock(&m->lock);
     if (!m->jhead && m->pool_running == 0 && m->pool_holds == 0)
         m->pool_t0_ms = clock_mono_ms();
+    m->pool_queued++;
     if (m->jtail)
         m->jtail->next = j;
     else

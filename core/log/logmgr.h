@@ -149,6 +149,11 @@ void logmgr_opens_release(struct logmgr *m);
  * partitions offline. */
 int logmgr_wait_opens(struct logmgr *m, int64_t timeout_ms);
 
+/* While a run of the pool's opens lasts longer than ms (5 000 unless
+ * set), it logs its progress every ms: "opening logs: N of M done".
+ * Tests shorten it. */
+void logmgr_set_progress_interval_ms(struct logmgr *m, int64_t ms);
+
 /* Unregisters l (waiting for background work on it to finish), notes its
  * final offsets for the checkpoints and closes it. */
 void logmgr_close(struct logmgr *m, struct plog *l, bool clean);

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1359,6 +1360,99 @@ static void test_logmgr_retention_due(void **state)
     config_free(cfg);
 }
 
+/* A long run of the recovery pool's opens shows its progress ("opening
+ * logs: N of M done") every progress interval, then its one line at the
+ * end; a short one (the default 5 s interval) shows only that line. The
+ * server's stderr is captured into a file. */
+struct opened_logs {
+    pthread_mutex_t mu;
+    struct plog *l[64];
+    int n, failed;
+};
+
+static void on_opened(void *ctx, int rc, struct plog *l)
+{
+    struct opened_logs *o = ctx;
+    pthread_mutex_lock(&o->mu);
+    if (rc || !l)
+        o->failed++;
+    else
+        o->l[o->n++] = l;
+    pthread_mutex_unlock(&o->mu);
+}
+
+static char *open_run_output(struct logmgr *m, const char *root, const char *prefix, int n, int64_t interval_ms,
+                             struct opened_logs *o)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/stderr-%s.txt", root, prefix);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    enum slog_level was = slog_get_level();
+    slog_set_level(SLOG_INFO);
+    logmgr_set_progress_interval_ms(m, interval_ms);
+    struct plog_config c = cfg_with(1 << 20, 100);
+    logmgr_opens_hold(m);
+    for (int i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", prefix, i);
+        logmgr_open_async(m, 0, name, NULL, false, &c, NULL, on_opened, o);
+    }
+    logmgr_opens_release(m);
+    assert_int_equal(logmgr_wait_opens(m, 30000), 0);
+    slog_set_level(was);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *text = xcalloc(1, 1 << 16);
+    size_t got = fread(text, 1, (1 << 16) - 1, f);
+    text[got] = 0;
+    fclose(f);
+    return text;
+}
+
+static void test_logmgr_open_progress(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct logmgr *m = logmgr_create(cfg);
+    struct opened_logs o = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    char *text = open_run_output(m, f->root, "prog", 40, 0, &o);
+    assert_int_equal(o.n, 40);
+    assert_int_equal(o.failed, 0);
+    int lines = 0;
+    long done = 0, of = 0, last_done = -1;
+    for (const char *p = text; (p = strstr(p, "opening logs: ")); p++) {
+        assert_int_equal(sscanf(p, "opening logs: %ld of %ld done", &done, &of), 2);
+        assert_true(done > last_done && done < 40 && of <= 40 && done <= of);
+        last_done = done;
+        lines++;
+    }
+    assert_true(lines >= 1);
+    assert_non_null(strstr(text, "log manager: 40 log(s) opened in "));
+    free(text);
+
+    /* at the default interval a quick run says nothing until its end */
+    struct opened_logs q = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    text = open_run_output(m, f->root, "quick", 10, 5000, &q);
+    assert_int_equal(q.n, 10);
+    assert_null(strstr(text, "opening logs: "));
+    assert_non_null(strstr(text, "log manager: 10 log(s) opened in "));
+    free(text);
+
+    for (int i = 0; i < o.n; i++)
+        logmgr_close(m, o.l[i], true);
+    for (int i = 0; i < q.n; i++)
+        logmgr_close(m, q.l[i], true);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
 /* retention.bytes exceeded by appends is enforced at the next tick
  * (every append may arm the log, not only the first), and DeleteRecords
  * on one log has that log, and no other, looked at at once. */
@@ -2155,6 +2249,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logmgr_clean_marker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_unchanged_checkpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_retention_due, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_open_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_retention_bytes_and_delete_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_cleaner_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
