@@ -199,7 +199,11 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
     int32_t epoch = atomic_load(&p->leader_epoch);
     err = partition_append_verified(p, batches, batches_len, tc->message_timestamp_log_append, guard, &res);
     produce_codec_free(&pc);
-    if (!err && !res.duplicate) { /* a producer's retry appended nothing */
+    /* The partition's counters give the per-topic sums (the metrics
+     * endpoint), which fall when a topic is deleted; the worker's below
+     * give the node's totals, which a counter must not. A producer's
+     * retry appended nothing: counted by neither. */
+    if (!err && !res.duplicate) {
         atomic_fetch_add_explicit(&p->produced_bytes, batches_len, memory_order_relaxed);
         atomic_fetch_add_explicit(&p->produced_records, (uint64_t)vr.records, memory_order_relaxed);
     }

@@ -62,13 +62,9 @@ static void put_help(struct buf *out, const char *name, const char *type, const 
     buf_printf(out, "\n# TYPE %s %s\n", name, type);
 }
 
-static void metric_u(struct buf *out, const char *name, const char *type, const char *help, uint64_t v)
-{
-    put_help(out, name, type, help);
-    buf_printf(out, "%s %llu\n", name, (unsigned long long)v);
-}
-
-static void metric_i(struct buf *out, const char *name, const char *type, const char *help, int64_t v)
+/* One unlabelled sample with its HELP and TYPE. Counters and gauges here
+ * stay far below 2^63. */
+static void put_metric(struct buf *out, const char *name, const char *type, const char *help, int64_t v)
 {
     put_help(out, name, type, help);
     buf_printf(out, "%s %lld\n", name, (long long)v);
@@ -88,9 +84,9 @@ static void write_process(struct buf *out)
     if (f) {
         unsigned long long size = 0, resident = 0;
         if (fscanf(f, "%llu %llu", &size, &resident) == 2) {
-            metric_u(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
+            put_metric(out, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.",
                      size * (unsigned long long)page);
-            metric_u(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
+            put_metric(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
                      resident * (unsigned long long)page);
         }
         fclose(f);
@@ -102,11 +98,11 @@ static void write_process(struct buf *out)
             if (e->d_name[0] != '.')
                 n++;
         closedir(d);
-        metric_u(out, "process_open_fds", "gauge", "Open file descriptors (this count's own included).", n);
+        put_metric(out, "process_open_fds", "gauge", "Open file descriptors (this count's own included).", n);
     }
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-        metric_u(out, "process_max_fds", "gauge", "The soft limit of open file descriptors.",
+        put_metric(out, "process_max_fds", "gauge", "The soft limit of open file descriptors.",
                  (uint64_t)rl.rlim_cur);
     put_help(out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch, in seconds.");
     buf_printf(out, "process_start_time_seconds %.3f\n", (double)start_wall_ms / 1000.0);
@@ -116,12 +112,12 @@ static void write_net(struct broker *b, struct buf *out)
 {
     struct netstats *s = xcalloc(1, sizeof *s); /* ~34 KB: not on the stack */
     net_get_stats(b->net, s);
-    metric_u(out, "samsa_network_received_bytes_total", "counter",
+    put_metric(out, "samsa_network_received_bytes_total", "counter",
              "Bytes read from client and peer connections (after TLS).", s->bytes_in);
-    metric_u(out, "samsa_network_sent_bytes_total", "counter",
+    put_metric(out, "samsa_network_sent_bytes_total", "counter",
              "Bytes written to client and peer connections (before TLS), fetched data included.", s->bytes_out);
-    metric_u(out, "samsa_connections", "gauge", "Open connections, every listener.", s->connections);
-    metric_u(out, "samsa_connections_accepted_total", "counter", "Connections accepted, every listener.",
+    put_metric(out, "samsa_connections", "gauge", "Open connections, every listener.", s->connections);
+    put_metric(out, "samsa_connections_accepted_total", "counter", "Connections accepted, every listener.",
              s->accepted);
     put_help(out, "samsa_connections_refused_total", "counter",
              "Connections closed as they were accepted: by max.connections or max.connections.per.ip (limit), "
@@ -129,9 +125,9 @@ static void write_net(struct broker *b, struct buf *out)
     buf_printf(out, "samsa_connections_refused_total{reason=\"limit\"} %llu\n", (unsigned long long)s->refused);
     buf_printf(out, "samsa_connections_refused_total{reason=\"creation_rate\"} %llu\n",
                (unsigned long long)s->throttled);
-    metric_u(out, "samsa_produce_records_total", "counter",
+    put_metric(out, "samsa_produce_records_total", "counter",
              "Records appended by Produce requests (Kafka's MessagesInPerSec).", s->records_in);
-    metric_u(out, "samsa_produce_bytes_total", "counter",
+    put_metric(out, "samsa_produce_bytes_total", "counter",
              "Record batch bytes appended by Produce requests (Kafka's BytesInPerSec).", s->record_bytes_in);
 
     put_help(out, "samsa_requests_total", "counter", "Requests answered, by API.");
@@ -165,9 +161,9 @@ static void write_net(struct broker *b, struct buf *out)
 
     struct park_stats ps;
     park_get_stats(net_park_hub(b->net), &ps);
-    metric_i(out, "samsa_parked_requests", "gauge",
+    put_metric(out, "samsa_parked_requests", "gauge",
              "Requests waiting for an event (delayed fetches and produces, group joins, ...).", ps.parked);
-    metric_u(out, "samsa_loop_stalls_total", "counter",
+    put_metric(out, "samsa_loop_stalls_total", "counter",
              "Event-loop passes longer than samsa.loop.stall.warn.ms, every loop.", loopwatch_stalls());
 }
 
@@ -210,19 +206,19 @@ static void write_partitions(struct broker *b, struct buf *out)
     for (int32_t i = 0; i < img->nbrokers; i++)
         alive += mimage_broker_alive(img, img->brokers[i].id);
     mimage_release(img);
-    metric_u(out, "samsa_partitions", "gauge", "Partitions with a replica on this node (Kafka's PartitionCount).",
+    put_metric(out, "samsa_partitions", "gauge", "Partitions with a replica on this node (Kafka's PartitionCount).",
              replicas);
-    metric_u(out, "samsa_partition_leaders", "gauge", "Partitions this node leads (Kafka's LeaderCount).", leaders);
-    metric_u(out, "samsa_under_replicated_partitions", "gauge",
+    put_metric(out, "samsa_partition_leaders", "gauge", "Partitions this node leads (Kafka's LeaderCount).", leaders);
+    put_metric(out, "samsa_under_replicated_partitions", "gauge",
              "Partitions led here whose ISR is smaller than their replica set.", under_replicated);
-    metric_u(out, "samsa_under_min_isr_partitions", "gauge",
+    put_metric(out, "samsa_under_min_isr_partitions", "gauge",
              "Partitions led here whose ISR is smaller than min.insync.replicas (acks=all produce fails).",
              under_min_isr);
-    metric_u(out, "samsa_cluster_topics", "gauge", "Topics in the metadata image.", topics);
-    metric_u(out, "samsa_cluster_partitions", "gauge", "Partitions in the metadata image.", partitions);
-    metric_u(out, "samsa_cluster_offline_partitions", "gauge", "Partitions without a leader.", offline);
-    metric_i(out, "samsa_cluster_brokers", "gauge", "Registered brokers.", nbrokers);
-    metric_i(out, "samsa_cluster_brokers_alive", "gauge", "Registered brokers that are not fenced.", alive);
+    put_metric(out, "samsa_cluster_topics", "gauge", "Topics in the metadata image.", topics);
+    put_metric(out, "samsa_cluster_partitions", "gauge", "Partitions in the metadata image.", partitions);
+    put_metric(out, "samsa_cluster_offline_partitions", "gauge", "Partitions without a leader.", offline);
+    put_metric(out, "samsa_cluster_brokers", "gauge", "Registered brokers.", nbrokers);
+    put_metric(out, "samsa_cluster_brokers_alive", "gauge", "Registered brokers that are not fenced.", alive);
 }
 
 struct topic_sum {
@@ -322,12 +318,12 @@ static void write_hosted(struct broker *b, struct buf *out)
                      "Bytes in the segments of the topic's partitions hosted here (Kafka's Log Size, by topic).",
                      offsetof(struct topic_sum, log_bytes));
     free(ts);
-    metric_u(out, "samsa_log_bytes", "gauge", "Bytes in the segments of every partition hosted here.", log_bytes);
+    put_metric(out, "samsa_log_bytes", "gauge", "Bytes in the segments of every partition hosted here.", log_bytes);
     for (size_t i = 0; i < n; i++)
         partition_put(all[i]);
     free(all);
-    metric_u(out, "samsa_replica_followed_partitions", "gauge", "Partitions this node follows.", followed);
-    metric_i(out, "samsa_replica_max_lag", "gauge",
+    put_metric(out, "samsa_replica_followed_partitions", "gauge", "Partitions this node follows.", followed);
+    put_metric(out, "samsa_replica_max_lag", "gauge",
              "Records the most lagging partition followed here is behind its leader's high watermark "
              "(Kafka's ReplicaFetcherManager MaxLag).",
              max_lag);
@@ -378,13 +374,13 @@ static void write_groups(struct broker *b, struct buf *out)
 
 static void write_quorum(struct broker *b, struct buf *out)
 {
-    metric_i(out, "samsa_controller_active", "gauge", "1 when this node is the active controller.",
+    put_metric(out, "samsa_controller_active", "gauge", "1 when this node is the active controller.",
              controller_is_active(b->controller) ? 1 : 0);
-    metric_i(out, "samsa_quorum_leader", "gauge", "Node id of the metadata quorum's leader; -1 unknown.",
+    put_metric(out, "samsa_quorum_leader", "gauge", "Node id of the metadata quorum's leader; -1 unknown.",
              controller_leader_id(b->controller));
     struct quorum *q = controller_quorum(b->controller);
     if (q)
-        metric_i(out, "samsa_quorum_epoch", "gauge", "The metadata quorum's epoch as this node knows it.",
+        put_metric(out, "samsa_quorum_epoch", "gauge", "The metadata quorum's epoch as this node knows it.",
                  quorum_epoch(q));
 }
 
@@ -392,12 +388,12 @@ static void write_logs(struct broker *b, struct buf *out)
 {
     struct fdc_stats fs;
     fdc_get_stats(&fs);
-    metric_u(out, "samsa_log_segment_files_open", "gauge",
+    put_metric(out, "samsa_log_segment_files_open", "gauge",
              "Segment files holding a descriptor in the fd cache.", fs.open);
-    metric_u(out, "samsa_log_segment_file_evictions_total", "counter",
+    put_metric(out, "samsa_log_segment_file_evictions_total", "counter",
              "Segment file descriptors closed to stay within the fd cache's share of RLIMIT_NOFILE.",
              fs.evictions);
-    metric_u(out, "samsa_log_descriptor_errors_total", "counter", "EMFILE/ENFILE met opening segment files.",
+    put_metric(out, "samsa_log_descriptor_errors_total", "counter", "EMFILE/ENFILE met opening segment files.",
              fs.resource_errors);
     if (!b->logs)
         return;
@@ -405,25 +401,20 @@ static void write_logs(struct broker *b, struct buf *out)
     size_t n = logmgr_ndirs(b->logs);
     for (size_t i = 0; i < n; i++)
         offline += logmgr_dir_offline(b->logs, i);
-    metric_u(out, "samsa_log_dirs", "gauge", "Log directories (log.dirs).", n);
-    metric_u(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
+    put_metric(out, "samsa_log_dirs", "gauge", "Log directories (log.dirs).", n);
+    put_metric(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
 }
 
-struct registry_walk {
-    struct buf *out;
-};
-
 /* A metric of the registry: a plugin's (samsa.plugin.<name>.<metric>)
- * or one the core keeps there (samsa.isr.shrinks). */
+ * or one the core keeps there (samsa.isr.shrinks). arg: the buf. */
 static int write_registry_metric(void *arg, const struct metric *m)
 {
-    struct registry_walk *w = arg;
     char name[300];
     prometheus_metric_name(metric_name(m), name, sizeof name - 8);
     bool counter = metric_type(m) == METRIC_COUNTER;
     if (counter)
         strcat(name, "_total");
-    metric_i(w->out, name, counter ? "counter" : "gauge", metric_help(m), metric_value(m));
+    put_metric(arg, name, counter ? "counter" : "gauge", metric_help(m), metric_value(m));
     return 0;
 }
 
@@ -441,8 +432,7 @@ void prometheus_write(struct broker *b, struct buf *out)
         write_quorum(b, out);
     }
     write_logs(b, out);
-    struct registry_walk w = {out};
-    metrics_foreach(write_registry_metric, &w);
+    metrics_foreach(write_registry_metric, out);
 }
 
 void prometheus_http(void *arg, const struct http_head *req, struct http_response *resp)

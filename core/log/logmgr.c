@@ -794,37 +794,62 @@ int logmgr_sync_dir(struct logmgr *m, size_t dir)
     return sync_dir_of(m, dir, m->dirs[dir].path);
 }
 
-/* Under m->lock: the recovery pool's one line, once it has nothing left
- * to open and nobody is still queueing a batch (a start-up's image sync
- * queues its logs one by one: the pool must not report the first few it
- * drained before the rest arrived). */
-static void report_opens_locked(struct logmgr *m)
+/* The pool's lines, taken under m->lock and written after it is
+ * released: a line is I/O, and the lock is every open's and every
+ * registration's. */
+struct open_report {
+    bool summary; /* else a progress line */
+    long opened, queued, clean, failed;
+    int64_t ms;
+    bool more_queued;
+};
+
+static void print_report(const struct open_report *r)
 {
-    if (m->pool_running > 0 || m->jhead || m->pool_holds > 0 || m->pool_opened == 0)
-        return;
-    slog_info("log manager: %ld log(s) opened in %" PRId64 " ms: %ld on their log dir's clean-shutdown "
-              "marker, %ld checked from their recovery points, %ld failed",
-              m->pool_opened, clock_mono_ms() - m->pool_t0_ms, m->pool_clean,
-              m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed);
+    if (r->summary)
+        slog_info("log manager: %ld log(s) opened in %" PRId64 " ms: %ld on their log dir's clean-shutdown "
+                  "marker, %ld checked from their recovery points, %ld failed",
+                  r->opened, r->ms, r->clean, r->opened - r->clean - r->failed, r->failed);
+    else
+        slog_info("log manager: opening logs: %ld of %ld done in %" PRId64 " s (%ld checked from their recovery "
+                  "points, %ld failed so far)%s",
+                  r->opened, r->queued, r->ms / 1000, r->opened - r->clean - r->failed, r->failed,
+                  r->more_queued ? "; more being queued" : "");
+}
+
+static void take_report_locked(struct logmgr *m, bool summary, int64_t now, struct open_report *r)
+{
+    *r = (struct open_report){summary, m->pool_opened, m->pool_queued, m->pool_clean, m->pool_failed,
+                              now - m->pool_t0_ms, m->pool_holds > 0};
+}
+
+/* Under m->lock: the recovery pool's one line is due once it has
+ * nothing left to open and nobody is still queueing a batch (a
+ * start-up's image sync queues its logs one by one: the pool must not
+ * report the first few it drained before the rest arrived). running: the
+ * pool threads that may still be busy (the caller, when it is one). */
+static bool summary_due_locked(struct logmgr *m, int running, struct open_report *r)
+{
+    if (m->pool_running > running || m->jhead || m->pool_holds > 0 || m->pool_opened == 0)
+        return false;
+    take_report_locked(m, true, clock_mono_ms(), r);
     m->pool_opened = m->pool_clean = m->pool_failed = m->pool_queued = 0;
+    return true;
 }
 
 /* Under m->lock, after an open: a line every progress_interval_ms while
  * a run lasts (a recovery after a crash can check logs for minutes; the
  * operator sees it move, as Kafka logs its recovery's progress). */
-static void report_progress_locked(struct logmgr *m)
+static bool progress_due_locked(struct logmgr *m, struct open_report *r)
 {
     if (!m->jhead)
-        return; /* the run is ending: its one line follows */
+        return false; /* the run is ending: its one line follows */
     int64_t now = clock_mono_ms();
     if (now - m->pool_t0_ms < m->progress_interval_ms || now - m->pool_progress_ms < m->progress_interval_ms)
-        return;
+        return false;
     m->pool_progress_ms = now;
-    slog_info("log manager: opening logs: %ld of %ld done in %" PRId64 " s (%ld checked from their recovery "
-              "points, %ld failed so far)%s",
-              m->pool_opened, m->pool_queued, (now - m->pool_t0_ms) / 1000,
-              m->pool_opened - m->pool_clean - m->pool_failed, m->pool_failed,
-              m->pool_holds > 0 ? "; more being queued" : "");
+    take_report_locked(m, false, now, r);
+    return true;
 }
 
 void logmgr_set_progress_interval_ms(struct logmgr *m, int64_t ms)
@@ -844,21 +869,33 @@ void logmgr_opens_hold(struct logmgr *m)
 
 void logmgr_opens_release(struct logmgr *m)
 {
+    struct open_report r;
     pthread_mutex_lock(&m->lock);
     m->pool_holds--;
-    report_opens_locked(m);
+    bool due = summary_due_locked(m, 0, &r);
     pthread_mutex_unlock(&m->lock);
+    if (due)
+        print_report(&r);
 }
 
 static void *pool_main(void *arg)
 {
     struct logmgr *m = arg;
     thread_set_name("samsa-logopen");
+    struct open_report r;
     pthread_mutex_lock(&m->lock);
     for (;;) {
         struct open_job *j = m->jhead;
-        if (!j)
-            break;
+        if (!j) {
+            /* the last one busy writes the run's line, before it counts
+             * itself out: a waiter (logmgr_wait_opens) sees the line first */
+            if (!summary_due_locked(m, 1, &r))
+                break;
+            pthread_mutex_unlock(&m->lock);
+            print_report(&r);
+            pthread_mutex_lock(&m->lock);
+            continue; /* jobs may have come meanwhile */
+        }
         m->jhead = j->next;
         if (!m->jhead)
             m->jtail = NULL;
@@ -876,12 +913,14 @@ static void *pool_main(void *arg)
         m->pool_opened++;
         m->pool_clean += rc == 0 && vouched;
         m->pool_failed += rc != 0;
-        report_progress_locked(m);
+        if (progress_due_locked(m, &r)) {
+            pthread_mutex_unlock(&m->lock);
+            print_report(&r);
+            pthread_mutex_lock(&m->lock);
+        }
     }
     m->pool_running--;
     bool last = m->pool_running == 0;
-    if (last)
-        report_opens_locked(m);
     pthread_cond_broadcast(&m->idle_cond);
     pthread_mutex_unlock(&m->lock);
 #ifdef __GLIBC__

@@ -91,7 +91,7 @@ struct conn *conn_adopt(struct worker *w, int fd, bool controller, const char *l
         w->conns->prev = c;
     w->conns = c;
     w->nconns++;
-    counter_add(&w->counters.connections, 1);
+    atomic_store_explicit(&w->counters.connections, (uint64_t)w->nconns, memory_order_relaxed);
     slog_debug("connection %llu from %s on worker %d", (unsigned long long)c->id, c->peer, w->id);
     if (tls_ctx) {
         c->ssl = tls_new(tls_ctx, fd);

@@ -86,8 +86,10 @@ def cluster_view_agrees():
         eq(m["samsa_cluster_brokers_alive"], 3.0, "node %d: brokers alive" % nid)
         eq(m["samsa_cluster_offline_partitions"], 0.0, "node %d: offline partitions" % nid)
         eq(m["samsa_partitions"], m["samsa_cluster_partitions"], "node %d: every partition has a replica here" % nid)
-        check(m["samsa_replica_followed_partitions"] >= (0 if nid == leader else 1),
-              "node %d follows nothing", nid)
+        # every partition has a replica on every node: a node follows
+        # exactly those it does not lead
+        eq(m["samsa_replica_followed_partitions"], m["samsa_partitions"] - m["samsa_partition_leaders"],
+           "node %d: partitions followed" % nid)
     check(ms[leader]["samsa_partition_leaders"] >= 1, "the leader leads nothing")
     eq(sum(m["samsa_partition_leaders"] for m in ms.values()), ms[leader]["samsa_cluster_partitions"],
        "leaders over the cluster")
