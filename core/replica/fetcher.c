@@ -481,8 +481,8 @@ static void send_fetch(struct lane *f, struct source *s, struct partition **part
 struct alter_ctx {
     struct lane *f;
     struct partition *p; /* reference */
-    int32_t isr_before;  /* ISR size and partition epoch when it was sent */
-    int32_t epoch_before;
+    int32_t *isr_before; /* the ISR and partition epoch when it was sent (owned) */
+    int32_t nisr_before, epoch_before;
 };
 
 /* Kafka's IsrShrinksPerSec and IsrExpandsPerSec: ISR changes of the
@@ -559,15 +559,21 @@ static void alter_done(void *arg, int err, int16_t version, void *resp, struct a
         }
         slock_unlock(&p->repl_lock);
         if (pd->partition_epoch > x->epoch_before) {
-            if (pd->isr.n < x->isr_before)
-                metric_add(isr_shrinks, 1);
-            else if (pd->isr.n > x->isr_before)
-                metric_add(isr_expands, 1);
+            /* a member gone is a shrink, a member new an expansion (a
+             * change may be both, as Kafka counts it) */
+            bool gone = false, added = false;
+            for (int32_t i = 0; i < x->nisr_before; i++)
+                gone |= !repl_contains(pd->isr.a, pd->isr.n, x->isr_before[i]);
+            for (int32_t i = 0; i < pd->isr.n; i++)
+                added |= !repl_contains(x->isr_before, x->nisr_before, pd->isr.a[i]);
+            metric_add(isr_shrinks, gone);
+            metric_add(isr_expands, added);
         }
     } else {
         alter_settle(p, ALTER_RETRY_MS);
     }
     partition_put(p);
+    free(x->isr_before);
     free(x);
 }
 
@@ -575,13 +581,9 @@ static bool same_set(const int32_t *a, int32_t na, const int32_t *b, int32_t nb)
 {
     if (na != nb)
         return false;
-    for (int32_t i = 0; i < na; i++) {
-        bool found = false;
-        for (int32_t j = 0; j < nb && !found; j++)
-            found = a[i] == b[j];
-        if (!found)
+    for (int32_t i = 0; i < na; i++)
+        if (!repl_contains(b, nb, a[i]))
             return false;
-    }
     return true;
 }
 
@@ -636,8 +638,10 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     }
     bool change = !same_set(want, nwant, p->isr, p->nisr);
     int32_t partition_epoch = p->partition_epoch;
-    int32_t isr_before = p->nisr;
+    int32_t nisr_before = p->nisr, *isr_before = NULL;
     if (change) {
+        isr_before = xmalloc((size_t)(nisr_before > 0 ? nisr_before : 1) * sizeof *isr_before);
+        memcpy(isr_before, p->isr, (size_t)nisr_before * sizeof *isr_before);
         p->alter_inflight = true;
         p->alter_sent_ms = now;
         free(p->pending_isr);
@@ -658,6 +662,7 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     struct kclient *kc = ctl >= 0 && self ? controller_client(f, ctl) : NULL;
     if (!kc) {
         free(want);
+        free(isr_before);
         alter_settle(p, 200);
         return;
     }
@@ -695,11 +700,13 @@ static void isr_check(struct lane *f, struct partition *p, const struct mimage *
     x->f = f;
     x->p = p;
     x->isr_before = isr_before;
+    x->nisr_before = nisr_before;
     x->epoch_before = partition_epoch;
     atomic_fetch_add(&p->refs, 1);
     if (kclient_send(kc, ALTER_PARTITION_REQUEST_API_KEY, v, &q, alter_done, x) != 0) {
         alter_settle(p, ALTER_RETRY_MS);
         partition_put(p);
+        free(x->isr_before);
         free(x);
     }
     arena_free(&ar);

@@ -21,14 +21,6 @@
 #include "util/buf.h"
 #include "util/slog.h"
 
-static bool contains(const int32_t *a, int32_t n, int32_t id)
-{
-    for (int32_t i = 0; i < n; i++)
-        if (a[i] == id)
-            return true;
-    return false;
-}
-
 /* The leader's own part: its log end, or for durable acks the part of it
  * that is on disk. */
 static int64_t own_end(struct partition *p, struct plog *l)
@@ -233,7 +225,7 @@ void partition_set_state(struct partition *p, const struct mi_partition *mp, int
         for (int32_t i = 0; i < mp->nreplicas; i++)
             if (mp->replicas[i] != node)
                 repl_follower_reset(&p->followers[p->nfollowers++], mp->replicas[i],
-                                    contains(mp->isr, mp->nisr, mp->replicas[i]), now);
+                                    repl_contains(mp->isr, mp->nisr, mp->replicas[i]), now);
     } else if (leads) {
         /* Replicas added by a reassignment get a fresh state. */
         struct repl_follower *f = xcalloc(mp->nreplicas > 0 ? (size_t)mp->nreplicas : 1, sizeof *f);

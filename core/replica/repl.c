@@ -90,3 +90,11 @@ bool repl_diverging(int32_t last_fetched_epoch, int64_t fetch_offset, int32_t en
         return false;
     return end_epoch < last_fetched_epoch || end_offset < fetch_offset;
 }
+
+bool repl_contains(const int32_t *a, int32_t n, int32_t id)
+{
+    for (int32_t i = 0; i < n; i++)
+        if (a[i] == id)
+            return true;
+    return false;
+}

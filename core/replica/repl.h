@@ -42,6 +42,9 @@ void repl_follower_reset(struct repl_follower *f, int32_t id, bool in_isr, int64
 int64_t repl_isr_min_leo(int32_t leader_id, int64_t leader_leo, const int32_t *isr, int32_t nisr,
                          const struct repl_follower *fs, int32_t nfs);
 
+/* Whether id is one of the n ids in a (a replica set, an ISR). */
+bool repl_contains(const int32_t *a, int32_t n, int32_t id);
+
 /* Kafka's Partition.getOutOfSyncReplicas: ISR followers (never the
  * leader) whose log end is behind leader_leo and that have not been
  * caught up for lag_max_ms. Fills out (room for nisr ids); returns the
