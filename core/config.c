@@ -46,6 +46,7 @@ static const char *const log_level_choices[] = {"debug", "info", "warn", "error"
 static const char *const client_auth_choices[] = {"required", "requested", "none", NULL};
 static const char *const group_protocol_choices[] = {"classic", "consumer", NULL};
 static const char *const recording_level_choices[] = {"INFO", "DEBUG", "TRACE", NULL};
+static const char *const record_validation_choices[] = {"full", "batch", NULL};
 
 /* Internal flag: the default is the number of online CPUs (samsa runs
  * one network worker per core); the table's default is Kafka's, used
@@ -523,6 +524,14 @@ const struct config_def config_defs[] = {
      "A network worker's, replica fetcher's or quorum loop's pass that runs its callbacks for longer "
      "than this is logged (WARN, at most one line per loop every 10 s, with the count and the longest); "
      "0: off."},
+    {"samsa.record.validation", T(STRING), "full", RO, 0, ONEOF(record_validation_choices),
+     "How a produced batch is checked before it is appended. full (Kafka's): every record is read "
+     "(sizes, count, offset deltas, timestamps, keys of compacted topics) and a malformed one is refused. "
+     "batch: the batches of topics that are not compacted, when stored as produced, are checked by "
+     "their header and CRC only, with no per-record work (compressed ones are not decompressed); "
+     "timestamp limits apply to the header's first and largest timestamps. A faulty client's "
+     "malformed but CRC-valid batch is then stored, and its consumers fail on it: for trusted "
+     "producers only."},
     {"samsa.metrics.listener", T(STRING), "", RO, 0, FN(check_metrics_listener),
      "HOST:PORT of an HTTP endpoint serving the node's metrics at /metrics in Prometheus's text format "
      "(an empty HOST: every address); empty: none."},
@@ -2138,6 +2147,7 @@ static void refresh(struct samsa_config *c)
 
     const char *lvl = config_get(c, "samsa.log.level");
     c->loop_stall_warn_ms = get_l(c, "samsa.loop.stall.warn.ms");
+    c->record_validation_batch = !strcmp(config_get(c, "samsa.record.validation"), "batch");
     parse_metrics_listener(config_get(c, "samsa.metrics.listener"), &c->metrics_listener, NULL, 0);
     c->log_level = !strcmp(lvl, "debug")  ? SLOG_DEBUG
                    : !strcmp(lvl, "warn")  ? SLOG_WARN

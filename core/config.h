@@ -283,6 +283,7 @@ struct samsa_config {
 
     int log_level;          /* samsa.log.level as an enum slog_level */
     int64_t loop_stall_warn_ms; /* samsa.loop.stall.warn.ms (util/loopwatch.h) */
+    bool record_validation_batch; /* samsa.record.validation=batch (api/produce.c) */
     /* samsa.metrics.listener (api/prometheus.c); host "" = every address;
      * NULL when unset: no metrics endpoint */
     struct config_host_port *metrics_listener;

@@ -168,6 +168,7 @@ static int16_t produce_partition(struct request *req, const struct mimage *img, 
         .now_ms = clock_wall_ms(),
         .decompress = produce_codec_decompress,
         .decompress_ctx = &pc,
+        .header_only = req->broker->cfg->record_validation_batch && produce_codec_keeps(&pc),
     };
     struct rb_validate_result vr;
     int err = rb_validate_produce(pd->records.p, (size_t)pd->records.len, req->api_version, &opts, &vr);

@@ -33,8 +33,11 @@ void produce_codec_init(struct produce_codec *pc, const struct plugin_registry *
     pc->level = pc->target > 0 ? topic_level(tc, pc->target) : SAMSA_CODEC_LEVEL_DEFAULT;
     pc->max_message_bytes = tc->max_message_bytes;
     int32_t count = 1;
-    if (records && len >= RB_HEADER_SIZE)
+    pc->source = -1;
+    if (records && len >= RB_HEADER_SIZE) {
         count = (int32_t)be32_read(records + RB_OFF_RECORDS_COUNT);
+        pc->source = rb_attr_codec((int16_t)be16_read(records + RB_OFF_ATTRIBUTES));
+    }
     pc->ctx.reg = reg;
     pc->ctx.limit = codec_records_limit(count, tc->max_message_bytes);
     pc->ctx.level = pc->level;
@@ -87,6 +90,13 @@ int produce_codec_apply(struct produce_codec *pc, uint8_t **batch, size_t *len, 
     *len = pc->rebuilt.len;
     pc->rebuilt_used = true;
     return 0;
+}
+
+bool produce_codec_keeps(const struct produce_codec *pc)
+{
+    if (pc->source < 0 || (pc->target >= 0 && pc->target != pc->source))
+        return false;
+    return pc->source == RB_CODEC_NONE || plugin_codec(pc->reg, pc->source) != NULL;
 }
 
 void produce_codec_free(struct produce_codec *pc)

@@ -29,6 +29,7 @@ struct topic_config;
 struct produce_codec {
     const struct plugin_registry *reg;
     int target;    /* topic codec id, or -1 for "producer" */
+    int source;    /* the batch's codec id as its header says, -1 if too short */
     int32_t level; /* topic's compression.<codec>.level */
     int32_t max_message_bytes;
     struct codec_ctx ctx;
@@ -49,6 +50,10 @@ int produce_codec_decompress(void *pc, int codec, const uint8_t *in, size_t in_l
  * target: UNSUPPORTED_COMPRESSION_TYPE). */
 int produce_codec_apply(struct produce_codec *pc, uint8_t **batch, size_t *len,
                         const struct rb_validate_result *vr, char *reason, size_t reason_len);
+/* Whether apply will keep the batch as produced (its codec is the
+ * topic's, and loaded, or none): what samsa.record.validation=batch needs
+ * to leave its records unread. */
+bool produce_codec_keeps(const struct produce_codec *pc);
 /* Whether apply replaced the batch. */
 static inline bool produce_codec_rebuilt(const struct produce_codec *pc) { return pc->rebuilt_used; }
 void produce_codec_free(struct produce_codec *pc);

@@ -371,6 +371,16 @@ static inline bool fast_skip_bytes(const uint8_t **pp, const uint8_t *end, bool 
     return true;
 }
 
+/* A CreateTime timestamp within message.timestamp.{before,after}.max.ms
+ * of now; RB_NO_TIMESTAMP (-1) always is, as Kafka skips it. */
+static bool timestamp_in_range(const struct rb_validate_opts *o, int64_t ts)
+{
+    if (ts == RB_NO_TIMESTAMP)
+        return true;
+    int64_t diff = wsub64(o->now_ms, ts);
+    return diff <= o->timestamp_before_max_ms && wneg64(diff) <= o->timestamp_after_max_ms;
+}
+
 static bool use_fast_walk = true;
 
 void rb_validate_use_fast_walk(bool on) { use_fast_walk = on; }
@@ -433,11 +443,8 @@ static bool fast_walk_run(struct fast_walk *w, const uint8_t *limit, const struc
             max_ts = ts;
             max_delta = off;
         }
-        if (check_ts && ts != RB_NO_TIMESTAMP) {
-            int64_t diff = wsub64(o->now_ms, ts);
-            if (diff > o->timestamp_before_max_ms || wneg64(diff) > o->timestamp_after_max_ms)
-                goto fail;
-        }
+        if (check_ts && !timestamp_in_range(o, ts))
+            goto fail;
     }
     w->p = p;
     w->i = i;
@@ -493,6 +500,36 @@ static uint32_t crc_and_walk(const uint8_t *batch, size_t size, const struct rb_
     return crc;
 }
 
+static int timestamp_range_error(struct rb_validate_result *out, const struct rb_validate_opts *o, int64_t ts,
+                                 int32_t record)
+{
+    return verr(out, KERR_INVALID_TIMESTAMP, record, "Timestamp %lld of record %d is out of range: must be within [%lld, %lld]",
+                (long long)ts, record, (long long)wsub64(o->now_ms, o->timestamp_before_max_ms),
+                (long long)wadd64(o->now_ms, o->timestamp_after_max_ms));
+}
+
+/* Only the broker may choose LogAppendTime. */
+static int timestamp_type_error(struct rb_validate_result *out, int32_t record)
+{
+    return verr(out, KERR_INVALID_TIMESTAMP, record,
+                "Invalid timestamp type in record %d: producer should not set timestamp type to LogAppendTime", record);
+}
+
+/* max_ts: the records' largest timestamp (CreateTime), at offset delta
+ * max_delta. */
+static void set_max_timestamp(struct rb_validate_result *out, const struct rb_header *h,
+                              const struct rb_validate_opts *o, int64_t max_ts, int32_t max_delta)
+{
+    if (o->timestamp_type == RB_LOG_APPEND_TIME) {
+        out->max_timestamp = o->now_ms;
+        out->max_timestamp_offset_delta = h->last_offset_delta;
+    } else {
+        out->max_timestamp = max_ts;
+        out->max_timestamp_offset_delta = max_delta;
+    }
+    out->max_timestamp_stale = rb_timestamp_type(h) != o->timestamp_type || h->max_timestamp != out->max_timestamp;
+}
+
 /* pre: the single-pass walk crc_and_walk already ran over these records,
  * or NULL. */
 static int validate_records(const uint8_t *recs, size_t recs_len, const struct rb_header *h,
@@ -541,14 +578,11 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
             continue;
         }
         if (o->timestamp_type == RB_CREATE_TIME && ts != RB_NO_TIMESTAMP) {
-            int64_t diff = wsub64(o->now_ms, ts);
-            if ((diff > o->timestamp_before_max_ms || wneg64(diff) > o->timestamp_after_max_ms) &&
-                first_ts_err < 0) {
+            if (!timestamp_in_range(o, ts) && first_ts_err < 0) {
                 first_ts_err = idx;
                 bad_ts = ts;
             }
         } else if (lat_batch && first_ts_err < 0) {
-            /* Only the broker may choose LogAppendTime. */
             first_ts_err = idx;
             bad_ts_type = true;
         }
@@ -558,30 +592,34 @@ static int validate_records(const uint8_t *recs, size_t recs_len, const struct r
     if (r < 0)
         return verr(out, it.err, -1, "%s (record %d of %d)", it.reason, it.index, h->records_count);
 
-    if (first_ts_err >= 0) {
-        if (bad_ts_type)
-            return verr(out, KERR_INVALID_TIMESTAMP, first_ts_err,
-                        "Invalid timestamp type in record %d: producer should not set timestamp type to LogAppendTime",
-                        first_ts_err);
-        return verr(out, KERR_INVALID_TIMESTAMP, first_ts_err,
-                    "Timestamp %lld of record %d is out of range: must be within [%lld, %lld]",
-                    (long long)bad_ts, first_ts_err,
-                    (long long)wsub64(o->now_ms, o->timestamp_before_max_ms),
-                    (long long)wadd64(o->now_ms, o->timestamp_after_max_ms));
-    }
+    if (first_ts_err >= 0)
+        return bad_ts_type ? timestamp_type_error(out, first_ts_err)
+                           : timestamp_range_error(out, o, bad_ts, first_ts_err);
     if (first_key_err >= 0)
         return verr(out, KERR_INVALID_RECORD, first_key_err,
                     "Compacted topic cannot accept message without key (record %d)", first_key_err);
 
 valid:
-    if (o->timestamp_type == RB_LOG_APPEND_TIME) {
-        out->max_timestamp = o->now_ms;
-        out->max_timestamp_offset_delta = h->last_offset_delta;
-    } else {
-        out->max_timestamp = max_ts;
-        out->max_timestamp_offset_delta = max_ts_delta;
+    set_max_timestamp(out, h, o, max_ts, max_ts_delta);
+    return 0;
+}
+
+/* samsa.record.validation=batch: LogValidator's per-record timestamp
+ * checks made on what the header says of its records, the first
+ * timestamp and the largest; the records are not read. */
+static int validate_header_only(const struct rb_header *h, const struct rb_validate_opts *o,
+                                struct rb_validate_result *out)
+{
+    if (o->timestamp_type == RB_CREATE_TIME) {
+        if (rb_timestamp_type(h) == RB_LOG_APPEND_TIME)
+            return timestamp_type_error(out, 0);
+        if (!timestamp_in_range(o, h->base_timestamp))
+            return timestamp_range_error(out, o, h->base_timestamp, 0);
+        /* which record has it is not known without reading them */
+        if (!timestamp_in_range(o, h->max_timestamp))
+            return timestamp_range_error(out, o, h->max_timestamp, -1);
     }
-    out->max_timestamp_stale = rb_timestamp_type(h) != o->timestamp_type || h->max_timestamp != out->max_timestamp;
+    set_max_timestamp(out, h, o, h->max_timestamp, h->last_offset_delta);
     return 0;
 }
 
@@ -685,8 +723,9 @@ int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
                     size, RB_HEADER_SIZE);
     struct rb_header h;
     rb_parse_header(p, size, &h);
+    bool header_only = o->header_only && !o->compacted;
     struct fast_walk walked;
-    bool fused = use_fast_walk && rb_codec(&h) == RB_CODEC_NONE;
+    bool fused = use_fast_walk && rb_codec(&h) == RB_CODEC_NONE && !header_only;
     uint32_t crc = fused ? crc_and_walk(p, size, &h, o, &walked) : rb_compute_crc(p, size);
     if (crc != h.crc)
         return verr(out, KERR_CORRUPT_MESSAGE, -1, "Record is corrupt (stored crc = %u, computed crc = %u)",
@@ -726,6 +765,8 @@ int rb_validate_produce(const uint8_t *p, size_t len, int16_t produce_version,
                     "Invalid sequence number %d in record batch with producerId %lld",
                     h.base_sequence, (long long)h.producer_id);
     out->records = h.records_count;
+    if (header_only)
+        return validate_header_only(&h, o, out);
 
     const uint8_t *recs = p + RB_OFF_RECORDS;
     size_t recs_len = size - RB_OFF_RECORDS;

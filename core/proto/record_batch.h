@@ -222,6 +222,10 @@ struct rb_validate_opts {
     int64_t now_ms;                  /* wall clock */
     rb_codec_fn decompress;          /* NULL: compressed batches are refused */
     void *decompress_ctx;
+    /* samsa.record.validation=batch: the records are not read (nor
+     * decompressed) unless compacted is set; the header's timestamps
+     * stand for the records'. */
+    bool header_only;
 };
 
 struct rb_validate_result {

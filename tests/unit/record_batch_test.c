@@ -1087,6 +1087,88 @@ static void test_validate_keys_and_timestamps(void **state)
     buf_free(&b);
 }
 
+/* samsa.record.validation=batch: the header and the CRC are checked, the
+ * records are not read (nor decompressed), unless the topic is
+ * compacted. */
+static void test_validate_header_only(void **state)
+{
+    (void)state;
+    struct rb_validate_opts o = vopts();
+    struct rb_validate_result r;
+    struct buf b = BUF_INIT, recs = BUF_INIT;
+    struct hdr h = plain_hdr(1);
+
+    /* A record whose key runs past it, under a valid CRC: refused by the
+     * full check, stored as sent by the header-only one. */
+    static const uint8_t bad_rec[] = {0x10, 0, 0, 0, 0x20, 'a', 'b', 0x02, 'x', 0};
+    buf_append(&recs, bad_rec, sizeof bad_rec);
+    mk_batch(&b, &h, &recs);
+    expect(&b, 9, &o, KERR_INVALID_RECORD);
+    o.header_only = true;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
+    assert_int_equal(r.records, 1);
+    assert_int_equal(r.valid_bytes, b.len);
+    assert_int_equal(r.max_timestamp, GOLDEN_TS);
+    assert_false(r.max_timestamp_stale);
+    /* The CRC and the header's own fields are still checked. */
+    b.data[b.len - 1] ^= 1;
+    expect(&b, 9, &o, KERR_CORRUPT_MESSAGE);
+    h.count = 2;
+    mk_batch(&b, &h, &recs);
+    expect(&b, 9, &o, KERR_INVALID_RECORD);
+
+    /* A compacted topic's records are read: golden's record 1 has no key. */
+    buf_reset(&b);
+    buf_append(&b, golden, sizeof golden);
+    o.compacted = true;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_RECORD);
+    assert_int_equal(r.error_record_index, 1);
+    o.compacted = false;
+    expect(&b, 9, &o, 0);
+
+    /* Timestamp bounds on the header's first and largest timestamps. */
+    o.now_ms = GOLDEN_TS + 1000;
+    o.timestamp_before_max_ms = 999;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
+    assert_int_equal(r.error_record_index, 0);
+    o.timestamp_before_max_ms = INT64_MAX;
+    o.now_ms = GOLDEN_TS;
+    o.timestamp_after_max_ms = 4; /* golden's largest is GOLDEN_TS + 5 */
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
+    assert_int_equal(r.error_record_index, -1);
+    o.timestamp_after_max_ms = 5;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
+    assert_int_equal(r.max_timestamp, GOLDEN_TS + 5);
+
+    /* LogAppendTime topic: stamped with now; a producer's LogAppendTime
+     * batch on a CreateTime topic is refused. */
+    o.timestamp_type = RB_LOG_APPEND_TIME;
+    o.now_ms = 42;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
+    assert_int_equal(r.max_timestamp, 42);
+    assert_true(r.max_timestamp_stale);
+    assert_int_equal(rb_set_max_timestamp_and_type(b.data, b.len, RB_LOG_APPEND_TIME, 42), 0);
+    o.timestamp_type = RB_CREATE_TIME;
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
+    assert_int_equal(r.error_record_index, 0);
+
+    /* A compressed batch is not decompressed: no codec is given, and its
+     * (uncompressed) records would not decompress anyway. */
+    o = vopts();
+    o.header_only = true;
+    buf_reset(&b);
+    buf_append(&b, golden, sizeof golden);
+    be16_write(b.data + RB_OFF_ATTRIBUTES, (uint16_t)(be16_read(b.data + RB_OFF_ATTRIBUTES) | RB_CODEC_LZ4));
+    assert_int_equal(rb_recompute_crc(b.data, b.len), 0);
+    assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
+    assert_int_equal(r.codec, RB_CODEC_LZ4);
+    o.header_only = false;
+    expect(&b, 9, &o, KERR_UNSUPPORTED_COMPRESSION_TYPE);
+
+    buf_free(&recs);
+    buf_free(&b);
+}
+
 /* ---- robustness ---- */
 
 static void check_truncations(const uint8_t *batch, size_t n, const struct rb_validate_opts *o)
@@ -1392,6 +1474,7 @@ int main(void)
         cmocka_unit_test(test_validate_batch_fields),
         cmocka_unit_test(test_validate_records),
         cmocka_unit_test(test_validate_keys_and_timestamps),
+        cmocka_unit_test(test_validate_header_only),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_bit_flips),
         cmocka_unit_test(test_fast_walk_agrees),

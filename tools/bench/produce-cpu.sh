@@ -18,6 +18,11 @@
 #   PRODUCE_CPU_RECORDS=3000000  records in the measured phase
 #   PRODUCE_CPU_PERF=dir         also `perf record` (flat) each measured
 #                                phase into dir/<round>-<old|new>.data
+#   PRODUCE_CPU_NEW_OVERRIDES="k=v ..."
+#                                configs for NEW only, e.g. the same binary
+#                                twice with samsa.record.validation=batch
+#   PRODUCE_CPU_LOADGEN="opt ..."  more samsa-loadgen options for both,
+#                                e.g. "--compression lz4 --payload fixed"
 #
 # Prints one line per run and a summary (medians, ranges, ratios).
 set -u -o pipefail
@@ -44,15 +49,18 @@ trap cleanup EXIT
 
 # one LABEL BIN ROUND: prints "LABEL ns" (0 when the run failed)
 one() {
-    local label=$1 bin=$2 round=$3 port cport pp='' n0 n1 rc
+    local label=$1 bin=$2 round=$3 port cport pp='' n0 n1 rc kv extra=()
     read -r port cport < <(free_ports 2)
     rm -rf "$TMP/data"
-    "$bin" --override node.id=1 --override "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
+    if [ "$label" = new ]; then
+        for kv in ${PRODUCE_CPU_NEW_OVERRIDES:-}; do extra+=(--override "$kv"); done
+    fi
+    "$bin" "${extra[@]}" --override node.id=1 --override "listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" \
         --override "controller.quorum.voters=1@127.0.0.1:$cport" --override "log.dirs=$TMP/data" \
         >"$TMP/samsa.log" 2>&1 &
     SPID=$!
     for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-    "$LOADGEN" produce -b "127.0.0.1:$port" -t warm -p 1 -n 500000 -s 100 -a 1 >/dev/null 2>&1
+    "$LOADGEN" produce -b "127.0.0.1:$port" -t warm -p 1 -n 500000 -s 100 -a 1 ${PRODUCE_CPU_LOADGEN:-} >/dev/null 2>&1
     sync
     if [ -n "$PERFDIR" ]; then
         perf record -F 4999 -p "$SPID" -o "$PERFDIR/$round-$label.data" >/dev/null 2>&1 &
@@ -60,7 +68,7 @@ one() {
         sleep 0.5
     fi
     n0=$(cpu_ns "$SPID")
-    "$LOADGEN" produce -b "127.0.0.1:$port" -t m -p 1 -n "$N" -s 100 -a 1 >/dev/null 2>"$TMP/err"
+    "$LOADGEN" produce -b "127.0.0.1:$port" -t m -p 1 -n "$N" -s 100 -a 1 ${PRODUCE_CPU_LOADGEN:-} >/dev/null 2>"$TMP/err"
     rc=$?
     n1=$(cpu_ns "$SPID")
     [ -n "$pp" ] && kill -INT "$pp" && wait "$pp"
