@@ -150,8 +150,13 @@ static int records_of(struct plog *l, const uint8_t *p, size_t size, const struc
         return KERR_UNSUPPORTED_COMPRESSION_TYPE;
     buf_reset(scratch);
     int rc = l->codecs->decompress(l->codecs->ctx, rb_codec(h), p + RB_HEADER_SIZE, size - RB_HEADER_SIZE, scratch);
-    if (rc)
+    if (rc == KERR_UNSUPPORTED_COMPRESSION_TYPE)
         return rc;
+    if (rc) {
+        slog_error("log cleaner: %s: cannot decompress the batch at offset %" PRId64 ": %s", l->dir, h->base_offset,
+                   kerr_name((int16_t)rc));
+        return KERR_CORRUPT_MESSAGE;
+    }
     rb_record_iter_init(it, scratch->data, scratch->len, h->records_count);
     return 0;
 }
@@ -232,6 +237,8 @@ static int map_segment(struct plog *l, struct sfile *f, int64_t size, int64_t fi
             if (r.key.len >= 0 && map_get(m, r.key) < 0)
                 need += (size_t)r.key.len + MAP_ENTRY_OVERHEAD;
         if (n < 0) {
+            slog_error("log cleaner: %s: malformed record in the batch at offset %" PRId64 ": %s", l->dir,
+                       h.base_offset, it2.reason ? it2.reason : "?");
             rc = KERR_CORRUPT_MESSAGE;
             break;
         }

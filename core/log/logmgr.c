@@ -59,6 +59,10 @@ struct mlog {
     bool registered;
     bool flush_queued, flush_pending_open;
     bool cleaning, closing;
+    /* The cleaner met a batch it cannot read (a malformed record): left
+     * alone until the log is opened again, as Kafka's uncleanable
+     * partitions, instead of failing again at every backoff. */
+    bool uncleanable;
 };
 
 /* "<topic>-<partition>": the last component of the log's dir. */
@@ -1542,7 +1546,7 @@ static struct mlog *grab_filthiest(struct logmgr *m, int64_t now)
     size_t n = 0;
     for (size_t i = 0; i < m->ncompacted; i++) {
         struct cslot *c = &m->compacted[i];
-        if (c->ml->cleaning || c->ml->closing)
+        if (c->ml->cleaning || c->ml->closing || c->ml->uncleanable)
             continue;
         /* Taken before the look below: a change during it is seen next time. */
         bool changed = plog_take_clean_changed(c->ml->l);
@@ -1611,8 +1615,12 @@ bool logmgr_clean_one(struct logmgr *m, int64_t now_ms)
                   " records kept, %" PRId64 " keys",
                   plog_dir(ml->l), st.first_dirty, st.end_offset - 1, clock_mono_ms() - t0, st.segments_in,
                   st.segments_out, st.bytes_read, st.bytes_written, st.records_kept, st.records_read, st.map_keys);
+    if (rc == KERR_CORRUPT_MESSAGE)
+        slog_error("log cleaner: %s: marked uncleanable: it holds a batch the cleaner cannot read (above); "
+                   "not cleaned until it is opened again", plog_dir(ml->l));
     pthread_mutex_lock(&m->lock);
     ml->cleaning = false;
+    ml->uncleanable |= rc == KERR_CORRUPT_MESSAGE;
     ml->busy--;
     /* Looked at again next time, whatever this pass did (a failure
      * for want of descriptors changed nothing the log would report). */

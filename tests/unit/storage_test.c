@@ -1591,6 +1591,53 @@ static void test_logmgr_cleaner_scan(void **state)
     config_free(cfg);
 }
 
+/* A compacted log holding a batch whose records cannot be read (stored
+ * by samsa.record.validation=batch before the topic became compacted):
+ * the cleaner fails once, marks it uncleanable and leaves it alone, as
+ * Kafka does, instead of failing again at every pass. */
+static void test_logmgr_uncleanable(void **state)
+{
+    struct fx *f = *state;
+    struct samsa_config *cfg = mgr_config(f->root);
+    struct logmgr *m = logmgr_create(cfg);
+    struct plog_config cc = cfg_with(1200, 64);
+    cc.retention_ms = -1;
+    cc.cleanup_compact = true;
+    cc.cleanup_delete = false;
+    int64_t t0 = clock_wall_ms();
+    struct plog *l = mgr_open(m, "bad", 0, &cc);
+    for (int k = 0; k < 10; k++)
+        append_n(l, 4, 0, t0);
+    /* The first record's length one more than its fields, the CRC fixed. */
+    struct rec r[2] = {{1, 1, false, t0}, {2, 2, false, t0}};
+    struct buf b = BUF_INIT;
+    add_records(&b, r, 2);
+    b.data[RB_HEADER_SIZE] += 2; /* zigzag varint: length + 1 */
+    assert_int_equal(rb_recompute_crc(b.data, b.len), 0);
+    struct plog_append_result res;
+    assert_int_equal(plog_append(l, b.data, b.len, 0, -1, &res), 0);
+    buf_free(&b);
+    for (int k = 0; k < 10; k++)
+        append_n(l, 4, 0, t0);
+    int64_t size = plog_size_bytes(l);
+    struct logmgr_scan_stats st;
+    assert_false(logmgr_clean_one(m, t0));
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.cleaner_visits, 1);
+    assert_int_equal(plog_size_bytes(l), size);
+    /* left alone, even after more appends */
+    for (int k = 0; k < 10; k++)
+        append_n(l, 4, 0, t0);
+    for (int i = 0; i < 3; i++)
+        assert_false(logmgr_clean_one(m, t0 + i * 1000));
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.cleaner_visits, 1);
+    assert_false(plog_offline(l));
+    logmgr_close(m, l, true);
+    logmgr_destroy(m);
+    config_free(cfg);
+}
+
 static void test_logmgr_clean_marker(void **state)
 {
     struct fx *f = *state;
@@ -2257,6 +2304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_logmgr_open_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_retention_bytes_and_delete_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_logmgr_cleaner_scan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_logmgr_uncleanable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cleaner_model, setup, teardown),
         cmocka_unit_test(test_cleaner_throttle),
         cmocka_unit_test_setup_teardown(test_cleaner_throttled_pass, setup, teardown),
