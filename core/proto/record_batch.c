@@ -610,9 +610,14 @@ valid:
 static int validate_header_only(const struct rb_header *h, const struct rb_validate_opts *o,
                                 struct rb_validate_result *out)
 {
-    if (o->timestamp_type == RB_CREATE_TIME) {
-        if (rb_timestamp_type(h) == RB_LOG_APPEND_TIME)
+    if (o->timestamp_type == RB_CREATE_TIME && rb_timestamp_type(h) == RB_LOG_APPEND_TIME) {
+        /* As the records would read: each carries maxTimestamp, and
+         * only -1 is refused for its type. */
+        if (h->max_timestamp == RB_NO_TIMESTAMP)
             return timestamp_type_error(out, 0);
+        if (!timestamp_in_range(o, h->max_timestamp))
+            return timestamp_range_error(out, o, h->max_timestamp, 0);
+    } else if (o->timestamp_type == RB_CREATE_TIME) {
         if (!timestamp_in_range(o, h->base_timestamp))
             return timestamp_range_error(out, o, h->base_timestamp, 0);
         /* which record has it is not known without reading them */

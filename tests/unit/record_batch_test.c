@@ -1147,10 +1147,29 @@ static void test_validate_header_only(void **state)
     assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
     assert_int_equal(r.max_timestamp, 42);
     assert_true(r.max_timestamp_stale);
+    /* As in full mode: a LogAppendTime batch's records carry its
+     * maxTimestamp, checked for range; only -1 is refused for its type. */
     assert_int_equal(rb_set_max_timestamp_and_type(b.data, b.len, RB_LOG_APPEND_TIME, 42), 0);
     o.timestamp_type = RB_CREATE_TIME;
-    assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
-    assert_int_equal(r.error_record_index, 0);
+    for (int mode = 0; mode < 2; mode++) {
+        o.header_only = mode;
+        o.now_ms = 42;
+        assert_int_equal(validate(b.data, b.len, 9, &o, &r), 0);
+        assert_int_equal(r.max_timestamp, 42);
+        assert_true(r.max_timestamp_stale); /* back to CreateTime */
+        o.now_ms = 48;
+        o.timestamp_before_max_ms = 5;
+        assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
+        assert_int_equal(r.error_record_index, 0);
+        o.timestamp_before_max_ms = INT64_MAX;
+    }
+    assert_int_equal(rb_set_max_timestamp_and_type(b.data, b.len, RB_LOG_APPEND_TIME, -1), 0);
+    for (int mode = 0; mode < 2; mode++) {
+        o.header_only = mode;
+        assert_int_equal(validate(b.data, b.len, 9, &o, &r), KERR_INVALID_TIMESTAMP);
+        assert_int_equal(r.error_record_index, 0);
+        assert_non_null(strstr(r.reason, "timestamp type"));
+    }
 
     /* A compressed batch is not decompressed: no codec is given, and its
      * (uncompressed) records would not decompress anyway. */
