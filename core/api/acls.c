@@ -20,7 +20,6 @@
 #include "proto/gen/describe_acls_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 #define ACL_TIMEOUT_MS 30000
 
 static const char *const no_authorizer = "No Authorizer is configured.";
@@ -81,7 +80,7 @@ void api_handle_create_acls(struct request *req)
         create_fail(req, KERR_NOT_CONTROLLER);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         create_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }
@@ -125,7 +124,7 @@ static void describe_fail(struct request *req, int16_t err, const char *msg)
 void api_handle_describe_acls(struct request *req)
 {
     const describe_acls_request_t *q = req->body;
-    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED, cluster_denied);
         return;
     }
@@ -257,7 +256,7 @@ void api_handle_delete_acls(struct request *req)
         delete_fail(req, KERR_NOT_CONTROLLER);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         delete_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }

@@ -12,7 +12,6 @@
 #include "proto/gen/describe_cluster_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 /* Kafka's EndpointType ids. */
 #define ENDPOINT_BROKER 1
 #define ENDPOINT_CONTROLLER 2
@@ -44,12 +43,12 @@ void api_handle_describe_cluster(struct request *req)
     }
     /* Kafka answers a principal without DESCRIBE on the cluster too, with
      * no authorized operations; only the bit set depends on it. */
-    bool describe = authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME);
+    bool describe = authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     if (q->include_cluster_authorized_operations) {
         uint32_t bits = 0;
         if (describe)
             for (size_t i = 0; i < sizeof cluster_ops / sizeof cluster_ops[0]; i++)
-                if (authz_filter(req, cluster_ops[i], ACL_RES_CLUSTER, CLUSTER_NAME))
+                if (authz_filter(req, cluster_ops[i], ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME))
                     bits |= 1u << cluster_ops[i];
         resp.cluster_authorized_operations = (int32_t)bits;
     }

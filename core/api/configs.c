@@ -50,8 +50,6 @@
 #include "topic_config.h"
 #include "util/hmap.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* Kafka's ConfigResource.Type ids. */
 enum {
     RES_UNKNOWN = 0,
@@ -292,7 +290,7 @@ static bool describe_allowed(struct request *req, const dc_resource_t *res, int1
         return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_GROUP, res->resource_name);
     default: /* BROKER, BROKER_LOGGER, CLIENT_METRICS */
         *denied = KERR_CLUSTER_AUTHORIZATION_FAILED;
-        return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME);
+        return authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     }
 }
 
@@ -845,7 +843,7 @@ static void alter_resources(struct request *req, struct alt_res *res, int32_t n,
             else
                 alter_topic(req, req->broker->cfg, r, validate_only); /* as changed by earlier resources */
         } else {
-            if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME))
+            if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME))
                 answer(r, KERR_CLUSTER_AUTHORIZATION_FAILED, KSTR_LIT(MSG_CLUSTER_AUTHORIZATION_FAILED));
             else
                 alter_broker(req, r, validate_only);

@@ -21,8 +21,6 @@
 #include "proto/kerr.h"
 #include "replica/partition.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* A heartbeat answer waiting for its records to be durable. */
 struct hb_op {
     struct parked pk; /* first */

@@ -20,7 +20,6 @@
 #include "proto/gen/alter_partition_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 /* How long an answer waits for its commit (Kafka's ControllerApis gives
  * these requests no deadline of their own; the broker's request timeout
  * is 30 s). */
@@ -48,7 +47,7 @@ static void alter_partition_done(struct request *req, void *arg, const int16_t *
 void api_handle_alter_partition(struct request *req)
 {
     const alter_partition_request_t *q = req->body;
-    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         alter_partition_error(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }
@@ -95,7 +94,7 @@ static void allocate_done(struct request *req, void *arg, const int16_t *errs)
 void api_handle_allocate_producer_ids(struct request *req)
 {
     const allocate_producer_ids_request_t *q = req->body;
-    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         allocate_error(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }

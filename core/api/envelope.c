@@ -152,7 +152,7 @@ void api_handle_envelope(struct request *req)
         answer(req, KERR_INVALID_REQUEST, NULL, 0); /* an envelope in an envelope */
         return;
     }
-    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         answer(req, KERR_CLUSTER_AUTHORIZATION_FAILED, NULL, 0);
         return;
     }

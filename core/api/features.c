@@ -18,7 +18,6 @@
 #include "proto/gen/update_features_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 #define MSG_CLUSTER_AUTHORIZATION_FAILED "Cluster authorization failed."
 
 /* ------------------------------------------------------------------ */
@@ -115,7 +114,7 @@ void api_handle_update_features(struct request *req)
         update_features_fail(req, KERR_NOT_CONTROLLER);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         update_features_fail_msg(req, KERR_CLUSTER_AUTHORIZATION_FAILED, KSTR_LIT(MSG_CLUSTER_AUTHORIZATION_FAILED));
         return;
     }

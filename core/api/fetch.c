@@ -507,7 +507,7 @@ static void resolve(struct request *req, struct fetch_op *op, const struct mimag
     /* a follower needs CLUSTER_ACTION on the cluster instead of READ on
      * each topic (Kafka's isFromFollower) */
     bool follower = op->replica_id >= 0;
-    bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
+    bool cluster_action = follower && authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     struct partition_registry *reg = req->broker->partitions;
     /* Read before any lookup whose result the session keeps. */
     uint64_t gen = preg_generation(reg);

@@ -56,7 +56,6 @@
 #include "util/clock.h"
 #include "util/slog.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 #define KEY_TYPE_GROUP 0
 #define KEY_TYPE_TRANSACTION 1
 /* A JoinGroup waits for its group at most the rebalance timeout; the
@@ -627,7 +626,7 @@ void api_handle_list_groups(struct request *req)
     int32_t n;
     resp.error_code = coord_list_groups(req->broker->coord, &req->arena, &all, &n);
     if (!resp.error_code) {
-        bool cluster = authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME);
+        bool cluster = authz_filter(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
         resp.groups.a = list_groups_response_listed_group_new_array(&req->arena, n);
         resp.groups.n = 0;
         for (int32_t i = 0; i < n; i++) {

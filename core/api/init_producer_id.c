@@ -27,7 +27,6 @@
 #include "proto/gen/init_producer_id_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
 /* How long a request waits for a block. Kafka does not wait at all;
  * waiting a little spares the client a retry round while the first
  * block is fetched, and stays well below every client's request timeout
@@ -78,7 +77,7 @@ void api_handle_init_producer_id(struct request *req)
         respond(req, KERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED, 0);
         return;
     }
-    if (!transactional && !authz_allowed(req, ACL_OP_IDEMPOTENT_WRITE, ACL_RES_CLUSTER, CLUSTER_NAME) &&
+    if (!transactional && !authz_allowed(req, ACL_OP_IDEMPOTENT_WRITE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME) &&
         !authz_allowed_any(req, ACL_OP_WRITE, ACL_RES_TOPIC)) {
         respond(req, KERR_CLUSTER_AUTHORIZATION_FAILED, 0);
         return;

@@ -22,8 +22,6 @@
 #include "proto/kerr.h"
 #include "util/slog.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* Kafka's AclEntry.supportedOperations. */
 static const enum acl_op topic_ops[] = {ACL_OP_READ,   ACL_OP_WRITE, ACL_OP_CREATE,           ACL_OP_DESCRIBE,
                                         ACL_OP_DELETE, ACL_OP_ALTER, ACL_OP_DESCRIBE_CONFIGS, ACL_OP_ALTER_CONFIGS};
@@ -176,7 +174,7 @@ static int16_t create_refusal(struct md_ctx *x, const metadata_request_t *q, kst
     if (!allow)
         return topic_name_valid(name) ? KERR_UNKNOWN_TOPIC_OR_PARTITION : KERR_INVALID_TOPIC_EXCEPTION;
     if (!*cluster_create_known) {
-        *cluster_create = authz_filter(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+        *cluster_create = authz_filter(x->req, ACL_OP_CREATE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
         *cluster_create_known = 1;
     }
     if (!*cluster_create && !authz_allowed(x->req, ACL_OP_CREATE, ACL_RES_TOPIC, name))
@@ -407,8 +405,8 @@ static void respond(struct request *req, int16_t *create_err)
 
     if (v >= 8 && v <= 10 && q->include_cluster_authorized_operations)
         resp.cluster_authorized_operations =
-            authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME)
-                ? authorized_ops(req, ACL_RES_CLUSTER, CLUSTER_NAME)
+            authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)
+                ? authorized_ops(req, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)
                 : 0;
     req_respond(req, &resp);
     for (int32_t i = 0; i < x.nimgs; i++)

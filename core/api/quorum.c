@@ -87,7 +87,7 @@ static void submit_and_park(struct request *req, struct qin *job)
  * users, or have that ACL). */
 static bool cluster_action(struct request *req)
 {
-    return authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
+    return authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
 }
 
 static void handle_raft(struct request *req, enum raft_msg_type type)
@@ -146,7 +146,7 @@ static void describe_fail(struct request *req, int16_t err)
 void api_handle_describe_quorum(struct request *req)
 {
     /* Kafka's ControllerApis: DESCRIBE on the cluster */
-    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }

@@ -19,8 +19,6 @@
 #include "proto/gen/describe_client_quotas_response.h"
 #include "proto/kerr.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* ------------------------------------------------------------------ */
 /* AlterClientQuotas                                                   */
 
@@ -69,7 +67,7 @@ void api_handle_alter_client_quotas(struct request *req)
         alter_fail(req, KERR_NOT_CONTROLLER);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_ALTER_CONFIGS, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         alter_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }
@@ -125,7 +123,7 @@ static bool name_matches(const struct mi_quota_name *n, const struct want *w)
 void api_handle_describe_client_quotas(struct request *req)
 {
     const describe_client_quotas_request_t *q = req->body;
-    if (!authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_DESCRIBE_CONFIGS, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED, NULL);
         return;
     }

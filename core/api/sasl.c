@@ -28,8 +28,6 @@
 #include "proto/kerr.h"
 #include "util/slog.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* Answer, then close the connection once it is written. */
 static void close_after(struct request *req, const char *fmt, const char *a, const char *b)
 {
@@ -238,7 +236,7 @@ static void describe_fail(struct request *req, int16_t err, const char *msg)
 void api_handle_describe_user_scram_credentials(struct request *req)
 {
     const describe_user_scram_credentials_request_t *q = req->body;
-    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_DESCRIBE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         describe_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.");
         return;
     }
@@ -370,7 +368,7 @@ void api_handle_alter_user_scram_credentials(struct request *req)
         alter_scram_fail(req, KERR_NOT_CONTROLLER);
         return;
     }
-    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, CLUSTER_NAME)) {
+    if (!authz_allowed(req, ACL_OP_ALTER, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         alter_scram_fail(req, KERR_CLUSTER_AUTHORIZATION_FAILED);
         return;
     }

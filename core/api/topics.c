@@ -25,8 +25,6 @@
 #include "util/hmap.h"
 #include "util/slog.h"
 
-#define CLUSTER_NAME KSTR_LIT("kafka-cluster")
-
 /* Kafka's default messages (Errors.message()), which ApiError(Errors)
  * puts in responses. */
 #define MSG_TOPIC_AUTHORIZATION_FAILED "Topic authorization failed."
@@ -242,7 +240,7 @@ void api_handle_create_topics(struct request *req)
     ns_init(&seen, a);
     for (int32_t i = 0; i < n; i++)
         ns_put(&seen, q->topics.a[i].name, ns_get(&seen, q->topics.a[i].name) + 1);
-    bool cluster_create = authz_filter(req, ACL_OP_CREATE, ACL_RES_CLUSTER, CLUSTER_NAME);
+    bool cluster_create = authz_filter(req, ACL_OP_CREATE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     /* controller_mutation_rate: strict from v6, as Kafka's ControllerApis */
     struct quota_mutation mq;
     quota_mutation_begin(req, v >= 6, &mq);
@@ -482,7 +480,7 @@ void api_handle_delete_topics(struct request *req)
             del_result(xp, KSTR_NULL, &id_order[i], KERR_INVALID_REQUEST, KSTR_LIT("Duplicate topic id."));
 
     struct mimage *img = controller_image(b->controller);
-    bool cluster_delete = authz_filter(req, ACL_OP_DELETE, ACL_RES_CLUSTER, CLUSTER_NAME);
+    bool cluster_delete = authz_filter(req, ACL_OP_DELETE, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     struct del_cand *cand = arena_alloc(a, (size_t)(n ? n : 1) * sizeof *cand);
     int32_t ncand = 0;
 

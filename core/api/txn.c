@@ -274,7 +274,7 @@ static void add_partitions_batch(struct request *req)
     add_partitions_to_txn_response_t *resp = &ab->resp;
     add_partitions_to_txn_response_init(resp);
     /* Kafka: brokers only (CLUSTER_ACTION), the whole request refused */
-    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"))) {
+    if (!authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME)) {
         resp->error_code = KERR_CLUSTER_AUTHORIZATION_FAILED;
         req_respond(req, resp);
         return;

@@ -168,7 +168,7 @@ void api_handle_write_txn_markers(struct request *req)
     mw->req = req;
     write_txn_markers_response_t *resp = &mw->resp;
     write_txn_markers_response_init(resp);
-    bool allowed = authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, KSTR_LIT("kafka-cluster"));
+    bool allowed = authz_allowed(req, ACL_OP_CLUSTER_ACTION, ACL_RES_CLUSTER, AUTHZ_CLUSTER_NAME);
     struct mimage *img = controller_image(req->broker->controller);
     resp->markers.a = write_txn_markers_response_writable_txn_marker_result_new_array(ar, q->markers.n);
     resp->markers.n = q->markers.n;

@@ -71,8 +71,11 @@ bool authz_acl_enabled(void);
 /* Frees the connection's decision cache (called by sasl_conn_free). */
 void authz_conn_free(struct conn *c);
 
+/* The cluster resource's one name (Kafka's Resource.CLUSTER_NAME). */
+#define AUTHZ_CLUSTER_NAME KSTR_LIT("kafka-cluster")
+
 /* True when the request's principal may perform op on the resource.
- * name is the resource name ("kafka-cluster" for the cluster). A denial
+ * name is the resource name (AUTHZ_CLUSTER_NAME for the cluster). A denial
  * is logged (Kafka's logIfDenied). */
 bool authz_allowed(const struct request *req, enum acl_op op, enum acl_resource type, kstr_t name);
 /* The same without the denial log: for filtering what a response shows
