@@ -22,6 +22,7 @@ const struct api_handler api_handlers[] = {
     {KAPI_LIST_OFFSETS, 0, 10, api_handle_list_offsets},
     {KAPI_DELETE_RECORDS, 0, 2, api_handle_delete_records},
     {KAPI_DESCRIBE_PRODUCERS, 0, 0, api_handle_describe_producers},
+    {KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 4, api_handle_offset_for_leader_epoch},
     {KAPI_METADATA, 0, 12, api_handle_metadata},
     {KAPI_CREATE_TOPICS, 0, 7, api_handle_create_topics},
     {KAPI_DELETE_TOPICS, 0, 6, api_handle_delete_topics},

@@ -385,6 +385,27 @@ void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch
     slock_unlock(&l->epoch_lock);
 }
 
+void plog_offset_for_leader_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
+{
+    *end_epoch = -1;
+    *end_offset = -1;
+    if (epoch < 0)
+        return;
+    slock_lock(&l->epoch_lock);
+    size_t n = l->nepochs;
+    if (n && l->epochs[n - 1].epoch == epoch) {
+        *end_epoch = epoch;
+        *end_offset = plog_log_end_offset(l);
+    } else if (n && l->epochs[n - 1].epoch > epoch) {
+        size_t hi = 0; /* the first entry above epoch */
+        while (l->epochs[hi].epoch <= epoch)
+            hi++;
+        *end_epoch = hi ? l->epochs[hi - 1].epoch : epoch;
+        *end_offset = l->epochs[hi].start_offset;
+    }
+    slock_unlock(&l->epoch_lock);
+}
+
 /* ---- open ---- */
 
 static int cmp_i64(const void *a, const void *b)

@@ -488,6 +488,11 @@ int plog_truncate_fully(struct plog *l, int64_t offset);
  * epoch; -1/-1 when none). */
 void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset);
 void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset);
+/* The answer OffsetForLeaderEpoch gives a client, as Kafka's
+ * LeaderEpochFileCache.endOffsetFor: unlike the above, an epoch above the
+ * latest, or -1, is unknown (-1/-1), and one below the earliest ends
+ * where the earliest starts (with *end_epoch = epoch). */
+void plog_offset_for_leader_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset);
 
 /* Kafka's removeExpiredProducers (producer.id.expiration.ms): forgets
  * the producers idle for expiration_ms. Returns how many went. */

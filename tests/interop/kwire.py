@@ -875,6 +875,24 @@ def list_offsets_v2(conn, topic, partition, timestamp=-1, isolation=0):
     return {name: {p["partition"]: p for p in parts} for name, parts in topics}[topic][partition]
 
 
+OFFSET_FOR_LEADER_EPOCH = 23
+
+
+def offset_for_leader_epoch_v3(conn, topics, replica_id=-1):
+    """topics: {name: [(partition, current_leader_epoch, leader_epoch), ...]}.
+    Returns {(name, partition): (error_code, leader_epoch, end_offset)}."""
+    w = W().i32(replica_id)
+    w.array(list(topics.items()), lambda w, t: w.string(t[0]).array(
+        t[1], lambda w, p: w.i32(p[0]).i32(p[1]).i32(p[2])))
+    r = conn.request(OFFSET_FOR_LEADER_EPOCH, 3, w.bytes())
+    r.i32()  # throttle
+    out = {}
+    for name, parts in r.array(lambda r: (r.string(), r.array(lambda r: (r.i16(), r.i32(), r.i32(), r.i64())))):
+        for err, part, epoch, end in parts:
+            out[(name, part)] = (err, epoch, end)
+    return out
+
+
 def list_offsets_v2_many(conn, topics, timestamp=-1, isolation=0):
     """topics: {name: [partition, ...]}, all in one request. Returns
     {(name, partition): {error_code, timestamp, offset}}."""

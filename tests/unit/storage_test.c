@@ -998,6 +998,15 @@ static void test_truncate_and_epochs(void **state)
     assert_int_equal(eo, 28);
     plog_end_offset_for_epoch(l, 5, &ee, &eo);
     assert_int_equal(eo, 36);
+    /* What OffsetForLeaderEpoch answers (Kafka's endOffsetFor): {asked,
+     * epoch, end} */
+    static const struct { int32_t asked, epoch; int64_t end; } ofle[] = {
+        {5, 5, 36}, {3, 2, 28}, {2, 2, 28}, {1, 0, 12}, {0, 0, 12}, {6, -1, -1}, {-1, -1, -1}};
+    for (size_t i = 0; i < sizeof ofle / sizeof ofle[0]; i++) {
+        plog_offset_for_leader_epoch(l, ofle[i].asked, &ee, &eo);
+        assert_int_equal(ee, ofle[i].epoch);
+        assert_int_equal(eo, ofle[i].end);
+    }
     plog_close(l, true);
     char *text;
     size_t n;
@@ -1037,6 +1046,13 @@ static void test_truncate_and_epochs(void **state)
     add_records(&b, r, 4);
     assert_int_equal(plog_append(l, b.data, b.len, 7, -1, &res), 0);
     assert_int_equal(res.base_offset, 100);
+    /* an epoch below the earliest ends where the earliest starts */
+    plog_offset_for_leader_epoch(l, 4, &ee, &eo);
+    assert_int_equal(ee, 4);
+    assert_int_equal(eo, 100);
+    plog_offset_for_leader_epoch(l, 7, &ee, &eo);
+    assert_int_equal(ee, 7);
+    assert_int_equal(eo, 104);
     plog_purge_deleted(l, 0, true);
     plog_close(l, true);
     l = open_log(f->dir, &c);

@@ -2,7 +2,7 @@
 // and describeClientQuotas, and the raw AlterClientQuotas /
 // DescribeClientQuotas APIs for answers with errors (the Admin throws
 // those away). For 99_test_quotas.py, several calls per run (node
-// starts slowly):
+// starts slowly; 44_offset_for_leader_epoch.py uses its raw-as):
 //   node quotas_platformatic.mjs BOOTSTRAP JSON
 // JSON: a list of [OP, ARG], in order:
 //   ["alter", {entries, validateOnly}]   ["describe", {components, strict}]
@@ -11,7 +11,7 @@
 //     (createTopicsV7, createPartitionsV3, deleteTopicsV6, ...) with
 //     these arguments, on a connection with that client id
 // Prints one JSON line: {ok: true, results: [...]} or {ok: false, error}.
-import { loadPlatformatic, platformaticOptions, describeError, done } from './lib.mjs'
+import { loadPlatformatic, platformaticOptions, describeError, done, jsonReplacer } from './lib.mjs'
 
 const P = await loadPlatformatic()
 const [bootstrap, json] = process.argv.slice(2)
@@ -61,5 +61,5 @@ try {
   await conn.close()
   await admin.close()
 }
-console.log(JSON.stringify(out))
+console.log(JSON.stringify(out, jsonReplacer))
 done(out.ok ? 0 : 1)
