@@ -28,6 +28,7 @@ const struct api_handler api_handlers[] = {
     {KAPI_DELETE_TOPICS, 0, 6, api_handle_delete_topics},
     {KAPI_CREATE_PARTITIONS, 0, 3, api_handle_create_partitions},
     {KAPI_DESCRIBE_CLUSTER, 0, 1, api_handle_describe_cluster},
+    {KAPI_DESCRIBE_LOG_DIRS, 0, 4, api_handle_describe_log_dirs},
     {KAPI_DESCRIBE_CONFIGS, 0, 4, api_handle_describe_configs},
     {KAPI_ALTER_CONFIGS, 0, 2, api_handle_alter_configs},
     {KAPI_INCREMENTAL_ALTER_CONFIGS, 0, 1, api_handle_incremental_alter_configs},

@@ -29,6 +29,7 @@ void api_handle_list_offsets(struct request *req);      /* listoffsets.c */
 void api_handle_delete_records(struct request *req);    /* deleterecords.c */
 void api_handle_describe_producers(struct request *req); /* describeproducers.c */
 void api_handle_offset_for_leader_epoch(struct request *req); /* offsetforleaderepoch.c */
+void api_handle_describe_log_dirs(struct request *req); /* logdirs.c */
 void api_handle_metadata(struct request *req);          /* metadata.c */
 void api_handle_create_topics(struct request *req);     /* topics.c */
 void api_handle_delete_topics(struct request *req);     /* topics.c */

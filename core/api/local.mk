@@ -21,6 +21,7 @@ core_libsamsacore_a_SOURCES += core/api/deleterecords.c
 # DescribeProducers (the producer state is core/log's)
 core_libsamsacore_a_SOURCES += core/api/describeproducers.c
 core_libsamsacore_a_SOURCES += core/api/offsetforleaderepoch.c
+core_libsamsacore_a_SOURCES += core/api/logdirs.c
 # WriteTxnMarkers (the partition side of transactions)
 core_libsamsacore_a_SOURCES += core/api/txn_markers.c
 # DescribeTransactions, ListTransactions (the state is core/coord/txn_coord's)

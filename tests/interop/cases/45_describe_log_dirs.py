@@ -1,0 +1,85 @@
+"""DescribeLogDirs (kafka-log-dirs.sh, admin clients' describeLogDirs) on a
+node with two log dirs, through @platformatic/kafka's DescribeLogDirs v4
+(flexible, with the volume's total and usable bytes): each dir by its
+absolute path, every hosted partition in exactly one of them with its
+size as on disk and no lag; a topic filter keeps only the asked-for
+partitions, and, as Kafka, still names every topic a dir holds."""
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness as h  # noqa: E402
+
+S = h.Suite("describe_log_dirs")
+JS = os.path.join(h.HERE, "js", "quotas_platformatic.mjs")
+srv = None
+DIRS = []
+
+
+def setup():
+    global srv
+    DIRS.extend(os.path.join(h.WORK, "logdirs", "d%d" % i) for i in (1, 2))
+    srv = h.Server({"log.dirs": ",".join(DIRS)})
+    h.ck_create_topic(srv.bootstrap, "ld", 4)
+    h.ck_create_topic(srv.bootstrap, "ld2", 1)
+    h.ck_produce(srv.bootstrap, "ld", [h.rec(b"k%d" % i, b"v" * 100, [], 0) for i in range(10)])
+
+
+def describe(topics):
+    args = [None if topics is None else [{"name": n, "partitions": ps} for n, ps in topics.items()]]
+    proc = h.run([h.NODE, JS, srv.bootstrap, json.dumps([["raw-as", {"clientId": "logdirs", "api": "describeLogDirsV4",
+                                                                       "args": args}]])], limit=40, check_rc=False)
+    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        res = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        raise h.Failure("no JSON from node; stdout:\n%s\nstderr:\n%s" % (
+            "\n".join(lines[-20:]), proc.stderr.decode("utf-8", "replace")[-2000:]))
+    h.check(res.get("ok"), "@platformatic/kafka describeLogDirsV4 failed: %s", res.get("error"))
+    r = res["results"][0]
+    h.eq(r["errorCode"], 0, "top-level error code")
+    return r["results"]
+
+
+def on_disk(dir_, topic, partition):
+    return sum(os.path.getsize(f) for f in glob.glob(os.path.join(dir_, "%s-%d" % (topic, partition), "*.log")))
+
+
+@S.case
+def every_partition_in_one_dir_with_its_size():
+    res = describe(None)
+    h.eq(sorted(r["logDir"] for r in res), sorted(os.path.realpath(d) for d in DIRS), "log dirs")
+    seen = {}
+    for r in res:
+        h.eq(r["errorCode"], 0, "%s: error code" % r["logDir"])
+        total, usable = int(r["totalBytes"]), int(r["usableBytes"])
+        h.check(0 < usable <= total, "%s: usable %d of total %d bytes", r["logDir"], usable, total)
+        for t in r["topics"]:
+            for p in t["partitions"]:
+                key = (t["name"], p["partitionIndex"])
+                h.check(key not in seen, "%s-%d in two dirs", *key)
+                seen[key] = (r["logDir"], int(p["partitionSize"]))
+                h.eq((int(p["offsetLag"]), p["isFutureKey"]), (0, False), "%s-%d: lag and future" % key)
+    h.eq(sorted(seen), [("ld", i) for i in range(4)] + [("ld2", 0)], "hosted partitions")
+    h.eq(len({d for d, _ in seen.values()}), 2, "both dirs hold partitions")
+    for (t, i), (d, size) in seen.items():
+        h.eq(size, on_disk(d, t, i), "%s-%d: size" % (t, i))
+    h.check(seen[("ld", 0)][1] > 1000, "ld-0 holds the 10 records: %d bytes", seen[("ld", 0)][1])
+
+
+@S.case
+def a_filter_keeps_the_asked_partitions():
+    res = describe({"ld": [1, 3], "ld-missing": [0]})
+    got = {}
+    for r in res:
+        for t in r["topics"]:
+            got.setdefault(t["name"], []).extend(p["partitionIndex"] for p in t["partitions"])
+    h.eq(sorted(got.get("ld", [])), [1, 3], "ld's asked partitions")
+    h.eq(got.get("ld2"), [], "ld2, not asked for: named with no partition (as Kafka)")
+    h.check("ld-missing" not in got, "an unknown topic is not listed: %s", got)
+
+
+if __name__ == "__main__":
+    S.run(setup)
