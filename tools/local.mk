@@ -22,6 +22,7 @@ samsactl_SOURCES = \
 	tools/samsactl/acls.c tools/samsactl/acls.h \
 	tools/samsactl/quotas.c tools/samsactl/quotas.h \
 	tools/samsactl/configs.c tools/samsactl/configs.h \
+	tools/samsactl/logdirs.c tools/samsactl/logdirs.h \
 	tools/samsactl/transactions.c tools/samsactl/transactions.h
 samsactl_LDADD = $(CORE_LIBS)
 # lua_bench: the Lua authorizer and partitioner through the ABI, one

@@ -20,6 +20,7 @@
 #include "client.h"
 #include "cluster.h"
 #include "configs.h"
+#include "logdirs.h"
 #include "consume.h"
 #include "groups.h"
 #include "linereader.h"
@@ -300,6 +301,42 @@ static void test_consume_args(void **state)
     assert_int_equal(PARSE(consume_parse_args, &o, &g, "--from-beginning=yes", "--topic", "t"), ARGS_ERROR);
     assert_string_equal(err, "option '--from-beginning' takes no value");
     consume_opts_free(&o);
+}
+
+static void test_logdirs_args(void **state)
+{
+    (void)state;
+    char err[256];
+    struct logdirs_opts o;
+    struct global_opts g = {0};
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "describe"), ARGS_OK);
+    assert_int_equal(o.nbrokers, 0);
+    assert_int_equal(o.ntopics, 0);
+    assert_false(o.json);
+    logdirs_opts_free(&o);
+    /* kafka-log-dirs.sh's spelling too */
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "--describe", "--broker-list", "3,1", "--topic-list=a,b.c",
+                           "--json", "--bootstrap-server", "h:1"),
+                     ARGS_OK);
+    assert_int_equal(o.nbrokers, 2);
+    assert_int_equal(o.brokers[0], 3);
+    assert_int_equal(o.brokers[1], 1);
+    assert_int_equal(o.ntopics, 2);
+    assert_string_equal(o.topics[1], "b.c");
+    assert_true(o.json);
+    assert_string_equal(g.bootstrap, "h:1");
+    logdirs_opts_free(&o);
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "describe", "--broker-list", "1,,2"), ARGS_ERROR);
+    assert_string_equal(err, "invalid --broker-list '1,,2'");
+    logdirs_opts_free(&o);
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "describe", "--broker-list", "x"), ARGS_ERROR);
+    assert_string_equal(err, "invalid broker id 'x' in --broker-list");
+    logdirs_opts_free(&o);
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "alter"), ARGS_ERROR);
+    assert_string_equal(err, "expected 'describe'");
+    logdirs_opts_free(&o);
+    assert_int_equal(PARSE(logdirs_parse_args, &o, &g, "--help"), ARGS_HELP);
+    logdirs_opts_free(&o);
 }
 
 static void test_configs_args(void **state)
@@ -1494,6 +1531,7 @@ int main(void)
         cmocka_unit_test(test_cluster_plugins_value),
         cmocka_unit_test(test_consume_args),
         cmocka_unit_test(test_configs_args),
+        cmocka_unit_test(test_logdirs_args),
         cmocka_unit_test(test_topics_args),
         cmocka_unit_test(test_topic_selection),
         cmocka_unit_test(test_groups_args),

@@ -1,5 +1,6 @@
 /* samsactl's Kafka client (see client.h). */
 #include "client.h"
+#include "opts.h"
 #include "sasl.h"
 #include "tls.h"
 
@@ -946,4 +947,35 @@ int kc_controller_conn(struct kc_client *c, struct kc_conn **out)
     if (m->controller_id < 0 || !kc_meta_broker(c, m->controller_id))
         return kc_any_conn(c, out);
     return kc_node_conn(c, m->controller_id, out);
+}
+
+int kc_command_main(const struct kc_command *cmd, void *opts, int argc, char **argv, const struct global_opts *g0)
+{
+    struct global_opts g = *g0;
+    char err[512];
+    int status;
+    int a = cmd->parse(argc, argv, opts, &g, err, sizeof err);
+    if (a == ARGS_HELP) {
+        cmd->usage(stdout);
+        status = EXIT_OK;
+    } else if (a == ARGS_ERROR) {
+        fprintf(stderr, "samsactl %s: %s (see samsactl %.*s --help)\n", cmd->name, err,
+                (int)strcspn(cmd->name, " "), cmd->name);
+        status = EXIT_USAGE;
+    } else {
+        struct kc_client c;
+        if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
+            fprintf(stderr, "samsactl %s: %s\n", cmd->name, err);
+            status = EXIT_USAGE;
+        } else {
+            kc_catch_signals();
+            int rc = cmd->run(&c, opts);
+            fflush(stdout);
+            status = rc ? kc_report(&c) : EXIT_OK;
+            kc_client_free(&c);
+        }
+    }
+    if (cmd->free_opts)
+        cmd->free_opts(opts);
+    return status;
 }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "proto/gen/kapi.h"
 #include "proto/kcodec.h"
@@ -104,6 +105,22 @@ int kc_fail(struct kc_client *c, int code, const char *fmt, ...) __attribute__((
 /* Prints "Error: <NAME>: <message>" for the recorded error on stderr and
  * returns EXIT_KAFKA (or 130 after an interrupt, as shells expect). */
 int kc_report(const struct kc_client *c);
+
+struct global_opts;
+/* What a command's entry point does around its work: parse argv into
+ * *opts (--help: usage on stdout, exit 0; a bad line: one line on stderr,
+ * exit 2), connect, run (0 or a recorded Kafka error), report. free_opts
+ * (NULL: nothing to free) runs once parse was called, whatever happened.
+ * name is the command as typed ("cluster plugins"); its first word names
+ * the --help to see. */
+struct kc_command {
+    const char *name;
+    void (*usage)(FILE *f);
+    int (*parse)(int argc, char **argv, void *opts, struct global_opts *g, char *err, size_t errlen);
+    int (*run)(struct kc_client *c, const void *opts);
+    void (*free_opts)(void *opts);
+};
+int kc_command_main(const struct kc_command *cmd, void *opts, int argc, char **argv, const struct global_opts *g);
 /* Prints one Kafka error with its message (msg may be NULL or empty:
  * a default text for the code is used). */
 void kc_print_error(int code, const char *msg);

@@ -210,31 +210,17 @@ static int do_plugins(struct kc_client *c, const struct cluster_plugins_opts *o)
     return rc;
 }
 
-static int cmd_cluster_plugins(int argc, char **argv, const struct global_opts *g0)
+static int parse_plugins(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return cluster_plugins_parse_args(argc, argv, o, g, err, n);
+}
+static int run_plugins(struct kc_client *c, const void *o) { return do_plugins(c, o); }
+
+static int cmd_cluster_plugins(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"cluster plugins", cluster_usage, parse_plugins, run_plugins, NULL};
     struct cluster_plugins_opts o;
-    char err[512];
-    int a = cluster_plugins_parse_args(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        cluster_usage(stdout);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl cluster plugins: %s (see samsactl cluster --help)\n", err);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl cluster plugins: %s\n", err);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc = do_plugins(&c, &o);
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }
 
 static const struct {

@@ -442,33 +442,20 @@ static int do_alter(struct kc_client *c, const struct configs_opts *o)
     return rc;
 }
 
-int cmd_configs(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return configs_parse_args(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, const void *v)
+{
+    const struct configs_opts *o = v;
+    return o->alter ? do_alter(c, o) : do_describe(c, o);
+}
+static void free_any(void *o) { configs_opts_free(o); }
+
+int cmd_configs(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"configs", configs_usage, parse_any, run_any, free_any};
     struct configs_opts o;
-    char err[512];
-    int a = configs_parse_args(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        configs_usage(stdout);
-        configs_opts_free(&o);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl configs: %s (see samsactl configs --help)\n", err);
-        configs_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl configs: %s\n", err);
-        configs_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc = o.alter ? do_alter(&c, &o) : do_describe(&c, &o);
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    configs_opts_free(&o);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }

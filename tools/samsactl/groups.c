@@ -470,12 +470,7 @@ int group_offset_rows(struct arena *a, const struct group_assignment *assignment
 
 /* ---- output ---- */
 
-static const char *num(struct arena *a, int64_t v)
-{
-    char tmp[24];
-    int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
-    return arena_strndup(a, tmp, (size_t)n);
-}
+static const char *num(struct arena *a, int64_t v) { return table_cellf(a, "%" PRId64, v); }
 
 /* An offset cell: "-" for none, as Kafka prints a missing one. */
 static const char *offset_cell(struct arena *a, int64_t v) { return v < 0 ? "-" : num(a, v); }

@@ -10,6 +10,7 @@
 #include "consume.h"
 #include "dumplog.h"
 #include "groups.h"
+#include "logdirs.h"
 #include "opts.h"
 #include "produce.h"
 #include "quorum.h"
@@ -38,6 +39,7 @@ static const struct command commands[] = {
     {"acls", cmd_acls, "ACLs: list, create (add), delete (remove), as kafka-acls.sh"},
     {"configs", cmd_configs, "broker, broker-default and topic configs: describe, alter (kafka-configs.sh)"},
     {"quotas", cmd_quotas, "client quotas: describe, alter (producer_byte_rate, consumer_byte_rate, ...)"},
+    {"log-dirs", cmd_log_dirs, "each broker's log dirs and their partitions' sizes (kafka-log-dirs.sh)"},
     {"transactions", cmd_transactions, "list, describe transactions; producers of a partition; abort one"},
     {NULL, NULL, NULL},
 };

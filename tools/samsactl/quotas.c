@@ -319,29 +319,19 @@ static int do_describe(struct kc_client *c, const struct quotas_opts *o)
     return rc;
 }
 
-int cmd_quotas(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return parse(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, const void *v)
+{
+    const struct quotas_opts *o = v;
+    return !strcmp(o->action, "describe") ? do_describe(c, o) : do_alter(c, o);
+}
+
+int cmd_quotas(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"quotas", quotas_usage, parse_any, run_any, NULL};
     struct quotas_opts o;
-    char err[512];
-    int a = parse(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        quotas_usage(stdout);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl quotas: %s (see samsactl quotas --help)\n", err);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl quotas: %s\n", err);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc = !strcmp(o.action, "describe") ? do_describe(&c, &o) : do_alter(&c, &o);
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }

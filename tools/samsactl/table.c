@@ -1,6 +1,7 @@
 /* samsactl's tables: see table.h. */
 #include "table.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,4 +53,17 @@ void table_free(struct table *t)
 {
     free(t->cells);
     memset(t, 0, sizeof *t);
+}
+
+const char *table_cellf(struct arena *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = arena_alloc(a, (size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
 }

@@ -4,6 +4,8 @@
 #ifndef SAMSACTL_TABLE_H
 #define SAMSACTL_TABLE_H
 
+#include "util/arena.h"
+
 struct table {
     int ncols;
     const char **cells; /* row-major, row 0 the header; owned (the strings are not) */
@@ -16,6 +18,8 @@ void table_init(struct table *t, int ncols, const char *const *header);
 void table_row(struct table *t, const char *const *cells);
 /* Prints the header and rows on stdout. */
 void table_print(const struct table *t);
+/* A cell printed into arena a (lives as long as a). */
+const char *table_cellf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Frees what the table owns (not the strings). */
 void table_free(struct table *t);
 

@@ -3,7 +3,9 @@ node with two log dirs, through @platformatic/kafka's DescribeLogDirs v4
 (flexible, with the volume's total and usable bytes): each dir by its
 absolute path, every hosted partition in exactly one of them with its
 size as on disk and no lag; a topic filter keeps only the asked-for
-partitions, and, as Kafka, still names every topic a dir holds."""
+partitions, and, as Kafka, still names every topic a dir holds.
+samsactl log-dirs describe prints the same (its --json as
+kafka-log-dirs.sh --describe)."""
 import glob
 import json
 import os
@@ -79,6 +81,41 @@ def a_filter_keeps_the_asked_partitions():
     h.eq(sorted(got.get("ld", [])), [1, 3], "ld's asked partitions")
     h.eq(got.get("ld2"), [], "ld2, not asked for: named with no partition (as Kafka)")
     h.check("ld-missing" not in got, "an unknown topic is not listed: %s", got)
+
+
+def samsactl(*args):
+    return h.run([h.SAMSACTL_BIN, "--bootstrap-server", srv.bootstrap, "log-dirs", "describe"] + list(args),
+                 limit=20).stdout.decode()
+
+
+@S.case
+def samsactl_log_dirs():
+    want = {}
+    for r in describe(None):
+        for t in r["topics"]:
+            for p in t["partitions"]:
+                want["%s-%d" % (t["name"], p["partitionIndex"])] = (r["logDir"], int(p["partitionSize"]))
+    js = json.loads(samsactl("--json"))
+    h.eq(js["version"], 1, "JSON version")
+    h.eq([b["broker"] for b in js["brokers"]], [1], "brokers")
+    got = {}
+    for d in js["brokers"][0]["logDirs"]:
+        h.eq(d["error"], None, "%s: error" % d["logDir"])
+        for p in d["partitions"]:
+            h.eq((p["offsetLag"], p["isFuture"]), (0, False), "%s: lag and future" % p["partition"])
+            got[p["partition"]] = (d["logDir"], p["size"])
+    h.eq(got, want, "samsactl --json against DescribeLogDirs")
+    lines = samsactl("--topic-list", "ld2").splitlines()
+    h.eq(lines[0].split(), ["BROKER", "LOG_DIR", "TOTAL_BYTES", "USABLE_BYTES", "ERROR"], "dirs header")
+    h.eq(sorted(ln.split()[1] for ln in lines[1:3]), sorted(os.path.realpath(d) for d in DIRS), "dirs")
+    h.eq(lines[3], "", "blank line between the tables")
+    h.eq(lines[4].split(), ["BROKER", "LOG_DIR", "PARTITION", "SIZE", "OFFSET_LAG"], "partitions header")
+    h.eq([ln.split() for ln in lines[5:]], [["1", want["ld2-0"][0], "ld2-0", str(want["ld2-0"][1]), "0"]],
+         "ld2's partition alone")
+    p = h.run([h.SAMSACTL_BIN, "--bootstrap-server", srv.bootstrap, "log-dirs", "describe", "--broker-list", "7"],
+              limit=20, check_rc=False)
+    h.eq(p.returncode, 1, "exit status for an unknown broker")
+    h.check(b"broker 7 is not in the cluster metadata" in p.stderr, "stderr: %r", p.stderr)
 
 
 if __name__ == "__main__":
