@@ -395,31 +395,21 @@ static int do_delete(struct kc_client *c, const struct acls_opts *o)
     return rc;
 }
 
-int cmd_acls(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return parse(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, void *v)
+{
+    const struct acls_opts *o = v;
+    return !strcmp(o->action, "list")     ? do_list(c, o)
+           : !strcmp(o->action, "create") ? do_create(c, o)
+                                          : do_delete(c, o);
+}
+
+int cmd_acls(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"acls", acls_usage, parse_any, run_any, NULL};
     struct acls_opts o;
-    char err[512];
-    int a = parse(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        acls_usage(stdout);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl acls: %s (see samsactl acls --help)\n", err);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl acls: %s\n", err);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc = !strcmp(o.action, "list")     ? do_list(&c, &o)
-             : !strcmp(o.action, "create") ? do_create(&c, &o)
-                                           : do_delete(&c, &o);
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }

@@ -117,7 +117,7 @@ struct kc_command {
     const char *name;
     void (*usage)(FILE *f);
     int (*parse)(int argc, char **argv, void *opts, struct global_opts *g, char *err, size_t errlen);
-    int (*run)(struct kc_client *c, const void *opts);
+    int (*run)(struct kc_client *c, void *opts);
     void (*free_opts)(void *opts);
 };
 int kc_command_main(const struct kc_command *cmd, void *opts, int argc, char **argv, const struct global_opts *g);

@@ -214,7 +214,7 @@ static int parse_plugins(int argc, char **argv, void *o, struct global_opts *g, 
 {
     return cluster_plugins_parse_args(argc, argv, o, g, err, n);
 }
-static int run_plugins(struct kc_client *c, const void *o) { return do_plugins(c, o); }
+static int run_plugins(struct kc_client *c, void *o) { return do_plugins(c, o); }
 
 static int cmd_cluster_plugins(int argc, char **argv, const struct global_opts *g)
 {

@@ -446,7 +446,7 @@ static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char
 {
     return configs_parse_args(argc, argv, o, g, err, n);
 }
-static int run_any(struct kc_client *c, const void *v)
+static int run_any(struct kc_client *c, void *v)
 {
     const struct configs_opts *o = v;
     return o->alter ? do_alter(c, o) : do_describe(c, o);

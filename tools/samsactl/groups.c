@@ -1326,40 +1326,26 @@ static int do_reset(struct kc_client *c, const struct groups_opts *o)
     return rc;
 }
 
-int cmd_groups(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return groups_parse_args(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, void *v)
+{
+    const struct groups_opts *o = v;
+    switch (o->action) {
+    case GROUPS_LIST: return do_list(c);
+    case GROUPS_DESCRIBE: return do_describe(c, o);
+    case GROUPS_DELETE: return do_delete(c, o);
+    case GROUPS_RESET_OFFSETS: return do_reset(c, o);
+    default: return 0;
+    }
+}
+static void free_any(void *o) { groups_opts_free(o); }
+
+int cmd_groups(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"groups", groups_usage, parse_any, run_any, free_any};
     struct groups_opts o;
-    char err[512];
-    int a = groups_parse_args(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        groups_usage(stdout);
-        groups_opts_free(&o);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl groups: %s (see samsactl groups --help)\n", err);
-        groups_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl groups: %s\n", err);
-        groups_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc;
-    switch (o.action) {
-    case GROUPS_LIST: rc = do_list(&c); break;
-    case GROUPS_DESCRIBE: rc = do_describe(&c, &o); break;
-    case GROUPS_DELETE: rc = do_delete(&c, &o); break;
-    case GROUPS_RESET_OFFSETS: rc = do_reset(&c, &o); break;
-    default: rc = 0; break;
-    }
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    groups_opts_free(&o);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }

@@ -286,7 +286,7 @@ static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char
 {
     return logdirs_parse_args(argc, argv, o, g, err, n);
 }
-static int run_any(struct kc_client *c, const void *o) { return describe(c, o); }
+static int run_any(struct kc_client *c, void *o) { return describe(c, o); }
 static void free_any(void *o) { logdirs_opts_free(o); }
 
 int cmd_log_dirs(int argc, char **argv, const struct global_opts *g)

@@ -323,7 +323,7 @@ static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char
 {
     return parse(argc, argv, o, g, err, n);
 }
-static int run_any(struct kc_client *c, const void *v)
+static int run_any(struct kc_client *c, void *v)
 {
     const struct quotas_opts *o = v;
     return !strcmp(o->action, "describe") ? do_describe(c, o) : do_alter(c, o);

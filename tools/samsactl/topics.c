@@ -895,41 +895,27 @@ static int do_delete(struct kc_client *c, const struct topics_opts *o)
     return rc;
 }
 
-int cmd_topics(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return topics_parse_args(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, void *v)
+{
+    const struct topics_opts *o = v;
+    switch (o->action) {
+    case TOPICS_CREATE: return do_create(c, o);
+    case TOPICS_LIST: return do_list(c, o);
+    case TOPICS_DESCRIBE: return do_describe(c, o);
+    case TOPICS_ALTER: return do_alter(c, o);
+    case TOPICS_DELETE: return do_delete(c, o);
+    default: return 0;
+    }
+}
+static void free_any(void *o) { topics_opts_free(o); }
+
+int cmd_topics(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"topics", topics_usage, parse_any, run_any, free_any};
     struct topics_opts o;
-    char err[512];
-    int a = topics_parse_args(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        topics_usage(stdout);
-        topics_opts_free(&o);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl topics: %s (see samsactl topics --help)\n", err);
-        topics_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl topics: %s\n", err);
-        topics_opts_free(&o);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc;
-    switch (o.action) {
-    case TOPICS_CREATE: rc = do_create(&c, &o); break;
-    case TOPICS_LIST: rc = do_list(&c, &o); break;
-    case TOPICS_DESCRIBE: rc = do_describe(&c, &o); break;
-    case TOPICS_ALTER: rc = do_alter(&c, &o); break;
-    case TOPICS_DELETE: rc = do_delete(&c, &o); break;
-    default: rc = 0; break;
-    }
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    topics_opts_free(&o);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }

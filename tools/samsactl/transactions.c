@@ -524,37 +524,25 @@ static int do_abort(struct kc_client *c, struct txn_opts *o)
     return rc;
 }
 
-int cmd_transactions(int argc, char **argv, const struct global_opts *g0)
+static int parse_any(int argc, char **argv, void *o, struct global_opts *g, char *err, size_t n)
 {
-    struct global_opts g = *g0;
+    return parse(argc, argv, o, g, err, n);
+}
+static int run_any(struct kc_client *c, void *v)
+{
+    struct txn_opts *o = v;
+    if (!strcmp(o->action, "list"))
+        return do_list(c, o);
+    if (!strcmp(o->action, "describe"))
+        return do_describe_txn(c, o);
+    if (!strcmp(o->action, "describe-producers"))
+        return do_describe(c, o);
+    return do_abort(c, o);
+}
+
+int cmd_transactions(int argc, char **argv, const struct global_opts *g)
+{
+    static const struct kc_command cmd = {"transactions", txn_usage, parse_any, run_any, NULL};
     struct txn_opts o;
-    char err[512];
-    int a = parse(argc, argv, &o, &g, err, sizeof err);
-    if (a == ARGS_HELP) {
-        txn_usage(stdout);
-        return EXIT_OK;
-    }
-    if (a == ARGS_ERROR) {
-        fprintf(stderr, "samsactl transactions: %s (see samsactl transactions --help)\n", err);
-        return EXIT_USAGE;
-    }
-    struct kc_client c;
-    if (kc_client_init(&c, global_bootstrap(&g), err, sizeof err) < 0) {
-        fprintf(stderr, "samsactl transactions: %s\n", err);
-        return EXIT_USAGE;
-    }
-    kc_catch_signals();
-    int rc;
-    if (!strcmp(o.action, "list"))
-        rc = do_list(&c, &o);
-    else if (!strcmp(o.action, "describe"))
-        rc = do_describe_txn(&c, &o);
-    else if (!strcmp(o.action, "describe-producers"))
-        rc = do_describe(&c, &o);
-    else
-        rc = do_abort(&c, &o);
-    fflush(stdout);
-    int status = rc ? kc_report(&c) : EXIT_OK;
-    kc_client_free(&c);
-    return status;
+    return kc_command_main(&cmd, &o, argc, argv, g);
 }
