@@ -893,6 +893,31 @@ def offset_for_leader_epoch_v3(conn, topics, replica_id=-1):
     return out
 
 
+DESCRIBE_LOG_DIRS = 35
+
+
+def describe_log_dirs_v1(conn, topics=None):
+    """topics: {name: [partition, ...]} or None for all. Returns the
+    results: [(error_code, log_dir, {(topic, partition): (size, lag, future)})]."""
+    w = W()
+    if topics is None:
+        w.i32(-1)
+    else:
+        w.array(list(topics.items()), lambda w, t: w.string(t[0]).array(t[1], lambda w, p: w.i32(p)))
+    r = conn.request(DESCRIBE_LOG_DIRS, 1, w.bytes())
+    r.i32()  # throttle
+
+    def result(r):
+        err, d = r.i16(), r.string()
+        parts = {}
+        for name, ps in r.array(lambda r: (r.string(), r.array(lambda r: (r.i32(), r.i64(), r.i64(), r.boolean())))):
+            for p, size, lag, fut in ps:
+                parts[(name, p)] = (size, lag, fut)
+        return (err, d, parts)
+
+    return r.array(result) or []
+
+
 def list_offsets_v2_many(conn, topics, timestamp=-1, isolation=0):
     """topics: {name: [partition, ...]}, all in one request. Returns
     {(name, partition): {error_code, timestamp, offset}}."""

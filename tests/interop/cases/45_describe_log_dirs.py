@@ -1,6 +1,6 @@
 """DescribeLogDirs (kafka-log-dirs.sh, admin clients' describeLogDirs) on a
 node with two log dirs, through @platformatic/kafka's DescribeLogDirs v4
-(flexible, with the volume's total and usable bytes): each dir by its
+(flexible, with the volume's total and usable bytes) and raw v1: each dir by its
 absolute path, every hosted partition in exactly one of them with its
 size as on disk and no lag; a topic filter keeps only the asked-for
 partitions, and, as Kafka, still names every topic a dir holds.
@@ -13,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import harness as h  # noqa: E402
+import kwire  # noqa: E402
 
 S = h.Suite("describe_log_dirs")
 JS = os.path.join(h.HERE, "js", "quotas_platformatic.mjs")
@@ -69,6 +70,14 @@ def every_partition_in_one_dir_with_its_size():
     for (t, i), (d, size) in seen.items():
         h.eq(size, on_disk(d, t, i), "%s-%d: size" % (t, i))
     h.check(seen[("ld", 0)][1] > 1000, "ld-0 holds the 10 records: %d bytes", seen[("ld", 0)][1])
+    # the same through v1 (not flexible, no volume sizes)
+    c = kwire.Conn(srv.port)
+    try:
+        v1 = kwire.describe_log_dirs_v1(c)
+    finally:
+        c.close()
+    h.eq({k: (d, v[0]) for err, d, parts in v1 for k, v in parts.items()}, seen, "DescribeLogDirs v1")
+    h.eq([err for err, _, _ in v1], [0, 0], "v1 error codes")
 
 
 @S.case

@@ -433,6 +433,9 @@ def decision_cache_follows_acl_changes():
 
         h.eq([described(), described()], [TOPIC_AUTHORIZATION_FAILED] * 2, "Metadata before any ACL")
         h.eq(produced(), TOPIC_AUTHORIZATION_FAILED, "Produce before any ACL")
+        h.eq(kwire.offset_for_leader_epoch_v3(c, {"cached": [(0, -1, 0)]}),
+             {("cached", 0): (TOPIC_AUTHORIZATION_FAILED, -1, -1)}, "OffsetForLeaderEpoch before any ACL")
+        h.eq(kwire.describe_log_dirs_v1(c), [], "DescribeLogDirs v1 without DESCRIBE on the cluster: no dirs")
         # an idempotent producer needs IDEMPOTENT_WRITE on the cluster or
         # WRITE on some topic; a transactional one WRITE on its id
         h.eq(kwire.init_producer_id(c, 4)["error_code"], CLUSTER_AUTHORIZATION_FAILED, "idempotent InitProducerId")
@@ -442,6 +445,8 @@ def decision_cache_follows_acl_changes():
                  "--topic", "cached", bootstrap=b)
         h.eq([described(), described()], [0, 0], "Metadata after ALLOW WRITE (implies DESCRIBE)")
         h.eq(produced(), 0, "Produce after ALLOW WRITE")
+        h.eq(kwire.offset_for_leader_epoch_v3(c, {"cached": [(0, -1, 0)]})[("cached", 0)][0], 0,
+             "OffsetForLeaderEpoch after ALLOW WRITE (implies DESCRIBE)")
         h.eq(kwire.init_producer_id(c, 4)["error_code"], 0, "idempotent InitProducerId with WRITE on a topic")
         samsactl(*sasl, "acls", "create", "--deny-principal", "User:ANONYMOUS", "--deny-host", "127.0.0.1",
                  "--operation", "Write", "--topic", "cached", bootstrap=b)
