@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -403,6 +404,35 @@ static void write_logs(struct broker *b, struct buf *out)
         offline += logmgr_dir_offline(b->logs, i);
     put_metric(out, "samsa_log_dirs", "gauge", "Log directories (log.dirs).", n);
     put_metric(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
+    /* statvfs on this thread, not a network worker's. */
+    static const char *const vol[2][2] = {
+        {"samsa_log_dir_volume_bytes", "Size of the volume a log directory is on (DescribeLogDirs' TotalBytes)."},
+        {"samsa_log_dir_volume_usable_bytes",
+         "Bytes an unprivileged writer can still use on the volume a log directory is on (UsableBytes)."},
+    };
+    struct statvfs *vfs = xcalloc(n ? n : 1, sizeof *vfs);
+    bool *ok = xcalloc(n ? n : 1, sizeof *ok);
+    for (size_t i = 0; i < n; i++)
+        ok[i] = !logmgr_dir_offline(b->logs, i) && statvfs(logmgr_dir(b->logs, i), &vfs[i]) == 0;
+    for (int k = 0; k < 2; k++) {
+        put_help(out, vol[k][0], "gauge", vol[k][1]);
+        for (size_t i = 0; i < n; i++) {
+            if (!ok[i])
+                continue;
+            uint64_t blocks = k ? vfs[i].f_bavail : vfs[i].f_blocks;
+            buf_printf(out, "%s{dir=\"", vol[k][0]);
+            put_label_value(out, logmgr_dir(b->logs, i));
+            buf_printf(out, "\"} %llu\n", (unsigned long long)(blocks * vfs[i].f_frsize));
+        }
+    }
+    free(vfs);
+    free(ok);
+    struct logmgr_scan_stats st;
+    logmgr_scan_stats(b->logs, &st);
+    put_metric(out, "samsa_log_cleaner_uncleanable_partitions", "gauge",
+               "Compacted partitions the cleaner leaves alone after meeting a batch it cannot read (Kafka's "
+               "uncleanable-partitions-count).",
+               st.uncleanable_logs);
 }
 
 /* A metric of the registry: a plugin's (samsa.plugin.<name>.<metric>)

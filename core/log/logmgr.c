@@ -1375,6 +1375,9 @@ void logmgr_scan_stats(struct logmgr *m, struct logmgr_scan_stats *out)
     pthread_mutex_lock(&m->lock);
     out->retention_logs = m->rn;
     out->compacted_logs = m->ncompacted;
+    out->uncleanable_logs = 0;
+    for (size_t i = 0; i < m->ncompacted; i++)
+        out->uncleanable_logs += m->compacted[i].ml->uncleanable;
     pthread_mutex_unlock(&m->lock);
     out->retention_visits = atomic_load(&m->retention_visits);
     out->cleaner_visits = atomic_load(&m->cleaner_visits);

@@ -187,6 +187,7 @@ struct logmgr_scan_stats {
     uint64_t cleaner_visits;   /* logs whose cleanable state the cleaners computed */
     size_t retention_logs;     /* logs with a retention due time now */
     size_t compacted_logs;     /* logs the cleaners consider */
+    size_t uncleanable_logs;   /* of those, left alone after an unreadable batch */
 };
 void logmgr_scan_stats(struct logmgr *m, struct logmgr_scan_stats *out);
 /* Writes the checkpoint files now. */

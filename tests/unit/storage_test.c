@@ -1637,9 +1637,12 @@ static void test_logmgr_uncleanable(void **state)
         append_n(l, 4, 0, t0);
     int64_t size = plog_size_bytes(l);
     struct logmgr_scan_stats st;
+    logmgr_scan_stats(m, &st);
+    assert_int_equal(st.uncleanable_logs, 0);
     assert_false(logmgr_clean_one(m, t0));
     logmgr_scan_stats(m, &st);
     assert_int_equal(st.cleaner_visits, 1);
+    assert_int_equal(st.uncleanable_logs, 1);
     assert_int_equal(plog_size_bytes(l), size);
     /* left alone, even after more appends */
     for (int k = 0; k < 10; k++)

@@ -195,6 +195,12 @@ def partitions_and_cluster_state():
     eq(val(m, "samsa_quorum_leader"), 1.0, "quorum leader")
     eq(val(m, "samsa_log_dirs"), 1.0, "log dirs")
     eq(val(m, "samsa_log_dirs_offline"), 0.0, "offline log dirs")
+    eq(val(m, "samsa_log_cleaner_uncleanable_partitions"), 0.0, "uncleanable partitions")
+    st = os.statvfs(srv.data)
+    eq(val(m, "samsa_log_dir_volume_bytes", dir=srv.data), float(st.f_blocks * st.f_frsize), "volume bytes")
+    usable = val(m, "samsa_log_dir_volume_usable_bytes", dir=srv.data)
+    check(abs(usable - st.f_bavail * st.f_frsize) < 1 << 30, "usable bytes %d, statvfs says %d", usable,
+          st.f_bavail * st.f_frsize)
     # the version `samsa --version` prints
     version = subprocess.run([SAMSA_BIN, "--version"], capture_output=True, text=True).stdout.split()[1]
     eq(val(m, "samsa_build_info", version=version, node_id="1"), 1.0, "build info")
