@@ -506,6 +506,24 @@ def node(op, bootstrap, args=None, stdin=None, limit=40.0, check_rc=True):
     return res
 
 
+def platformatic_raw(bootstrap, api, args, client_id="samsa-interop-raw", limit=40.0):
+    """One raw API of @platformatic/kafka (its own encoder and parser:
+    createTopicsV7, describeLogDirsV4, ...) with these arguments, through
+    js/quotas_platformatic.mjs's raw-as; returns the parsed answer (int64
+    fields as strings), or raises Failure with the client's error."""
+    argv = [NODE, os.path.join(HERE, "js", "quotas_platformatic.mjs"), bootstrap,
+            json.dumps([["raw-as", {"clientId": client_id, "api": api, "args": args}]])]
+    p = run(argv, limit=limit, check_rc=False)
+    out = p.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        res = json.loads(out[-1])
+    except (IndexError, ValueError):
+        raise Failure("@platformatic/kafka %s: no JSON result; stdout:\n%s\nstderr:\n%s" % (
+            api, "\n".join(out[-20:]), p.stderr.decode("utf-8", "replace")[-2000:]))
+    check(res.get("ok"), "@platformatic/kafka %s failed: %s", api, res.get("error"))
+    return res["results"][0]
+
+
 # ---------------------------------------------------------------- confluent-kafka
 
 def ck_conf(bootstrap, **extra):

@@ -7,7 +7,6 @@ UNKNOWN_LEADER_EPOCH for a stale or future current leader epoch; unknown
 topics and partitions. Asked raw (v3) and through @platformatic/kafka's
 offsetForLeaderEpochV4 (flexible; its parser swaps two fields, so only
 answers it reads right by chance are compared)."""
-import json
 import os
 import sys
 
@@ -17,7 +16,6 @@ import kwire  # noqa: E402
 
 S = h.Suite("offset_for_leader_epoch")
 T = "ofle"
-JS = os.path.join(h.HERE, "js", "quotas_platformatic.mjs")
 FENCED_LEADER_EPOCH = 74
 UNKNOWN_LEADER_EPOCH = 75
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -57,17 +55,9 @@ def ask_platformatic(topics):
     apis/consumer/offset-for-leader-epoch-v4.js)."""
     args = [-1, [{"name": n, "partitions": [{"partitionIndex": p, "currentLeaderEpoch": cur, "leaderEpoch": e}
                                             for p, cur, e in ps]} for n, ps in topics.items()]]
-    proc = h.run([h.NODE, JS, srv.bootstrap, json.dumps([["raw-as", {"clientId": "ofle", "api": "offsetForLeaderEpochV4",
-                                                                       "args": args}]])], limit=40, check_rc=False)
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    try:
-        res = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        raise h.Failure("no JSON from node; stdout:\n%s\nstderr:\n%s" % (
-            "\n".join(lines[-20:]), proc.stderr.decode("utf-8", "replace")[-2000:]))
-    h.check(res.get("ok"), "@platformatic/kafka offsetForLeaderEpochV4 failed: %s", res.get("error"))
+    res = h.platformatic_raw(srv.bootstrap, "offsetForLeaderEpochV4", args, client_id="ofle")
     out = {}
-    for t in res["results"][0]["topics"]:
+    for t in res["topics"]:
         for p in t["partitions"]:
             out[(t["topic"], p["partition"])] = (p["errorCode"], p["leaderEpoch"], int(p["endOffset"]))
     return out

@@ -16,7 +16,6 @@ import harness as h  # noqa: E402
 import kwire  # noqa: E402
 
 S = h.Suite("describe_log_dirs")
-JS = os.path.join(h.HERE, "js", "quotas_platformatic.mjs")
 srv = None
 DIRS = []
 
@@ -32,16 +31,7 @@ def setup():
 
 def describe(topics):
     args = [None if topics is None else [{"name": n, "partitions": ps} for n, ps in topics.items()]]
-    proc = h.run([h.NODE, JS, srv.bootstrap, json.dumps([["raw-as", {"clientId": "logdirs", "api": "describeLogDirsV4",
-                                                                       "args": args}]])], limit=40, check_rc=False)
-    lines = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-    try:
-        res = json.loads(lines[-1])
-    except (IndexError, ValueError):
-        raise h.Failure("no JSON from node; stdout:\n%s\nstderr:\n%s" % (
-            "\n".join(lines[-20:]), proc.stderr.decode("utf-8", "replace")[-2000:]))
-    h.check(res.get("ok"), "@platformatic/kafka describeLogDirsV4 failed: %s", res.get("error"))
-    r = res["results"][0]
+    r = h.platformatic_raw(srv.bootstrap, "describeLogDirsV4", args, client_id="logdirs")
     h.eq(r["errorCode"], 0, "top-level error code")
     return r["results"]
 
