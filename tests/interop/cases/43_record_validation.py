@@ -147,5 +147,36 @@ def the_mode_is_shown_and_a_bad_value_refused():
     check("samsa.record.validation" in lines[0] and "lazy" in lines[0], "startup line: %s", lines[0])
 
 
+@S.case
+def a_stored_malformed_batch_harms_nothing_else():
+    """In batch mode the malformed batch sits between good ones: lookups
+    by time that do not need its records answer, a kill -9 and restart
+    keeps every batch (recovery checks CRCs, not records), and the
+    records after it read back."""
+    t = "rv-bad"
+    ck_create_topic(fast.bootstrap, t, 1)
+    eq([r["offset"] for r in ck_produce(fast.bootstrap, t, [rec(b"a%d" % i, b"x", [], 0) for i in range(3)])],
+       [0, 1, 2], "good records before")
+    eq(raw_produce(fast, t, batch_with(padded_record(), 1))["base_offset"], 3, "the malformed batch")
+    eq([r["offset"] for r in ck_produce(fast.bootstrap, t, [rec(b"b%d" % i, b"y", [], 0) for i in range(2)])],
+       [4, 5], "good records after")
+    c = kwire.Conn(fast.port)
+    try:
+        eq(kwire.list_offsets_v2(c, t, 0, timestamp=0)["offset"], 0, "ListOffsets by time 0")
+    finally:
+        c.close()
+    fast.kill9()
+    fast.start()
+    c = kwire.Conn(fast.port)
+    try:
+        eq(kwire.list_offsets_v2(c, t, 0, timestamp=-1)["offset"], 6, "log end after kill -9 and restart")
+        p = kwire.fetch_v4(c, t, 0, 4)
+        eq(p["error_code"], 0, "fetch after the malformed batch")
+        eq([(r["offset"], r["key"]) for r in kwire.parse_batches(p["records"])], [(4, b"b0"), (5, b"b1")],
+           "records after the malformed batch")
+    finally:
+        c.close()
+
+
 if __name__ == "__main__":
     S.run(setup)
