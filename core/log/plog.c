@@ -370,40 +370,41 @@ void plog_latest_epoch(struct plog *l, int32_t *epoch, int64_t *start_offset)
     slock_unlock(&l->epoch_lock);
 }
 
-void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
-{
-    *end_epoch = -1;
-    *end_offset = -1;
-    slock_lock(&l->epoch_lock);
-    for (size_t i = l->nepochs; i-- > 0;) {
-        if (l->epochs[i].epoch <= epoch) {
-            *end_epoch = l->epochs[i].epoch;
-            *end_offset = i + 1 < l->nepochs ? l->epochs[i + 1].start_offset : plog_log_end_offset(l);
-            break;
-        }
-    }
-    slock_unlock(&l->epoch_lock);
-}
-
-void plog_offset_for_leader_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
+/* Where epoch ended, under the epoch lock. The replicas' lookup (a
+ * follower's truncation point) takes the largest epoch <= epoch, which
+ * ends where the next starts or at the log end. A client's (Kafka's
+ * endOffsetFor) differs in two corners: an epoch above the latest is
+ * unknown, and one below the earliest ends where the earliest starts. */
+static void end_offset_for_epoch(struct plog *l, int32_t epoch, bool client, int32_t *end_epoch, int64_t *end_offset)
 {
     *end_epoch = -1;
     *end_offset = -1;
     if (epoch < 0)
         return;
     slock_lock(&l->epoch_lock);
-    size_t n = l->nepochs;
-    if (n && l->epochs[n - 1].epoch == epoch) {
+    /* hi: the first entry above epoch; from the end, as most ask for
+     * the latest epoch */
+    size_t n = l->nepochs, hi = n;
+    while (hi > 0 && l->epochs[hi - 1].epoch > epoch)
+        hi--;
+    if (hi > 0 && (!client || hi < n || l->epochs[n - 1].epoch == epoch)) {
+        *end_epoch = l->epochs[hi - 1].epoch;
+        *end_offset = hi < n ? l->epochs[hi].start_offset : plog_log_end_offset(l);
+    } else if (client && hi == 0 && n > 0) {
         *end_epoch = epoch;
-        *end_offset = plog_log_end_offset(l);
-    } else if (n && l->epochs[n - 1].epoch > epoch) {
-        size_t hi = 0; /* the first entry above epoch */
-        while (l->epochs[hi].epoch <= epoch)
-            hi++;
-        *end_epoch = hi ? l->epochs[hi - 1].epoch : epoch;
-        *end_offset = l->epochs[hi].start_offset;
+        *end_offset = l->epochs[0].start_offset;
     }
     slock_unlock(&l->epoch_lock);
+}
+
+void plog_end_offset_for_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
+{
+    end_offset_for_epoch(l, epoch, false, end_epoch, end_offset);
+}
+
+void plog_offset_for_leader_epoch(struct plog *l, int32_t epoch, int32_t *end_epoch, int64_t *end_offset)
+{
+    end_offset_for_epoch(l, epoch, true, end_epoch, end_offset);
 }
 
 /* ---- open ---- */
