@@ -12,7 +12,6 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "api/dispatch.h"
 #include "api/handlers.h"
@@ -129,17 +128,11 @@ void api_handle_describe_log_dirs(struct request *req)
         size_t first = at;
         while (at < n && h[at].dir == d)
             at++;
-        struct statvfs vfs;
         if (logmgr_dir_offline(m, d)) {
             r->error_code = KERR_KAFKA_STORAGE_ERROR;
             continue;
         }
-        /* statvfs reads the superblock's counters, which a local
-         * filesystem keeps in memory: no I/O on the worker. */
-        if (statvfs(path, &vfs) == 0) {
-            r->total_bytes = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;
-            r->usable_bytes = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
-        }
+        (void)logmgr_dir_space(m, d, &r->total_bytes, &r->usable_bytes); /* else -1, -1 */
         fill_topics(req, q, h + first, at - first, r);
     }
     for (size_t i = 0; i < n; i++)

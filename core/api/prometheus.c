@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -404,29 +403,22 @@ static void write_logs(struct broker *b, struct buf *out)
         offline += logmgr_dir_offline(b->logs, i);
     put_metric(out, "samsa_log_dirs", "gauge", "Log directories (log.dirs).", n);
     put_metric(out, "samsa_log_dirs_offline", "gauge", "Log directories taken offline by an I/O error.", offline);
-    /* statvfs on this thread, not a network worker's. */
     static const char *const vol[2][2] = {
         {"samsa_log_dir_volume_bytes", "Size of the volume a log directory is on (DescribeLogDirs' TotalBytes)."},
         {"samsa_log_dir_volume_usable_bytes",
          "Bytes an unprivileged writer can still use on the volume a log directory is on (UsableBytes)."},
     };
-    struct statvfs *vfs = xcalloc(n ? n : 1, sizeof *vfs);
-    bool *ok = xcalloc(n ? n : 1, sizeof *ok);
-    for (size_t i = 0; i < n; i++)
-        ok[i] = !logmgr_dir_offline(b->logs, i) && statvfs(logmgr_dir(b->logs, i), &vfs[i]) == 0;
     for (int k = 0; k < 2; k++) {
         put_help(out, vol[k][0], "gauge", vol[k][1]);
         for (size_t i = 0; i < n; i++) {
-            if (!ok[i])
+            int64_t bytes[2];
+            if (!logmgr_dir_space(b->logs, i, &bytes[0], &bytes[1]))
                 continue;
-            uint64_t blocks = k ? vfs[i].f_bavail : vfs[i].f_blocks;
             buf_printf(out, "%s{dir=\"", vol[k][0]);
             put_label_value(out, logmgr_dir(b->logs, i));
-            buf_printf(out, "\"} %llu\n", (unsigned long long)(blocks * vfs[i].f_frsize));
+            buf_printf(out, "\"} %lld\n", (long long)bytes[k]);
         }
     }
-    free(vfs);
-    free(ok);
     struct logmgr_scan_stats st;
     logmgr_scan_stats(b->logs, &st);
     put_metric(out, "samsa_log_cleaner_uncleanable_partitions", "gauge",

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -431,6 +432,16 @@ void logmgr_set_codecs(struct logmgr *m, const struct plog_codecs *c) { m->codec
 size_t logmgr_ndirs(const struct logmgr *m) { return m->ndirs; }
 const char *logmgr_dir(const struct logmgr *m, size_t dir) { return m->dirs[dir].path; }
 bool logmgr_dir_offline(const struct logmgr *m, size_t dir) { return atomic_load(&m->dirs[dir].offline); }
+
+bool logmgr_dir_space(const struct logmgr *m, size_t dir, int64_t *total, int64_t *usable)
+{
+    struct statvfs vfs;
+    if (logmgr_dir_offline(m, dir) || statvfs(m->dirs[dir].path, &vfs) != 0)
+        return false;
+    *total = (int64_t)vfs.f_blocks * (int64_t)vfs.f_frsize;
+    *usable = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+    return true;
+}
 
 void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why)
 {

@@ -99,6 +99,11 @@ void logmgr_set_codecs(struct logmgr *m, const struct plog_codecs *c);
 size_t logmgr_ndirs(const struct logmgr *m);
 const char *logmgr_dir(const struct logmgr *m, size_t dir);
 bool logmgr_dir_offline(const struct logmgr *m, size_t dir);
+/* The size of the volume dir is on and the bytes an unprivileged writer
+ * can still use there (Kafka's FileStore total and usable space); false
+ * when dir is offline or statvfs fails. statvfs reads counters a local
+ * filesystem keeps in memory: it does no I/O. */
+bool logmgr_dir_space(const struct logmgr *m, size_t dir, int64_t *total, int64_t *usable);
 /* Takes dir offline (one ERROR line with why), as after an I/O error. */
 void logmgr_fail_dir(struct logmgr *m, size_t dir, const char *why);
 
