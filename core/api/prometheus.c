@@ -408,17 +408,21 @@ static void write_logs(struct broker *b, struct buf *out)
         {"samsa_log_dir_volume_usable_bytes",
          "Bytes an unprivileged writer can still use on the volume a log directory is on (UsableBytes)."},
     };
+    int64_t (*space)[2] = xcalloc(n ? n : 1, sizeof *space); /* total, usable; -1: none */
+    for (size_t i = 0; i < n; i++)
+        if (!logmgr_dir_space(b->logs, i, &space[i][0], &space[i][1]))
+            space[i][0] = -1;
     for (int k = 0; k < 2; k++) {
         put_help(out, vol[k][0], "gauge", vol[k][1]);
         for (size_t i = 0; i < n; i++) {
-            int64_t bytes[2];
-            if (!logmgr_dir_space(b->logs, i, &bytes[0], &bytes[1]))
+            if (space[i][0] < 0)
                 continue;
             buf_printf(out, "%s{dir=\"", vol[k][0]);
             put_label_value(out, logmgr_dir(b->logs, i));
-            buf_printf(out, "\"} %lld\n", (long long)bytes[k]);
+            buf_printf(out, "\"} %lld\n", (long long)space[i][k]);
         }
     }
+    free(space);
     struct logmgr_scan_stats st;
     logmgr_scan_stats(b->logs, &st);
     put_metric(out, "samsa_log_cleaner_uncleanable_partitions", "gauge",
