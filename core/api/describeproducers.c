@@ -50,14 +50,10 @@ static void add_producer(void *ctx, const struct ps_entry *e)
 static int16_t describe_partition(struct request *req, const struct mi_topic *t, int32_t index,
                                   describe_producers_response_partition_response_t *out)
 {
-    const struct mi_partition *mp = mi_topic_partition(t, index);
-    if (!mp)
-        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (mp->leader != req->broker->node_id)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
-    struct partition *p = preg_get(req->broker->partitions, &t->id, index);
-    if (!p)
-        return preg_unavailable_error(req->broker->partitions, &t->id, index);
+    struct partition *p;
+    int16_t err = preg_get_led(req->broker->partitions, req->broker->node_id, t, index, &p);
+    if (err)
+        return err;
     struct collect c = {&req->arena, out, 0};
     out->active_producers.a = NULL;
     out->active_producers.n = 0;

@@ -177,8 +177,7 @@ static int64_t read_all(struct fetch_op *op, int *errors)
         int32_t epoch = atomic_load(&p->leader_epoch);
         fp->seen_epoch = epoch;
         fp->seen_leo = plog_log_end_offset(p->log);
-        if (fp->current_leader_epoch >= 0 && fp->current_leader_epoch != epoch) {
-            fp->rerr = fp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
+        if ((fp->rerr = repl_epoch_error(fp->current_leader_epoch, epoch)) != 0) {
             (*errors)++;
             continue;
         }

@@ -22,20 +22,15 @@ static int16_t lookup(struct request *req, const struct mi_topic *t, int8_t isol
                       const list_offsets_request_list_offsets_partition_t *rp,
                       list_offsets_response_list_offsets_partition_response_t *out)
 {
-    const struct mi_partition *mp = mi_topic_partition(t, rp->partition_index);
-    if (!mp)
-        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (mp->leader != req->broker->node_id)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
-    struct partition *p = preg_get(req->broker->partitions, &t->id, rp->partition_index);
-    if (!p)
-        return preg_unavailable_error(req->broker->partitions, &t->id, rp->partition_index);
-    int16_t err = 0;
+    struct partition *p;
+    int16_t err = preg_get_led(req->broker->partitions, req->broker->node_id, t, rp->partition_index, &p);
+    if (err)
+        return err;
     int32_t epoch = atomic_load(&p->leader_epoch);
-    if (req->api_version >= 4 && rp->current_leader_epoch >= 0 && rp->current_leader_epoch != epoch) {
-        err = rp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
+    /* CurrentLeaderEpoch is v4+; older requests decode it as -1 */
+    err = repl_epoch_error(rp->current_leader_epoch, epoch);
+    if (err)
         goto done;
-    }
     int64_t hw = atomic_load(&p->high_watermark);
     /* Kafka's fetchOffsetForTimestamp: read_committed sees up to the last
      * stable offset (LATEST answers it; timestamp lookups at or past it

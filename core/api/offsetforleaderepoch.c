@@ -24,19 +24,13 @@ static int16_t end_offset(struct request *req, const struct mi_topic *t,
                           const offset_for_leader_epoch_request_offset_for_leader_partition_t *rp,
                           offset_for_leader_epoch_response_epoch_end_offset_t *out)
 {
-    const struct mi_partition *mp = mi_topic_partition(t, rp->partition);
-    if (!mp)
-        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
-    if (mp->leader != req->broker->node_id)
-        return KERR_NOT_LEADER_OR_FOLLOWER;
-    struct partition *p = preg_get(req->broker->partitions, &t->id, rp->partition);
-    if (!p)
-        return preg_unavailable_error(req->broker->partitions, &t->id, rp->partition);
-    int16_t err = 0;
-    int32_t epoch = atomic_load(&p->leader_epoch);
-    if (req->api_version >= 2 && rp->current_leader_epoch >= 0 && rp->current_leader_epoch != epoch)
-        err = rp->current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
-    else
+    struct partition *p;
+    int16_t err = preg_get_led(req->broker->partitions, req->broker->node_id, t, rp->partition, &p);
+    if (err)
+        return err;
+    /* CurrentLeaderEpoch is v2+; older requests decode it as -1 */
+    err = repl_epoch_error(rp->current_leader_epoch, atomic_load(&p->leader_epoch));
+    if (!err)
         plog_offset_for_leader_epoch(p->log, rp->leader_epoch, &out->leader_epoch, &out->end_offset);
     partition_put(p);
     return err;

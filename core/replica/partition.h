@@ -120,6 +120,14 @@ int preg_sync(struct partition_registry *r, const struct mimage *img, char *err,
  * log dir failed), else NOT_LEADER_OR_FOLLOWER (not hosted, or its log
  * still being opened at start-up: clients retry). */
 int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topic_id, int32_t index);
+/* For the requests only a partition's leader answers (ListOffsets,
+ * OffsetForLeaderEpoch, DescribeProducers): partition index of topic t
+ * (from the image) with one more reference in *out, or the error Kafka
+ * gives: UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER when node_id
+ * does not lead it, else as preg_unavailable_error. */
+struct mi_topic;
+int16_t preg_get_led(struct partition_registry *r, int32_t node_id, const struct mi_topic *t, int32_t index,
+                     struct partition **out);
 
 /* Appends validated batches (modified in place: offsets and leader epoch
  * stamped), advances the high watermark (single replica) and wakes

@@ -323,6 +323,19 @@ int16_t preg_unavailable_error(struct partition_registry *r, const kuuid_t *topi
     return offline ? KERR_KAFKA_STORAGE_ERROR : KERR_NOT_LEADER_OR_FOLLOWER;
 }
 
+int16_t preg_get_led(struct partition_registry *r, int32_t node_id, const struct mi_topic *t, int32_t index,
+                     struct partition **out)
+{
+    *out = NULL;
+    const struct mi_partition *mp = mi_topic_partition(t, index);
+    if (!mp)
+        return KERR_UNKNOWN_TOPIC_OR_PARTITION;
+    if (mp->leader != node_id)
+        return KERR_NOT_LEADER_OR_FOLLOWER;
+    *out = preg_get(r, &t->id, index);
+    return *out ? 0 : preg_unavailable_error(r, &t->id, index);
+}
+
 static bool wait_deleted(struct partition_registry *r, const char *path)
 {
     struct timespec deadline;

@@ -1,6 +1,8 @@
 /* Replication decisions without I/O (see repl.h). */
 #include "replica/repl.h"
 
+#include "proto/kerr.h"
+
 void repl_follower_fetched(struct repl_follower *f, int64_t fetch_offset, int64_t leader_leo, int64_t now_ms)
 {
     if (fetch_offset >= leader_leo)
@@ -89,6 +91,13 @@ bool repl_diverging(int32_t last_fetched_epoch, int64_t fetch_offset, int32_t en
     if (last_fetched_epoch < 0)
         return false;
     return end_epoch < last_fetched_epoch || end_offset < fetch_offset;
+}
+
+int16_t repl_epoch_error(int32_t current_leader_epoch, int32_t epoch)
+{
+    if (current_leader_epoch < 0 || current_leader_epoch == epoch)
+        return 0;
+    return current_leader_epoch > epoch ? KERR_UNKNOWN_LEADER_EPOCH : KERR_FENCED_LEADER_EPOCH;
 }
 
 bool repl_contains(const int32_t *a, int32_t n, int32_t id)

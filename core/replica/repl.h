@@ -78,5 +78,9 @@ int64_t repl_truncation_offset(int32_t div_epoch, int64_t div_end_offset, bool h
  * true, and the follower is answered DivergingEpoch (end_epoch,
  * end_offset) without records. */
 bool repl_diverging(int32_t last_fetched_epoch, int64_t fetch_offset, int32_t end_epoch, int64_t end_offset);
+/* A request's CurrentLeaderEpoch against the partition's epoch (Kafka's
+ * Partition.checkCurrentLeaderEpoch): 0 when it is -1 (not given) or the
+ * same, FENCED_LEADER_EPOCH when older, UNKNOWN_LEADER_EPOCH when newer. */
+int16_t repl_epoch_error(int32_t current_leader_epoch, int32_t epoch);
 
 #endif
