@@ -87,12 +87,13 @@ def end_offsets_across_a_leader_change():
     srv.restart()
     h.wait_topic(srv.bootstrap, T, 1)
     e1 = leader_epoch()
-    h.check(e1 > e0, "leader epoch %d after a restart, was %d", e1, e0)
+    # the controlled shutdown leaves the partition leaderless (one epoch),
+    # the restart elects its only replica again (another)
+    h.eq(e1, e0 + 2, "leader epoch after a restart (was %d)" % e0)
     h.ck_produce(srv.bootstrap, T, [h.rec(b"k%d" % i, b"v%d" % i, [], 0) for i in range(5, 8)])
     h.eq(ask({T: [(0, e1, e0)]}), {(T, 0): (0, e0, 5)}, "the old epoch ends where the new one starts")
     h.eq(ask({T: [(0, e1, e1)]}), {(T, 0): (0, e1, 8)}, "the new epoch ends at the log end")
-    if e0 + 1 < e1:  # an epoch no batch was written in: the one before it answers
-        h.eq(ask({T: [(0, -1, e0 + 1)]}), {(T, 0): (0, e0, 5)}, "an epoch without batches")
+    h.eq(ask({T: [(0, -1, e0 + 1)]}), {(T, 0): (0, e0, 5)}, "an epoch no batch was written in: the one before")
     h.eq(ask({T: [(0, e0, e1)]}), {(T, 0): (FENCED_LEADER_EPOCH, -1, -1)}, "a stale current epoch")
     h.eq(ask_platformatic({T: [(0, e1, e0)]}), {(T, 0): (0, e0, 5)}, "@platformatic/kafka: the old epoch")
 
