@@ -102,27 +102,18 @@ int group_topic_parse(struct arena *a, const char *s, struct group_topic_sel *ou
     out->topic = arena_strndup(a, s, tlen);
     if (!colon)
         return 0;
-    int n = 1;
-    for (const char *p = colon + 1; *p; p++)
-        n += *p == ',';
-    out->partitions = arena_alloc(a, (size_t)n * sizeof *out->partitions);
-    const char *p = colon + 1;
-    for (int i = 0; i < n; i++) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char tmp[16];
-        if (len == 0 || len >= sizeof tmp) {
-            snprintf(err, errlen, "invalid --topic '%s' (want TOPIC or TOPIC:PARTITION,PARTITION,...)", s);
-            return -1;
-        }
-        memcpy(tmp, p, len);
-        tmp[len] = '\0';
-        if (!parse_i32(tmp, 0, INT32_MAX, &out->partitions[i])) {
-            snprintf(err, errlen, "invalid partition '%s' in --topic '%s'", tmp, s);
-            return -1;
-        }
-        p = end ? end + 1 : p + len;
+    char **items;
+    int n;
+    if (!split_csv(a, colon + 1, &items, &n)) {
+        snprintf(err, errlen, "invalid --topic '%s' (want TOPIC or TOPIC:PARTITION,PARTITION,...)", s);
+        return -1;
     }
+    out->partitions = arena_alloc(a, (size_t)n * sizeof *out->partitions);
+    for (int i = 0; i < n; i++)
+        if (!parse_i32(items[i], 0, INT32_MAX, &out->partitions[i])) {
+            snprintf(err, errlen, "invalid partition '%s' in --topic '%s'", items[i], s);
+            return -1;
+        }
     out->n = n;
     return 0;
 }

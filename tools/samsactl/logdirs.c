@@ -41,29 +41,6 @@ void logdirs_usage(FILE *f)
           f);
 }
 
-/* Splits a comma list into a (strings in arena a); false on an empty item. */
-static bool split_list(struct arena *a, const char *s, char ***out, int *n)
-{
-    size_t len = strlen(s);
-    char *copy = arena_alloc(a, len + 1);
-    memcpy(copy, s, len + 1);
-    int cap = 1;
-    for (const char *p = s; *p; p++)
-        cap += *p == ',';
-    *out = arena_alloc(a, (size_t)cap * sizeof **out);
-    *n = 0;
-    for (char *item = copy, *comma;; item = comma + 1) {
-        comma = strchr(item, ',');
-        if (comma)
-            *comma = '\0';
-        if (!*item)
-            return false;
-        (*out)[(*n)++] = item;
-        if (!comma)
-            return true;
-    }
-}
-
 int logdirs_parse_args(int argc, char **argv, struct logdirs_opts *o, struct global_opts *g, char *err,
                        size_t errlen)
 {
@@ -86,7 +63,7 @@ int logdirs_parse_args(int argc, char **argv, struct logdirs_opts *o, struct glo
         switch (id) {
         case OPT_HELP: return ARGS_HELP;
         case OPT_BROKER_LIST:
-            if (!split_list(&o->arena, it.arg, &items, &n)) {
+            if (!split_csv(&o->arena, it.arg, &items, &n)) {
                 snprintf(err, errlen, "invalid --broker-list '%s'", it.arg);
                 return ARGS_ERROR;
             }
@@ -99,7 +76,7 @@ int logdirs_parse_args(int argc, char **argv, struct logdirs_opts *o, struct glo
             o->nbrokers = n;
             break;
         case OPT_TOPIC_LIST:
-            if (!split_list(&o->arena, it.arg, &o->topics, &o->ntopics)) {
+            if (!split_csv(&o->arena, it.arg, &o->topics, &o->ntopics)) {
                 snprintf(err, errlen, "invalid --topic-list '%s'", it.arg);
                 return ARGS_ERROR;
             }

@@ -181,3 +181,25 @@ char *unescape_dup(struct arena *a, const char *s)
     out[j] = '\0';
     return out;
 }
+
+bool split_csv(struct arena *a, const char *s, char ***out, int *n)
+{
+    size_t len = strlen(s);
+    char *copy = arena_alloc(a, len + 1);
+    memcpy(copy, s, len + 1);
+    int cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    *out = arena_alloc(a, (size_t)cap * sizeof **out);
+    *n = 0;
+    for (char *item = copy, *comma;; item = comma + 1) {
+        comma = strchr(item, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*item)
+            return false;
+        (*out)[(*n)++] = item;
+        if (!comma)
+            return true;
+    }
+}

@@ -89,6 +89,10 @@ bool parse_bool_prop(const char *s);
  * is empty. */
 bool split_kv(struct arena *a, const char *kv, char **key, const char **value);
 
+/* Splits a comma list ("a,b,c") into *items, copies in arena a. False
+ * when an item is empty ("a,,b", "", "a,"). */
+bool split_csv(struct arena *a, const char *s, char ***items, int *n);
+
 /* Copy of s in arena a with the escapes \t \n \r \\ turned into their
  * characters, so that "--property key.separator=\t" means a tab as the
  * brief and most users expect (Kafka itself takes the text literally; a
